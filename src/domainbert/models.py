@@ -12,7 +12,6 @@ without a head gets a new one, its decoder tied to the input embeddings).
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 
 from domainbert.errors import ModelError
@@ -37,7 +36,7 @@ def resolve_model_ref(ref: str) -> str:
         if not (path / "config.json").is_file():
             raise ModelError("model folder has no config.json", file=path)
         return str(path.resolve())
-    if ref.startswith((".", "/", "~")) or os.sep in ref and path.parent.exists() and not path.exists():
+    if ref.startswith((".", "/", "~")):
         raise ModelError("model folder not found", file=path)
     return ref
 

@@ -1,0 +1,68 @@
+"""Reading and writing corpus shards: the format every later stage reads the corpus in.
+
+A built corpus folder holds ``train/`` and ``validation/`` sub-folders of Parquet shards named
+``shard-00000.parquet``, ... with the columns ``id`` (str), ``text`` (str), ``source`` (str) and
+``meta`` (str, JSON). Readers stream one row group at a time, so memory does not grow with the corpus.
+This module does no cleaning or deduplication; ``domainbert.corpus.build`` does that.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from domainbert.errors import DataError
+
+SPLITS = ("train", "validation")
+SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("meta", pa.string())])
+
+
+def shard_paths(corpus_dir: Path, split: str) -> list[Path]:
+    """The shards of one split, in order; an empty or missing split is an error naming the folder."""
+    folder = Path(corpus_dir) / split
+    paths = sorted(folder.glob("shard-*.parquet"))
+    if not paths:
+        raise DataError(f"no shards for split {split!r} (build the corpus first: domainbert corpus DOMAIN)",
+                        file=folder)
+    return paths
+
+
+def write_shard(path: Path, records: Iterable[dict[str, Any]], row_group_size: int = 1000) -> int:
+    """Write records (``id``, ``text``, ``source``, ``meta``) to one Parquet shard; returns the row count.
+
+    Written deterministically (no timestamps in the file), so equal inputs give byte-identical shards.
+    """
+    rows = [{"id": str(r["id"]), "text": r["text"], "source": r.get("source", ""),
+             "meta": r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta"))} for r in records]
+    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    pq.write_table(table, path, row_group_size=row_group_size, compression="zstd")
+    return len(rows)
+
+
+def _dump_meta(meta: Any) -> str:
+    import json
+
+    return json.dumps(meta or {}, sort_keys=True, ensure_ascii=False)
+
+
+def iter_documents(corpus_dir: Path, split: str = "train", columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+    """Stream documents of a split as dicts, one Parquet row group at a time."""
+    for path in shard_paths(corpus_dir, split):
+        parquet = pq.ParquetFile(path)
+        for i in range(parquet.num_row_groups):
+            yield from parquet.read_row_group(i, columns=columns).to_pylist()
+
+
+def iter_texts(corpus_dir: Path, split: str = "train") -> Iterator[str]:
+    """Stream the texts of a split."""
+    for row in iter_documents(corpus_dir, split, columns=["text"]):
+        yield row["text"]
+
+
+def count_documents(corpus_dir: Path, split: str = "train") -> int:
+    return sum(pq.ParquetFile(p).metadata.num_rows for p in shard_paths(corpus_dir, split))
