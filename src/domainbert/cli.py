@@ -49,9 +49,8 @@ def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains t
 def corpus(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
            out: OutOpt = None) -> None:
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
-    from domainbert.corpus.build import build_corpus
-
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.corpus.build import build_corpus
     build_corpus(cfg, layout)
     typer.echo(f"corpus: {layout.corpus}")
 
@@ -60,9 +59,8 @@ def corpus(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
 def vocab(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
           out: OutOpt = None) -> None:
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
-    from domainbert.vocab.stage import run_vocab
-
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.vocab.stage import run_vocab
     run_vocab(cfg, layout)
     typer.echo(f"vocab: {layout.vocab}")
 
@@ -72,9 +70,8 @@ def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
              out: OutOpt = None,
              arm: Annotated[list[str] | None, typer.Option("--arm", help="Arm(s) to train (default: all in the config).")] = None) -> None:
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
-    from domainbert.pretrain.stage import pretrain_arm
-
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.pretrain.stage import pretrain_arm
     for name in arm or cfg.pretrain.arms:
         pretrain_arm(cfg, name, layout)
         typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
@@ -84,9 +81,8 @@ def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
 def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
              out: OutOpt = None) -> None:
     """Fine-tune every model on every task over the configured seeds."""
-    from domainbert.finetune.stage import finetune_all
-
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.finetune.stage import finetune_all
     finetune_all(cfg, layout)
     typer.echo(f"finetune: {layout.root / 'finetune'}")
 
@@ -95,9 +91,8 @@ def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
 def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
            out: OutOpt = None) -> None:
     """Render the comparison report from a run's artifacts (no retraining)."""
-    from domainbert.report.compare import render_report
-
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.report.compare import render_report
     path = render_report(cfg, layout)
     typer.echo(f"report: {path}")
 
