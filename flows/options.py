@@ -1,0 +1,81 @@
+"""Typed flow parameters: what a run is (``RunSpec``) and how it executes (``ExecutionOptions``).
+
+Both are pydantic models so the Prefect UI builds proper run forms from their JSON schema, and so a task
+that runs in another process (a Dask worker, a GPU worker) receives plain data it can rebuild the domain
+config from. Stage settings themselves stay in the domain YAML and its overrides; these models only say
+which domain, where the run lives and how the work is launched. Nothing here imports a stage.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
+from domainbert.paths import RunLayout, default_run_dir
+
+
+class RunSpec(BaseModel):
+    """One domain run: the domain, its profile and overrides, and the run folder."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    domain: str = Field(description="Domain name from domains/ (e.g. science) or a path to a domain YAML.")
+    overrides: list[str] = Field(default_factory=list, description="Overrides such as pretrain.max_steps=50.")
+    profile: str = Field(DEFAULT_PROFILE, description="Profile: offline (shipped samples) or full.")
+    out: str | None = Field(None, description="Run folder (default runs/<domain>/ in the worker's cwd).")
+
+    def config(self) -> DomainConfig:
+        """The resolved domain config (raises ConfigError naming the file and field)."""
+        return load_domain(self.domain, list(self.overrides), profile=self.profile)
+
+    def layout(self, cfg: DomainConfig | None = None) -> RunLayout:
+        """The run's folders; ``out`` made absolute so every worker sees the same path."""
+        if self.out:
+            root = Path(self.out)
+        else:
+            root = default_run_dir((cfg or self.config()).name)
+        return RunLayout(root.resolve())
+
+    def resolved(self) -> RunSpec:
+        """A copy whose ``out`` is absolute (what tasks in other processes receive)."""
+        return self.model_copy(update={"out": str(self.layout().root)})
+
+
+class LaunchOptions(BaseModel):
+    """How the pretraining trainer runs: in the worker's process, or as a launcher subprocess."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    launcher: Literal["inprocess", "python", "torchrun", "deepspeed"] = Field(
+        "inprocess",
+        description="inprocess: call the stage in the task (one CPU process, the offline default); python: one "
+                    "subprocess; torchrun or deepspeed: the distributed launchers (GPU nodes).")
+    gpus: int = Field(1, ge=1, description="Processes (GPUs) per node for torchrun/deepspeed.")
+    nodes: int = Field(1, ge=1, description="Nodes for torchrun (with rdzv_endpoint) or deepspeed (with hostfile).")
+    hostfile: str | None = Field(None, description="DeepSpeed hostfile listing the nodes ('host slots=N' lines).")
+    rdzv_endpoint: str | None = Field(None, description="torchrun rendezvous host:port for several nodes.")
+    extra_args: list[str] = Field(default_factory=list, description="Extra launcher arguments, before the module.")
+
+
+class ExecutionOptions(BaseModel):
+    """Where results persist, how tasks retry and where corpus shards run."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    result_storage: str | None = Field(
+        None, description="Folder or fsspec URL (s3://bucket/prefix) for task results; default <out>/.prefect/results.")
+    retries: int = Field(2, ge=0, description="Retries of I/O-bound tasks (with exponential backoff).")
+    retry_delay_seconds: float = Field(10, ge=0, description="First retry delay; doubles on each retry.")
+    pretrain_retries: int = Field(3, ge=0, description="Retries of a pretraining arm; each resumes from its last checkpoint.")
+    dask_address: str | None = Field(
+        None, description="Scheduler address of a running Dask cluster (tcp://host:8786) for corpus shards.")
+    dask_local_workers: int = Field(
+        0, ge=0, description="Start a local Dask cluster with this many workers for corpus shards (0: thread pool).")
+    gpu_concurrency_limit: str | None = Field(
+        None, description="Name of a Prefect global concurrency limit each pretraining arm holds a slot of "
+                          "(create it with `prefect gcl create NAME --limit 1`).")
+    launch: LaunchOptions = LaunchOptions()
+    refresh_cache: bool = Field(False, description="Ignore cached task results (stages still skip complete outputs).")

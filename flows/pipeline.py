@@ -1,0 +1,82 @@
+"""The parent flows: ``domain_pipeline`` (one domain, every stage) and ``compare_domains`` (several domains
+and the cross-domain report).
+
+``domain_pipeline`` is what ``domainbert run DOMAIN`` and the ``domain-pipeline`` deployment call. It runs
+the stage flows as subflows in order (corpus -> vocab -> pretrain -> finetune -> report); each stage task
+is cached on a content hash of its inputs (see ``caching``), and each stage also skips complete outputs, so
+a rerun after a change recomputes exactly what changed. Without ``PREFECT_API_URL`` Prefect starts an
+embedded local API; with it, the run is recorded on that server.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from prefect import flow, get_run_logger
+from prefect.artifacts import create_link_artifact
+
+from domainbert.config import DEFAULT_PROFILE
+
+from .options import ExecutionOptions, RunSpec
+from .publish import artifact_key, publish_markdown_file
+from .stages import DEFAULT_EXECUTION, corpus_flow, finetune_flow, pretrain_flow, report_flow, vocab_flow
+
+
+@flow(name="domain-pipeline", log_prints=True)
+def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: str = DEFAULT_PROFILE,
+                    out: str | None = None, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
+    """Run every stage of one domain and return the path of its report.html.
+
+    Args:
+        domain: a domain name from domains/ or a path to a domain YAML.
+        overrides: ``dotted.key=value`` overrides (``pretrain.max_steps=50``).
+        profile: ``offline`` (shipped samples, the default) or ``full``.
+        out: the run folder (default ``runs/<domain>/``).
+        execution: result storage, retries, Dask cluster and trainer launcher.
+
+    Returns:
+        The absolute path of the run's report.html.
+    """
+    spec = RunSpec(domain=domain, overrides=list(overrides or []), profile=profile, out=out).resolved()
+    logger = get_run_logger()
+    logger.info("domain %s (profile %s) -> %s", domain, profile, spec.out)
+    corpus_flow(spec, execution)
+    vocab_flow(spec, execution)
+    pretrain_flow(spec, execution)
+    finetune_flow(spec, execution)
+    report = report_flow(spec, execution)
+    logger.info("report: %s", report)
+    return str(report)
+
+
+@flow(name="compare-domains", log_prints=True)
+def compare_domains(domains: list[str], overrides: list[str] | None = None, profile: str = DEFAULT_PROFILE,
+                    out: str = "runs", execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
+    """Run ``domain_pipeline`` for several domains, then render and publish the cross-domain report.
+
+    Args:
+        domains: domain names or YAML paths; each runs in ``<out>/<domain name>/``.
+        overrides: overrides applied to every domain.
+        profile: the profile of every domain.
+        out: the parent folder of the runs; the cross-domain report goes to ``<out>/cross-domain/``.
+        execution: as for ``domain_pipeline``.
+
+    Returns:
+        The path of the cross-domain report.
+    """
+    from domainbert.report.cross_domain import render_cross_domain
+
+    root = Path(out).resolve()
+    runs: dict[str, Path] = {}
+    for domain in domains:
+        cfg = RunSpec(domain=domain, overrides=list(overrides or []), profile=profile).config()
+        run_dir = root / cfg.name
+        domain_pipeline(domain=domain, overrides=list(overrides or []), profile=profile, out=str(run_dir),
+                        execution=execution)
+        runs[cfg.name] = run_dir
+    path = Path(render_cross_domain(runs, root / "cross-domain"))
+    key = artifact_key("cross-domain", *sorted(runs))
+    md = path if path.suffix == ".md" else path.with_suffix(".md")
+    publish_markdown_file(md, key, "domainbert cross-domain comparison")
+    create_link_artifact(link=path.resolve().as_uri(), link_text="cross-domain report", key=f"{key}-html")
+    return str(path)

@@ -1,0 +1,103 @@
+"""One Prefect flow per stage: corpus, vocab, pretrain, finetune, report.
+
+Each flow takes a ``RunSpec`` (domain, overrides, profile, run folder) and ``ExecutionOptions`` (storage,
+retries, Dask, launcher) as typed parameters, so each can be deployed and run on its own from the UI, and
+``domain_pipeline`` calls them in order as subflows. Wiring only: the work is in the stage functions.
+Parallel work (corpus shards, fine-tuning runs) goes through a task runner picked at run time: a thread
+pool by default, or Prefect's Dask task runner on a Dask cluster (``execution.dask_address``) or a
+local one (``execution.dask_local_workers``).
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from prefect import flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
+
+from .options import ExecutionOptions, RunSpec
+from .publish import artifact_key, publish_markdown_file
+from .tasks import configured, corpus_task, finetune_task, models_task, pretrain_task, report_task, vocab_task
+
+DEFAULT_EXECUTION = ExecutionOptions()
+
+
+def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
+    """The task runner for parallel tasks: Dask (remote or local cluster) or a thread pool."""
+    if opts.dask_address or opts.dask_local_workers:
+        from prefect_dask import DaskTaskRunner
+
+        if opts.dask_address:
+            return DaskTaskRunner(address=opts.dask_address)
+        return DaskTaskRunner(cluster_kwargs={"n_workers": opts.dask_local_workers, "threads_per_worker": 1,
+                                              "processes": True, "dashboard_address": None})
+    return ThreadPoolTaskRunner(max_workers=threads or os.cpu_count() or 1)
+
+
+def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
+    spec = spec.resolved()
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    layout.root.mkdir(parents=True, exist_ok=True)
+    return spec, cfg, layout
+
+
+@flow(name="domainbert-corpus", log_prints=True)
+def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
+    """Build the domain corpus and publish its statistics report."""
+    spec, cfg, layout = _prepare(spec)
+    manifest = configured(corpus_task, execution, layout.root)(spec)
+    publish_markdown_file(layout.corpus / "report.md", artifact_key(cfg.name, "corpus"),
+                          f"Corpus statistics for {cfg.name}")
+    return manifest
+
+
+@flow(name="domainbert-vocab", log_prints=True)
+def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
+    """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
+    spec, cfg, layout = _prepare(spec)
+    report = configured(vocab_task, execution, layout.root)(spec)
+    publish_markdown_file(layout.vocab / "report.md", artifact_key(cfg.name, "vocab"),
+                          f"Vocabulary fit for {cfg.name}")
+    return report
+
+
+@flow(name="domainbert-pretrain", log_prints=True)
+def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION,
+                  arms: list[str] | None = None) -> dict[str, dict]:
+    """Pretrain each arm (all arms of the config by default), one after the other.
+
+    Arms run in sequence: on one GPU node they would fight over the device; on several nodes deploy this
+    flow once per arm (``arms: [scratch]``) and let the GPU pool's concurrency limit schedule them.
+    """
+    spec, cfg, layout = _prepare(spec)
+    run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries)
+    summaries = {}
+    for arm in arms or list(cfg.pretrain.arms):
+        summaries[arm] = run(spec, arm, execution.launch, execution.gpu_concurrency_limit)
+    return summaries
+
+
+@flow(name="domainbert-finetune", log_prints=True)
+def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
+    """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
+    spec, cfg, layout = _prepare(spec)
+    models = configured(models_task, execution, layout.root)(spec)
+    run = configured(finetune_task, execution, layout.root)
+    jobs = [(name, ref, task.name, seed) for name, ref in models.items()
+            for task in cfg.finetune.tasks for seed in cfg.finetune.seeds]
+    get_run_logger().info("fine-tuning %d run(s): %d model(s) x %d task(s) x %d seed(s)", len(jobs), len(models),
+                          len(cfg.finetune.tasks), len(cfg.finetune.seeds))
+    # One at a time locally (each run already uses every core); spread over workers on a Dask cluster.
+    with task_runner(execution, threads=1) as runner:
+        futures = [runner.submit(run, {"spec": spec, "model_name": n, "model_ref": r, "task_name": t, "seed": s})
+                   for n, r, t, s in jobs]
+        return [f.result() for f in futures]
+
+
+@flow(name="domainbert-report", log_prints=True)
+def report_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
+    """Render the comparison report and publish it (Markdown + table) as Prefect artifacts."""
+    spec, cfg, layout = _prepare(spec)
+    return configured(report_task, execution, layout.root)(spec)

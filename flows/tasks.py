@@ -1,0 +1,167 @@
+"""Prefect tasks around the stage functions: retries with backoff, content-hash caching, JSON results.
+
+Each task receives a ``RunSpec`` (plain data), rebuilds the domain config and run layout, calls one stage
+function and returns its JSON summary. Results are serialised as JSON (never pickled) into the configured
+result storage; cache keys come from ``caching``. ``configured`` applies the run's ``ExecutionOptions``
+(storage, retries, cache refresh) to a task at flow time. User errors (``DomainbertError``) never retry.
+Stage loggers (``domainbert.*``) are forwarded to the Prefect log while a stage runs.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from contextlib import contextmanager, nullcontext
+from pathlib import Path
+from typing import Any
+
+from prefect import get_run_logger, task
+from prefect.filesystems import LocalFileSystem, RemoteFileSystem, WritableFileSystem
+from prefect.tasks import exponential_backoff
+
+from domainbert.errors import DomainbertError
+
+from . import caching
+from .launch import run_streaming, trainer_command
+from .options import ExecutionOptions, LaunchOptions, RunSpec
+
+
+def _retry_unless_user_error(_task: Any, _task_run: Any, state: Any) -> bool:
+    """Retry I/O and crashes; a bad config or data file fails the same way every time."""
+    try:
+        exc = state.result(raise_on_failure=False)
+    except Exception:  # noqa: BLE001 - an unreadable state is retried like a crash
+        return True
+    return not isinstance(exc, DomainbertError)
+
+
+def result_storage(opts: ExecutionOptions, root: Path) -> WritableFileSystem:
+    """Where task results go: a local folder (default ``<run>/.prefect/results``) or any fsspec URL."""
+    url = opts.result_storage or str(root / ".prefect" / "results")
+    if "://" in url and not url.startswith("file://"):
+        return RemoteFileSystem(basepath=url)
+    return LocalFileSystem(basepath=str(Path(url.removeprefix("file://")).resolve()))
+
+
+def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None) -> Any:
+    """``tsk`` with this run's result storage, retry policy and cache refresh."""
+    n = opts.retries if retries is None else retries
+    delays: Any = exponential_backoff(backoff_factor=opts.retry_delay_seconds) if opts.retry_delay_seconds else 0
+    return tsk.with_options(result_storage=result_storage(opts, root), retries=n, retry_delay_seconds=delays,
+                            refresh_cache=opts.refresh_cache)
+
+
+@contextmanager
+def stage_logs_to_prefect() -> Iterator[None]:
+    """Forward ``domainbert.*`` log records to the Prefect run log while a stage runs."""
+    try:
+        from prefect.logging.handlers import APILogHandler
+    except ImportError:  # pragma: no cover - older Prefect
+        yield
+        return
+    target = logging.getLogger("domainbert")
+    if any(isinstance(h, APILogHandler) for h in target.handlers):
+        yield
+        return
+    handler = APILogHandler()
+    handler.setLevel(logging.INFO)
+    old_level = target.level
+    if target.getEffectiveLevel() > logging.INFO:
+        target.setLevel(logging.INFO)
+    target.addHandler(handler)
+    try:
+        yield
+    finally:
+        target.removeHandler(handler)
+        target.setLevel(old_level)
+
+
+COMMON: dict[str, Any] = {"persist_result": True, "result_serializer": "json",
+                          "retry_condition_fn": _retry_unless_user_error}
+
+
+@task(name="corpus", cache_key_fn=caching.corpus_key, tags=["cpu"], **COMMON)
+def corpus_task(spec: RunSpec) -> dict:
+    """Build the corpus (``build_corpus``); returns the manifest."""
+    from domainbert.corpus.build import build_corpus
+
+    cfg = spec.config()
+    with stage_logs_to_prefect():
+        return build_corpus(cfg, spec.layout(cfg))
+
+
+@task(name="vocab", cache_key_fn=caching.vocab_key, tags=["cpu"], **COMMON)
+def vocab_task(spec: RunSpec) -> dict:
+    """Train and measure the domain vocabulary (``run_vocab``); returns the vocab report."""
+    from domainbert.vocab.stage import run_vocab
+
+    cfg = spec.config()
+    with stage_logs_to_prefect():
+        return run_vocab(cfg, spec.layout(cfg))
+
+
+@task(name="pretrain-arm", cache_key_fn=caching.pretrain_key, tags=["gpu"], **COMMON)
+def pretrain_task(spec: RunSpec, arm: str, launch: LaunchOptions | None = None,
+                  gpu_limit: str | None = None) -> dict:
+    """Pretrain one arm in-process or through a launcher subprocess; a retry resumes from the last checkpoint.
+
+    Args:
+        spec: the run.
+        arm: continued, extended or scratch.
+        launch: how to run the trainer (default: in this process).
+        gpu_limit: name of a Prefect global concurrency limit to hold a slot of while training.
+    """
+    from prefect.concurrency.sync import concurrency
+
+    launch = launch or LaunchOptions()
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    logger = get_run_logger()
+    guard = concurrency(gpu_limit, occupy=1) if gpu_limit else nullcontext()
+    with guard:
+        if launch.launcher == "inprocess":
+            from domainbert.pretrain.stage import pretrain_arm
+
+            with stage_logs_to_prefect():
+                return pretrain_arm(cfg, arm, layout)
+        cmd = trainer_command(spec.resolved(), arm, launch)
+        run_streaming(cmd, logger, layout.pretrain(arm))
+    import json
+
+    return json.loads((layout.pretrain(arm) / "summary.json").read_text())
+
+
+@task(name="models-to-compare", **COMMON)
+def models_task(spec: RunSpec) -> dict[str, str]:
+    """The models the comparison fine-tunes: name -> reference (folder, hub id or package)."""
+    from domainbert.finetune.stage import models_to_compare
+
+    cfg = spec.config()
+    return {name: str(ref) for name, ref in models_to_compare(cfg, spec.layout(cfg)).items()}
+
+
+@task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)
+def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int) -> dict:
+    """Fine-tune one model on one task with one seed; returns the result without its prediction lists."""
+    from domainbert.finetune.stage import finetune_one
+
+    cfg = spec.config()
+    with stage_logs_to_prefect():
+        result = finetune_one(cfg, spec.layout(cfg), model_name, model_ref, task_name, seed)
+    # gold/pred stay in result.json on disk; the task result only carries the metrics.
+    return {k: v for k, v in dict(result).items() if k not in ("gold", "pred")}
+
+
+@task(name="report", **COMMON)
+def report_task(spec: RunSpec) -> str:
+    """Render report.html and publish the report and results table as Prefect artifacts."""
+    from domainbert.report.compare import render_report
+
+    from .publish import publish_report
+
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    with stage_logs_to_prefect():
+        path = render_report(cfg, layout)
+    publish_report(cfg, layout, Path(path))
+    return str(path)
