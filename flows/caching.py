@@ -22,12 +22,12 @@ import os
 from pathlib import Path
 from typing import Any
 
+from domainbert.flows.options import RunSpec
+
 from domainbert import __version__
 from domainbert.artifacts import content_hash, fingerprint, is_complete, read_record
 from domainbert.config import DomainConfig
 from domainbert.paths import RunLayout
-
-from .options import RunSpec
 
 
 def _dump(model: Any) -> Any:
@@ -89,7 +89,9 @@ def vocab_inputs(cfg: DomainConfig, layout: RunLayout) -> tuple[dict[str, Any], 
 
 
 def pretrain_inputs(cfg: DomainConfig, layout: RunLayout, arm: str) -> tuple[dict[str, Any], dict[str, str]]:
-    config = {"pretrain": _dump(cfg.pretrain), "base_model": _dump(cfg.base_model), "arm": arm}
+    # The launcher (process count, hostfile) changes speed, not the result: left out, as the stage does.
+    pretrain = cfg.pretrain.model_dump(mode="json", exclude={"launch"})
+    config = {"pretrain": pretrain, "base_model": _dump(cfg.base_model), "tokenizer": _dump(cfg.tokenizer), "arm": arm}
     inputs = {"corpus": folder_hash(layout.corpus) or ""}
     # The continued arm reads the base model's own vocabulary; only the others read the vocab stage.
     if arm != "continued":

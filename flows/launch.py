@@ -1,91 +1,70 @@
-"""Launch the pretraining trainer as a subprocess and stream its output into the Prefect log.
+"""Stream a launched trainer's output into the Prefect log.
 
-The command is the ``domainbert pretrain`` CLI for one arm, run by plain ``python -m``, ``torchrun``
-(``torch.distributed.run``) or the ``deepspeed`` launcher (GPU count, hostfile for several nodes). The
-stage resumes from its own checkpoints, so a retried task simply launches the same command again. The
-child runs in its own process group; its pid is written to ``<pretrain arm folder>/launcher.pid`` so an
-operator (or a test) can find it, and the whole group is killed if the task is cancelled or fails.
-What this leaves out: building the DeepSpeed JSON and the training loop (both in ``domainbert.pretrain``).
+When ``pretrain.launch.launcher`` is ``deepspeed`` or ``torchrun`` the pretraining stage starts the training
+processes itself (``domainbert.pretrain.launch``) with their output teed to ``<arm>/launch.log``. The
+pretraining task follows that file while the stage runs and forwards each new line to the Prefect run
+log, so a GPU run's progress shows in the UI. A retried task launches again and the stage resumes from its
+newest checkpoint; the follower starts at the file's current end so earlier attempts are not repeated.
+What this leaves out: building and running the launch command (the pretrain stage owns both).
 """
 
 from __future__ import annotations
 
 import logging
-import os
-import signal
-import subprocess
-import sys
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
-from .options import LaunchOptions, RunSpec
-
-PID_FILE = "launcher.pid"
+LAUNCH_LOG = "launch.log"
 
 
-def cli_args(spec: RunSpec, arm: str) -> list[str]:
-    """Arguments of ``domainbert pretrain`` that train exactly this arm of this run."""
-    return ["pretrain", spec.domain, *spec.overrides, "--profile", spec.profile, "--out", str(spec.out), "--arm", arm]
+class LogFollower(threading.Thread):
+    """Forward lines appended to ``path`` (which may not exist yet) to ``logger`` until stopped."""
 
+    def __init__(self, path: Path, logger: logging.Logger | logging.LoggerAdapter, poll_s: float = 0.5) -> None:
+        super().__init__(name=f"follow-{path.name}", daemon=True)
+        self.path = path
+        self.logger = logger
+        self.poll_s = poll_s
+        self.offset = path.stat().st_size if path.is_file() else 0
+        self.lines = 0
+        self._stop_event = threading.Event()
+        self._partial = b""
 
-def trainer_command(spec: RunSpec, arm: str, opts: LaunchOptions) -> list[str]:
-    """The full launch command for ``opts.launcher`` (not ``inprocess``)."""
-    module = ["domainbert.cli", *cli_args(spec, arm)]
-    if opts.launcher == "python":
-        return [sys.executable, "-m", *module]
-    if opts.launcher == "torchrun":
-        cmd = [sys.executable, "-m", "torch.distributed.run", f"--nproc_per_node={opts.gpus}", f"--nnodes={opts.nodes}"]
-        if opts.rdzv_endpoint:
-            cmd += ["--rdzv_backend=c10d", f"--rdzv_endpoint={opts.rdzv_endpoint}"]
-        return [*cmd, *opts.extra_args, "-m", *module]
-    if opts.launcher == "deepspeed":
-        cmd = [sys.executable, "-m", "deepspeed.launcher.runner", "--num_gpus", str(opts.gpus)]
-        if opts.hostfile:
-            cmd += ["--hostfile", opts.hostfile, "--num_nodes", str(opts.nodes)]
-        return [*cmd, *opts.extra_args, "--module", *module]
-    raise ValueError(f"launcher {opts.launcher!r} has no command (inprocess runs in the task)")
-
-
-def _kill_group(proc: subprocess.Popen[str]) -> None:
-    if proc.poll() is not None:
-        return
-    try:
-        os.killpg(proc.pid, signal.SIGTERM)
-        proc.wait(timeout=30)
-    except (ProcessLookupError, subprocess.TimeoutExpired):
-        try:
-            os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        proc.wait()
-
-
-def run_streaming(cmd: list[str], logger: logging.Logger | logging.LoggerAdapter, pid_dir: Path,
-                  env: dict[str, str] | None = None) -> None:
-    """Run ``cmd``, log each output line, and raise ``RuntimeError`` if it exits non-zero.
-
-    Args:
-        cmd: the command (first element an executable).
-        logger: where each line goes (the Prefect run logger in a task).
-        pid_dir: folder that receives ``launcher.pid`` while the child runs.
-        env: extra environment variables for the child.
-    """
-    pid_dir.mkdir(parents=True, exist_ok=True)
-    pid_file = pid_dir / PID_FILE
-    logger.info("launching: %s", " ".join(cmd))
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1,
-                            start_new_session=True, env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})})
-    pid_file.write_text(f"{proc.pid}\n")
-    try:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            line = line.rstrip()
+    def _drain(self) -> None:
+        if not self.path.is_file():
+            return
+        with open(self.path, "rb") as f:
+            f.seek(self.offset)
+            data = f.read()
+        self.offset += len(data)
+        *complete, self._partial = (self._partial + data).split(b"\n")
+        for raw in complete:
+            line = raw.decode("utf-8", errors="replace").rstrip()
             if line:
-                logger.info("%s", line)
-        rc = proc.wait()
-    except BaseException:
-        _kill_group(proc)
-        raise
+                self.lines += 1
+                self.logger.info("%s", line)
+
+    def run(self) -> None:
+        while not self._stop_event.wait(self.poll_s):
+            self._drain()
+
+    def stop(self) -> None:
+        self._stop_event.set()
+        self.join(timeout=10)
+        self._drain()
+        if self._partial.strip():
+            self.logger.info("%s", self._partial.decode("utf-8", errors="replace").rstrip())
+            self._partial = b""
+
+
+@contextmanager
+def follow_log(path: Path, logger: logging.Logger | logging.LoggerAdapter) -> Iterator[LogFollower]:
+    """Forward lines appended to ``path`` while the block runs (and the rest when it ends)."""
+    follower = LogFollower(path, logger)
+    follower.start()
+    try:
+        yield follower
     finally:
-        pid_file.unlink(missing_ok=True)
-    if rc != 0:
-        raise RuntimeError(f"trainer exited with status {rc}: {' '.join(cmd)}")
+        follower.stop()

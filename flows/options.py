@@ -3,13 +3,13 @@
 Both are pydantic models so the Prefect UI builds proper run forms from their JSON schema, and so a task
 that runs in another process (a Dask worker, a GPU worker) receives plain data it can rebuild the domain
 config from. Stage settings themselves stay in the domain YAML and its overrides; these models only say
-which domain, where the run lives and how the work is launched. Nothing here imports a stage.
+which domain, where the run lives and where the work runs (the trainer launcher is
+``pretrain.launch`` in the domain config, set by an override such as ``pretrain.launch.launcher=deepspeed``). Nothing here imports a stage.
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -44,22 +44,6 @@ class RunSpec(BaseModel):
         return self.model_copy(update={"out": str(self.layout().root)})
 
 
-class LaunchOptions(BaseModel):
-    """How the pretraining trainer runs: in the worker's process, or as a launcher subprocess."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-    launcher: Literal["inprocess", "python", "torchrun", "deepspeed"] = Field(
-        "inprocess",
-        description="inprocess: call the stage in the task (one CPU process, the offline default); python: one "
-                    "subprocess; torchrun or deepspeed: the distributed launchers (GPU nodes).")
-    gpus: int = Field(1, ge=1, description="Processes (GPUs) per node for torchrun/deepspeed.")
-    nodes: int = Field(1, ge=1, description="Nodes for torchrun (with rdzv_endpoint) or deepspeed (with hostfile).")
-    hostfile: str | None = Field(None, description="DeepSpeed hostfile listing the nodes ('host slots=N' lines).")
-    rdzv_endpoint: str | None = Field(None, description="torchrun rendezvous host:port for several nodes.")
-    extra_args: list[str] = Field(default_factory=list, description="Extra launcher arguments, before the module.")
-
-
 class ExecutionOptions(BaseModel):
     """Where results persist, how tasks retry and where corpus shards run."""
 
@@ -77,5 +61,7 @@ class ExecutionOptions(BaseModel):
     gpu_concurrency_limit: str | None = Field(
         None, description="Name of a Prefect global concurrency limit each pretraining arm holds a slot of "
                           "(create it with `prefect gcl create NAME --limit 1`).")
-    launch: LaunchOptions = LaunchOptions()
+    pretrain_deployment: str | None = Field(
+        None, description="Run pretraining through this deployment (flow-name/deployment-name, e.g. "
+                          "domainbert-pretrain/pretrain-gpu) so it lands on the GPU pool; default: in this flow run.")
     refresh_cache: bool = Field(False, description="Ignore cached task results (stages still skip complete outputs).")

@@ -12,14 +12,20 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.publish import artifact_key, publish_markdown_file
+from domainbert.flows.stages import (
+    DEFAULT_EXECUTION,
+    corpus_flow,
+    finetune_flow,
+    pretrain_flow,
+    report_flow,
+    vocab_flow,
+)
 from prefect import flow, get_run_logger
 from prefect.artifacts import create_link_artifact
 
 from domainbert.config import DEFAULT_PROFILE
-
-from .options import ExecutionOptions, RunSpec
-from .publish import artifact_key, publish_markdown_file
-from .stages import DEFAULT_EXECUTION, corpus_flow, finetune_flow, pretrain_flow, report_flow, vocab_flow
 
 
 @flow(name="domain-pipeline", log_prints=True)
@@ -42,11 +48,26 @@ def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: st
     logger.info("domain %s (profile %s) -> %s", domain, profile, spec.out)
     corpus_flow(spec, execution)
     vocab_flow(spec, execution)
-    pretrain_flow(spec, execution)
+    if execution.pretrain_deployment:
+        _pretrain_on_deployment(spec, execution)
+    else:
+        pretrain_flow(spec, execution)
     finetune_flow(spec, execution)
     report = report_flow(spec, execution)
     logger.info("report: %s", report)
     return str(report)
+
+
+def _pretrain_on_deployment(spec: RunSpec, execution: ExecutionOptions) -> None:
+    """Run the pretrain flow through its deployment (the GPU pool) and wait for it, as a subflow of this run."""
+    from prefect.deployments import run_deployment
+
+    inner = execution.model_copy(update={"pretrain_deployment": None})
+    run = run_deployment(execution.pretrain_deployment, as_subflow=True,
+                         parameters={"spec": spec.model_dump(mode="json"), "execution": inner.model_dump(mode="json")})
+    if run.state is None or not run.state.is_completed():
+        raise RuntimeError(f"pretraining deployment {execution.pretrain_deployment!r} ended "
+                           f"{run.state.type.value if run.state else 'without a state'} (flow run {run.id})")
 
 
 @flow(name="compare-domains", log_prints=True)

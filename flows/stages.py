@@ -13,12 +13,19 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.publish import artifact_key, publish_markdown_file
+from domainbert.flows.tasks import (
+    configured,
+    corpus_task,
+    finetune_task,
+    models_task,
+    pretrain_task,
+    report_task,
+    vocab_task,
+)
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
-
-from .options import ExecutionOptions, RunSpec
-from .publish import artifact_key, publish_markdown_file
-from .tasks import configured, corpus_task, finetune_task, models_task, pretrain_task, report_task, vocab_task
 
 DEFAULT_EXECUTION = ExecutionOptions()
 
@@ -75,7 +82,7 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries)
     summaries = {}
     for arm in arms or list(cfg.pretrain.arms):
-        summaries[arm] = run(spec, arm, execution.launch, execution.gpu_concurrency_limit)
+        summaries[arm] = run(spec, arm, execution.gpu_concurrency_limit)
     return summaries
 
 

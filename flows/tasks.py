@@ -15,15 +15,14 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
+from domainbert.flows import caching
+from domainbert.flows.launch import LAUNCH_LOG, follow_log
+from domainbert.flows.options import ExecutionOptions, RunSpec
 from prefect import get_run_logger, task
 from prefect.filesystems import LocalFileSystem, RemoteFileSystem, WritableFileSystem
 from prefect.tasks import exponential_backoff
 
 from domainbert.errors import DomainbertError
-
-from . import caching
-from .launch import run_streaming, trainer_command
-from .options import ExecutionOptions, LaunchOptions, RunSpec
 
 
 def _retry_unless_user_error(_task: Any, _task_run: Any, state: Any) -> bool:
@@ -101,34 +100,26 @@ def vocab_task(spec: RunSpec) -> dict:
 
 
 @task(name="pretrain-arm", cache_key_fn=caching.pretrain_key, tags=["gpu"], **COMMON)
-def pretrain_task(spec: RunSpec, arm: str, launch: LaunchOptions | None = None,
-                  gpu_limit: str | None = None) -> dict:
-    """Pretrain one arm in-process or through a launcher subprocess; a retry resumes from the last checkpoint.
+def pretrain_task(spec: RunSpec, arm: str, gpu_limit: str | None = None) -> dict:
+    """Pretrain one arm (``pretrain_arm``); a retry resumes from the arm's newest checkpoint.
+
+    With ``pretrain.launch.launcher`` set to deepspeed or torchrun the stage starts the training processes
+    and this task streams their log into the Prefect log.
 
     Args:
         spec: the run.
         arm: continued, extended or scratch.
-        launch: how to run the trainer (default: in this process).
         gpu_limit: name of a Prefect global concurrency limit to hold a slot of while training.
     """
     from prefect.concurrency.sync import concurrency
 
-    launch = launch or LaunchOptions()
+    from domainbert.pretrain.stage import pretrain_arm
+
     cfg = spec.config()
     layout = spec.layout(cfg)
-    logger = get_run_logger()
     guard = concurrency(gpu_limit, occupy=1) if gpu_limit else nullcontext()
-    with guard:
-        if launch.launcher == "inprocess":
-            from domainbert.pretrain.stage import pretrain_arm
-
-            with stage_logs_to_prefect():
-                return pretrain_arm(cfg, arm, layout)
-        cmd = trainer_command(spec.resolved(), arm, launch)
-        run_streaming(cmd, logger, layout.pretrain(arm))
-    import json
-
-    return json.loads((layout.pretrain(arm) / "summary.json").read_text())
+    with guard, follow_log(layout.pretrain(arm) / LAUNCH_LOG, get_run_logger()), stage_logs_to_prefect():
+        return pretrain_arm(cfg, arm, layout)
 
 
 @task(name="models-to-compare", **COMMON)
@@ -155,9 +146,8 @@ def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str
 @task(name="report", **COMMON)
 def report_task(spec: RunSpec) -> str:
     """Render report.html and publish the report and results table as Prefect artifacts."""
+    from domainbert.flows.publish import publish_report
     from domainbert.report.compare import render_report
-
-    from .publish import publish_report
 
     cfg = spec.config()
     layout = spec.layout(cfg)
