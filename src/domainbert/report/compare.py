@@ -1,0 +1,154 @@
+"""The report stage: one comparison page (HTML and Markdown, with PNG figures) per domain run.
+
+``render_report`` reads only the run's artifacts (corpus manifest, vocab report, pretraining summaries and
+metrics, fine-tuning results), so re-rendering never retrains anything. It writes ``layout.report`` through
+``atomic_output``: ``report.html`` (self-contained: figures embedded as base64 PNG, inline CSS, no
+scripts), ``report.md`` (links the PNGs beside it), the PNGs, and ``results.json`` (the score and
+comparison rows). The fingerprint covers the report settings and the hash of every file read, so an
+unchanged run is skipped and a new result re-renders the page.
+``report_markdown`` and ``results_table`` give the Prefect flows what they publish as artifacts.
+"""
+
+from __future__ import annotations
+
+import logging
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+from domainbert import __version__
+from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
+from domainbert.config import DomainConfig
+from domainbert.finetune.config import CompareConfig
+from domainbert.paths import RunLayout
+from domainbert.report import sections
+from domainbert.report.document import Document, Section, to_html, to_markdown
+from domainbert.report.inputs import RunArtifacts, load_run
+from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
+from domainbert.report.vocab_section import vocab_section
+
+log = logging.getLogger(__name__)
+
+# Bump when the report's content or layout changes, so existing reports are re-rendered.
+REPORT_FORMAT = 1
+
+
+def compare_tables(results: list[dict[str, Any]], compare: CompareConfig, task_order: list[str],
+                   arms: list[str], extra: list[str],
+                   compare_fn: CompareFn | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Score and comparison rows of a set of results (see ``results.build_tables``)."""
+    fn = compare_fn or default_compare_fn(compare.bootstrap_samples, compare.confidence, compare.seed)
+    return build_tables(results, task_order, arms, extra, fn, compare.confidence)
+
+
+def _tables(cfg: DomainConfig, arts: RunArtifacts, compare_fn: CompareFn | None):
+    return compare_tables(arts.finetune, cfg.compare, [t.name for t in cfg.finetune.tasks], list(cfg.pretrain.arms),
+                          list(cfg.finetune.extra_models), compare_fn)
+
+
+def _report_config(cfg: DomainConfig) -> dict[str, Any]:
+    return {"domain": cfg.name, "compare": cfg.compare.model_dump(mode="json"), "arms": list(cfg.pretrain.arms),
+            "tasks": [t.name for t in cfg.finetune.tasks], "extra_models": list(cfg.finetune.extra_models),
+            "report_format": REPORT_FORMAT}
+
+
+def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path,
+                   compare_fn: CompareFn | None = None) -> tuple[Document, list[dict], list[dict]]:
+    """The report document; its figures are written into ``out_dir``.
+
+    Returns:
+        (document, score rows, comparison rows).
+    """
+    scores, comparisons = _tables(cfg, arts, compare_fn)
+    intro = Section("This run").add(
+        f"{cfg.description} Profile '{cfg.profile}'; base model {cfg.base_model.name_or_path}; pretraining arms "
+        f"{', '.join(cfg.pretrain.arms)} on a budget of {cfg.pretrain.budget_tokens:,} tokens each; tasks "
+        f"{', '.join(t.name for t in cfg.finetune.tasks)}; seeds {', '.join(map(str, cfg.finetune.seeds))}.",
+        f"Run folder: {layout.root}")
+    method = Section("How the comparison is made").add([
+        "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
+        "classification. Mean and sample standard deviation are over the seeds each model ran.",
+        f"Each difference is model minus reference, with a paired bootstrap {round(100 * cfg.compare.confidence)}% "
+        f"confidence interval ({cfg.compare.bootstrap_samples} resamples of the test examples, the same "
+        "resample for both models, seed "
+        f"{cfg.compare.seed}).",
+        "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
+        "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
+    ])
+    doc = Document(f"domainbert report: {cfg.name}", [
+        intro,
+        sections.summary_section(scores, comparisons),
+        sections.corpus_section(arts, layout.corpus),
+        vocab_section(arts, layout.vocab, out_dir),
+        sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
+        sections.compute_section(arts),
+        sections.finetune_section(scores, comparisons, out_dir, cfg.compare.bootstrap_samples),
+        method,
+    ], footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} "
+              f"from {len(arts.input_hashes)} artifact file(s).")
+    return doc, scores, comparisons
+
+
+def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn | None = None) -> Path:
+    """Render the domain's comparison report into ``layout.report``; skipped when up to date.
+
+    Args:
+        cfg: the domain config.
+        layout: the run's folders.
+        compare_fn: the paired comparison; default ``domainbert.finetune.stats.compare_models``.
+
+    Returns:
+        ``layout.report / "report.html"``.
+
+    Raises:
+        DataError: an artifact exists but cannot be read.
+    """
+    arts = load_run(layout, list(cfg.pretrain.arms))
+    config = _report_config(cfg)
+    fp = fingerprint(config, arts.input_hashes, __version__)
+    html_path = layout.report / "report.html"
+    if is_complete(layout.report, fp) and html_path.is_file():
+        log.info("report skipped: up to date (%s)", html_path)
+        return html_path
+    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp) as tmp:
+        doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
+        (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
+        (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
+        write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": comparisons})
+    log.info("report: %s", html_path)
+    return html_path
+
+
+def report_markdown(cfg: DomainConfig, layout: RunLayout) -> str:
+    """The report as Markdown: the rendered ``report.md`` when up to date, else rendered afresh (in memory;
+    its figures go to a temporary folder)."""
+    arts = load_run(layout, list(cfg.pretrain.arms))
+    fp = fingerprint(_report_config(cfg), arts.input_hashes, __version__)
+    md = layout.report / "report.md"
+    if is_complete(layout.report, fp) and md.is_file():
+        return md.read_text(encoding="utf-8")
+    with tempfile.TemporaryDirectory() as tmp:
+        doc, _, _ = build_document(cfg, layout, arts, Path(tmp))
+        return to_markdown(doc)
+
+
+def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
+    """One flat row per task and model: mean, std, seeds, and the comparison with the base model.
+
+    Returns:
+        Rows with ``task``, ``metric``, ``model``, ``n_seeds``, ``mean``, ``std`` (fractions), and
+        ``reference``, ``diff``, ``ci_low``, ``ci_high``, ``verdict`` (None for the reference itself).
+    """
+    arts = load_run(layout, list(cfg.pretrain.arms))
+    scores, comparisons = _tables(cfg, arts, None)
+    rows = []
+    for s in scores:
+        ref = reference_of(s["model"])
+        cmp = next((c for c in comparisons if c["task"] == s["task"] and c["model"] == s["model"]
+                    and c["reference"] == ref), None)
+        rows.append({"task": s["task"], "metric": s["metric"], "model": s["model"], "n_seeds": s["n_seeds"],
+                     "mean": s["mean"], "std": s["std"], "reference": cmp["reference"] if cmp else None,
+                     "diff": cmp["diff"] if cmp else None, "ci_low": cmp["ci_low"] if cmp else None,
+                     "ci_high": cmp["ci_high"] if cmp else None, "verdict": cmp["verdict"] if cmp else None})
+    return rows

@@ -1,0 +1,152 @@
+"""The cross-domain page: several domains' runs side by side (what won where, by how much).
+
+It reads each run folder's artifacts exactly as the per-domain report does (no domain config needed, so
+runs from other machines or older profiles can be compared) and recomputes the paired bootstrap with the
+given ``CompareConfig`` (defaults: 1000 resamples, 95%). Per domain: corpus size, vocab recommendation and
+overlap, perplexity before/after per arm, the score of every model per task, the key comparisons with
+their intervals, and one grouped bar chart. A run without fine-tuning results is listed as "not run".
+Output: ``out_dir/report.html`` (self-contained), ``report.md``, ``cross_domain_scores.png``.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import time
+import typing
+from pathlib import Path
+from typing import Any
+
+from domainbert import __version__
+from domainbert.artifacts import atomic_output, fingerprint, is_complete
+from domainbert.finetune.config import CompareConfig
+from domainbert.paths import RunLayout
+from domainbert.pretrain.config import Arm
+from domainbert.report import figures
+from domainbert.report.compare import compare_tables
+from domainbert.report.document import Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.report.inputs import RunArtifacts, load_run
+from domainbert.report.results import CompareFn
+from domainbert.report.sections import fmt
+from domainbert.report.summary import ci_text, comparison_sentence, points, signed_points
+from domainbert.report.vocab_section import _overlap_rows, _recommendation
+
+log = logging.getLogger(__name__)
+ARMS = list(typing.get_args(Arm))
+KEY_PAIRS = [("continued", "base"), ("extended", "base"), ("scratch", "base"), ("continued", "scratch")]
+
+
+def _train_stats(arts: RunArtifacts) -> dict[str, Any]:
+    splits = (arts.manifest or {}).get("splits") or {}
+    return splits.get("train") or {}
+
+
+def _corpus_vocab_table(runs: dict[str, RunArtifacts]) -> Table:
+    rows = []
+    for domain, arts in runs.items():
+        train = _train_stats(arts)
+        choice, _ = _recommendation(arts.vocab or {})
+        overlaps = _overlap_rows(arts.vocab or {})
+        overlap = f"{100 * overlaps[0][1]:.1f}% ({overlaps[0][0]})" if overlaps else "-"
+        rows.append([domain, fmt(train.get("documents")) if arts.manifest else "not run",
+                     fmt(train.get("estimated_tokens")) if arts.manifest else "-",
+                     choice or ("not run" if arts.vocab is None else "-"), overlap])
+    return Table(["domain", "train documents", "train tokens (est.)", "vocab recommendation",
+                  "overlap with reference vocab"], rows, "Corpus and vocabulary per domain")
+
+
+def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
+    rows = []
+    for domain, arts in runs.items():
+        if not arts.pretrain:
+            rows.append([domain, "not run", "-", "-", "-"])
+        for arm, s in arts.pretrain.items():
+            rows.append([domain, arm,
+                         f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
+                         f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}",
+                         fmt(s.get("wall_seconds"), 1)])
+    return Table(["domain", "arm", "domain perplexity (before -> after)", "general perplexity (before -> after)",
+                  "train seconds"], rows, "Pretraining per domain and arm")
+
+
+def render_cross_domain(runs: dict[str, Path], out_dir: Path, *, compare: CompareConfig | None = None,
+                        compare_fn: CompareFn | None = None) -> Path:
+    """Render the cross-domain page over several run folders.
+
+    Args:
+        runs: domain name -> run folder (``runs/<domain>``).
+        out_dir: where to write the page (its own artifact folder).
+        compare: bootstrap settings (default ``CompareConfig()``).
+        compare_fn: the paired comparison; default ``domainbert.finetune.stats.compare_models``.
+
+    Returns:
+        ``out_dir / "report.html"`` (``report.md`` beside it).
+    """
+    compare = compare or CompareConfig()
+    out_dir = Path(out_dir)
+    loaded = {domain: load_run(RunLayout(Path(root))) for domain, root in runs.items()}
+    hashes = {f"{d}/{k}": v for d, arts in loaded.items() for k, v in arts.input_hashes.items()}
+    config = {"runs": {d: str(Path(p).resolve()) for d, p in runs.items()},
+              "compare": compare.model_dump(mode="json")}
+    fp = fingerprint(config, hashes, __version__)
+    html_path = out_dir / "report.html"
+    if is_complete(out_dir, fp) and html_path.is_file():
+        log.info("cross-domain report skipped: up to date (%s)", html_path)
+        return html_path
+    with atomic_output(out_dir, config=config, inputs=hashes, fp=fp) as tmp:
+        doc = _document(loaded, runs, compare, compare_fn, tmp, out_dir)
+        (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
+        (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
+    log.info("cross-domain report: %s", html_path)
+    return html_path
+
+
+def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: CompareConfig,
+              compare_fn: CompareFn | None, tmp: Path, out_dir: Path) -> Document:
+    all_scores: list[dict[str, Any]] = []
+    all_cmps: list[dict[str, Any]] = []
+    for domain, arts in loaded.items():
+        scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn)
+        all_scores += [{**r, "domain": domain} for r in scores]
+        all_cmps += [{**c, "domain": domain} for c in cmps]
+
+    summary = Section("Summary")
+    for domain in loaded:
+        key = [c for c in all_cmps if c["domain"] == domain and (c["model"], c["reference"]) in KEY_PAIRS]
+        if not any(r["domain"] == domain for r in all_scores):
+            summary.add(f"{domain}: no fine-tuning results (not run).")
+        elif not key:
+            summary.add(f"{domain}: fine-tuned, but no model could be compared with the base model.")
+        else:
+            summary.add(f"{domain}:", [comparison_sentence(c) for c in key])
+
+    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), points(r["std"])]
+                   for r in all_scores]
+    cmp_rows = [[c["domain"], c["task"], f"{c['model']} vs {c['reference']}", signed_points(c["diff"]),
+                 ci_text(c).split(" CI ")[1], c["verdict"]] for c in all_cmps]
+    level = round(100 * compare.confidence)
+    results = Section("Fine-tuning results")
+    if scores_rows:
+        results.add(Table(["domain", "task", "model", "seeds", "mean (x100)", "std"], scores_rows,
+                          "Test score (F1 for NER, macro-F1 for classification), mean and std over seeds"))
+    if cmp_rows:
+        results.add(Table(["domain", "task", "comparison", "difference (points)", f"{level}% CI", "verdict"],
+                          cmp_rows, f"Paired bootstrap ({compare.bootstrap_samples} resamples) per domain"))
+    if name := figures.domain_bars(all_scores, tmp):
+        results.add(Figure(name, "Mean test score per domain, task and model; error bars: one std over seeds"))
+    if not scores_rows:
+        results.add("Not run: none of the runs has fine-tuning results.")
+
+    links = []
+    for domain, root in runs.items():
+        page = Path(root).resolve() / "report" / "report.html"
+        rel = os.path.relpath(page, out_dir.resolve())
+        links.append(f"{domain}: {rel}" + ("" if page.is_file() else " (not rendered yet)"))
+    return Document("domainbert cross-domain comparison", [
+        summary,
+        Section("Corpus and vocabulary").add(_corpus_vocab_table(loaded)),
+        Section("Pretraining").add(_pretrain_table(loaded)),
+        results,
+        Section("Per-domain reports").add(links),
+    ], footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} from "
+              f"{len(loaded)} run folder(s).")

@@ -1,0 +1,157 @@
+"""The report's PNG figures, drawn with matplotlib's Agg backend from the run's own numbers.
+
+- ``loss_curves``: MLM training loss per step, one line per arm (``summary.json`` ``loss_curve``, else the
+  ``kind: train`` records of ``metrics.jsonl``), with a moving average over noisy per-step losses;
+- ``perplexity_curves``: held-out domain and general-domain MLM perplexity per arm over the ``kind: eval``
+  records (step 0 = before training, last = after), log scale because a from-scratch model starts near
+  the vocabulary size;
+- ``score_bars``: per task, mean score per model with standard-deviation error bars and the seeds as dots;
+- ``domain_bars``: the cross-domain page's grouped bars.
+Each function writes one PNG and returns its file name, or None when it has nothing to draw (never an
+empty or made-up chart). Styling is deliberately plain.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+import matplotlib
+
+matplotlib.use("Agg")  # no display; must precede pyplot
+import matplotlib.pyplot as plt  # noqa: E402
+
+DPI = 110
+
+
+def _save(fig: Any, out_dir: Path, name: str) -> str:
+    fig.tight_layout()
+    fig.savefig(out_dir / name, dpi=DPI)
+    plt.close(fig)
+    return name
+
+
+def _moving_average(values: list[float], window: int) -> list[float]:
+    out, total = [], 0.0
+    for i, v in enumerate(values):
+        total += v
+        if i >= window:
+            total -= values[i - window]
+        out.append(total / min(i + 1, window))
+    return out
+
+
+def loss_points(summary: dict[str, Any], metrics: list[dict[str, Any]]) -> list[tuple[float, float]]:
+    """(step, loss) pairs of an arm: the summary's per-step curve, else the logged train records."""
+    curve = summary.get("loss_curve") or []
+    if curve:
+        return [(float(s), float(v)) for s, v in curve if v is not None]
+    return [(float(r["step"]), float(r["loss"])) for r in metrics
+            if r.get("kind", "train") == "train" and r.get("loss") is not None and "step" in r]
+
+
+def loss_curves(pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dict[str, Any]]],
+                out_dir: Path, name: str = "pretrain_loss.png") -> str | None:
+    """Training loss per arm; None when no arm logged a loss."""
+    series = {arm: loss_points(s, metrics.get(arm, [])) for arm, s in pretrain.items()}
+    series = {arm: pts for arm, pts in series.items() if pts}
+    if not series:
+        return None
+    fig, ax = plt.subplots(figsize=(8, 4.2))
+    for arm, pts in series.items():
+        steps, losses = [p[0] for p in pts], [p[1] for p in pts]
+        window = max(1, len(losses) // 20)
+        line = ax.plot(steps, losses, alpha=0.3 if window > 1 else 1.0, linewidth=0.8)[0]
+        if window > 1:
+            ax.plot(steps, _moving_average(losses, window), color=line.get_color(), linewidth=1.8,
+                    label=f"{arm} (moving avg, {window} steps)")
+        else:
+            line.set_label(arm)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("MLM loss")
+    ax.set_title("Pretraining loss")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, out_dir, name)
+
+
+def eval_points(metrics: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+    return [(float(r["step"]), float(r[key])) for r in metrics
+            if r.get("kind") == "eval" and r.get(key) is not None and "step" in r]
+
+
+def perplexity_curves(metrics: dict[str, list[dict[str, Any]]], out_dir: Path,
+                      name: str = "pretrain_perplexity.png") -> str | None:
+    """Domain (held-out) and general perplexity per arm over the eval records; None without any."""
+    panels = [("domain_perplexity", "Held-out domain perplexity"),
+              ("general_perplexity", "General-domain perplexity")]
+    data = {key: {arm: eval_points(m, key) for arm, m in metrics.items()} for key, _ in panels}
+    panels = [(k, t) for k, t in panels if any(data[k].values())]
+    if not panels:
+        return None
+    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    for ax, (key, title) in zip(axes[0], panels, strict=True):
+        for arm, pts in data[key].items():
+            if pts:
+                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=arm)
+        ax.set_yscale("log")
+        ax.set_xlabel("optimizer step")
+        ax.set_ylabel("MLM perplexity (log scale)")
+        ax.set_title(title)
+        ax.grid(alpha=0.3, which="both")
+        ax.legend()
+    return _save(fig, out_dir, name)
+
+
+def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetune_scores.png") -> str | None:
+    """Per task: mean test score per model (points), error bars of one standard deviation, seeds as dots."""
+    tasks = list(dict.fromkeys(r["task"] for r in scores))
+    if not tasks:
+        return None
+    cols = min(len(tasks), 2)
+    rows = math.ceil(len(tasks) / cols)
+    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
+    for ax in axes.flat[len(tasks):]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        rows_t = [r for r in scores if r["task"] == task]
+        xs = range(len(rows_t))
+        means = [100 * r["mean"] for r in rows_t]
+        stds = [100 * r["std"] for r in rows_t]
+        ax.bar(xs, means, yerr=stds, capsize=6, color="#8fb3d9", edgecolor="#335", label="mean +- std")
+        for x, r in zip(xs, rows_t, strict=True):
+            ax.scatter([x] * len(r["values"]), [100 * v for v in r["values"]], color="#222", s=12, zorder=3)
+        ax.set_xticks(list(xs), [r["model"] for r in rows_t], rotation=20)
+        # Bars start at 0 (a cut axis exaggerates differences); the seeds' dots show the spread.
+        top = max([m + s for m, s in zip(means, stds, strict=True)] + [100 * max(r["values"]) for r in rows_t])
+        ax.set_ylim(0.0, min(100.0, top * 1.08) if top > 0 else 1.0)
+        ax.set_ylabel(f"test {rows_t[0]['metric']} (x100)")
+        ax.set_title(task)
+        ax.grid(axis="y", alpha=0.3)
+    return _save(fig, out_dir, name)
+
+
+def domain_bars(rows: list[dict[str, Any]], out_dir: Path, name: str = "cross_domain_scores.png") -> str | None:
+    """Grouped bars: one group per (domain, task), one bar per model, mean +- std in points."""
+    groups = list(dict.fromkeys((r["domain"], r["task"]) for r in rows))
+    models = list(dict.fromkeys(r["model"] for r in rows))
+    if not groups:
+        return None
+    width = 0.8 / len(models)
+    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(groups) * max(1, len(models)) / 2), 4.6))
+    for i, model in enumerate(models):
+        xs, means, stds = [], [], []
+        for g, (domain, task) in enumerate(groups):
+            row = next((r for r in rows if (r["domain"], r["task"], r["model"]) == (domain, task, model)), None)
+            if row is not None:
+                xs.append(g + (i - (len(models) - 1) / 2) * width)
+                means.append(100 * row["mean"])
+                stds.append(100 * row["std"])
+        ax.bar(xs, means, width=width, yerr=stds, capsize=3, label=model)
+    ax.set_xticks(range(len(groups)), [f"{d}\n{t}" for d, t in groups], fontsize=8)
+    ax.set_ylabel("test score (x100; F1 or macro-F1)")
+    ax.set_title("Fine-tuning scores by domain")
+    ax.grid(axis="y", alpha=0.3)
+    ax.legend(fontsize=8)
+    return _save(fig, out_dir, name)

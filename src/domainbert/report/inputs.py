@@ -1,0 +1,127 @@
+"""Read a run's artifacts for the report: corpus manifest, vocab report, pretraining summaries and metrics,
+fine-tuning results. Nothing is recomputed or retrained here.
+
+A stage that has not run (its file is absent) reads as ``None`` or empty, so the report can say "not run";
+a file that exists but is not valid JSON is a ``DataError`` naming the file and line, because a report
+built over a half-read artifact would show figures that are not the run's. This module leaves the meaning
+of the fields to ``results.py`` and ``sections.py``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domainbert.artifacts import file_hash
+from domainbert.errors import DataError
+from domainbert.paths import RunLayout
+
+log = logging.getLogger(__name__)
+
+
+def read_json(path: Path) -> Any | None:
+    """The parsed JSON at ``path``, or None when the file does not exist."""
+    if not path.is_file():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise DataError(f"not valid JSON ({exc.msg})", file=path, line=exc.lineno) from None
+
+
+def read_jsonl(path: Path) -> list[dict[str, Any]]:
+    """The records of a JSON-lines file (empty when it does not exist); blank lines are skipped."""
+    if not path.is_file():
+        return []
+    records = []
+    with open(path, encoding="utf-8") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                records.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise DataError(f"not valid JSON ({exc.msg})", file=path, line=lineno) from None
+    return records
+
+
+@dataclass
+class RunArtifacts:
+    """Everything the report reads from one run folder."""
+
+    root: Path
+    manifest: dict[str, Any] | None = None
+    vocab: dict[str, Any] | None = None
+    vocab_plots: list[Path] = field(default_factory=list)
+    pretrain: dict[str, dict[str, Any]] = field(default_factory=dict)
+    metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    finetune: list[dict[str, Any]] = field(default_factory=list)
+    input_hashes: dict[str, str] = field(default_factory=dict)
+
+
+def _is_final(folder: Path) -> bool:
+    # atomic_output writes to "<name>.tmp-<pid>" and renames; such a folder is not a finished artifact.
+    return ".tmp-" not in folder.name and ".old-" not in folder.name
+
+
+def _note(arts: RunArtifacts, path: Path) -> None:
+    # The report's fingerprint covers every file it read, so a changed result re-renders it.
+    if path.is_file():
+        arts.input_hashes[path.relative_to(arts.root).as_posix()] = file_hash(path)
+
+
+def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
+    """Read every artifact of the run under ``layout`` that exists.
+
+    Args:
+        layout: the run's folders.
+        arms: pretraining arms to look for; by default every folder under ``<run>/pretrain``.
+
+    Returns:
+        The artifacts; stages that have not run are None or empty.
+
+    Raises:
+        DataError: an artifact file exists but is not valid JSON, or a result lacks model/task/seed.
+    """
+    arts = RunArtifacts(root=layout.root)
+    manifest_path = layout.corpus / "manifest.json"
+    arts.manifest = read_json(manifest_path)
+    _note(arts, manifest_path)
+
+    vocab_path = layout.vocab / "report.json"
+    arts.vocab = read_json(vocab_path)
+    _note(arts, vocab_path)
+    if arts.vocab is not None:
+        arts.vocab_plots = sorted(layout.vocab.glob("*.png"))
+        for plot in arts.vocab_plots:
+            _note(arts, plot)
+
+    pretrain_root = layout.root / "pretrain"
+    if arms is None:
+        arms = sorted(p.name for p in pretrain_root.glob("*") if p.is_dir() and _is_final(p))
+    for arm in arms:
+        summary_path = layout.pretrain(arm) / "summary.json"
+        summary = read_json(summary_path)
+        if summary is None:
+            continue
+        arts.pretrain[arm] = summary
+        _note(arts, summary_path)
+        metrics_path = layout.pretrain(arm) / "metrics.jsonl"
+        arts.metrics[arm] = read_jsonl(metrics_path)
+        _note(arts, metrics_path)
+
+    for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
+        if not _is_final(path.parent):
+            continue
+        result = read_json(path)
+        missing = [k for k in ("model", "task", "seed") if k not in (result or {})]
+        if missing:
+            raise DataError(f"fine-tuning result lacks {', '.join(missing)}", file=path)
+        arts.finetune.append(result)
+        _note(arts, path)
+    log.info("report inputs: corpus=%s vocab=%s arms=%s finetune results=%d", arts.manifest is not None,
+             arts.vocab is not None, sorted(arts.pretrain), len(arts.finetune))
+    return arts

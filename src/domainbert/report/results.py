@@ -1,0 +1,146 @@
+"""The comparison numbers: per task and model, mean and standard deviation over seeds, and paired bootstrap
+confidence intervals of the difference between models, with a verdict.
+
+Every number comes from the fine-tuning ``result.json`` files (test metrics, test ``gold``/``pred``); the
+statistics themselves (``mean_std``, the paired bootstrap) are ``domainbert.finetune.stats``. This module
+decides which pairs are compared and how a comparison reads:
+- every model against the general base model (``base``; a ``<model>-frozen`` run against ``base-frozen``);
+- ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for).
+A difference is significant when its confidence interval excludes 0; otherwise the verdict is
+"no significant difference". It does not correct for multiple comparisons (as SciBERT did not); the number
+of comparisons is printed with the table.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+from typing import Any
+
+BASE_MODEL = "base"
+FROZEN_SUFFIX = "-frozen"
+PRIMARY_METRIC = {"ner": "f1", "classification": "macro_f1"}
+METRIC_LABEL = {"f1": "F1", "macro_f1": "macro-F1", "accuracy": "accuracy", "precision": "precision",
+                "recall": "recall"}
+# Head-to-head pairs beyond "each against base": (better-if-positive, reference).
+ARM_PAIRS = [("continued", "scratch"), ("extended", "continued")]
+
+# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", ...}; see default_compare_fn.
+CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], dict[str, Any]]
+
+
+def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
+    """The paired bootstrap of ``domainbert.finetune.stats`` with the run's compare settings."""
+    from domainbert.finetune import stats
+
+    def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+        return stats.compare_models(results_a, results_b, metric=metric, samples=samples,
+                                    confidence=confidence, seed=seed)
+
+    return compare
+
+
+def mean_std(values: list[float]) -> tuple[float, float]:
+    from domainbert.finetune import stats
+
+    mean, std = stats.mean_std(values)
+    return float(mean), float(std)
+
+
+def primary_metric(result: dict[str, Any]) -> str:
+    """The metric a task is judged on: span F1 for NER, macro-F1 for classification."""
+    return str(result.get("primary_metric") or PRIMARY_METRIC[result.get("task_type", "classification")])
+
+
+def test_score(result: dict[str, Any], metric: str) -> float:
+    return float(result["test"][metric])
+
+
+def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
+    """base first, then the arms in config order, then extra models, then anything else by name;
+    each frozen variant right after the other variants of its order group."""
+    known = [BASE_MODEL, *arms, *extra]
+
+    def key(name: str) -> tuple[int, int, str]:
+        frozen = name.endswith(FROZEN_SUFFIX)
+        stem = name[: -len(FROZEN_SUFFIX)] if frozen else name
+        rank = known.index(stem) if stem in known else len(known)
+        return int(frozen), rank, name
+
+    return sorted(set(models), key=key)
+
+
+def reference_of(model: str) -> str | None:
+    """The model a model is compared with first: the base model of the same mode."""
+    frozen = model.endswith(FROZEN_SUFFIX)
+    base = BASE_MODEL + (FROZEN_SUFFIX if frozen else "")
+    return None if model == base else base
+
+
+def comparison_pairs(models: list[str]) -> list[tuple[str, str]]:
+    """(model, reference) pairs to test, in report order; only pairs whose two models both have results."""
+    present = set(models)
+    pairs = [(m, ref) for m in models if (ref := reference_of(m)) in present]
+    for suffix in ("", FROZEN_SUFFIX):
+        pairs += [(a + suffix, b + suffix) for a, b in ARM_PAIRS if a + suffix in present and b + suffix in present]
+    return pairs
+
+
+def verdict(diff: float, ci_low: float, ci_high: float) -> str:
+    """"better" / "worse" when the interval excludes 0, else "no significant difference"."""
+    if ci_low > 0:
+        return "better"
+    if ci_high < 0:
+        return "worse"
+    return "no significant difference"
+
+
+def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """task -> model -> results sorted by seed."""
+    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for result in results:
+        grouped.setdefault(result["task"], {}).setdefault(result["model"], []).append(result)
+    for by_model in grouped.values():
+        for runs in by_model.values():
+            runs.sort(key=lambda r: r["seed"])
+    return grouped
+
+
+def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: list[str], extra: list[str],
+                 compare_fn: CompareFn, confidence: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Score rows (one per task and model) and comparison rows (one per compared pair and task).
+
+    Args:
+        results: fine-tuning result dicts (``result.json``).
+        task_order: tasks in config order (others follow by name).
+        arms: pretraining arms in config order; extra: extra model names in config order.
+        compare_fn: the paired comparison (see ``default_compare_fn``).
+        confidence: the interval's confidence level (for the row labels).
+
+    Returns:
+        (score_rows, comparison_rows); scores are in the metric's own unit (fractions for F1).
+    """
+    grouped = group_results(results)
+    tasks = [t for t in task_order if t in grouped] + sorted(t for t in grouped if t not in task_order)
+    scores: list[dict[str, Any]] = []
+    comparisons: list[dict[str, Any]] = []
+    for task in tasks:
+        by_model = grouped[task]
+        models = model_order(by_model, arms, extra)
+        first = next(iter(by_model.values()))[0]
+        metric = primary_metric(first)
+        for model in models:
+            runs = by_model[model]
+            values = [test_score(r, metric) for r in runs]
+            mean, std = mean_std(values)
+            scores.append({"task": task, "task_type": first.get("task_type"), "metric": metric, "model": model,
+                           "seeds": [r["seed"] for r in runs], "n_seeds": len(runs), "values": values,
+                           "mean": mean, "std": std})
+        for model_a, model_b in comparison_pairs(models):
+            stat = compare_fn(by_model[model_a], by_model[model_b], metric)
+            diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
+            comparisons.append({"task": task, "metric": metric, "model": model_a, "reference": model_b,
+                                "diff": diff, "ci_low": low, "ci_high": high, "confidence": confidence,
+                                "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
+                                                                       len(by_model[model_b])))),
+                                "verdict": verdict(diff, low, high)})
+    return scores, comparisons

@@ -1,0 +1,188 @@
+"""The sections of a domain's comparison report, each built from one stage's artifacts.
+
+A stage whose artifacts are absent gets a section that says "Not run" and names the file it looked for;
+nothing is estimated in its place. Numbers are formatted here (thousands separators, points for scores);
+which comparisons exist and their verdicts come from ``results.py``, the sentences from ``summary.py``, the
+vocabulary section from ``vocab_section.py``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from domainbert.report import figures
+from domainbert.report.document import Figure, Section, Table
+from domainbert.report.inputs import RunArtifacts
+from domainbert.report.results import reference_of
+from domainbert.report.summary import ci_text, metric_label, points, signed_points, summary_lines
+
+
+def fmt(value: Any, digits: int = 2) -> str:
+    """A cell: integers with thousands separators, floats with ``digits`` significant decimals, '-' for None."""
+    if value is None:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    if isinstance(value, float):
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 10 ** -digits):
+            return f"{value:.{digits}e}"
+        return f"{value:,.{digits}f}"
+    return str(value)
+
+
+def not_run(title: str, path: Path, root: Path, stage: str) -> Section:
+    rel = path.relative_to(root) if path.is_relative_to(root) else path
+    return Section(title).add(f"Not run: {rel} was not found. Run `domainbert {stage}` and re-render the report.")
+
+
+def stat_table(mapping: dict[str, Any], first: str, caption: str | None = None) -> Table | None:
+    """Rows from ``{name: {stat: number}}``; columns are the union of scalar stats in first-seen order."""
+    rows = {k: v for k, v in mapping.items() if isinstance(v, dict)}
+    if not rows:
+        return None
+    cols: list[str] = []
+    for stats in rows.values():
+        cols += [k for k, v in stats.items() if not isinstance(v, (dict, list)) and k not in cols]
+    return Table([first, *(c.replace("_", " ") for c in cols)],
+                 [[name, *(fmt(stats.get(c)) for c in cols)] for name, stats in rows.items()], caption)
+
+
+def flat_pairs(mapping: dict[str, Any], prefix: str = "") -> list[list[str]]:
+    """Nested scalars as ``[dotted key, value]`` rows (for small blocks such as decontamination counts)."""
+    out = []
+    for key, value in mapping.items():
+        name = f"{prefix}{key}"
+        if isinstance(value, dict):
+            out += flat_pairs(value, name + ".")
+        elif isinstance(value, list):
+            out.append([name, ", ".join(fmt(v) for v in value[:20]) + (" ..." if len(value) > 20 else "")])
+        else:
+            out.append([name, fmt(value)])
+    return out
+
+
+def corpus_section(arts: RunArtifacts, corpus_dir: Path) -> Section:
+    """Corpus size per split and source, filter drops, deduplication and decontamination counts."""
+    title = "Corpus"
+    m = arts.manifest
+    if m is None:
+        return not_run(title, corpus_dir / "manifest.json", arts.root, "corpus")
+    sec = Section(title)
+    for key, first, caption in (("splits", "split", "Documents, words, bytes and estimated tokens per split"),
+                                ("sources", "source", "Per source")):
+        if isinstance(m.get(key), dict) and (table := stat_table(m[key], first, caption)):
+            sec.add(table)
+    filters = m.get("filters") or {}
+    if filters:
+        rows = []
+        for name, info in filters.items():
+            reasons = (info.get("reasons") or {}) if isinstance(info, dict) else {}
+            top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3] if isinstance(reasons, dict) else []
+            rows.append([name, fmt(info.get("dropped") if isinstance(info, dict) else info),
+                         ", ".join(f"{r} ({fmt(n)})" for r, n in top) or "-"])
+        sec.add(Table(["filter", "dropped", "top reasons"], rows, "Documents dropped by each filter, in order"))
+    for key, caption in (("dedup", "Deduplication"), ("decontamination", "Decontamination against the evaluation sets")):
+        block = m.get(key)
+        if isinstance(block, dict) and block:
+            sec.add(Table(["count", "value"], flat_pairs(block), caption))
+        elif key == "decontamination":
+            sec.add("Decontamination: the manifest records none.")
+    return sec
+
+
+def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Section:
+    """Per arm: steps, tokens, final loss, perplexities before and after; loss and perplexity figures."""
+    sec = Section("Pretraining")
+    if not arts.pretrain:
+        return sec.add("Not run: no pretrain/<arm>/summary.json was found. Run `domainbert pretrain` and "
+                       "re-render the report.")
+    rows = []
+    for arm, s in arts.pretrain.items():
+        rows.append([arm, fmt(s.get("steps")), fmt(s.get("tokens_consumed")), fmt(s.get("final_loss"), 3),
+                     f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
+                     f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}"])
+    sec.add(Table(["arm", "steps", "tokens", "final loss", "held-out domain perplexity (before -> after)",
+                   "general perplexity (before -> after)"], rows,
+                  "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences"))
+    missing = [a for a in arms if a not in arts.pretrain]
+    if missing:
+        sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
+    if name := figures.loss_curves(arts.pretrain, arts.metrics, out_dir):
+        sec.add(Figure(name, "MLM training loss per optimizer step (faint: per step; solid: moving average)"))
+    if name := figures.perplexity_curves(arts.metrics, out_dir):
+        sec.add(Figure(name, "Held-out domain and general-domain perplexity at each evaluation (step 0 = "
+                             "before pretraining). A rise in general perplexity is forgetting."))
+    return sec
+
+
+def compute_section(arts: RunArtifacts) -> Section:
+    """What each arm cost: wall time, throughput, FLOPs, MFU, engine."""
+    sec = Section("Compute")
+    if not arts.pretrain:
+        return sec.add("Not run: no pretraining summaries.")
+    rows = []
+    for arm, s in arts.pretrain.items():
+        fpt, tokens = s.get("flops_per_token"), s.get("tokens_consumed")
+        total = float(fpt) * float(tokens) if fpt is not None and tokens is not None else None
+        engine = s.get("engine") or "-"
+        if s.get("zero_stage") is not None:
+            engine += f" ZeRO-{s['zero_stage']}"
+        rows.append([arm, fmt(s.get("wall_seconds"), 1), fmt(s.get("real_tokens_per_s"), 1),
+                     fmt(s.get("real_token_fraction"), 3), fmt(fpt, 3), fmt(total, 3),
+                     fmt(s.get("mfu"), 4), engine, fmt(s.get("world_size")), fmt(s.get("precision")),
+                     fmt(s.get("parameters"))])
+    sec.add(Table(["arm", "train seconds", "real tokens/s", "real-token fraction", "FLOPs/token",
+                   "training FLOPs (FLOPs/token x tokens)", "MFU", "engine", "processes", "precision",
+                   "parameters"], rows, "Compute each arm used (MFU is '-' when no hardware peak was declared)"))
+    return sec
+
+
+def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
+    return f"{len(comparisons)} comparison{'s' if len(comparisons) != 1 else ''}, not corrected for multiplicity."
+
+
+def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], out_dir: Path,
+                     bootstrap_samples: int) -> Section:
+    """Per task: mean, std and seeds per model with the difference to the base model; then every comparison."""
+    sec = Section("Fine-tuning results")
+    if not scores:
+        return sec.add("Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
+                       "`domainbert finetune` and re-render the report.")
+    for task in dict.fromkeys(r["task"] for r in scores):
+        rows_t = [r for r in scores if r["task"] == task]
+        label = metric_label(rows_t[0]["metric"])
+        rows = []
+        for r in rows_t:
+            cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
+                        and c["reference"] == reference_of(r["model"])), None)
+            rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), points(r["std"]),
+                         ", ".join(points(v) for v in r["values"]),
+                         signed_points(cmp["diff"]) if cmp else "-",
+                         ci_text(cmp).split(" CI ")[1] if cmp else "-",
+                         cmp["verdict"] if cmp else "(reference)"])
+        level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
+        sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed",
+                       "diff vs base", f"{level}% CI", "verdict"], rows,
+                      f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
+    if comparisons:
+        rows = [[f"{c['model']} vs {c['reference']}", c["task"], signed_points(c["diff"]),
+                 ci_text(c).split(" CI ")[1], c["verdict"]] for c in comparisons]
+        level = round(100 * comparisons[0]["confidence"])
+        sec.add(Table(["comparison", "task", "difference (points)", f"{level}% CI", "verdict"], rows,
+                      f"Paired bootstrap over test examples ({bootstrap_samples} resamples); "
+                      + _n_comparisons(comparisons)))
+    if name := figures.score_bars(scores, out_dir):
+        sec.add(Figure(name, "Mean test score per model; error bars: one standard deviation over seeds; "
+                             "dots: individual seeds"))
+    return sec
+
+
+def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Section:
+    sec = Section("Summary")
+    lines = summary_lines(scores, comparisons)
+    if not lines:
+        return sec.add("No fine-tuning results yet, so no verdict: the report shows the stages that have run.")
+    return sec.add(lines)

@@ -1,0 +1,86 @@
+"""The plain-language summary of what won, written from the comparison rows (never typed by hand), and the
+number formats the report shares.
+
+Scores are stored as fractions and shown as points (x100), e.g. F1 0.853 -> 85.3 and a difference of
+0.021 -> +2.1. A sentence per comparison says "beat", "was worse than" or "did not differ significantly from",
+with the difference and its confidence interval; a closing line names the best mean per task. This module
+does not decide significance (``results.verdict`` does) and adds no claim the rows do not hold.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domainbert.report.results import METRIC_LABEL
+
+
+def points(value: float) -> str:
+    """A fraction as points with one decimal: 0.8534 -> ``85.3``."""
+    return f"{100 * value:.1f}"
+
+
+def signed_points(value: float) -> str:
+    """A difference as signed points: 0.021 -> ``+2.1``, -0.004 -> ``-0.4``."""
+    return f"{100 * value:+.1f}"
+
+
+def metric_label(metric: str) -> str:
+    return METRIC_LABEL.get(metric, metric)
+
+
+def ci_text(row: dict[str, Any]) -> str:
+    """``95% CI +0.8 to +3.4`` for a comparison row."""
+    level = round(100 * row["confidence"])
+    return f"{level}% CI {signed_points(row['ci_low'])} to {signed_points(row['ci_high'])}"
+
+
+def comparison_sentence(row: dict[str, Any]) -> str:
+    """One comparison as a sentence, e.g. ``continued beat base on ner-task by +2.1 F1 (95% CI +0.8 to +3.4).``"""
+    label = metric_label(row["metric"])
+    a, b, task = row["model"], row["reference"], row["task"]
+    if row["verdict"] == "better":
+        text = f"{a} beat {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
+    elif row["verdict"] == "worse":
+        text = f"{a} was worse than {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
+    else:
+        text = (f"{a} did not differ significantly from {b} on {task} "
+                f"({signed_points(row['diff'])} {label}, {ci_text(row)})")
+    if row.get("n_seeds", 2) < 2:
+        text += "; one seed only, so the interval covers test-set sampling but not seed variance"
+    return text + "."
+
+
+def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
+    """Per task, the model with the highest mean (ties named together)."""
+    out = []
+    tasks = list(dict.fromkeys(r["task"] for r in scores))
+    for task in tasks:
+        rows = [r for r in scores if r["task"] == task]
+        top = max(r["mean"] for r in rows)
+        winners = [r for r in rows if r["mean"] == top]
+        names = " and ".join(r["model"] for r in winners)
+        seeds = winners[0]["n_seeds"]
+        out.append(f"Highest mean on {task}: {names} with {points(top)} {metric_label(winners[0]['metric'])} "
+                   f"(mean over {seeds} seed{'s' if seeds != 1 else ''}).")
+    return out
+
+
+def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
+    """The summary: one sentence per comparison (significant ones first), then the best mean per task.
+
+    Args:
+        scores: score rows from ``results.build_tables``.
+        comparisons: comparison rows from ``results.build_tables``.
+
+    Returns:
+        Sentences, empty when there are no fine-tuning results.
+    """
+    if not scores:
+        return []
+    significant = [r for r in comparisons if r["verdict"] != "no significant difference"]
+    rest = [r for r in comparisons if r["verdict"] == "no significant difference"]
+    lines = [comparison_sentence(r) for r in significant + rest]
+    if not comparisons:
+        lines.append("No comparison could be made: the base model and the pretrained arms were not all "
+                     "fine-tuned on the same task.")
+    return lines + best_sentences(scores)
