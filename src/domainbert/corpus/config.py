@@ -58,6 +58,7 @@ class DecontaminationConfig(StrictModel):
     enabled: bool = True
     ngram: int = Field(13, ge=3, description="Word n-gram length indexed from evaluation texts.")
     splits: list[Literal["train", "validation", "test"]] = ["validation", "test"]
+    max_overlap: float = Field(0.5, gt=0, le=1, description="Drop a whole document when at least this fraction of its n-grams hit the evaluation index; below it, only the sentences that hit are removed.")
 
 
 class CorpusConfig(StrictModel):
@@ -69,3 +70,5 @@ class CorpusConfig(StrictModel):
     shard_documents: int = Field(5000, ge=1)
     max_malformed_lines: int = Field(0, ge=0, description="Malformed input lines skipped (and counted) before failing.")
     seed: int = 13
+    workers: int = Field(2, ge=1, description="Processes that clean, filter and hash input shards in parallel.")
+    write_dropped: bool = Field(False, description="Also write dropped documents with their reason to dropped.jsonl.gz.")

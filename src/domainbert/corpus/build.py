@@ -1,0 +1,286 @@
+"""The corpus stage: sources -> cleaned, filtered, decontaminated, deduplicated, split and sharded corpus.
+
+Steps (each a plain function, so ``flows/`` can run them as Prefect tasks, mapping the middle one):
+
+1. ``prepare(cfg, work_dir)``: index the evaluation texts for decontamination;
+2. ``iter_input_shards`` + ``process_input_shard`` (``shards``): read the sources into input shards and
+   process each one; ``build_corpus`` runs them in a process pool of ``corpus.workers`` processes while the
+   main process keeps reading the sources (a spawned pool: workers share nothing but the files);
+3. ``merge(cfg, work_dir, out_dir, shard_stats, counts)``: exact and near deduplication across all shards
+   (``dedup``), the train/validation split by a hash of the document id, output shards of
+   ``shard_documents`` documents, ``manifest.json`` and the reports.
+
+Resumable: the work folder (``<run>/corpus.work/<fingerprint>``) keeps every processed shard with a stats file
+written last; a restarted build re-reads the sources but skips the shards already done, and, everything being
+deterministic, writes byte-identical output. The finished corpus goes through ``atomic_output``; a build whose
+output is complete with the same fingerprint is skipped.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import multiprocessing
+import shutil
+from concurrent.futures import Future, ProcessPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+from rich.progress import Progress
+
+from domainbert import __version__
+from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
+from domainbert.corpus import report
+from domainbert.corpus.decontaminate import build_index
+from domainbert.corpus.dedup import (
+    STATE_BYTES_PER_DOC,
+    SignatureStore,
+    exact_first_mask,
+    lsh_params,
+    near_duplicate_mask,
+)
+from domainbert.corpus.shards import INDEX, PROCESSED, iter_input_shards, process_input_shard, shard_name
+from domainbert.corpus.sources import input_fingerprint
+from domainbert.corpus.store import SPLITS, write_shard
+from domainbert.errors import DataError
+
+log = logging.getLogger(__name__)
+TOKENS_PER_WORD = 1.3
+TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
+                 "the vocab stage measures the real fertility")
+
+
+def stage_fingerprint(cfg: Any) -> str:
+    """Fingerprint of the corpus config, the evaluation tasks it decontaminates against and the inputs."""
+    tasks = [t.model_dump(mode="json") for t in cfg.finetune.tasks]
+    return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__)
+
+
+def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
+    """Build the decontamination index in ``work_dir``; returns what was indexed per task/split."""
+    summary_path = work_dir / "decontamination-index.json"
+    if summary_path.is_file() and (work_dir / INDEX).is_file():
+        return json.loads(summary_path.read_text())
+    summary = build_index(cfg.finetune.tasks, cfg.corpus.decontamination, work_dir / INDEX)
+    write_json_atomic(summary_path, summary)
+    return summary
+
+
+def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
+    """Build the domain corpus into ``layout.corpus`` and return its manifest.
+
+    Args:
+        cfg: the ``DomainConfig`` (its ``corpus`` section and, for decontamination, ``finetune.tasks``).
+        layout: the run's ``RunLayout``.
+
+    Returns:
+        The manifest (also saved as ``manifest.json``).
+
+    Raises:
+        DataError: unreadable or malformed input, or a corpus empty after filtering.
+    """
+    out = Path(layout.corpus)
+    fp = stage_fingerprint(cfg)
+    if is_complete(out, fp):
+        log.info("corpus: skipped: up to date (%s)", out)
+        return json.loads((out / "manifest.json").read_text())
+    work_dir = Path(layout.root) / "corpus.work" / fp[:16]
+    work_dir.mkdir(parents=True, exist_ok=True)
+    log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
+    prepare(cfg, work_dir)
+    counts: dict[str, Any] = {}
+    stats = _process_all(cfg, work_dir, counts)
+    with atomic_output(out, config=cfg.corpus.model_dump(mode="json"), fp=fp) as tmp:
+        manifest = merge(cfg, work_dir, tmp, stats, counts)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    log.info("corpus: %d train / %d validation documents -> %s", manifest["documents"]["train"],
+             manifest["documents"]["validation"], out)
+    return manifest
+
+
+def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[str, Any]]:
+    """Read the sources into input shards and process them, in parallel when ``workers > 1``."""
+    results: dict[int, dict[str, Any]] = {}
+    workers = cfg.corpus.workers
+    with Progress(transient=True) as bar:
+        task = bar.add_task(f"corpus {cfg.name}: shards", total=None)
+        if workers == 1:
+            for spec in iter_input_shards(cfg, work_dir, counts):
+                results[spec["index"]] = process_input_shard(cfg, spec, work_dir)
+                bar.update(task, advance=1)
+        else:
+            ctx = multiprocessing.get_context("spawn")
+            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+                futures: list[Future] = []
+                for spec in iter_input_shards(cfg, work_dir, counts):
+                    fut = pool.submit(process_input_shard, cfg, spec, work_dir)
+                    fut.add_done_callback(lambda _f: bar.update(task, advance=1))
+                    futures.append(fut)
+                bar.update(task, total=len(futures))
+                for fut in futures:
+                    res = fut.result()
+                    results[res["index"]] = res
+    return [results[i] for i in sorted(results)]
+
+
+def _split_of(doc_id: str, seed: int, fraction: float) -> str:
+    digest = hashlib.blake2b(f"{seed}:{doc_id}".encode(), digest_size=8).digest()
+    return "validation" if int.from_bytes(digest, "little") / 2**64 < fraction else "train"
+
+
+class _SplitWriter:
+    """Buffers documents of one split and writes ``shard-NNNNN.parquet`` every ``size`` documents."""
+
+    def __init__(self, folder: Path, size: int) -> None:
+        self.folder, self.size, self.buffer, self.count = folder, size, [], 0
+
+    def add(self, doc: dict[str, Any]) -> None:
+        self.buffer.append(doc)
+        if len(self.buffer) >= self.size:
+            self.flush()
+
+    def flush(self, force: bool = False) -> None:
+        if self.buffer or (force and self.count == 0):
+            write_shard(self.folder / f"{shard_name(self.count)}.parquet", self.buffer)
+            self.count += 1
+            self.buffer = []
+
+
+def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]],
+          counts: dict[str, Any]) -> dict[str, Any]:
+    """Deduplicate across all processed shards, split, write output shards, manifest and reports.
+
+    Args:
+        cfg: the ``DomainConfig``.
+        work_dir: the build's work folder with ``processed/``.
+        out_dir: the (temporary) corpus folder to write.
+        shard_stats: what ``process_input_shard`` returned, in shard order.
+        counts: documents read per source and malformed lines (from ``iter_input_shards``).
+
+    Returns:
+        The manifest.
+    """
+    corpus = cfg.corpus
+    bases = [work_dir / PROCESSED / shard_name(s["index"]) for s in shard_stats]
+    keys = np.concatenate([np.load(b.with_suffix(".keys.npy")) for b in bases]) if bases else np.zeros(0, np.uint64)
+    keep = exact_first_mask(keys) if corpus.dedup.exact else np.ones(len(keys), dtype=bool)
+    exact_removed = int((~keep).sum())
+    near_clusters = 0
+    if corpus.dedup.near:
+        before = keep
+        keep, near_clusters = near_duplicate_mask(SignatureStore([b.with_suffix(".sig.npy") for b in bases]),
+                                                  keep, corpus.dedup)
+        near_removed = int((before & ~keep).sum())
+    else:
+        near_removed = 0
+    if not keep.any():
+        raise DataError("the corpus is empty after filtering, decontamination and deduplication "
+                        "(check the filters in corpus.filters)")
+    writers = {s: _SplitWriter(out_dir / s, corpus.shard_documents) for s in SPLITS}
+    totals = {s: {"documents": 0, "words": 0, "bytes": 0} for s in SPLITS}
+    per_source: dict[str, dict[str, int]] = {}
+    lengths: list[np.ndarray] = []
+    pos = 0
+    for base in bases:
+        words = np.load(base.with_suffix(".words.npy"))
+        mask = keep[pos: pos + len(words)]
+        pos += len(words)
+        lengths.append(words[mask])
+        for row, doc in enumerate(pq.read_table(base.with_suffix(".parquet")).to_pylist()):
+            if not mask[row]:
+                continue
+            split = _split_of(doc["id"], corpus.seed, corpus.validation_fraction)
+            writers[split].add(doc)
+            size = len(doc["text"].encode("utf-8"))
+            for bucket in (totals[split], per_source.setdefault(doc["source"], {"documents": 0, "words": 0, "bytes": 0})):
+                bucket["documents"] += 1
+                bucket["words"] += int(words[row])
+                bucket["bytes"] += size
+    for w in writers.values():
+        w.flush(force=True)
+    if corpus.write_dropped:
+        _collect_dropped(bases, out_dir / "dropped.jsonl.gz")
+    manifest = _manifest(cfg, shard_stats, counts, totals, per_source, exact_removed, near_removed, near_clusters,
+                         np.concatenate(lengths), work_dir)
+    manifest["shards"] = {s: writers[s].count for s in SPLITS}
+    manifest["content_hash"] = _shards_hash(out_dir)
+    write_json_atomic(out_dir / "manifest.json", manifest)
+    report.write_reports(out_dir, manifest, np.concatenate(lengths))
+    return manifest
+
+
+def _collect_dropped(bases: list[Path], path: Path) -> None:
+    with open(path, "wb") as out:
+        for base in bases:
+            part = base.with_suffix(".dropped.jsonl.gz")
+            if part.is_file():
+                out.write(part.read_bytes())  # concatenated gzip members are one valid gzip stream
+
+
+def _shards_hash(out_dir: Path) -> str:
+    h = hashlib.sha256()
+    for split in SPLITS:
+        for path in sorted((out_dir / split).glob("shard-*.parquet")):
+            h.update(f"{split}/{path.name}".encode())
+            h.update(hashlib.sha256(path.read_bytes()).digest())
+    return h.hexdigest()
+
+
+def _with_tokens(d: dict[str, int]) -> dict[str, int]:
+    return {**d, "estimated_tokens": round(d["words"] * TOKENS_PER_WORD)}
+
+
+def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any], totals: dict[str, dict[str, int]],
+              per_source: dict[str, dict[str, int]], exact_removed: int, near_removed: int, near_clusters: int,
+              lengths: np.ndarray, work_dir: Path) -> dict[str, Any]:
+    corpus = cfg.corpus
+    filters: dict[str, dict[str, Any]] = {f.name: {"dropped": 0, "reasons": {}} for f in corpus.filters}
+    decon: dict[str, dict[str, int]] = {}
+    for s in shard_stats:
+        for name, reasons in s["filters"].items():
+            for reason, n in reasons.items():
+                filters[name]["reasons"][reason] = filters[name]["reasons"].get(reason, 0) + n
+                filters[name]["dropped"] += n
+        for owner, c in s["decontamination"].items():
+            slot = decon.setdefault(owner, {"documents": 0, "sentences": 0})
+            slot["documents"] += c["documents"]
+            slot["sentences"] += c["sentences"]
+    documents_in = counts.get("documents_in", {})
+    bands, rows = lsh_params(corpus.dedup)
+    index_summary = json.loads((work_dir / "decontamination-index.json").read_text())
+    all_docs = sum(t["documents"] for t in totals.values())
+    return {
+        "domain": cfg.name,
+        "profile": cfg.profile,
+        "documents_in": sum(documents_in.values()),
+        "documents_out": all_docs,
+        "documents": {**{s: totals[s]["documents"] for s in SPLITS}, "total": all_docs},
+        "words": {**{s: totals[s]["words"] for s in SPLITS}, "total": sum(t["words"] for t in totals.values())},
+        "bytes": {**{s: totals[s]["bytes"] for s in SPLITS}, "total": sum(t["bytes"] for t in totals.values())},
+        "estimated_tokens": {s: round(totals[s]["words"] * TOKENS_PER_WORD) for s in SPLITS},
+        "estimated_tokens_method": TOKENS_METHOD,
+        "splits": {s: _with_tokens(totals[s]) for s in SPLITS},
+        "sources": {name: _with_tokens({"documents_in": documents_in.get(name, 0),
+                                        **per_source.get(name, {"documents": 0, "words": 0, "bytes": 0})})
+                    for name in documents_in},
+        "filters": filters,
+        "dedup": {"exact_removed": exact_removed, "near_removed": near_removed, "near_clusters": near_clusters,
+                  "threshold": corpus.dedup.threshold, "num_perm": corpus.dedup.num_perm,
+                  "ngram": corpus.dedup.ngram, "lsh_bands": bands, "lsh_rows": rows,
+                  "state_bytes_per_million_documents": STATE_BYTES_PER_DOC * 1_000_000},
+        "decontamination": {
+            "enabled": corpus.decontamination.enabled, "ngram": corpus.decontamination.ngram,
+            "rule": (f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "
+                     f"{corpus.decontamination.ngram}-grams are in the evaluation index; otherwise cut the "
+                     "sentences covered by a hit or equal to a short evaluation text"),
+            "index": index_summary,
+            "documents_removed": sum(c["documents"] for c in decon.values()),
+            "sentences_removed": sum(c["sentences"] for c in decon.values()),
+            "by_task_split": decon,
+        },
+        "malformed_lines": counts.get("malformed_lines", {"total": 0, "by_source": {}}),
+        "length_words": report.length_summary(lengths),
+    }

@@ -1,0 +1,173 @@
+"""Decontamination: remove corpus text that overlaps the domain's evaluation sets.
+
+Every text of the chosen splits (``corpus.decontamination.splits``, by default validation and test) of every
+task in ``finetune.tasks`` is read by the small readers here (CoNLL: a sentence's tokens joined; JSONL,
+optionally gzipped: the text field, and the pair field when set) and indexed as word n-gram hashes
+(``ngram`` words, lowercase ``\\w+`` tokens; see ``hashing``). Eval texts shorter than ``ngram`` words (but
+at least ``MIN_SHORT_WORDS``) are indexed whole.
+
+The rule, per corpus document: if at least ``max_overlap`` of its n-grams hit the index, the whole document
+is removed; otherwise every sentence (split at newlines and sentence-final punctuation) covered by a hit
+n-gram, or equal to a short eval text, is cut out and the rest is kept. Removals are attributed to the
+task/split owning most of the hits. Hub-hosted tasks (``format: hf``) are not read here (offline).
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import re
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from domainbert.corpus.config import DecontaminationConfig
+from domainbert.corpus.hashing import ngram_hashes, text_hash, word_hashes, words_of
+from domainbert.errors import DataError
+
+MIN_SHORT_WORDS = 4
+_SENTENCE_SPLIT = re.compile(r"(\n+|(?<=[.!?])\s+)")
+
+
+def _task_file(folder: Path, split: str, fmt: str) -> Path | None:
+    candidates = {"conll": [f"{split}.conll", f"{split}.txt"], "jsonl": [f"{split}.jsonl.gz", f"{split}.jsonl"],
+                  "csv": [f"{split}.csv"]}.get(fmt, [])
+    return next((folder / c for c in candidates if (folder / c).is_file()), None)
+
+
+def read_conll_sentences(path: Path) -> list[str]:
+    """Sentences of a CoNLL file (``token<TAB>tag``, blank line between sentences) as space-joined tokens."""
+    sentences, tokens = [], []
+    with open(path, encoding="utf-8") as f:
+        for line in f:
+            line = line.rstrip("\n")
+            if not line.strip() or line.startswith("-DOCSTART-"):
+                if tokens:
+                    sentences.append(" ".join(tokens))
+                tokens = []
+                continue
+            tokens.append(line.split("\t")[0].split(" ")[0])
+    if tokens:
+        sentences.append(" ".join(tokens))
+    return sentences
+
+
+def read_jsonl_texts(path: Path, text_field: str, pair_field: str | None) -> list[str]:
+    """The text (and pair) field of each line of a JSONL(.gz) file; a bad line is a DataError naming it."""
+    opener = gzip.open if path.name.endswith(".gz") else open
+    texts = []
+    with opener(path, "rt", encoding="utf-8") as f:
+        for lineno, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+            except json.JSONDecodeError:
+                raise DataError("evaluation line is not JSON", file=path, line=lineno) from None
+            for field in (text_field, pair_field):
+                if field and isinstance(rec.get(field), str):
+                    texts.append(rec[field])
+    return texts
+
+
+def eval_texts(tasks: list[Any], splits: list[str]) -> dict[str, list[str]]:
+    """``{"task/split": [texts]}`` for the local tasks; hub tasks are skipped."""
+    out: dict[str, list[str]] = {}
+    for task in tasks:
+        if task.format == "hf":
+            continue
+        for split in splits:
+            path = _task_file(Path(task.path), split, task.format)
+            if path is None:
+                continue
+            if task.format == "conll":
+                out[f"{task.name}/{split}"] = read_conll_sentences(path)
+            elif task.format == "jsonl":
+                out[f"{task.name}/{split}"] = read_jsonl_texts(path, task.text_field, task.text_pair_field)
+    return out
+
+
+def build_index(tasks: list[Any], cfg: DecontaminationConfig, path: Path) -> dict[str, dict[str, int]]:
+    """Index the evaluation texts into ``path`` (.npz); returns what was indexed per task/split."""
+    owners = sorted(eval_texts(tasks, list(cfg.splits)).items())
+    grams, gram_owner, short, short_owner = [], [], [], []
+    summary: dict[str, dict[str, int]] = {}
+    for code, (name, texts) in enumerate(owners):
+        n_short = 0
+        for text in texts:
+            words = words_of(text)
+            if len(words) >= cfg.ngram:
+                g = ngram_hashes(word_hashes(words), cfg.ngram)
+                grams.append(g)
+                gram_owner.append(np.full(len(g), code, dtype=np.int32))
+            elif len(words) >= MIN_SHORT_WORDS:
+                short.append(text_hash(" ".join(words)))
+                short_owner.append(code)
+                n_short += 1
+        summary[name] = {"texts": len(texts), "short_texts": n_short}
+    g = np.concatenate(grams) if grams else np.zeros(0, dtype=np.uint64)
+    o = np.concatenate(gram_owner) if gram_owner else np.zeros(0, dtype=np.int32)
+    order = np.argsort(g, kind="stable")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    np.savez(path, grams=g[order], owners=o[order], short=np.array(short, dtype=np.uint64),
+             short_owners=np.array(short_owner, dtype=np.int32), names=np.array([n for n, _ in owners]))
+    for name in summary:
+        summary[name]["ngrams"] = 0
+    for code, (name, _) in enumerate(owners):
+        summary[name]["ngrams"] = int((o == code).sum())
+    return summary
+
+
+class Decontaminator:
+    """Checks documents against a saved index; counts removals per task/split."""
+
+    def __init__(self, index_path: Path, cfg: DecontaminationConfig) -> None:
+        data = np.load(index_path)
+        self.grams, self.owners = data["grams"], data["owners"]
+        self.short = dict(zip(data["short"].tolist(), data["short_owners"].tolist(), strict=True))
+        self.names = [str(n) for n in data["names"]]
+        self.cfg = cfg
+        self.removed = {name: {"documents": 0, "sentences": 0} for name in self.names}
+
+    def _hits(self, hashes: np.ndarray) -> np.ndarray:
+        if len(self.grams) == 0 or len(hashes) == 0:
+            return np.zeros(len(hashes), dtype=bool)
+        pos = np.searchsorted(self.grams, hashes).clip(max=len(self.grams) - 1)
+        return self.grams[pos] == hashes
+
+    def _owner(self, hashes: np.ndarray, hit: np.ndarray) -> str:
+        pos = np.searchsorted(self.grams, hashes[hit])
+        return self.names[int(np.bincount(self.owners[pos]).argmax())]
+
+    def check(self, text: str) -> str | None:
+        """The text with contaminated sentences removed, or ``None`` when the whole document goes."""
+        pieces = _SENTENCE_SPLIT.split(text)
+        sentences = pieces[0::2]
+        sent_words = [words_of(s) for s in sentences]
+        bounds = np.cumsum([0] + [len(w) for w in sent_words])
+        grams = ngram_hashes(word_hashes([w for ws in sent_words for w in ws]), self.cfg.ngram)
+        hit = self._hits(grams)
+        short_hit = [self.short.get(text_hash(" ".join(ws))) if len(ws) >= MIN_SHORT_WORDS else None
+                     for ws in sent_words]
+        if not hit.any() and all(s is None for s in short_hit):
+            return text
+        if len(grams) and hit.mean() >= self.cfg.max_overlap:
+            self.removed[self._owner(grams, hit)]["documents"] += 1
+            return None
+        covered = np.zeros(bounds[-1] + 1, dtype=np.int64)
+        starts = np.flatnonzero(hit)
+        np.add.at(covered, starts, 1)
+        np.add.at(covered, starts + self.cfg.ngram, -1)
+        covered_words = np.cumsum(covered)[:-1] > 0
+        keep: list[str] = []
+        owner = self._owner(grams, hit) if hit.any() else None
+        for i, sentence in enumerate(sentences):
+            bad = short_hit[i] is not None or covered_words[bounds[i]:bounds[i + 1]].any()
+            if bad:
+                name = self.names[short_hit[i]] if short_hit[i] is not None else owner
+                self.removed[name]["sentences"] += 1
+            elif sentence:
+                keep.append(sentence + (pieces[2 * i + 1] if 2 * i + 1 < len(pieces) else ""))
+        cleaned = "".join(keep).strip()
+        return cleaned or None

@@ -1,0 +1,275 @@
+"""Cleaning and filtering components, by versioned name (dolma-style), composed from the domain YAML.
+
+A component is either a *transform* (text -> text) or a *filter* (text -> ``(keep, reason)``, datatrove-style).
+Each is registered under a name carrying a version (``min_length_v1``); the behaviour behind a name never
+changes, a new behaviour gets a new version. Options are validated by the component's pydantic model, so an
+unknown or mistyped option is a ``ConfigError`` naming the field. ``build_pipeline`` turns the YAML list into
+a ``Pipeline`` that counts what each component dropped and why. Language identification lives in
+``langid_filter`` (it registers ``language_id_v1`` here). No component knows about domains.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from typing import ClassVar, Literal
+
+from pydantic import Field, ValidationError
+
+from domainbert.corpus.config import FilterSpec
+from domainbert.errors import ConfigError
+from domainbert.schema import StrictModel
+
+_REGISTRY: dict[str, type[Component]] = {}
+
+
+class NoOptions(StrictModel):
+    """A component without options."""
+
+
+class Component:
+    """Base of transforms and filters. Subclasses set ``name``, ``kind`` and ``Options``."""
+
+    name: ClassVar[str]
+    kind: ClassVar[Literal["transform", "filter"]]
+    Options: ClassVar[type[StrictModel]] = NoOptions
+
+    def __init__(self, options: StrictModel) -> None:
+        self.options = options
+
+    def transform(self, text: str) -> str:  # pragma: no cover - overridden by transforms
+        raise NotImplementedError
+
+    def filter(self, text: str) -> tuple[bool, str]:  # pragma: no cover - overridden by filters
+        raise NotImplementedError
+
+
+def register(cls: type[Component]) -> type[Component]:
+    """Class decorator adding a component to the registry under its versioned ``name``."""
+    if cls.name in _REGISTRY:
+        raise RuntimeError(f"component {cls.name} registered twice")
+    _REGISTRY[cls.name] = cls
+    return cls
+
+
+def available() -> list[str]:
+    """The registered component names."""
+    _load_plugins()
+    return sorted(_REGISTRY)
+
+
+def _load_plugins() -> None:
+    from domainbert.corpus import langid_filter  # noqa: F401 - registers language_id_v1
+
+
+def create(spec: FilterSpec, where: str = "corpus.filters") -> Component:
+    """Instantiate one component from its YAML spec; unknown names and options are ConfigErrors."""
+    _load_plugins()
+    cls = _REGISTRY.get(spec.name)
+    if cls is None:
+        raise ConfigError(f"unknown filter {spec.name!r}; valid names: {', '.join(available())}", field=where)
+    try:
+        options = cls.Options.model_validate(spec.options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        loc = ".".join(str(p) for p in err["loc"])
+        msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
+        raise ConfigError(f"{spec.name}: {msg}", field=f"{where}.options.{loc}") from None
+    return cls(options)
+
+
+class Pipeline:
+    """The YAML's components in order; ``apply`` returns the cleaned text or ``None`` and counts drops."""
+
+    def __init__(self, components: list[Component]) -> None:
+        self.components = components
+        self.dropped: dict[str, dict[str, int]] = {c.name: {} for c in components}
+
+    def apply(self, text: str) -> tuple[str | None, str | None]:
+        """Run every component on ``text``; returns ``(text, None)`` or ``(None, "name:reason")``."""
+        for comp in self.components:
+            if comp.kind == "transform":
+                text = comp.transform(text)
+                if not text:
+                    return self._drop(comp.name, "empty_after_transform")
+            else:
+                keep, reason = comp.filter(text)
+                if not keep:
+                    return self._drop(comp.name, reason)
+        return text, None
+
+    def _drop(self, name: str, reason: str) -> tuple[None, str]:
+        counts = self.dropped[name]
+        counts[reason] = counts.get(reason, 0) + 1
+        return None, f"{name}:{reason}"
+
+
+def build_pipeline(specs: list[FilterSpec]) -> Pipeline:
+    """The components named in ``corpus.filters``, validated and instantiated in order."""
+    return Pipeline([create(spec, f"corpus.filters[{i}]") for i, spec in enumerate(specs)])
+
+
+# --- transforms -------------------------------------------------------------------------------------------
+
+class UnicodeOptions(StrictModel):
+    form: Literal["NFC", "NFKC", "NFD", "NFKD"] = "NFC"
+
+
+@register
+class UnicodeNormalize(Component):
+    """Unicode normalisation to the chosen form."""
+
+    name, kind, Options = "unicode_normalize_v1", "transform", UnicodeOptions
+
+    def transform(self, text: str) -> str:
+        return unicodedata.normalize(self.options.form, text)
+
+
+# Control characters (Cc) other than tab and newline, plus invisible format characters that only add noise
+# (zero-width space, BOM, soft hyphen); joiners used by emoji sequences (U+200C/U+200D) are kept.
+_CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\ufeff\u00ad\u2060]")
+
+
+@register
+class StripControlChars(Component):
+    """Remove control characters except tab and newline; carriage returns become newlines."""
+
+    name, kind = "strip_control_chars_v1", "transform"
+
+    def transform(self, text: str) -> str:
+        return _CONTROL.sub("", text.replace("\r\n", "\n").replace("\r", "\n"))
+
+
+class WhitespaceOptions(StrictModel):
+    keep_newlines: bool = Field(True, description="Keep line breaks (at most one blank line in a row).")
+
+
+_SPACES = re.compile(r"[^\S\n]+")
+_BLANKS = re.compile(r"\n\s*\n\s*")
+
+
+@register
+class NormalizeWhitespace(Component):
+    """Collapse runs of spaces and tabs, trim lines, at most one blank line between paragraphs."""
+
+    name, kind, Options = "normalize_whitespace_v1", "transform", WhitespaceOptions
+
+    def transform(self, text: str) -> str:
+        if not self.options.keep_newlines:
+            return " ".join(text.split())
+        text = _SPACES.sub(" ", text)
+        text = "\n".join(line.strip() for line in text.split("\n"))
+        return _BLANKS.sub("\n\n", text).strip()
+
+
+class TweetOptions(StrictModel):
+    user_token: str = "@user"
+    url_token: str = "http"
+
+
+_MENTION = re.compile(r"(?<![\w@])@\w{1,30}")
+_URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
+
+
+@register
+class TweetNormalize(Component):
+    """XLM-T / BERTweet-style: user mentions become ``@user`` and URLs ``http``."""
+
+    name, kind, Options = "tweet_normalize_v1", "transform", TweetOptions
+
+    def transform(self, text: str) -> str:
+        return _URL.sub(self.options.url_token, _MENTION.sub(self.options.user_token, text))
+
+
+_BOILERPLATE_DEFAULT = [r"copyright\b", r"\(c\)", r"all rights reserved", r"spdx-license-identifier",
+                        r"licensed under", r"^\s*(#|//|/\*|\*|--)"]
+
+
+class BoilerplateOptions(StrictModel):
+    patterns: list[str] = Field(default_factory=lambda: list(_BOILERPLATE_DEFAULT),
+                                description="Case-insensitive regexes; a leading line matching one is removed.")
+    max_lines: int = Field(30, ge=1, description="Look at most this many leading lines.")
+
+
+@register
+class StripBoilerplate(Component):
+    """Remove a licence/copyright header: leading lines (blank or matching a pattern), up to ``max_lines``."""
+
+    name, kind, Options = "strip_boilerplate_v1", "transform", BoilerplateOptions
+
+    def __init__(self, options: BoilerplateOptions) -> None:
+        super().__init__(options)
+        self._pattern = re.compile("|".join(f"(?:{p})" for p in options.patterns), re.IGNORECASE)
+
+    def transform(self, text: str) -> str:
+        lines = text.split("\n")
+        cut = 0
+        while cut < min(len(lines), self.options.max_lines) and (
+                not lines[cut].strip() or self._pattern.search(lines[cut])):
+            cut += 1
+        return "\n".join(lines[cut:]).strip()
+
+
+# --- filters ----------------------------------------------------------------------------------------------
+
+class MinLengthOptions(StrictModel):
+    min_words: int = Field(0, ge=0)
+    min_chars: int = Field(0, ge=0)
+
+
+@register
+class MinLength(Component):
+    """Drop documents shorter than ``min_words`` whitespace words or ``min_chars`` characters."""
+
+    name, kind, Options = "min_length_v1", "filter", MinLengthOptions
+
+    def filter(self, text: str) -> tuple[bool, str]:
+        if len(text) < self.options.min_chars:
+            return False, "too_few_chars"
+        if self.options.min_words and len(text.split()) < self.options.min_words:
+            return False, "too_few_words"
+        return True, ""
+
+
+class MaxLengthOptions(StrictModel):
+    max_words: int | None = Field(None, ge=1)
+    max_chars: int | None = Field(None, ge=1)
+
+
+@register
+class MaxLength(Component):
+    """Drop documents longer than ``max_words`` words or ``max_chars`` characters."""
+
+    name, kind, Options = "max_length_v1", "filter", MaxLengthOptions
+
+    def filter(self, text: str) -> tuple[bool, str]:
+        if self.options.max_chars is not None and len(text) > self.options.max_chars:
+            return False, "too_many_chars"
+        if self.options.max_words is not None and len(text.split()) > self.options.max_words:
+            return False, "too_many_words"
+        return True, ""
+
+
+class SymbolRatioOptions(StrictModel):
+    max_ratio: float = Field(0.1, gt=0)
+    symbols: list[str] = Field(default_factory=lambda: ["#", "...", "\u2026"],
+                               description="Gopher counts hash signs and ellipses.")
+
+
+@register
+class SymbolRatio(Component):
+    """Gopher symbol-to-word ratio: occurrences of ``symbols`` divided by the word count."""
+
+    name, kind, Options = "symbol_ratio_v1", "filter", SymbolRatioOptions
+
+    def filter(self, text: str) -> tuple[bool, str]:
+        words = len(text.split())
+        count = sum(text.count(s) for s in self.options.symbols)
+        if count > self.options.max_ratio * max(words, 1):
+            return False, "symbol_ratio"
+        return True, ""
+
+
+from domainbert.corpus.repetition import GopherRepetition  # noqa: E402 - registered after the base exists
+
+register(GopherRepetition)

@@ -1,0 +1,112 @@
+"""The corpus report: ``report.md``, ``report.html`` and ``length_histogram.png`` from the manifest.
+
+Tables of documents, words, bytes and estimated tokens per split and per source, drops per filter and
+reason, duplicates, decontamination per task/split and malformed lines; a histogram of document lengths in
+words (log-spaced bins). Rendering only: every number comes from the manifest built in ``build``.
+"""
+
+from __future__ import annotations
+
+import html
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+
+def length_summary(lengths: np.ndarray) -> dict[str, Any]:
+    """Min, median, mean, p95 and max document length in words."""
+    if len(lengths) == 0:
+        return {"min": 0, "median": 0, "mean": 0.0, "p95": 0, "max": 0}
+    return {"min": int(lengths.min()), "median": int(np.median(lengths)), "mean": round(float(lengths.mean()), 1),
+            "p95": int(np.percentile(lengths, 95)), "max": int(lengths.max())}
+
+
+def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    tables = []
+    cols = ["documents", "words", "bytes", "estimated_tokens"]
+    tables.append(("Splits", ["split", *cols], [[s, *(v[c] for c in cols)] for s, v in m["splits"].items()]))
+    tables.append(("Sources", ["source", "documents_in", *cols],
+                   [[s, v["documents_in"], *(v[c] for c in cols)] for s, v in m["sources"].items()]))
+    rows = [[name, f["dropped"], ", ".join(f"{r}: {n}" for r, n in sorted(f["reasons"].items())) or "-"]
+            for name, f in m["filters"].items()]
+    tables.append(("Filters (in pipeline order)", ["filter", "dropped", "reasons"], rows))
+    d = m["dedup"]
+    tables.append(("Deduplication", ["exact duplicates removed", "near-duplicate clusters", "near duplicates removed",
+                                     "threshold", "LSH bands x rows"],
+                   [[d["exact_removed"], d["near_clusters"], d["near_removed"], d["threshold"],
+                     f"{d['lsh_bands']} x {d['lsh_rows']}"]]))
+    dc = m["decontamination"]
+    rows = [[owner, dc["index"].get(owner, {}).get("texts", "-"), c["documents"], c["sentences"]]
+            for owner, c in sorted(dc["by_task_split"].items())]
+    tables.append(("Decontamination", ["task/split", "eval texts", "documents removed", "sentences removed"], rows))
+    mal = m["malformed_lines"]
+    rows = [[src, ", ".join(f"{r}: {n}" for r, n in sorted(v.items()))] for src, v in mal["by_source"].items()]
+    tables.append((f"Malformed lines skipped: {mal['total']}", ["source", "reasons"], rows))
+    return tables
+
+
+def _md_table(header: list[str], rows: list[list[Any]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
+    return "\n".join(lines)
+
+
+def _fmt(v: Any) -> str:
+    return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
+
+
+def _summary(m: dict[str, Any]) -> str:
+    lw = m["length_words"]
+    return (f"{m['documents_in']:,} documents read, {m['documents_out']:,} kept "
+            f"({m['documents']['train']:,} train, {m['documents']['validation']:,} validation); "
+            f"{m['words']['total']:,} words, {m['bytes']['total']:,} bytes. Document length in words: median "
+            f"{lw['median']}, mean {lw['mean']}, p95 {lw['p95']}, max {lw['max']}. "
+            f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}.")
+
+
+def plot_lengths(lengths: np.ndarray, path: Path) -> None:
+    """Histogram of document lengths in words, log-spaced bins."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    top = max(int(lengths.max()) if len(lengths) else 1, 2)
+    bins = np.unique(np.geomspace(1, top + 1, 40).astype(int))
+    ax.hist(lengths, bins=bins, color="#4477aa")
+    ax.set_xscale("log")
+    ax.set_xlabel("document length (words)")
+    ax.set_ylabel("documents")
+    ax.set_title("Document lengths")
+    fig.tight_layout()
+    fig.savefig(path, dpi=100, metadata={"Software": None})
+    plt.close(fig)
+
+
+def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) -> None:
+    """Write ``report.md``, ``report.html`` and ``length_histogram.png`` into ``out_dir``."""
+    plot_lengths(lengths, out_dir / "length_histogram.png")
+    title = f"Corpus report: {manifest['domain']} ({manifest['profile']})"
+    tables = _tables(manifest)
+    md = [f"# {title}", "", _summary(manifest), "", "![document lengths](length_histogram.png)", ""]
+    for name, header, rows in tables:
+        md += [f"## {name}", "", _md_table(header, rows) if rows else "(none)", ""]
+    md += [f"Content hash of the shards: `{manifest['content_hash']}`", ""]
+    (out_dir / "report.md").write_text("\n".join(md))
+    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
+             "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}table{border-collapse:collapse}"
+             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}</style></head><body>",
+             f"<h1>{html.escape(title)}</h1><p>{html.escape(_summary(manifest))}</p>",
+             "<img src='length_histogram.png' alt='document lengths'>"]
+    for name, header, rows in tables:
+        parts.append(f"<h2>{html.escape(name)}</h2>")
+        if not rows:
+            parts.append("<p>(none)</p>")
+            continue
+        parts.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
+        parts += ["<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows]
+        parts.append("</table>")
+    parts.append(f"<p>Content hash of the shards: <code>{manifest['content_hash']}</code></p></body></html>")
+    (out_dir / "report.html").write_text("\n".join(parts))

@@ -1,0 +1,136 @@
+"""The parallel part of a corpus build: cutting the sources into input shards and processing one shard.
+
+``iter_input_shards`` streams every source in YAML order and writes input shards of ``shard_documents``
+documents (``input/shard-NNNNN.parquet``), yielding a small spec for each as soon as it is on disk, so
+processing starts while reading goes on. ``process_input_shard`` is a plain function of
+``(cfg, spec, work_dir)``: it cleans and filters the shard (``filters``), removes evaluation overlap
+(``decontaminate``), computes the exact-duplicate key, MinHash signature and word count of every surviving
+document and writes them next to the kept documents; a ``.json`` stats file written last marks the shard done.
+It is what ``build_corpus`` runs in a process pool and what ``flows/`` maps as Prefect tasks. Deduplication
+across shards happens afterwards in ``build.merge``.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+
+from domainbert.corpus.decontaminate import Decontaminator
+from domainbert.corpus.filters import Pipeline, build_pipeline
+from domainbert.corpus.hashing import MinHasher, normalized_key, word_hashes, words_of
+from domainbert.corpus.sources import MalformedCounter, iter_source
+from domainbert.corpus.store import write_shard
+
+INPUT, PROCESSED = "input", "processed"
+INDEX = "decontamination-index.npz"
+
+
+def shard_name(index: int) -> str:
+    return f"shard-{index:05d}"
+
+
+def is_processed(work_dir: Path, index: int) -> bool:
+    return (work_dir / PROCESSED / f"{shard_name(index)}.json").is_file()
+
+
+def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Iterator[dict[str, Any]]:
+    """Write input shards and yield ``{"index", "input"}`` for each; fills ``counts`` (documents read per
+    source, malformed lines) as it goes. Shards already processed (a resumed build) are not rewritten.
+    """
+    corpus = cfg.corpus
+    malformed = MalformedCounter(corpus.max_malformed_lines)
+    counts.setdefault("documents_in", {})
+    folder = work_dir / INPUT
+    folder.mkdir(parents=True, exist_ok=True)
+    index, buffer = 0, []
+
+    def flush() -> dict[str, Any]:
+        path = folder / f"{shard_name(index)}.parquet"
+        if not is_processed(work_dir, index):
+            tmp = path.with_suffix(".tmp")
+            write_shard(tmp, buffer)
+            os.replace(tmp, path)
+        return {"index": index, "input": str(path.relative_to(work_dir))}
+
+    for source in corpus.sources:
+        counts["documents_in"][source.name] = 0
+        for doc in iter_source(source, malformed):
+            counts["documents_in"][source.name] += 1
+            buffer.append(doc)
+            if len(buffer) >= corpus.shard_documents:
+                yield flush()
+                index, buffer = index + 1, []
+    if buffer:
+        yield flush()
+    counts["malformed_lines"] = {"total": malformed.total, "by_source": malformed.by_source}
+
+
+def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) -> dict[str, Any]:
+    """Clean, filter and decontaminate one input shard and hash its survivors; returns the shard's stats.
+
+    Args:
+        cfg: the ``DomainConfig``.
+        shard_spec: ``{"index", "input"}`` from ``iter_input_shards``.
+        work_dir: the build's work folder (holds ``input/``, ``processed/`` and the decontamination index).
+
+    Returns:
+        ``{"index", "documents_in", "documents_kept", "filters", "decontamination"}``; the same dict is
+        saved as ``processed/shard-NNNNN.json`` (written last: its presence means the shard is done).
+    """
+    work_dir = Path(work_dir)
+    index = int(shard_spec["index"])
+    done = work_dir / PROCESSED / f"{shard_name(index)}.json"
+    if done.is_file():
+        return json.loads(done.read_text())
+    corpus = cfg.corpus
+    pipeline: Pipeline = build_pipeline(corpus.filters)
+    hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
+    decon = Decontaminator(work_dir / INDEX, corpus.decontamination) if corpus.decontamination.enabled else None
+    kept, keys, shingles, nwords, dropped = [], [], [], [], []
+    table = pq.read_table(work_dir / shard_spec["input"])
+    for doc in table.to_pylist():
+        text, reason = pipeline.apply(doc["text"])
+        if text is not None and decon is not None:
+            text = decon.check(text)
+            reason = None if text is not None else "decontamination:overlap"
+        if text is None:
+            if corpus.write_dropped:
+                dropped.append({"id": doc["id"], "source": doc["source"], "reason": reason, "text": doc["text"]})
+            continue
+        words = words_of(text)
+        kept.append({**doc, "text": text})
+        keys.append(normalized_key(words, text))
+        shingles.append(hasher.shingles(word_hashes(words), text))
+        nwords.append(len(text.split()))
+    base = work_dir / PROCESSED / shard_name(index)
+    base.parent.mkdir(parents=True, exist_ok=True)
+    sigs = hasher.signatures(shingles) if shingles else np.zeros((0, hasher.num_perm), dtype=np.uint32)
+    _save_npy(base.with_suffix(".sig.npy"), sigs)
+    _save_npy(base.with_suffix(".keys.npy"), np.array(keys, dtype=np.uint64))
+    _save_npy(base.with_suffix(".words.npy"), np.array(nwords, dtype=np.int64))
+    tmp = base.with_suffix(".parquet.tmp")
+    write_shard(tmp, kept)
+    os.replace(tmp, base.with_suffix(".parquet"))
+    if corpus.write_dropped:
+        with gzip.GzipFile(base.with_suffix(".dropped.jsonl.gz"), "wb", mtime=0) as f:
+            f.writelines((json.dumps(d, ensure_ascii=False) + "\n").encode() for d in dropped)
+    stats = {"index": index, "documents_in": table.num_rows, "documents_kept": len(kept),
+             "filters": pipeline.dropped, "decontamination": decon.removed if decon else {}}
+    tmp_json = done.with_suffix(".json.tmp")
+    tmp_json.write_text(json.dumps(stats, sort_keys=True))
+    os.replace(tmp_json, done)
+    return stats
+
+
+def _save_npy(path: Path, array: np.ndarray) -> None:
+    tmp = path.with_name(path.name + ".tmp")
+    with open(tmp, "wb") as f:
+        np.save(f, array)
+    os.replace(tmp, path)
