@@ -29,7 +29,7 @@ from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt
 from domainbert.report.summary import ci_text, comparison_sentence, points, signed_points
-from domainbert.report.vocab_section import _overlap_rows, _recommendation
+from domainbert.report.vocab_section import domain_overlap, recommendation
 
 log = logging.getLogger(__name__)
 ARMS = list(typing.get_args(Arm))
@@ -45,14 +45,14 @@ def _corpus_vocab_table(runs: dict[str, RunArtifacts]) -> Table:
     rows = []
     for domain, arts in runs.items():
         train = _train_stats(arts)
-        choice, _ = _recommendation(arts.vocab or {})
-        overlaps = _overlap_rows(arts.vocab or {})
-        overlap = f"{100 * overlaps[0][1]:.1f}% ({overlaps[0][0]})" if overlaps else "-"
+        choice, _, _ = recommendation(arts.vocab or {})
+        found = domain_overlap(arts.vocab or {})
+        overlap = f"{100 * found[1]:.1f}% ({found[0]})" if found else "-"
         rows.append([domain, fmt(train.get("documents")) if arts.manifest else "not run",
                      fmt(train.get("estimated_tokens")) if arts.manifest else "-",
                      choice or ("not run" if arts.vocab is None else "-"), overlap])
     return Table(["domain", "train documents", "train tokens (est.)", "vocab recommendation",
-                  "overlap with reference vocab"], rows, "Corpus and vocabulary per domain")
+                  "domain vocab in reference vocab"], rows, "Corpus and vocabulary per domain")
 
 
 def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:

@@ -1,10 +1,11 @@
-"""The vocabulary section: the vocab stage's recommendation with its reasons, its overlap, fertility and UNK
-figures, SciBERT's published overlap beside ours, and the vocab stage's own plots.
+"""The vocabulary section: the vocab stage's recommendation with its reasons, how much of the domain
+vocabulary each reference (and the base model) already holds, published overlaps beside ours, held-out
+fertility and UNK rates, the most fragmented words, the extension, and the vocab stage's own plots.
 
-The one typed number in the report lives here: SciBERT's 42% token overlap between its SciVocab and BERT's
-BaseVocab (Beltagy et al., 2019), shown as a cited point of reference next to this run's measured overlap,
-never as a result of this run. Everything else is read from ``vocab/report.json`` as the vocab stage
-wrote it; the stage's PNG plots are copied into the report folder (the report is self-contained).
+Everything is read from ``vocab/report.json`` as ``domainbert.vocab.stage`` writes it (``recommendation``,
+``overlap``, ``published``, ``heldout``, ``fragmented_words``, ``extension``). Published figures such as
+SciBERT's 42% overlap come from the domain YAML (``vocab.published``) through that report; this module types
+no number of its own. The stage's PNG plots are copied into the report folder.
 """
 
 from __future__ import annotations
@@ -15,36 +16,52 @@ from typing import Any
 
 from domainbert.report.document import Figure, Section, Table
 from domainbert.report.inputs import RunArtifacts
-from domainbert.report.sections import flat_pairs, fmt, not_run, stat_table
+from domainbert.report.sections import fmt, not_run
 
-SCIBERT_OVERLAP = 0.42
-SCIBERT_CITATION = ("Beltagy, Lo and Cohan (2019), SciBERT: A Pretrained Language Model for Scientific Text, "
-                    "EMNLP-IJCNLP, Section 2 (Vocabulary): the token overlap between BaseVocab and SciVocab "
-                    "(both about 30K WordPiece tokens) is 42%")
+FRAGMENTED_ROWS = 10
 
 
-def _recommendation(vocab: dict[str, Any]) -> tuple[str | None, list[str]]:
+def pct(value: Any) -> str:
+    return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "-"
+
+
+def recommendation(vocab: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:
+    """(decision, one-line why, reasons) of the vocab report."""
     rec = vocab.get("recommendation")
-    if isinstance(rec, dict):
-        choice = rec.get("choice") or rec.get("recommendation") or rec.get("action")
-        reasons = rec.get("reasons") or []
-        return (str(choice) if choice else None), [str(r) for r in reasons]
-    if isinstance(rec, str):
-        return rec, [str(r) for r in vocab.get("reasons") or []]
-    return None, []
+    if not isinstance(rec, dict):
+        return None, None, []
+    decision = rec.get("decision")
+    if decision == "extend" and rec.get("extend_tokens"):
+        decision = f"extend (by {rec['extend_tokens']:,} tokens)"
+    return decision, rec.get("summary"), [str(r) for r in rec.get("reasons") or []]
 
 
-def _overlap_rows(vocab: dict[str, Any]) -> list[tuple[str, float]]:
-    """(reference, overlap fraction) pairs as recorded by the vocab stage."""
+def overlap_rows(vocab: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
+    """(reference, {"domain": ..., "control": ..., "domain_matched": ...}) as recorded by the vocab stage."""
     overlap = vocab.get("overlap")
-    out = []
-    if isinstance(overlap, dict):
-        for ref, value in overlap.items():
-            if isinstance(value, dict):
-                value = value.get("overlap", value.get("fraction"))
-            if isinstance(value, (int, float)):
-                out.append((ref, float(value)))
-    return out
+    return [(k, v) for k, v in overlap.items() if isinstance(v, dict)] if isinstance(overlap, dict) else []
+
+
+def domain_overlap(vocab: dict[str, Any]) -> tuple[str, float] | None:
+    """The first reference's share of the domain vocabulary found in it (for the cross-domain page)."""
+    for ref, row in overlap_rows(vocab):
+        value = (row.get("domain") or {}).get("domain_in_reference")
+        if isinstance(value, (int, float)):
+            return ref, float(value)
+    return None
+
+
+def _published_table(published: list[Any]) -> Table | None:
+    rows = [p for p in published if isinstance(p, dict)]
+    if not rows:
+        return None
+    cols: list[str] = []
+    for p in rows:
+        cols += [k for k, v in p.items() if not isinstance(v, (dict, list)) and k not in cols]
+    cells = [[pct(p[c]) if "overlap" in c and isinstance(p.get(c), float) else fmt(p.get(c), 3) for c in cols]
+             for p in rows]
+    return Table([c.replace("_", " ") for c in cols], cells,
+                 "Published overlap figures (cited as their authors reported them) beside this run's")
 
 
 def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section:
@@ -54,31 +71,48 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
     if v is None:
         return not_run(title, vocab_dir / "report.json", arts.root, "vocab")
     sec = Section(title)
-    choice, reasons = _recommendation(v)
-    if choice:
-        sec.add(f"Recommendation of the vocab stage: {choice}.")
-        if reasons:
-            sec.add(reasons)
-    overlaps = _overlap_rows(v)
-    if overlaps:
-        rows = [[ref, f"{100 * value:.1f}%", "this run"] for ref, value in overlaps]
-        rows.append(["SciBERT SciVocab vs BERT BaseVocab", f"{100 * SCIBERT_OVERLAP:.0f}%",
-                     "published (SciBERT paper), for reference"])
-        sec.add(Table(["vocabulary pair", "token overlap", "source"], rows,
-                      "Overlap of the domain vocabulary with each reference vocabulary"))
-        sec.add(f"Reference figure: {SCIBERT_CITATION}.")
-    shown = {"recommendation", "reasons", "overlap"}
-    for key, value in v.items():
-        if key in shown:
-            continue
-        if isinstance(value, dict) and (table := stat_table(value, key.replace("_", " "), key.replace("_", " "))):
-            sec.add(table)
-        elif isinstance(value, dict) and value:
-            sec.add(Table(["figure", "value"], flat_pairs(value), key.replace("_", " ")))
-    scalars = [[k.replace("_", " "), fmt(val, 3)] for k, val in v.items()
-               if k not in shown and not isinstance(val, (dict, list))]
-    if scalars:
-        sec.add(Table(["figure", "value"], scalars, "Other vocabulary figures"))
+    decision, why, reasons = recommendation(v)
+    if decision:
+        sec.add(f"Recommendation: {decision}" + (f" - {why}." if why else "."), "Reasons:", reasons)
+    rows = []
+    for ref, row in overlap_rows(v):
+        dom, ctl, matched = row.get("domain") or {}, row.get("control") or {}, row.get("domain_matched") or {}
+        rows.append([ref, pct(dom.get("domain_in_reference")), pct(matched.get("domain_in_reference")),
+                     pct(ctl.get("domain_in_reference")), pct(dom.get("reference_in_domain")),
+                     fmt(dom.get("shared")), fmt(dom.get("domain_tokens"))])
+    if rows:
+        sec.add(Table(["reference", "domain vocab in reference", "size-matched domain vocab in reference",
+                       "general-text control vocab in reference", "reference in domain vocab",
+                       "shared tokens", "domain tokens compared"], rows,
+                      "Vocabulary overlap (special tokens left out; the control vocabulary is trained on an equal "
+                      "amount of general text, so control minus domain is the domain shift)"))
+    if table := _published_table(v.get("published") or []):
+        sec.add(table)
+    heldout = v.get("heldout")
+    if isinstance(heldout, dict) and heldout:
+        sec.add(Table(["tokenizer", "fertility (tokens/word)", "words split in 3+", "UNK rate",
+                       "tokens per document", "length vs base"],
+                      [[name, fmt(h.get("fertility"), 3), pct(h.get("split_3plus")), pct(h.get("unk_rate")),
+                        fmt(h.get("mean_tokens_per_document"), 1), fmt(h.get("length_vs_base"), 3)]
+                       for name, h in heldout.items() if isinstance(h, dict)],
+                      "Held-out validation documents tokenized by each tokenizer"))
+    fragmented = (v.get("fragmented_words") or {}).get("base") or []
+    if fragmented:
+        sec.add(Table(["word", "count", "base model pieces"],
+                      [[str(r.get("word")), fmt(r.get("count")), " ".join(map(str, r.get("pieces") or []))]
+                       for r in fragmented[:FRAGMENTED_ROWS]],
+                      "Most frequent domain words the base tokenizer cuts into 3+ pieces"))
+    ext = v.get("extension")
+    if isinstance(ext, dict) and ext:
+        if ext.get("enabled") and ext.get("num_tokens"):
+            top = ", ".join(str(t.get("token", t.get("word", t))) if isinstance(t, dict) else str(t)
+                            for t in (ext.get("top") or [])[:15])
+            sec.add(f"Vocabulary extension: {fmt(ext.get('num_tokens'))} tokens added to the base model "
+                    f"({fmt(ext.get('candidates'))} candidates; method {ext.get('method', '-')}; new vocabulary "
+                    f"size {fmt(ext.get('vocab_size'))})" + (f"; first tokens: {top}." if top else "."))
+        else:
+            sec.add(f"Vocabulary extension: not built (enabled: {fmt(ext.get('enabled'))}, "
+                    f"candidates: {fmt(ext.get('candidates'))}).")
     for plot in arts.vocab_plots:
         name = f"vocab_{plot.name}"
         shutil.copyfile(plot, out_dir / name)

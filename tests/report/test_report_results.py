@@ -1,0 +1,29 @@
+"""Which models are compared, in which order, and how a confidence interval reads as a verdict."""
+
+from __future__ import annotations
+
+from domainbert.report.results import comparison_pairs, model_order, reference_of, verdict
+
+
+def test_verdict_follows_whether_the_interval_contains_zero() -> None:
+    assert verdict(0.02, 0.008, 0.034) == "better"
+    assert verdict(-0.02, -0.03, -0.001) == "worse"
+    assert verdict(0.01, -0.002, 0.02) == "no significant difference"
+    assert verdict(0.0, 0.0, 0.0) == "no significant difference"
+
+
+def test_models_are_ordered_base_arms_extra_then_frozen() -> None:
+    models = ["scratch-frozen", "zzz", "scratch", "mybert", "base", "continued", "base-frozen"]
+    assert model_order(models, ["continued", "extended", "scratch"], ["mybert"]) == [
+        "base", "continued", "scratch", "mybert", "zzz", "base-frozen", "scratch-frozen"]
+
+
+def test_pairs_compare_each_model_with_its_base_and_the_arms_head_to_head() -> None:
+    assert reference_of("base") is None and reference_of("scratch-frozen") == "base-frozen"
+    models = ["base", "continued", "extended", "scratch", "base-frozen", "scratch-frozen", "continued-frozen"]
+    assert comparison_pairs(models) == [
+        ("continued", "base"), ("extended", "base"), ("scratch", "base"),
+        ("scratch-frozen", "base-frozen"), ("continued-frozen", "base-frozen"),
+        ("continued", "scratch"), ("extended", "continued"), ("continued-frozen", "scratch-frozen")]
+    # Without results for the base model nothing is compared with it.
+    assert comparison_pairs(["continued", "scratch"]) == [("continued", "scratch")]
