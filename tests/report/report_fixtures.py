@@ -56,16 +56,24 @@ def write_cls_result(root: Path, model: str, task: str, seed: int, wrong: int, n
 
 
 def write_corpus(root: Path) -> None:
+    """A manifest.json with the fields ``domainbert.corpus.build`` writes (the ones the report reads)."""
     write_json(root / "corpus" / "manifest.json", {
         "splits": {"train": {"documents": 1234, "words": 56789, "bytes": 345678, "estimated_tokens": 71234},
                    "validation": {"documents": 38, "words": 1700, "bytes": 10400, "estimated_tokens": 2100}},
-        "sources": {"scancode-licenses": {"documents": 900, "words": 40000, "bytes": 250000,
+        "sources": {"scancode-licenses": {"documents_in": 950, "documents": 900, "words": 40000, "bytes": 250000,
                                           "estimated_tokens": 50000}},
         "filters": {"min_length_v1": {"dropped": 17, "reasons": {"too_short": 17}},
                     "language_id_v1": {"dropped": 3, "reasons": {"lang=fr": 2, "low_confidence": 1}}},
-        "dedup": {"exact_removed": 11, "near_removed": 7, "near_clusters": 5},
-        "decontamination": {"removed_documents": 29, "matched_ngrams": 4321, "by_task": {"law-license-category": 29}},
+        "dedup": {"exact_removed": 11, "near_removed": 7, "near_clusters": 5, "threshold": 0.8},
+        "decontamination": {"enabled": True, "ngram": 13, "rule": "drop a document when >= 50% of its 13-grams hit",
+                            "index": {"law-license-category/test": {"texts": 120, "short_texts": 3},
+                                      "law-license-category/validation": {"texts": 80, "short_texts": 1}},
+                            "documents_removed": 29, "sentences_removed": 41,
+                            "by_task_split": {"law-license-category/test": {"documents": 20, "sentences": 30},
+                                              "law-license-category/validation": {"documents": 9,
+                                                                                  "sentences": 11}}},
         "content_hash": "abc"})
+    (root / "corpus" / "length_histogram.png").write_bytes(PNG_1X1)
 
 
 def _overlap(domain_in: float, control_in: float) -> dict[str, Any]:
@@ -80,8 +88,10 @@ def write_vocab(root: Path) -> None:
         "recommendation": {"decision": "extend", "extend_tokens": 412, "summary": "add the 412 most costly words",
                            "reasons": ["overlap shift (control - domain) = +7.5%", "base fertility 1.520"]},
         "overlap": {"bert-base-uncased": _overlap(0.613, 0.688), "base": _overlap(0.611, 0.690)},
-        "published": [{"name": "SciBERT SciVocab", "reference": "bert-base-uncased", "overlap": 0.42,
-                       "vocab_size": 30000, "source": "Beltagy et al. 2019"}],
+        "published": [{"name": "SciBERT SciVocab", "reference": "bert-base-uncased", "published_overlap": 0.42,
+                       "published_vocab_size": 31090, "published_corpus_words": 3.17e9,
+                       "source": "Beltagy et al. 2019", "ours": 0.613, "control": 0.688, "vocab_size": 30522,
+                       "corpus_words": 56789, "sentence": "SciBERT SciVocab reported that 42.0% of its vocabulary"}],
         "heldout": {"base": {"fertility": 1.52, "split_3plus": 0.08, "unk_rate": 0.0004,
                              "mean_tokens_per_document": 210.0, "length_vs_base": 1.0},
                     "domain": {"fertility": 1.21, "split_3plus": 0.02, "unk_rate": 0.0,

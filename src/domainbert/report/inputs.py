@@ -55,6 +55,7 @@ class RunArtifacts:
     root: Path
     manifest: dict[str, Any] | None = None
     vocab: dict[str, Any] | None = None
+    corpus_plots: list[Path] = field(default_factory=list)
     vocab_plots: list[Path] = field(default_factory=list)
     pretrain: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
@@ -90,6 +91,10 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     manifest_path = layout.corpus / "manifest.json"
     arts.manifest = read_json(manifest_path)
     _note(arts, manifest_path)
+    if arts.manifest is not None:
+        arts.corpus_plots = sorted(layout.corpus.glob("*.png"))
+        for plot in arts.corpus_plots:
+            _note(arts, plot)
 
     vocab_path = layout.vocab / "report.json"
     arts.vocab = read_json(vocab_path)

@@ -8,6 +8,7 @@ vocabulary section from ``vocab_section.py``.
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -64,7 +65,7 @@ def flat_pairs(mapping: dict[str, Any], prefix: str = "") -> list[list[str]]:
     return out
 
 
-def corpus_section(arts: RunArtifacts, corpus_dir: Path) -> Section:
+def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path) -> Section:
     """Corpus size per split and source, filter drops, deduplication and decontamination counts."""
     title = "Corpus"
     m = arts.manifest
@@ -84,13 +85,38 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path) -> Section:
             rows.append([name, fmt(info.get("dropped") if isinstance(info, dict) else info),
                          ", ".join(f"{r} ({fmt(n)})" for r, n in top) or "-"])
         sec.add(Table(["filter", "dropped", "top reasons"], rows, "Documents dropped by each filter, in order"))
-    for key, caption in (("dedup", "Deduplication"), ("decontamination", "Decontamination against the evaluation sets")):
-        block = m.get(key)
-        if isinstance(block, dict) and block:
-            sec.add(Table(["count", "value"], flat_pairs(block), caption))
-        elif key == "decontamination":
-            sec.add("Decontamination: the manifest records none.")
+    dedup = m.get("dedup")
+    if isinstance(dedup, dict) and dedup:
+        sec.add(Table(["deduplication", "value"], flat_pairs(dedup), "Exact and near-duplicate removal"))
+    sec.add(*decontamination_blocks(m.get("decontamination")))
+    for plot in arts.corpus_plots:
+        name = f"corpus_{plot.name}"
+        shutil.copyfile(plot, out_dir / name)
+        sec.add(Figure(name, f"From the corpus stage: {plot.stem.replace('_', ' ')}"))
     return sec
+
+
+def decontamination_blocks(decon: Any) -> list[str | Table]:
+    """What decontamination removed, per evaluation task and split (``by_task_split``) when recorded."""
+    if not isinstance(decon, dict) or not decon:
+        return ["Decontamination: the manifest records none."]
+    if decon.get("enabled") is False:
+        return ["Decontamination: disabled in the domain config."]
+    blocks: list[str | Table] = [
+        f"Decontamination against the evaluation sets: {fmt(decon.get('documents_removed'))} documents removed "
+        f"and {fmt(decon.get('sentences_removed'))} sentences cut." + (f" Rule: {decon['rule']}." if decon.get("rule")
+                                                                      else "")]
+    by_owner = decon.get("by_task_split")
+    index = decon.get("index") if isinstance(decon.get("index"), dict) else {}
+    if isinstance(by_owner, dict):
+        owners = list(dict.fromkeys([*index, *by_owner]))
+        rows = [[o, fmt((index.get(o) or {}).get("texts")), fmt((by_owner.get(o) or {}).get("documents", 0)),
+                 fmt((by_owner.get(o) or {}).get("sentences", 0))] for o in owners]
+        blocks.append(Table(["evaluation set", "texts indexed", "documents removed", "sentences cut"], rows,
+                            "Decontamination per evaluation task and split"))
+    else:
+        blocks.append(Table(["decontamination", "value"], flat_pairs(decon), "Decontamination counts"))
+    return blocks
 
 
 def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Section:

@@ -21,8 +21,8 @@ from domainbert.report.sections import fmt, not_run
 FRAGMENTED_ROWS = 10
 
 
-def pct(value: Any) -> str:
-    return f"{100 * float(value):.1f}%" if isinstance(value, (int, float)) else "-"
+def pct(value: Any, digits: int = 1) -> str:
+    return f"{100 * float(value):.{digits}f}%" if isinstance(value, (int, float)) else "-"
 
 
 def recommendation(vocab: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:
@@ -51,17 +51,25 @@ def domain_overlap(vocab: dict[str, Any]) -> tuple[str, float] | None:
     return None
 
 
-def _published_table(published: list[Any]) -> Table | None:
+def _count(value: Any) -> str:
+    return f"{float(value):,.0f}" if isinstance(value, (int, float)) else "-"
+
+
+def published_blocks(published: list[Any]) -> list[str | Table]:
+    """Published overlaps (``vocab.published`` in the YAML, e.g. SciBERT's 42%) beside this run's, with the
+    vocab stage's sentence on why they differ."""
     rows = [p for p in published if isinstance(p, dict)]
     if not rows:
-        return None
-    cols: list[str] = []
-    for p in rows:
-        cols += [k for k, v in p.items() if not isinstance(v, (dict, list)) and k not in cols]
-    cells = [[pct(p[c]) if "overlap" in c and isinstance(p.get(c), float) else fmt(p.get(c), 3) for c in cols]
-             for p in rows]
-    return Table([c.replace("_", " ") for c in cols], cells,
-                 "Published overlap figures (cited as their authors reported them) beside this run's")
+        return []
+    table = Table(["published vocabulary", "reference", "published overlap", "published vocab size",
+                   "published corpus words", "this run's overlap", "this run's vocab size", "this run's corpus words",
+                   "general-text control", "source"],
+                  [[str(p.get("name")), str(p.get("reference")), pct(p.get("published_overlap")),
+                    fmt(p.get("published_vocab_size")), _count(p.get("published_corpus_words")), pct(p.get("ours")),
+                    fmt(p.get("vocab_size")), fmt(p.get("corpus_words")), pct(p.get("control")),
+                    str(p.get("source") or "-")] for p in rows],
+                  "Published overlap figures (as their authors reported them) beside this run's")
+    return [table, *[str(p["sentence"]) for p in rows if p.get("sentence")]]
 
 
 def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section:
@@ -86,13 +94,12 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                        "shared tokens", "domain tokens compared"], rows,
                       "Vocabulary overlap (special tokens left out; the control vocabulary is trained on an equal "
                       "amount of general text, so control minus domain is the domain shift)"))
-    if table := _published_table(v.get("published") or []):
-        sec.add(table)
+    sec.add(*published_blocks(v.get("published") or []))
     heldout = v.get("heldout")
     if isinstance(heldout, dict) and heldout:
         sec.add(Table(["tokenizer", "fertility (tokens/word)", "words split in 3+", "UNK rate",
                        "tokens per document", "length vs base"],
-                      [[name, fmt(h.get("fertility"), 3), pct(h.get("split_3plus")), pct(h.get("unk_rate")),
+                      [[name, fmt(h.get("fertility"), 3), pct(h.get("split_3plus")), pct(h.get("unk_rate"), 2),
                         fmt(h.get("mean_tokens_per_document"), 1), fmt(h.get("length_vs_base"), 3)]
                        for name, h in heldout.items() if isinstance(h, dict)],
                       "Held-out validation documents tokenized by each tokenizer"))
