@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from domainbert.schema import PathStr, StrictModel
 
@@ -19,6 +19,8 @@ class BaseModelConfig(StrictModel):
 
 
 class DeepSpeedConfig(StrictModel):
+    """DeepSpeed settings; the JSON config is generated from these unless ``config_file`` is given."""
+
     enabled: bool = False
     zero_stage: Literal[0, 1, 2, 3] = 0
     offload_optimizer: bool = False
@@ -26,24 +28,64 @@ class DeepSpeedConfig(StrictModel):
     config_file: PathStr | None = Field(None, description="A user's DeepSpeed JSON; replaces the generated one.")
 
 
+class LengthPhase(StrictModel):
+    """One phase of the sequence-length schedule (BERT: 90% of steps at 128, then 10% at 512)."""
+
+    fraction: float = Field(gt=0, le=1, description="Share of the optimizer steps spent in this phase.")
+    seq_len: int = Field(ge=8)
+
+
+class LaunchConfig(StrictModel):
+    """How the training processes are started. ``none`` trains in the calling process (CPU demo default)."""
+
+    launcher: Literal["none", "deepspeed", "torchrun"] = "none"
+    num_processes: int = Field(1, ge=1, description="Processes (GPUs) per node.")
+    num_nodes: int = Field(1, ge=1)
+    hostfile: PathStr | None = Field(None, description="DeepSpeed hostfile for multi-node runs.")
+    master_port: int = Field(29500, ge=1024, le=65535)
+
+
 class PretrainConfig(StrictModel):
     arms: list[Arm] = Field(min_length=1)
     budget_tokens: int = Field(ge=1, description="Tokens each arm trains on (equal budgets keep arms comparable).")
     max_steps: int | None = Field(None, ge=1, description="Cap on optimizer steps (tests and smoke runs).")
     seq_len: int = Field(128, ge=8)
-    batch_size: int = Field(16, ge=1, description="Sequences per device per micro-step.")
+    seq_len_schedule: list[LengthPhase] = Field(
+        default_factory=list, description="Length phases (fractions sum to 1); empty = seq_len throughout.")
+    constant_batch_tokens: bool = Field(
+        True, description="Scale the batch size with the phase length so tokens per step stay constant.")
+    batch_size: int = Field(16, ge=1, description="Sequences per device per micro-step (at seq_len).")
     grad_accum: int = Field(1, ge=1)
+    packing: bool = Field(True, description="Concatenate documents into full sequences (no padding).")
     lr: float = Field(5e-4, gt=0)
     warmup_ratio: float = Field(0.06, ge=0, lt=1)
     weight_decay: float = 0.01
+    adam_betas: tuple[float, float] = (0.9, 0.98)
+    adam_eps: float = Field(1e-6, gt=0)
     max_grad_norm: float = 1.0
     mask_rate: float = Field(0.15, gt=0, lt=1)
+    mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
+    random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
+    next_sentence_prediction: bool = Field(False, description="Original-BERT NSP objective (off, as in RoBERTa).")
+    sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    compile: bool = Field(False, description="torch.compile the encoder.")
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
     checkpoint_every: int = Field(100, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
+    log_every: int = Field(5, ge=1)
     eval_documents: int = Field(200, ge=1, description="Held-out documents for domain and general perplexity.")
     general_eval_corpus: list[PathStr] = Field(default_factory=list, description="General text for forgetting (perplexity).")
+    peak_tflops: float | None = Field(None, gt=0, description="Declared peak of the hardware (MFU denominator).")
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
+    launch: LaunchConfig = LaunchConfig()
     seed: int = 42
+
+    @model_validator(mode="after")
+    def _check(self) -> PretrainConfig:
+        if self.seq_len_schedule and abs(sum(p.fraction for p in self.seq_len_schedule) - 1.0) > 1e-6:
+            raise ValueError("seq_len_schedule fractions must sum to 1")
+        if self.mask_token_prob + self.random_token_prob > 1:
+            raise ValueError("mask_token_prob + random_token_prob must be at most 1")
+        return self

@@ -1,0 +1,229 @@
+"""The training token stream: corpus shards -> tokenized documents -> packed fixed-length sequences.
+
+Packing (the default) concatenates documents, each followed by [SEP], and cuts the stream into sequences of
+exactly the current length, each starting with [CLS]: no padding, so every position is a real token. Without
+packing each document becomes one sequence ([CLS] doc [SEP], truncated, padded), the ``run_mlm.py``
+line-by-line recipe, and the real-token fraction drops below 1.
+The stream is resumable: its state (epoch, shard, row group, row and the not-yet-used token buffer) is saved
+in every checkpoint and a restarted run seeks straight to it (Parquet row groups are skipped unread), so the
+data is never replayed from the start. When the corpus runs out the stream starts a new epoch.
+Per-token ``word_start`` flags come from the fast tokenizer's ``word_ids()`` for whole-word masking.
+This module does not mask; ``masking.py`` does.
+"""
+
+from __future__ import annotations
+
+import glob
+import gzip
+import json
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow.parquet as pq
+import torch
+
+from domainbert.corpus import store
+from domainbert.errors import DataError
+
+BLOCK_DOCS = 64  # documents tokenized per call: large enough for the fast tokenizer's batching, small state
+
+
+def encode_documents(tokenizer, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Token ids and word-start flags of each text (no special tokens)."""
+    if not texts:
+        return []
+    enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
+    out = []
+    for i, ids in enumerate(enc["input_ids"]):
+        ids_arr = np.asarray(ids, dtype=np.int64)
+        words = enc.word_ids(i)
+        starts = np.ones(len(ids_arr), dtype=bool)
+        for j in range(1, len(words)):
+            starts[j] = words[j] is None or words[j] != words[j - 1]
+        out.append((ids_arr, starts))
+    return out
+
+
+@dataclass
+class CursorState:
+    """Position of the next unread document."""
+
+    epoch: int = 0
+    shard: int = 0
+    row_group: int = 0
+    row: int = 0
+
+
+class DocumentCursor:
+    """Reads blocks of documents from a corpus split, resuming at a saved position."""
+
+    def __init__(self, corpus_dir: Path, split: str = "train", state: CursorState | None = None) -> None:
+        self.paths = store.shard_paths(Path(corpus_dir), split)
+        self.state = state or CursorState()
+        self._cache_key: tuple[int, int] | None = None
+        self._cache: list[str] = []
+
+    def _row_group(self, shard: int, group: int) -> list[str] | None:
+        if shard >= len(self.paths):
+            return None
+        key = (shard, group)
+        if self._cache_key != key:
+            parquet = pq.ParquetFile(self.paths[shard])
+            if group >= parquet.num_row_groups:
+                return None
+            self._cache = parquet.read_row_group(group, columns=["text"]).column("text").to_pylist()
+            self._cache_key = key
+        return self._cache
+
+    def read_block(self, n: int = BLOCK_DOCS) -> list[str]:
+        """Up to ``n`` next documents (never empty: wraps to a new epoch at the end)."""
+        wrapped = False
+        while True:
+            s = self.state
+            texts = self._row_group(s.shard, s.row_group)
+            if texts is None:
+                if s.shard >= len(self.paths):
+                    if wrapped:
+                        raise DataError("the corpus split has no documents", file=self.paths[0].parent)
+                    wrapped = True
+                    self.state = CursorState(epoch=s.epoch + 1)
+                else:
+                    self.state = CursorState(s.epoch, s.shard + 1, 0, 0)
+                continue
+            if s.row >= len(texts):
+                self.state = CursorState(s.epoch, s.shard, s.row_group + 1, 0)
+                continue
+            block = texts[s.row:s.row + n]
+            self.state = CursorState(s.epoch, s.shard, s.row_group, s.row + len(block))
+            return block
+
+
+@dataclass
+class Batch:
+    input_ids: torch.Tensor  # (n, len) int64
+    special: torch.Tensor  # (n, len) bool: never masked
+    word_start: torch.Tensor  # (n, len) bool
+    attention_mask: torch.Tensor | None  # None when every position is real (packed)
+    real_tokens: int
+
+
+@dataclass
+class TokenStream:
+    """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state."""
+
+    tokenizer: Any
+    corpus_dir: Path
+    split: str = "train"
+    packing: bool = True
+    cursor: DocumentCursor = field(init=False)
+    _ids: np.ndarray = field(init=False)
+    _starts: np.ndarray = field(init=False)
+    _docs: list[tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.cursor = DocumentCursor(self.corpus_dir, self.split)
+        self._ids = np.zeros(0, dtype=np.int64)
+        self._starts = np.zeros(0, dtype=bool)
+        self.cls_id = self.tokenizer.cls_token_id
+        self.sep_id = self.tokenizer.sep_token_id
+        self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
+
+    def _refill(self) -> None:
+        docs = encode_documents(self.tokenizer, self.cursor.read_block())
+        if self.packing:
+            parts = [self._ids] + [np.append(ids, self.sep_id) for ids, _ in docs]
+            flags = [self._starts] + [np.append(st, True) for _, st in docs]
+            self._ids = np.concatenate(parts)
+            self._starts = np.concatenate(flags)
+        else:
+            self._docs.extend(d for d in docs if len(d[0]))
+
+    def next_sequences(self, n: int, length: int) -> Batch:
+        """``n`` sequences of ``length`` tokens."""
+        ids = np.full((n, length), self.pad_id, dtype=np.int64)
+        starts = np.ones((n, length), dtype=bool)
+        special = np.zeros((n, length), dtype=bool)
+        real = np.zeros((n, length), dtype=bool)
+        for i in range(n):
+            if self.packing:
+                body = length - 1
+                while len(self._ids) < body:
+                    self._refill()
+                ids[i, 0] = self.cls_id
+                ids[i, 1:] = self._ids[:body]
+                starts[i, 1:] = self._starts[:body]
+                self._ids, self._starts = self._ids[body:], self._starts[body:]
+                real[i] = True
+            else:
+                while not self._docs:
+                    self._refill()
+                doc_ids, doc_starts = self._docs.pop(0)
+                k = min(len(doc_ids), length - 2)
+                ids[i, 0], ids[i, k + 1] = self.cls_id, self.sep_id
+                ids[i, 1:k + 1] = doc_ids[:k]
+                starts[i, 1:k + 1] = doc_starts[:k]
+                real[i, :k + 2] = True
+            special[i] = (ids[i] == self.cls_id) | (ids[i] == self.sep_id) | ~real[i]
+        attention = None if real.all() else torch.from_numpy(real.astype(np.int64))
+        return Batch(torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), attention,
+                     int(real.sum()))
+
+    def state_dict(self) -> dict[str, Any]:
+        s = self.cursor.state
+        return {"epoch": s.epoch, "shard": s.shard, "row_group": s.row_group, "row": s.row,
+                "ids": self._ids.tolist(), "starts": self._starts.tolist(),
+                "docs": [(a.tolist(), b.tolist()) for a, b in self._docs]}
+
+    def load_state_dict(self, state: dict[str, Any]) -> None:
+        self.cursor.state = CursorState(state["epoch"], state["shard"], state["row_group"], state["row"])
+        self._ids = np.asarray(state["ids"], dtype=np.int64)
+        self._starts = np.asarray(state["starts"], dtype=bool)
+        self._docs = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=bool)) for a, b in state["docs"]]
+
+
+def pack_texts(tokenizer, texts: Iterable[str], length: int, max_sequences: int | None = None) -> Batch | None:
+    """Pack a fixed list of texts (held-out evaluation) into full sequences; the tail shorter than one
+    sequence is dropped. Returns None if the texts fill no sequence."""
+    ids_parts, start_parts = [], []
+    for ids, st in encode_documents(tokenizer, list(texts)):
+        ids_parts.append(np.append(ids, tokenizer.sep_token_id))
+        start_parts.append(np.append(st, True))
+    if not ids_parts:
+        return None
+    ids, starts = np.concatenate(ids_parts), np.concatenate(start_parts)
+    n = len(ids) // (length - 1)
+    if max_sequences is not None:
+        n = min(n, max_sequences)
+    if n == 0:
+        return None
+    body = ids[:n * (length - 1)].reshape(n, length - 1)
+    st = starts[:n * (length - 1)].reshape(n, length - 1)
+    full = np.concatenate([np.full((n, 1), tokenizer.cls_token_id), body], axis=1)
+    full_st = np.concatenate([np.ones((n, 1), dtype=bool), st], axis=1)
+    special = (full == tokenizer.cls_token_id) | (full == tokenizer.sep_token_id)
+    return Batch(torch.from_numpy(full), torch.from_numpy(special), torch.from_numpy(full_st), None, int(full.size))
+
+
+def read_jsonl_texts(patterns: list[str], limit: int) -> list[str]:
+    """The ``text`` fields of the first ``limit`` records of JSONL(.gz) files matching ``patterns``."""
+    texts: list[str] = []
+    for pattern in patterns:
+        paths = sorted(glob.glob(pattern))
+        if not paths:
+            raise DataError("general evaluation corpus not found", file=pattern, field="pretrain.general_eval_corpus")
+        for path in paths:
+            opener = gzip.open if path.endswith(".gz") else open
+            with opener(path, "rt", encoding="utf-8") as f:
+                for line_no, line in enumerate(f, 1):
+                    if not line.strip():
+                        continue
+                    try:
+                        texts.append(json.loads(line)["text"])
+                    except (json.JSONDecodeError, KeyError, TypeError):
+                        raise DataError("expected a JSON object with a 'text' field", file=path, line=line_no) from None
+                    if len(texts) >= limit:
+                        return texts
+    return texts

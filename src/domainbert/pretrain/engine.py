@@ -1,0 +1,196 @@
+"""Optimisation engines behind one protocol: plain PyTorch (single process, CPU or GPU) and DeepSpeed.
+
+Both follow DeepSpeed's calling convention, so the trainer has one loop: ``backward(loss)`` and ``step()``
+after every micro-batch; the optimizer (AdamW, linear warmup then linear decay, gradient clipping) steps only
+at the end of each accumulation window. ``save(dir)``/``load(dir)`` write and read everything an exact resume
+needs except the data position and RNG states (the trainer adds those). ``export_state_dict()`` gives the
+full fp32 weights of the wrapped model (ZeRO-3 shards gathered) for the final Hugging Face folder.
+This module does not know about data or metrics.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any, Protocol
+
+import torch
+from torch import nn
+
+log = logging.getLogger(__name__)
+
+
+def linear_schedule(warmup_steps: int, total_steps: int):
+    """LambdaLR factor: 0 -> 1 over warmup, then linearly to 0 at ``total_steps``."""
+    def factor(step: int) -> float:
+        if warmup_steps > 0 and step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    return factor
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """No weight decay on biases and LayerNorm weights (BERT's recipe)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "norm" in name.lower() else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+class Engine(Protocol):
+    module: nn.Module
+    micro_steps: int
+
+    def forward(self, *args, **kwargs) -> torch.Tensor: ...
+    def backward(self, loss: torch.Tensor) -> None: ...
+    def step(self) -> float | None: ...
+    def current_lr(self) -> float: ...
+    def save(self, folder: Path) -> None: ...
+    def load(self, folder: Path) -> None: ...
+    def export_state_dict(self) -> dict[str, torch.Tensor]: ...
+
+
+class TorchEngine:
+    """Single-process AdamW training with gradient accumulation.
+
+    Args:
+        module: the ``MLMObjective`` to train.
+        pcfg: the ``PretrainConfig``.
+        total_steps: optimizer steps of the run (for the schedule).
+    """
+
+    def __init__(self, module: nn.Module, pcfg, total_steps: int) -> None:
+        self.module = module
+        self.accum = pcfg.grad_accum
+        self.max_grad_norm = pcfg.max_grad_norm
+        self.optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
+                                           betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps)
+        warmup = int(pcfg.warmup_ratio * total_steps)
+        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_schedule(warmup, total_steps))
+        self.micro_steps = 0
+        self.scaler = torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
+
+    def forward(self, *args, **kwargs) -> torch.Tensor:
+        return self.module(*args, **kwargs)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        scaled = loss / self.accum
+        (self.scaler.scale(scaled) if self.scaler else scaled).backward()
+
+    def step(self) -> float | None:
+        """Count a micro-step; at an accumulation boundary clip, step and return the gradient norm."""
+        self.micro_steps += 1
+        if self.micro_steps % self.accum:
+            return None
+        if self.scaler:
+            self.scaler.unscale_(self.optimizer)
+        norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.max_grad_norm)
+        if self.scaler:
+            self.scaler.step(self.optimizer)
+            self.scaler.update()
+        else:
+            self.optimizer.step()
+        self.scheduler.step()
+        self.optimizer.zero_grad(set_to_none=True)
+        return float(norm)
+
+    def current_lr(self) -> float:
+        return float(self.scheduler.get_last_lr()[0])
+
+    def save(self, folder: Path) -> None:
+        from safetensors.torch import save_model
+
+        folder.mkdir(parents=True, exist_ok=True)
+        save_model(self.module, str(folder / "model.safetensors"))  # handles tied weights
+        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
+                    "micro_steps": self.micro_steps,
+                    "scaler": self.scaler.state_dict() if self.scaler else None}, folder / "optimizer.pt")
+
+    def load(self, folder: Path) -> None:
+        from safetensors.torch import load_model
+
+        load_model(self.module, str(folder / "model.safetensors"))
+        state = torch.load(folder / "optimizer.pt", weights_only=False)
+        self.optimizer.load_state_dict(state["optimizer"])
+        self.scheduler.load_state_dict(state["scheduler"])
+        self.micro_steps = state["micro_steps"]
+        if self.scaler and state.get("scaler"):
+            self.scaler.load_state_dict(state["scaler"])
+
+    def export_state_dict(self) -> dict[str, torch.Tensor]:
+        return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+
+
+class DeepSpeedEngine:
+    """DeepSpeed (ZeRO 0-3, CPU offload) behind the same protocol; DeepSpeed does the accumulation.
+
+    Args:
+        module: the ``MLMObjective`` to train.
+        ds_config: the DeepSpeed JSON config as a dict (``ds_config.build_ds_config``).
+        pcfg: the ``PretrainConfig`` (schedule and optimizer settings).
+        total_steps: optimizer steps of the run.
+    """
+
+    def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg, total_steps: int) -> None:
+        import deepspeed
+
+        self.ds_config = ds_config
+        offload = ds_config.get("zero_optimization", {}).get("offload_optimizer", {}).get("device") == "cpu"
+        if offload or not torch.cuda.is_available():
+            from deepspeed.ops.adam import DeepSpeedCPUAdam
+            optimizer = DeepSpeedCPUAdam(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
+                                         betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps, adamw_mode=True)
+        else:
+            optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
+                                          betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps)
+        warmup = int(pcfg.warmup_ratio * total_steps)
+        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup, total_steps))
+        self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
+            model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
+        self.module = self.engine.module
+        self.micro_steps = 0
+
+    def forward(self, *args, **kwargs) -> torch.Tensor:
+        return self.engine(*args, **kwargs)
+
+    def backward(self, loss: torch.Tensor) -> None:
+        self.engine.backward(loss)
+
+    def step(self) -> float | None:
+        boundary = self.engine.is_gradient_accumulation_boundary()
+        self.engine.step()
+        self.micro_steps += 1
+        if not boundary:
+            return None
+        norm = self.engine.get_global_grad_norm()
+        return float(norm) if norm is not None else None
+
+    def current_lr(self) -> float:
+        return float(self.engine.get_lr()[0])
+
+    def save(self, folder: Path) -> None:
+        # Every rank calls this: DeepSpeed writes each rank's shard of the optimizer (and ZeRO-3 weights).
+        self.engine.save_checkpoint(str(folder), tag="ds", client_state={"micro_steps": self.micro_steps})
+
+    def load(self, folder: Path) -> None:
+        _, client = self.engine.load_checkpoint(str(folder), tag="ds")
+        self.micro_steps = int((client or {}).get("micro_steps", 0))
+
+    def export_state_dict(self) -> dict[str, torch.Tensor]:
+        """Full fp32 weights on every rank (ZeRO-3 partitions gathered)."""
+        if self.engine.zero_optimization_stage() == 3:
+            import deepspeed
+
+            params = list(self.module.parameters())
+            with deepspeed.zero.GatheredParameters(params, modifier_rank=None):
+                return {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
+        return {k: v.detach().cpu().clone() for k, v in self.module.state_dict().items()}
+
+
+def describe(engine: Engine) -> str:
+    if isinstance(engine, DeepSpeedEngine):
+        return "deepspeed " + json.dumps(engine.ds_config.get("zero_optimization", {}), sort_keys=True)
+    return "torch"

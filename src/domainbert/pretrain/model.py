@@ -1,0 +1,176 @@
+"""Models of the three arms and the MLM forward pass used in training.
+
+- ``continued``: the base checkpoint with its tokenizer (a head-less base gets a new MLM head tied to the
+  input embeddings, by transformers).
+- ``extended``: the vocab stage's extended-model folder (base weights, domain tokens added, embeddings resized).
+- ``scratch``: the domain tokenizer and a randomly initialised encoder: the base model's architecture, or a
+  named size from the BERT size table (Turc et al. 2019), with ``vocab_size = len(tokenizer)``.
+``MLMObjective`` wraps a masked-LM model so that ``forward(input_ids, labels)`` returns the loss. With sparse
+prediction it runs the encoder, gathers the masked positions and applies the prediction head only there
+(academic-budget-bert's trick): the loss equals the dense one, while the vocabulary-sized output layer costs
+~15% of the dense compute. It wraps the model as a module so DeepSpeed ZeRO-3 hooks see every parameter.
+This module does not train; ``trainer.py`` does.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from pathlib import Path
+from typing import Any
+
+import torch
+from torch import nn
+
+from domainbert.errors import ModelError
+from domainbert.models import has_tokenizer, load_mlm_model, load_tokenizer, resolve_model_ref
+
+# BERT size table (Turc et al. 2019, "Well-Read Students Learn Better"): (layers, hidden).
+SCRATCH_SIZES: dict[str, tuple[int, int]] = {
+    "tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768), "large": (24, 1024),
+}
+HEAD_ATTRS = ("cls", "lm_head")  # BERT-family / RoBERTa-family MLM heads
+
+
+def arm_source(cfg, arm: str, layout) -> str:
+    """Where an arm's starting point comes from (a model reference or folder)."""
+    if arm == "continued":
+        return cfg.base_model.name_or_path
+    if arm == "extended":
+        folder = Path(layout.extended_model)
+        if not (folder / "config.json").is_file():
+            raise ModelError("extended model not found (run the vocab stage first: domainbert vocab DOMAIN)",
+                             file=folder)
+        return str(folder)
+    if arm == "scratch":
+        folder = Path(layout.tokenizer)
+        if not folder.is_dir():
+            raise ModelError("domain tokenizer not found (run the vocab stage first: domainbert vocab DOMAIN)",
+                             file=folder)
+        return str(folder)
+    raise ModelError(f"unknown arm {arm!r}; arms are continued, extended, scratch", field="pretrain.arms")
+
+
+def load_tokenizer_folder(folder: str):
+    """A bare tokenizer folder (no model config beside it), as the vocab stage writes it."""
+    from transformers import AutoTokenizer
+
+    if not has_tokenizer(folder):
+        raise ModelError("folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)", file=folder)
+    try:
+        return AutoTokenizer.from_pretrained(folder)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot load tokenizer: {exc}", file=folder) from None
+
+
+def scratch_config(cfg, tokenizer):
+    """The architecture of a from-scratch model: the base config or a named size, sized to the tokenizer."""
+    from transformers import AutoConfig, BertConfig
+
+    base = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
+    size = cfg.pretrain.scratch_size
+    if size == "base_config":
+        config = base
+    else:
+        layers, hidden = SCRATCH_SIZES[size]
+        config = BertConfig(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=max(hidden // 64, 2),
+                            intermediate_size=4 * hidden,
+                            max_position_embeddings=getattr(base, "max_position_embeddings", 512))
+    config.vocab_size = len(tokenizer)
+    config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    needed = max(p.seq_len for p in cfg.pretrain.seq_len_schedule) if cfg.pretrain.seq_len_schedule else cfg.pretrain.seq_len
+    config.max_position_embeddings = max(config.max_position_embeddings, needed)
+    return config
+
+
+def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
+    """(masked-LM model, tokenizer, source) of an arm, ready to train; SDPA attention where available."""
+    from transformers import AutoModelForMaskedLM
+
+    source = arm_source(cfg, arm, layout)
+    tokenizer = load_tokenizer_folder(source) if arm == "scratch" else load_tokenizer(source)
+    if arm == "scratch":
+        torch.manual_seed(cfg.pretrain.seed)
+        config = scratch_config(cfg, tokenizer)
+        config._attn_implementation = "sdpa"
+        model = AutoModelForMaskedLM.from_config(config)
+    else:
+        model = load_mlm_model(source)
+    with contextlib.suppress(Exception):
+        model.set_attn_implementation("sdpa")
+    # transformers 5: keep our own loss normalisation under accumulation (see BRIEF).
+    model.accepts_loss_kwargs = False
+    return model, tokenizer, source
+
+
+def prediction_head(model: nn.Module) -> nn.Module | None:
+    for name in HEAD_ATTRS:
+        head = getattr(model, name, None)
+        if isinstance(head, nn.Module):
+            return head
+    return None
+
+
+class MLMObjective(nn.Module):
+    """``forward(input_ids, labels, attention_mask=None) -> loss`` over a masked-LM model.
+
+    Args:
+        model: an ``AutoModelForMaskedLM`` model.
+        sparse: apply the prediction head only at the masked positions (falls back to dense when the
+            model's head is not a known attribute).
+        autocast_dtype: bf16/fp16 autocast for the forward pass, or None for fp32.
+    """
+
+    def __init__(self, model: nn.Module, sparse: bool = True, autocast_dtype: torch.dtype | None = None) -> None:
+        super().__init__()
+        self.model = model
+        # The head's attribute name, not the module: registering it twice would duplicate state_dict keys.
+        self.head_attr = next((n for n in HEAD_ATTRS if isinstance(getattr(model, n, None), nn.Module)), None)
+        self.head_attr = self.head_attr if sparse else None
+        self.autocast_dtype = autocast_dtype
+
+    def _autocast(self, device: torch.device):
+        if self.autocast_dtype is None:
+            return contextlib.nullcontext()
+        return torch.autocast(device_type=device.type, dtype=self.autocast_dtype)
+
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor,
+                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+        with self._autocast(input_ids.device):
+            if self.head_attr is None:
+                logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
+                return nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
+                                                   ignore_index=-100)
+            hidden = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
+            selected = labels != -100
+            logits = getattr(self.model, self.head_attr)(hidden[selected])
+        return nn.functional.cross_entropy(logits.float(), labels[selected])
+
+
+def count_parameters(model: nn.Module) -> dict[str, int]:
+    """Total, embedding and non-embedding parameter counts (shared tensors counted once)."""
+    seen, total, embedding = set(), 0, 0
+    for name, p in model.named_parameters():
+        if id(p) in seen:
+            continue
+        seen.add(id(p))
+        total += p.numel()
+        if "embeddings" in name:
+            embedding += p.numel()
+    return {"total": total, "embedding": embedding, "non_embedding": total - embedding}
+
+
+def flops_per_token(model: nn.Module, seq_len: int, mask_rate: float, sparse: bool) -> float:
+    """Training FLOPs per token (forward + backward = 3x forward, Kaplan et al. 2020).
+
+    Encoder: 2 * non-embedding params + 2 * layers * seq_len * hidden (attention scores) per token in the
+    forward pass; the vocabulary projection (hidden x vocab) runs at every token when dense and only at the
+    masked share when sparse.
+    """
+    config = model.config
+    counts = count_parameters(model)
+    hidden, layers, vocab = config.hidden_size, config.num_hidden_layers, config.vocab_size
+    head_params = hidden * vocab
+    encoder_nonemb = counts["non_embedding"] - (hidden * hidden if prediction_head(model) is not None else 0)
+    forward = 2 * encoder_nonemb + 2 * layers * seq_len * hidden
+    forward += 2 * (hidden * hidden + head_params) * (mask_rate if sparse else 1.0)
+    return float(3 * forward)

@@ -1,0 +1,101 @@
+"""What a finished arm leaves behind: the Hugging Face model folder (config, safetensors, tokenizer, a model
+card with data, budget and figures, a loss-curve plot) written atomically, and ``summary.json``.
+
+``summary.json`` is written first and the model folder renamed into place last, so a complete model folder
+always has its summary beside it. This module does not train.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+from domainbert.artifacts import atomic_output, write_json_atomic
+from domainbert.config import resolved_dict
+
+log = logging.getLogger(__name__)
+WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
+
+
+def strip_wrappers(weights: dict[str, Any]) -> dict[str, Any]:
+    out = {}
+    for key, value in weights.items():
+        for prefix in WRAPPER_PREFIXES:
+            if key.startswith(prefix):
+                key = key[len(prefix):]
+        out[key] = value
+    return out
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
+    """README.md of the model folder."""
+    p = summary
+    lines = [
+        "---", "library_name: transformers", "pipeline_tag: fill-mask", f"tags: [domainbert, {cfg.name}, {arm}]", "---",
+        "", f"# domainbert {cfg.name} / {arm}", "",
+        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from `{p['source']}`.", "",
+        "## Data", "",
+        f"In-domain corpus of the `{cfg.name}` domain (profile `{cfg.profile}`), train split, packed into "
+        f"sequences of {', '.join(str(ph[2]) for ph in p['seq_len_phases'])} tokens"
+        f"{' (documents concatenated, [SEP]-separated)' if p['packing'] else ' (one document per sequence)'}.",
+        "", "## Budget", "",
+        f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
+        "optimizer steps (every arm of a domain gets the same budget)",
+        f"- objective: MLM, {cfg.pretrain.mask_rate:.0%} dynamic masking "
+        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {cfg.pretrain.lr}, "
+        f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
+        f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
+        "", "## Figures", "",
+        "| metric | before | after |", "|---|---|---|",
+        f"| domain perplexity (validation) | {_fmt(p['domain_perplexity_before'])} | {_fmt(p['domain_perplexity'])} |",
+        f"| general perplexity (forgetting) | {_fmt(p['general_perplexity_before'])} | {_fmt(p['general_perplexity'])} |",
+        "", f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
+        f"- real tokens/s: {_fmt(p['real_tokens_per_s'], 0)}; real-token fraction: {_fmt(p['real_token_fraction'], 3)}",
+        f"- training FLOPs/token (est.): {_fmt(p['flops_per_token'], 0)}; MFU: {_fmt(p['mfu'], 4)}",
+        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s", "",
+        "Perplexities are MLM perplexities under each model's own tokenizer: compare an arm before and after "
+        "training, not arms with different vocabularies.", "",
+        "![loss curve](loss_curve.png)", "",
+    ]
+    return "\n".join(lines)
+
+
+def plot_loss(curve: list[list[float]], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(5, 3))
+    if curve:
+        ax.plot([c[0] for c in curve], [c[1] for c in curve])
+    ax.set_xlabel("step")
+    ax.set_ylabel("MLM loss")
+    fig.tight_layout()
+    fig.savefig(path, dpi=80)
+    plt.close(fig)
+
+
+def write_outputs(cfg, arm: str, layout, model, tokenizer, weights: dict[str, Any], summary: dict[str, Any],
+                  fingerprint: str) -> Path:
+    """summary.json, then the model folder (atomic, recorded with ``fingerprint``)."""
+    out_dir = Path(layout.pretrain(arm))
+    write_json_atomic(out_dir / "summary.json", summary)
+    state_dict = strip_wrappers(weights)
+    with atomic_output(Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)},
+                       fp=fingerprint) as tmp:
+        model.save_pretrained(tmp, state_dict=state_dict)
+        tokenizer.save_pretrained(tmp)
+        plot_loss(summary["loss_curve"], tmp / "loss_curve.png")
+        (tmp / "README.md").write_text(model_card(cfg, arm, summary))
+    log.info("wrote %s", layout.pretrained_model(arm))
+    return Path(layout.pretrained_model(arm))

@@ -1,0 +1,85 @@
+"""The pretraining stage: ``pretrain_arm(cfg, arm, layout) -> summary``.
+
+Skips an arm whose model folder is complete with the same fingerprint (config, corpus hash, starting-point
+hash); otherwise trains it, resuming from the newest checkpoint. With ``pretrain.launch.launcher: none``
+(the offline default) it trains in this process; with ``deepspeed``/``torchrun`` it starts the processes
+through ``launch.py`` and reads their summary. This module does not import Prefect (flows/ wraps it).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from pathlib import Path
+from typing import Any
+
+from domainbert import __version__
+from domainbert.artifacts import content_hash, fingerprint, is_complete, read_record
+from domainbert.config import resolved_dict
+from domainbert.errors import ConfigError
+from domainbert.models import resolve_model_ref
+from domainbert.pretrain.model import arm_source
+
+log = logging.getLogger(__name__)
+RESULT_FIELDS = ("steps", "budget_tokens", "seq_len", "seq_len_schedule", "batch_size", "grad_accum", "lr")
+
+
+def folder_hash(folder: Path) -> str:
+    record = read_record(folder)
+    return str(record["content_hash"]) if record else content_hash(folder)
+
+
+def arm_fingerprint(cfg, arm: str, layout) -> str:
+    """What the arm's result depends on: the pretrain and base-model config, the corpus and the start point.
+
+    The launch settings (process count, launcher) are left out: they change speed, not the recipe.
+    """
+    pretrain = resolved_dict(cfg.pretrain)
+    pretrain.pop("launch", None)
+    source = arm_source(cfg, arm, layout)
+    resolved = resolve_model_ref(source) if arm == "continued" else source
+    inputs = {"corpus": folder_hash(Path(layout.corpus)),
+              "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved}
+    config = {"arm": arm, "pretrain": pretrain, "base_model": resolved_dict(cfg.base_model),
+              "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None}
+    return fingerprint(config, inputs, __version__)
+
+
+def read_summary(layout, arm: str) -> dict[str, Any]:
+    return json.loads((Path(layout.pretrain(arm)) / "summary.json").read_text())
+
+
+def pretrain_arm(cfg, arm: str, layout) -> dict[str, Any]:
+    """Pretrain one arm of a domain on its token budget.
+
+    Args:
+        cfg: the ``DomainConfig``.
+        arm: ``continued``, ``extended`` or ``scratch`` (one of ``cfg.pretrain.arms``).
+        layout: the ``RunLayout``; reads ``corpus``, ``tokenizer``/``extended_model``, writes ``pretrain(arm)``.
+
+    Returns:
+        The summary (also in ``layout.pretrain(arm)/summary.json``).
+
+    Raises:
+        ConfigError, ModelError, DataError: bad config, inconsistent model/tokenizer, missing corpus.
+    """
+    if arm not in cfg.pretrain.arms:
+        raise ConfigError(f"arm {arm!r} is not in this domain's arms {cfg.pretrain.arms}", field="pretrain.arms")
+    fp = arm_fingerprint(cfg, arm, layout)
+    out_dir = Path(layout.pretrain(arm))
+    if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():
+        log.info("pretrain %s: skipped: up to date", arm)
+        return read_summary(layout, arm)
+    launch = cfg.pretrain.launch
+    if launch.launcher == "none":
+        from domainbert.pretrain.trainer import train_arm
+
+        summary = train_arm(cfg, arm, layout, fingerprint=fp)
+        assert summary is not None  # a single process is rank 0
+        return summary
+    from domainbert.pretrain.launch import build_command, run_command, save_run_config, worker_args
+
+    config_path = save_run_config(cfg, out_dir / "run_config.json")
+    cmd = build_command(launch, worker_args(config_path, arm, Path(layout.root), fp))
+    run_command(cmd, out_dir / "launch.log")
+    return read_summary(layout, arm)

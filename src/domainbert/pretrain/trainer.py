@@ -1,0 +1,310 @@
+"""The training loop of one arm: preflight, step-0 evaluation, MLM steps, checkpoints, final evaluation.
+
+One loop serves every setting: a single CPU process (the offline demo), several processes under the
+``deepspeed`` launcher or ``torchrun`` (each takes its slice of the same global batch, so the data position
+and masks do not depend on the process count), DeepSpeed ZeRO 0-3 or plain PyTorch. Metrics go to
+``metrics.jsonl`` and TensorBoard (rank 0); the final weights are handed to ``outputs.write_outputs``.
+This module does not decide whether a run is needed (``stage.py`` does) nor start processes (``launch.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from domainbert.pretrain import checkpoint as ckpt
+from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
+from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
+from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm
+from domainbert.pretrain.plan import make_plan
+from domainbert.pretrain.preflight import run_preflight
+
+log = logging.getLogger(__name__)
+EVAL_BATCH = 16
+EVAL_SEED_OFFSET = 7919  # evaluation masks differ from training masks but are equal before and after
+
+
+def _dist_info() -> tuple[int, int]:
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def _barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def _mean_across(value: float) -> float:
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return value
+    t = torch.tensor([value], dtype=torch.float64)
+    dist.all_reduce(t)
+    return float(t.item()) / dist.get_world_size()
+
+
+def init_distributed(use_deepspeed: bool) -> None:
+    """Join the process group the launcher set up (gloo on CPU); a lone DeepSpeed process gets a world of 1."""
+    if dist.is_initialized():
+        return
+    if use_deepspeed:
+        for key, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1")):
+            os.environ.setdefault(key, value)
+        if "MASTER_PORT" not in os.environ:
+            import socket
+
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+        import deepspeed
+
+        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+    elif int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+
+
+def seed_everything(seed: int, rank: int) -> None:
+    random.seed(seed + rank)
+    np.random.seed(seed + rank)
+    torch.manual_seed(seed + rank)
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+
+def masking_spec(pcfg, tokenizer) -> MaskingSpec:
+    return MaskingSpec(mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), rate=pcfg.mask_rate,
+                       mask_token_prob=pcfg.mask_token_prob, random_token_prob=pcfg.random_token_prob,
+                       whole_word=pcfg.whole_word_mask)
+
+
+@torch.no_grad()
+def evaluate(engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device) -> float | None:
+    """MLM perplexity (exp of the mean loss over masked tokens) on fixed, identically masked sequences."""
+    if batch is None:
+        return None
+    engine.module.eval()
+    total, count = 0.0, 0
+    for i in range(0, batch.input_ids.shape[0], EVAL_BATCH):
+        sl = slice(i, i + EVAL_BATCH)
+        gen = step_generator(seed + EVAL_SEED_OFFSET, i)
+        inputs, labels = apply_mask(batch.input_ids[sl], batch.special[sl], batch.word_start[sl], spec, gen)
+        n = int((labels != -100).sum())
+        loss = engine.forward(inputs.to(device), labels.to(device))
+        total += float(loss) * n
+        count += n
+    engine.module.train()
+    return math.exp(min(total / max(count, 1), 50.0))
+
+
+class MetricsLog:
+    """metrics.jsonl + TensorBoard, rank 0 only; on resume, records after the checkpoint are dropped."""
+
+    def __init__(self, folder: Path, enabled: bool, resume_step: int | None) -> None:
+        self.enabled = enabled
+        self.path = folder / "metrics.jsonl"
+        self.writer = None
+        if not enabled:
+            return
+        folder.mkdir(parents=True, exist_ok=True)
+        kept = []
+        if resume_step is not None and self.path.is_file():
+            kept = [line for line in self.path.read_text().splitlines()
+                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+        self.path.write_text("".join(line + "\n" for line in kept))
+        from torch.utils.tensorboard import SummaryWriter
+
+        self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"))
+
+    def write(self, record: dict[str, Any]) -> None:
+        if not self.enabled:
+            return
+        with self.path.open("a") as f:
+            f.write(json.dumps(record, sort_keys=True) + "\n")
+        for key, value in record.items():
+            if key != "step" and isinstance(value, (int, float)) and value is not None:
+                self.writer.add_scalar(f"{record.get('kind', 'train')}/{key}", value, record["step"])
+
+    def close(self) -> None:
+        if self.writer:
+            self.writer.close()
+
+
+def build_engine(objective, pcfg, total_steps: int, world: int):
+    from domainbert.pretrain.engine import DeepSpeedEngine, TorchEngine
+
+    if pcfg.deepspeed.enabled:
+        from domainbert.pretrain.ds_config import build_ds_config
+
+        return DeepSpeedEngine(objective, build_ds_config(pcfg, world), pcfg, total_steps)
+    if world > 1:
+        objective = torch.nn.parallel.DistributedDataParallel(objective)
+    return TorchEngine(objective, pcfg, total_steps)
+
+
+def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
+    """Train one arm to its budget (resuming from the newest checkpoint) and write its outputs.
+
+    Args:
+        cfg: the ``DomainConfig``.
+        arm: ``continued``, ``extended`` or ``scratch``.
+        layout: the ``RunLayout``.
+        fingerprint: recorded in the model folder (skip-if-complete key, from ``stage.py``).
+        throttle_s: sleep after each step (tests use it to SIGKILL a run mid-way on a fast machine).
+
+    Returns:
+        The summary on rank 0, None on other ranks.
+    """
+    from domainbert.pretrain.outputs import write_outputs
+
+    pcfg = cfg.pretrain
+    init_distributed(pcfg.deepspeed.enabled)
+    rank, world = _dist_info()
+    seed_everything(pcfg.seed, rank)
+    device = torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0))) if torch.cuda.is_available() else torch.device("cpu")
+    model, tokenizer, source = load_arm(cfg, arm, layout)
+    plan = make_plan(pcfg, world)
+    lowercase, field = ((cfg.tokenizer.lowercase, "tokenizer.lowercase") if arm == "scratch"
+                        else (cfg.base_model.lowercase, "base_model.lowercase"))
+    run_preflight(model, tokenizer, source=source, seq_len=max(p.seq_len for p in plan.phases),
+                  lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask)
+    model.to(device)
+    if pcfg.compile:
+        model.base_model.forward = torch.compile(model.base_model.forward)
+    objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision))
+    engine = build_engine(objective, pcfg, plan.total_steps, world)
+    spec = masking_spec(pcfg, tokenizer)
+    stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing)
+    out_dir = Path(layout.pretrain(arm))
+    ckpt_root = out_dir / "checkpoints"
+
+    eval_len = plan.phases[0].seq_len
+    eval_sets = {"domain": pack_texts(tokenizer, _validation_texts(layout, pcfg.eval_documents), eval_len)}
+    if pcfg.general_eval_corpus:
+        eval_sets["general"] = pack_texts(tokenizer, read_jsonl_texts(pcfg.general_eval_corpus, pcfg.eval_documents),
+                                          eval_len)
+
+    state: dict[str, Any] = {"step": 0, "tokens": 0, "real_tokens": 0, "positions": 0, "loss_curve": [],
+                             "train_seconds": 0.0, "before": {}, "resumed_from": []}
+    latest = ckpt.latest_checkpoint(ckpt_root)
+    if latest is not None:
+        state = ckpt.load_checkpoint(latest, engine, rank=rank)
+        stream.load_state_dict(state.pop("data"))
+        state["resumed_from"] = state.get("resumed_from", []) + [state["step"]]
+        log.info("resuming %s from %s (step %d)", arm, latest, state["step"])
+    metrics = MetricsLog(out_dir, rank == 0, state["step"] if latest is not None else None)
+    if latest is None:
+        for name, batch in eval_sets.items():
+            state["before"][name] = evaluate(engine, batch, spec, pcfg.seed, device)
+        metrics.write({"kind": "eval", "step": 0, **{f"{k}_perplexity": v for k, v in state["before"].items()}})
+
+    fpt = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+    peak = pcfg.peak_tflops * 1e12 if pcfg.peak_tflops else None
+    window_tokens, window_start = 0, time.perf_counter()
+    progress = _progress(rank == 0, plan.total_steps, state["step"], arm)
+    engine.module.train()
+    while state["step"] < plan.total_steps:
+        step = state["step"]
+        phase = plan.phase_at(step)
+        t0 = time.perf_counter()
+        losses, real = [], 0
+        for micro in range(pcfg.grad_accum):
+            batch = stream.next_sequences(phase.batch_size * world, phase.seq_len)
+            inputs, labels = apply_mask(batch.input_ids, batch.special, batch.word_start, spec,
+                                        step_generator(pcfg.seed, step, micro))
+            sl = slice(rank * phase.batch_size, (rank + 1) * phase.batch_size)
+            attn = batch.attention_mask[sl].to(device) if batch.attention_mask is not None else None
+            loss = engine.forward(inputs[sl].to(device), labels[sl].to(device), attn)
+            engine.backward(loss)
+            grad_norm = engine.step()
+            losses.append(float(loss.detach()))
+            real += batch.real_tokens
+            state["positions"] += batch.input_ids.numel()
+        state["step"] = step + 1
+        state["real_tokens"] += real
+        state["tokens"] += real
+        loss_value = _mean_across(sum(losses) / len(losses))
+        state["loss_curve"].append([state["step"], round(loss_value, 5)])
+        elapsed = time.perf_counter() - t0
+        state["train_seconds"] += elapsed
+        window_tokens += real
+        if progress:
+            progress.update(1)
+            progress.set_postfix(loss=f"{loss_value:.3f}")
+        if state["step"] % pcfg.log_every == 0 or state["step"] == plan.total_steps:
+            now = time.perf_counter()
+            tps = window_tokens / max(now - window_start, 1e-9)
+            metrics.write({"kind": "train", "step": state["step"], "loss": loss_value, "lr": engine.current_lr(),
+                           "grad_norm": grad_norm, "tokens": state["tokens"], "seq_len": phase.seq_len,
+                           "real_tokens_per_s": tps, "real_token_fraction": state["real_tokens"] / state["positions"],
+                           "mfu": (fpt * tps / peak) if peak else None})
+            window_tokens, window_start = 0, time.perf_counter()
+        if throttle_s:
+            time.sleep(throttle_s)
+        if state["step"] % pcfg.checkpoint_every == 0 and state["step"] < plan.total_steps:
+            ckpt.save_checkpoint(ckpt_root, state["step"], engine, {**state, "data": stream.state_dict()},
+                                 rank=rank, barrier=_barrier)
+            if rank == 0:
+                ckpt.prune_checkpoints(ckpt_root, pcfg.keep_checkpoints)
+            window_start = time.perf_counter()  # saving time is not training time
+    if progress:
+        progress.close()
+
+    after = {name: evaluate(engine, batch, spec, pcfg.seed, device) for name, batch in eval_sets.items()}
+    metrics.write({"kind": "eval", "step": state["step"], **{f"{k}_perplexity": v for k, v in after.items()}})
+    metrics.close()
+    weights = engine.export_state_dict()
+    if rank != 0:
+        _barrier()
+        return None
+    tps = state["real_tokens"] / max(state["train_seconds"], 1e-9)
+    summary = {
+        "arm": arm, "source": source, "steps": state["step"], "planned_steps": plan.total_steps,
+        "budget_tokens": pcfg.budget_tokens, "tokens_consumed": state["tokens"],
+        "real_tokens_per_s": tps, "real_token_fraction": state["real_tokens"] / max(state["positions"], 1),
+        "final_loss": state["loss_curve"][-1][1] if state["loss_curve"] else None,
+        "domain_perplexity": after.get("domain"), "domain_perplexity_before": state["before"].get("domain"),
+        "general_perplexity": after.get("general"), "general_perplexity_before": state["before"].get("general"),
+        "flops_per_token": fpt, "peak_tflops": pcfg.peak_tflops, "mfu": (fpt * tps / peak) if peak else None,
+        "wall_seconds": state["train_seconds"], "loss_curve": state["loss_curve"],
+        "seq_len_phases": [[p.start, p.end, p.seq_len, p.batch_size] for p in plan.phases],
+        "precision": pcfg.precision, "sparse_prediction": pcfg.sparse_prediction, "packing": pcfg.packing,
+        "whole_word_mask": pcfg.whole_word_mask, "world_size": world,
+        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
+        "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
+        "parameters": count_parameters(model), "vocab_size": len(tokenizer),
+        "resumed_from": state.get("resumed_from", []),
+    }
+    write_outputs(cfg, arm, layout, model, tokenizer, weights, summary, fingerprint)
+    _barrier()
+    return summary
+
+
+def _validation_texts(layout, limit: int) -> list[str]:
+    from domainbert.corpus.store import iter_texts
+
+    texts = []
+    for text in iter_texts(Path(layout.corpus), "validation"):
+        texts.append(text)
+        if len(texts) >= limit:
+            break
+    return texts
+
+
+def _progress(enabled: bool, total: int, initial: int, arm: str):
+    if not enabled:
+        return None
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, initial=initial, desc=f"pretrain {arm}", unit="step", disable=None)

@@ -1,0 +1,37 @@
+"""Entry point of one training process: ``python -m domainbert.pretrain.worker --config resolved.json ...``.
+
+Started by the ``deepspeed`` launcher, ``torchrun``, Slurm (deploy/slurm/pretrain.sbatch) or ``stage.py``.
+It validates the saved config again (so each rank trains on exactly what the stage checked) and runs
+``trainer.train_arm``. This module does nothing else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+from pathlib import Path
+
+from domainbert.config import DomainConfig
+from domainbert.paths import RunLayout
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description="domainbert pretraining worker (one process of a run)")
+    parser.add_argument("--config", required=True, type=Path, help="resolved DomainConfig JSON")
+    parser.add_argument("--arm", required=True, choices=["continued", "extended", "scratch"])
+    parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--fingerprint", required=True)
+    parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")
+    parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from domainbert.pretrain.trainer import train_arm
+
+    cfg = DomainConfig.model_validate(json.loads(args.config.read_text()))
+    train_arm(cfg, args.arm, RunLayout(args.run_dir), fingerprint=args.fingerprint, throttle_s=args.throttle)
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

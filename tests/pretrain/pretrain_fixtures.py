@@ -1,0 +1,82 @@
+"""Builders for the pretraining tests: a corpus of FOLDOC entries, a WordPiece BERT (2 layers, hidden 128),
+a SentencePiece-unigram tokenizer and a tiny domain config, all real and built on the fly."""
+
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+from domainbert.config import load_domain
+from domainbert.corpus.store import write_shard
+from domainbert.paths import project_root
+
+SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+
+
+def foldoc_texts(n: int) -> list[str]:
+    texts = []
+    with gzip.open(project_root() / "corpora/science/foldoc.jsonl.gz", "rt") as f:
+        for line in f:
+            texts.append(json.loads(line)["text"][:600])
+            if len(texts) >= n:
+                break
+    return texts
+
+
+def write_corpus(folder: Path, texts: list[str], n_val: int = 20) -> Path:
+    recs = [{"id": str(i), "text": t, "source": "foldoc", "meta": {}} for i, t in enumerate(texts)]
+    write_shard(folder / "train" / "shard-00000.parquet", recs[n_val:], row_group_size=50)
+    write_shard(folder / "validation" / "shard-00000.parquet", recs[:n_val])
+    return folder
+
+
+def wordpiece_tokenizer(texts: list[str], vocab_size: int = 600, lowercase: bool = True):
+    from tokenizers import Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
+    tok.normalizer = normalizers.BertNormalizer(lowercase=lowercase)
+    tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
+    tok.decoder = decoders.WordPiece()
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=vocab_size, special_tokens=SPECIALS))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", pair="[CLS] $A [SEP] $B:1 [SEP]:1",
+        special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def unigram_tokenizer(texts: list[str], vocab_size: int = 400):
+    from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
+    from transformers import PreTrainedTokenizerFast
+
+    tok = Tokenizer(models.Unigram())
+    tok.pre_tokenizer = pre_tokenizers.Metaspace()
+    tok.decoder = decoders.Metaspace()
+    tok.train_from_iterator(texts, trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=SPECIALS,
+                                                           unk_token="[UNK]"))
+    tok.post_processor = processors.TemplateProcessing(
+        single="[CLS] $A [SEP]", special_tokens=[("[CLS]", tok.token_to_id("[CLS]")), ("[SEP]", tok.token_to_id("[SEP]"))])
+    return PreTrainedTokenizerFast(tokenizer_object=tok, unk_token="[UNK]", pad_token="[PAD]", cls_token="[CLS]",
+                                   sep_token="[SEP]", mask_token="[MASK]")
+
+
+def tiny_bert(tokenizer, folder: Path) -> Path:
+    import torch
+    from transformers import BertConfig, BertForMaskedLM
+
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=256, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def make_cfg(base: Path, *overrides: str, domain: str = "science"):
+    """The shipped domain YAML with a tiny model and budget."""
+    return load_domain(domain, overrides=[
+        f"base_model.name_or_path={base}", "pretrain.seq_len=32", "pretrain.batch_size=4",
+        "pretrain.budget_tokens=1024", "pretrain.eval_documents=10", "pretrain.log_every=2",
+        "pretrain.checkpoint_every=4", "pretrain.scratch_size=base_config", *overrides])

@@ -1,0 +1,91 @@
+"""pretrain_arm end to end on tiny models: outputs, budgets, skip-if-complete, the three arms."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pretrain_fixtures import make_cfg, tiny_bert, unigram_tokenizer, wordpiece_tokenizer
+
+from domainbert.artifacts import is_complete
+from domainbert.errors import ModelError
+from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+
+SUMMARY_FIELDS = {"arm", "steps", "tokens_consumed", "real_tokens_per_s", "real_token_fraction", "final_loss",
+                  "domain_perplexity", "general_perplexity", "flops_per_token", "mfu", "wall_seconds", "loss_curve"}
+
+
+def test_continued_arm_writes_model_summary_metrics_and_skips_rerun(base_model, layout, caplog):
+    cfg = make_cfg(base_model)
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert SUMMARY_FIELDS <= set(summary)
+    # 1024 tokens at 4 x 32 per step: 8 steps, every position a real token (packing).
+    assert summary["steps"] == 8 and summary["tokens_consumed"] == 1024
+    assert summary["real_token_fraction"] == 1.0
+    assert [s for s, _ in summary["loss_curve"]] == list(range(1, 9))
+    assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
+    assert summary["general_perplexity"] is not None and summary["general_perplexity_before"] is not None
+    folder = layout.pretrained_model("continued")
+    assert is_complete(folder, arm_fingerprint(cfg, "continued", layout))
+    for name in ("config.json", "model.safetensors", "tokenizer.json", "README.md"):
+        assert (folder / name).is_file(), name
+    assert "160" not in (folder / "README.md").read_text().split("## Budget")[0]  # card has this run's budget
+    assert "1,024" in (folder / "README.md").read_text()
+    model = load_mlm_model(folder)
+    assert model.get_input_embeddings().weight.shape[0] == len(load_tokenizer(folder))
+    records = [json.loads(line) for line in (layout.pretrain("continued") / "metrics.jsonl").read_text().splitlines()]
+    evals = [r for r in records if r["kind"] == "eval"]
+    assert [r["step"] for r in evals] == [0, 8]
+    assert any((layout.pretrain("continued") / "tensorboard").iterdir())
+    on_disk = json.loads((layout.pretrain("continued") / "summary.json").read_text())
+    assert on_disk["final_loss"] == summary["final_loss"]
+    caplog.set_level("INFO")
+    again = pretrain_arm(cfg, "continued", layout)
+    assert "skipped: up to date" in caplog.text
+    assert again["wall_seconds"] == summary["wall_seconds"]
+
+
+def test_all_three_arms_get_the_same_budget(base_model, layout, texts):
+    tokenizer = wordpiece_tokenizer(texts, vocab_size=400)
+    tokenizer.save_pretrained(layout.tokenizer)
+    ext_tok = load_tokenizer(base_model)
+    ext_tok.add_tokens(["kernelspace", "bytecode"])
+    ext_model = load_mlm_model(base_model)
+    ext_model.resize_token_embeddings(len(ext_tok))
+    ext_model.save_pretrained(layout.extended_model)
+    ext_tok.save_pretrained(layout.extended_model)
+    cfg = make_cfg(base_model, "pretrain.budget_tokens=512")
+    summaries = {arm: pretrain_arm(cfg, arm, layout) for arm in ("continued", "extended", "scratch")}
+    assert {s["tokens_consumed"] for s in summaries.values()} == {512}
+    assert summaries["scratch"]["vocab_size"] == 400
+    assert summaries["extended"]["vocab_size"] == len(ext_tok)
+    scratch = load_mlm_model(layout.pretrained_model("scratch"))
+    assert scratch.config.vocab_size == 400 and scratch.config.num_hidden_layers == 2
+
+
+def test_scratch_named_size_and_sentencepiece_tokenizer(base_model, layout, texts):
+    unigram_tokenizer(texts).save_pretrained(layout.tokenizer)
+    cfg = make_cfg(base_model, "pretrain.scratch_size=tiny", "pretrain.whole_word_mask=true",
+                   "pretrain.budget_tokens=256", "tokenizer.lowercase=false")
+    summary = pretrain_arm(cfg, "scratch", layout)
+    model = load_mlm_model(layout.pretrained_model("scratch"))
+    assert (model.config.num_hidden_layers, model.config.hidden_size) == (2, 128)
+    assert summary["whole_word_mask"] is True and summary["steps"] == 2
+
+
+def test_missing_vocab_outputs_are_clear_errors(base_model, layout):
+    cfg = make_cfg(base_model)
+    with pytest.raises(ModelError, match="extended model not found"):
+        pretrain_arm(cfg, "extended", layout)
+    with pytest.raises(ModelError, match="domain tokenizer not found"):
+        pretrain_arm(cfg, "scratch", layout)
+
+
+def test_tokenizer_larger_than_embeddings_fails_before_training(tmp_path, layout, texts):
+    small = tiny_bert(wordpiece_tokenizer(texts, vocab_size=300), tmp_path / "small")
+    big_tok = wordpiece_tokenizer(texts, vocab_size=500)
+    big_tok.save_pretrained(small)  # model has 300 rows, tokenizer 500 tokens
+    with pytest.raises(ModelError, match="embedding rows"):
+        pretrain_arm(make_cfg(small), "continued", layout)
+    assert not layout.pretrained_model("continued").exists()
