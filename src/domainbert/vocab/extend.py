@@ -1,0 +1,129 @@
+"""Vocabulary extension: add frequent, badly fragmented domain words to the base tokenizer and model.
+
+Selection: candidate words are the train split's words under the base tokenizer's normaliser (lower-cased for
+an uncased base), seen at least ``min_count`` times, holding a letter, not already a token, and cut by the
+base tokenizer into 2+ pieces none of which is UNK; they are ranked by ``count x (pieces - 1)`` (the tokens the
+word costs beyond one) and the top ``num_tokens`` are taken.
+
+How the tokens are added (the choice matters: transformers' "added tokens" are matched in the raw text before
+the model runs, so ``token`` would also fire inside ``tokens`` unless ``single_word`` is set, and they bypass
+the model's own segmentation):
+
+- WordPiece base (BERT): each word goes **into the WordPiece vocabulary itself** as a word-initial entry with
+  the next free id. Greedy longest-match-first then produces it as one piece exactly where the word (or a
+  word starting with it, followed by ``##`` pieces) occurs, after the same normalisation as every other word.
+- Unigram base (XLM-R): ``\u2581word`` joins the Unigram vocabulary with the highest existing score, so the
+  Viterbi segmentation always prefers it for that word.
+- any other model (byte-level BPE): ``AddedToken(word, single_word=True, normalized=True)``, matched only as a
+  whole word of the normalised text.
+
+Initialisation (AdaLM): each new embedding row is the mean of the base embeddings of the pieces the base
+tokenizer cut the word into; the MLM decoder is tied to the embeddings so its rows follow, and its bias gets
+the mean of the pieces' biases. The result is saved as a model + tokenizer folder the pretraining stage loads
+with ``load_mlm_model`` / ``load_tokenizer``. This module does not decide whether to extend.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import Counter
+from pathlib import Path
+
+from tokenizers import AddedToken, Tokenizer
+
+from domainbert.vocab.fertility import normalized_counts, pieces
+from domainbert.vocab.references import TokenizerInfo
+from domainbert.vocab.train import METASPACE
+
+log = logging.getLogger(__name__)
+
+
+def extension_candidates(word_counts: Counter, base: TokenizerInfo, min_count: int) -> list[dict]:
+    """All candidate words, best first: ``{"word", "count", "pieces", "score"}`` (see the module docstring)."""
+    counts = normalized_counts(word_counts, base.tokenizer)
+    vocab = base.tokenizer.get_vocab(with_added_tokens=True)
+    words = sorted(w for w, n in counts.items()
+                   if n >= min_count and len(w) >= 2 and any(c.isalpha() for c in w)
+                   and w not in vocab and METASPACE + w not in vocab)
+    unk = base.unk_id
+    unk_token = base.tokenizer.id_to_token(unk) if unk is not None else None
+    out = []
+    for word, ps in zip(words, pieces(base, words), strict=True):
+        if len(ps) < 2 or (unk_token is not None and unk_token in ps):
+            continue
+        out.append({"word": word, "count": counts[word], "pieces": ps, "score": counts[word] * (len(ps) - 1)})
+    out.sort(key=lambda c: (-c["score"], c["word"]))
+    return out
+
+
+def extend_tokenizer(base: TokenizerInfo, words: list[str]) -> tuple[Tokenizer, str]:
+    """The base tokenizer with ``words`` added (see the module docstring); returns it and the method used."""
+    data = json.loads(base.tokenizer.to_str())
+    model = data["model"]
+    ids = [t["id"] for t in data.get("added_tokens", [])]
+    if model["type"] == "WordPiece":
+        next_id = max(list(model["vocab"].values()) + ids) + 1
+        for i, w in enumerate(words):
+            model["vocab"][w] = next_id + i
+        return Tokenizer.from_str(json.dumps(data)), "wordpiece_vocab"
+    if model["type"] == "Unigram" and max(ids + [0]) < len(model["vocab"]):
+        top = max(score for _, score in model["vocab"])
+        model["vocab"].extend([[METASPACE + w, top] for w in words])
+        return Tokenizer.from_str(json.dumps(data)), "unigram_vocab"
+    tok = Tokenizer.from_str(base.tokenizer.to_str())
+    tok.add_tokens([AddedToken(w, single_word=True, normalized=True) for w in words])
+    return tok, "added_tokens_single_word"
+
+
+def extend_model(model, new_ids: list[int], piece_ids: list[list[int]]):
+    """Resize ``model``'s embeddings and set each new row to the mean of its pieces' rows (AdaLM)."""
+    import torch
+
+    emb = model.get_input_embeddings()
+    size = max(emb.num_embeddings, max(new_ids) + 1)
+    model.resize_token_embeddings(size, mean_resizing=False)
+    emb = model.get_input_embeddings()
+    out = model.get_output_embeddings()
+    with torch.no_grad():
+        for tid, pids in zip(new_ids, piece_ids, strict=True):
+            emb.weight[tid] = emb.weight[pids].mean(dim=0)
+            if out is not None and out.weight is not emb.weight and out.weight.shape == emb.weight.shape:
+                out.weight[tid] = out.weight[pids].mean(dim=0)
+            bias = getattr(out, "bias", None) if out is not None else None
+            if bias is not None and bias.shape[0] == size:
+                bias[tid] = bias[pids].mean()
+    return model
+
+
+def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: list[dict], folder: Path) -> dict:
+    """Write the extended model + tokenizer to ``folder``; returns a summary of what was added.
+
+    Args:
+        base_ref: the base model reference (``package:...``, a folder or a hub id).
+        base_hf: the base transformers tokenizer (its special tokens and length limit are kept).
+        base: the base ``TokenizerInfo``.
+        chosen: the selected candidates (``extension_candidates`` rows).
+        folder: the output folder (created).
+    """
+    from transformers import PreTrainedTokenizerFast
+
+    from domainbert.models import load_mlm_model
+
+    words = [c["word"] for c in chosen]
+    tok, method = extend_tokenizer(base, words)
+    new_ids = [tok.token_to_id(w if method != "unigram_vocab" else METASPACE + w) for w in words]
+    piece_ids = [[base.tokenizer.token_to_id(p) for p in c["pieces"]] for c in chosen]
+    model = extend_model(load_mlm_model(base_ref), new_ids, piece_ids)
+    specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
+    hf = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=min(base_hf.model_max_length, 10**6),
+                                 **specials)
+    folder.mkdir(parents=True, exist_ok=True)
+    model.save_pretrained(str(folder))
+    hf.save_pretrained(str(folder))
+    summary = {"method": method, "num_tokens": len(words), "vocab_size": model.get_input_embeddings().num_embeddings,
+               "tokens": [{"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}
+                          for c, i in zip(chosen, new_ids, strict=True)]}
+    (folder / "extension.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
+    log.info("extended %s by %d tokens (%s) -> %s", base_ref, len(words), method, folder)
+    return summary

@@ -1,0 +1,196 @@
+"""Rendering the vocab report: report.json, report.md, report.html (self-contained) and PNG plots.
+
+The Markdown and HTML are rendered from the same list of blocks (headings, paragraphs, bullet lists,
+tables, figures), so they always say the same thing. Plots: ``overlap_curve.png`` (share of the domain and
+control vocabularies found in each reference, against vocabulary size) and ``fertility.png`` (sub-tokens per
+held-out word and words cut into 3+ pieces, per tokenizer). This module computes no figures.
+"""
+
+from __future__ import annotations
+
+import base64
+import html
+import json
+from pathlib import Path
+
+from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
+from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
+
+
+def pct(x: float) -> str:
+    return f"{100 * x:.1f}%"
+
+
+def published_comparison(p, report: dict) -> dict:
+    """A published overlap figure beside ours, with a sentence on why they differ."""
+    ov = report["overlap"].get(p.reference)
+    out = {"name": p.name, "reference": p.reference, "published_overlap": p.overlap, "published_vocab_size":
+           p.vocab_size, "published_corpus_words": p.corpus_words, "source": p.source}
+    if ov is None:
+        out["sentence"] = f"{p.name}: reference {p.reference!r} is not among this run's references."
+        return out
+    ours, ctl = ov["domain"]["domain_in_reference"], ov["control"]["domain_in_reference"]
+    words, size = report["train"]["words"], report["tokenizer"]["achieved_vocab_size"]
+    curve = report["curve"]
+    sizes, values = curve["sizes"], curve["domain"][p.reference]
+    out.update({"ours": ours, "control": ctl, "vocab_size": size, "corpus_words": words})
+    out["sentence"] = (
+        f"{p.name} reported that {pct(p.overlap)} of its {p.vocab_size:,}-token vocabulary is in {p.reference}'s; "
+        f"our domain vocabulary ({size:,} tokens) shares {pct(ours)}. The figures are not directly comparable: "
+        f"{p.name}'s vocabulary was trained on about {p.corpus_words:,.0f} words, {p.corpus_words / words:,.0f} "
+        f"times our {words:,}, and overlap moves with the amount of text and the vocabulary size (our curve "
+        f"goes from {pct(values[0])} at {sizes[0]:,} tokens to {pct(values[-1])} at {sizes[-1]:,}). A vocabulary "
+        f"of the same size trained on as much general English (the control) shares {pct(ctl)}, so the part of "
+        f"the gap due to the domain itself is {pct(ctl - ours)}.")
+    return out
+
+
+def _blocks(r: dict) -> list[tuple]:
+    rec = r["recommendation"]
+    decision = rec["decision"] + (f" (extend the vocabulary by {rec['extend_tokens']} tokens)"
+                                  if rec["decision"] == "extend" else "")
+    b: list[tuple] = [("h2", "Recommendation"), ("p", f"{decision}: {rec['summary']}."), ("ul", rec["reasons"])]
+    t = r["tokenizer"]
+    b += [("h2", "Domain tokenizer"),
+          ("p", f"{t['kind']}, {'uncased' if t['lowercase'] else 'cased'}, {t['achieved_vocab_size']:,} tokens "
+                f"(requested {t['vocab_size']:,}), trained on {r['train']['documents']:,} documents, "
+                f"{r['train']['words']:,} words ({r['train']['bytes'] / 1e6:.2f} MB) in {r['train']['train_seconds']:.1f}s. "
+                f"Control: {r['control']['words']:,} words of general text ({r['control']['documents']:,} documents).")]
+    rows = []
+    for name, ov in r["overlap"].items():
+        d, c, m = ov["domain"], ov["control"], ov["domain_matched"]
+        rows.append([name, pct(d["domain_in_reference"]), pct(c["domain_in_reference"]),
+                     pct(c["domain_in_reference"] - m["domain_in_reference"]), pct(d["reference_in_domain"]),
+                     pct(d["surface_domain_in_reference"]), f"{d['shared']:,} / {d['domain_tokens']:,}"])
+    b += [("h2", "Vocabulary overlap"),
+          ("table", ["reference", "domain in reference", "control in reference", "shift (control - domain)",
+                     "reference in domain", "surface (position ignored)", "shared / domain tokens"], rows)]
+    for p in r.get("published", []):
+        b.append(("p", p["sentence"]))
+    b.append(("img", "overlap_curve.png", "Share of the vocabulary found in each reference, by vocabulary size"))
+    crow = []
+    for name in r["curve"]["domain"]:
+        crow.append([f"{name} (domain)"] + [pct(x) for x in r["curve"]["domain"][name]])
+        crow.append([f"{name} (control)"] + [pct(x) for x in r["curve"]["control"][name]])
+    b.append(("table", ["vocabulary"] + [f"{s:,}" for s in r["curve"]["sizes"]], crow))
+    hrows = [[name, f"{h['fertility']:.3f}", pct(h["split_2plus"]), pct(h["split_3plus"]), f"{100 * h['unk_rate']:.2f}%",
+              f"{h['mean_tokens_per_document']:.1f}", f"{h['length_vs_base']:.3f}"] for name, h in r["heldout"].items()]
+    first = next(iter(r["heldout"].values()))
+    b += [("h2", "Held-out domain text"),
+          ("p", f"{first['documents']} validation documents, {first['words']:,} words (BERT pre-tokenisation)."),
+          ("table", ["tokenizer", "fertility", "2+ pieces", "3+ pieces", "UNK rate", "tokens / document",
+                     "length vs base"], hrows),
+          ("img", "fertility.png", "Sub-tokens per word and words cut into 3+ pieces, held-out domain text")]
+    b.append(("h2", "Frequent domain words the base tokenizer fragments worst"))
+    b.append(("table", ["word", "count", "pieces"],
+              [[w["word"], f"{w['count']:,}", " ".join(w["pieces"])] for w in r["fragmented_words"]["base"]]))
+    b.append(("h2", "Most frequent domain tokens missing from the base vocabulary"))
+    b.append(("table", ["token", "count"], [[m["token"], f"{m['count']:,}"] for m in r["missing_tokens"]["base"]]))
+    ext = r["extension"]
+    b.append(("h2", "Vocabulary extension"))
+    if "method" in ext:
+        b.append(("p", f"{ext['num_tokens']} tokens added ({ext['method']}) out of {ext['candidates']} candidates; "
+                       f"extended vocabulary {ext['vocab_size']:,}; new embeddings = mean of the base pieces' "
+                       f"embeddings (AdaLM). Saved in extended-model/."))
+        b.append(("table", ["token", "count", "base pieces"],
+                  [[x["word"], f"{x['count']:,}", " ".join(x["base_pieces"])] for x in ext["top"]]))
+    else:
+        b.append(("p", "Not built (disabled or no candidate)."))
+    b += [("h2", "Method"), ("pre", OVERLAP_METHOD.strip()), ("pre", RECOMMEND_METHOD.strip())]
+    return b
+
+
+def _md(title: str, blocks: list[tuple]) -> str:
+    out = [f"# {title}", ""]
+    for blk in blocks:
+        kind = blk[0]
+        if kind == "h2":
+            out += [f"## {blk[1]}", ""]
+        elif kind == "p":
+            out += [blk[1], ""]
+        elif kind == "ul":
+            out += [f"- {x}" for x in blk[1]] + [""]
+        elif kind == "pre":
+            out += ["```", blk[1], "```", ""]
+        elif kind == "img":
+            out += [f"![{blk[2]}]({blk[1]})", ""]
+        elif kind == "table":
+            cell = lambda c: str(c).replace("|", "\\|")  # noqa: E731
+            out += ["| " + " | ".join(blk[1]) + " |", "|" + "---|" * len(blk[1])]
+            out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in blk[2]] + [""]
+    return "\n".join(out)
+
+
+def _html(title: str, blocks: list[tuple], folder: Path) -> str:
+    e = html.escape
+    out = [f"<h1>{e(title)}</h1>"]
+    for blk in blocks:
+        kind = blk[0]
+        if kind == "h2":
+            out.append(f"<h2>{e(blk[1])}</h2>")
+        elif kind == "p":
+            out.append(f"<p>{e(blk[1])}</p>")
+        elif kind == "ul":
+            out.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in blk[1]) + "</ul>")
+        elif kind == "pre":
+            out.append(f"<pre>{e(blk[1])}</pre>")
+        elif kind == "img" and (folder / blk[1]).is_file():
+            data = base64.b64encode((folder / blk[1]).read_bytes()).decode("ascii")
+            out.append(f'<figure><img src="data:image/png;base64,{data}" alt="{e(blk[2])}">'
+                       f"<figcaption>{e(blk[2])}</figcaption></figure>")
+        elif kind == "table":
+            head = "".join(f"<th>{e(h)}</th>" for h in blk[1])
+            body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in blk[2])
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
+             "table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:.25em .5em}"
+             "th{background:#eef}img{max-width:100%}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em}")
+    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
+            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+
+
+def plot(report: dict, folder: Path) -> None:
+    """Write overlap_curve.png and fertility.png."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    curve = report["curve"]
+    fig, ax = plt.subplots(figsize=(7, 4.2))
+    for i, name in enumerate(curve["domain"]):
+        color = f"C{i}"
+        ax.plot(curve["sizes"], curve["domain"][name], "o-", color=color, label=f"domain vs {name}")
+        ax.plot(curve["sizes"], curve["control"][name], "s--", color=color, label=f"control vs {name}")
+    ax.set_xlabel("vocabulary size")
+    ax.set_ylabel("share of the vocabulary in the reference")
+    ax.set_title(f"{report['domain']}: vocabulary overlap by size")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    fig.savefig(folder / "overlap_curve.png", dpi=110)
+    plt.close(fig)
+
+    names = list(report["heldout"])
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    axes[0].bar(names, [report["heldout"][n]["fertility"] for n in names], color="C0")
+    axes[0].set_title("sub-tokens per word")
+    axes[1].bar(names, [report["heldout"][n]["split_3plus"] for n in names], color="C1")
+    axes[1].set_title("words cut into 3+ pieces")
+    for ax in axes:
+        ax.tick_params(axis="x", rotation=30, labelsize=8)
+    fig.suptitle(f"{report['domain']}: held-out domain text")
+    fig.tight_layout()
+    fig.savefig(folder / "fertility.png", dpi=110)
+    plt.close(fig)
+
+
+def write_report(report: dict, folder: Path) -> None:
+    """Write report.json, the plots, report.md and report.html into ``folder``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
+    plot(report, folder)
+    title = f"Vocabulary report: {report['domain']} ({report['profile']})"
+    blocks = _blocks(report)
+    (folder / "report.md").write_text(_md(title, blocks), encoding="utf-8")
+    (folder / "report.html").write_text(_html(title, blocks, folder), encoding="utf-8")

@@ -1,0 +1,236 @@
+"""The vocabulary stage: train the domain tokenizer, measure how BERT's vocabulary fits, build the extension.
+
+``run_vocab`` reads the built corpus (train split for training and counts, validation split for held-out
+figures), writes ``layout.vocab`` atomically (tokenizer/, extended-model/, report.json/.md/.html, plots) and
+skips when the folder is complete with the same fingerprint (configs, corpus and reference hashes, version).
+The curve over ``vocab.curve_sizes`` reuses one WordPiece training (a smaller vocabulary is a prefix of a
+larger one); SentencePiece kinds train once per size. Figures are computed in ``overlap``, ``fertility``,
+``extend`` and ``recommend``; this module only wires them and does not render (see ``report``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+
+from domainbert import __version__
+from domainbert.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
+from domainbert.config import DomainConfig
+from domainbert.corpus import store
+from domainbert.errors import DataError
+from domainbert.paths import RunLayout
+from domainbert.vocab import control as ctl
+from domainbert.vocab.extend import build_extended_model, extension_candidates
+from domainbert.vocab.fertility import (
+    count_words,
+    heldout_stats,
+    normalized_counts,
+    pieces,
+    token_counts,
+    token_counts_from_words,
+)
+from domainbert.vocab.overlap import ReferenceForms, comparable, info_forms
+from domainbert.vocab.recommend import recommend
+from domainbert.vocab.references import describe, load_base_tokenizer, load_reference
+from domainbert.vocab.report import published_comparison, write_report
+from domainbert.vocab.train import (
+    TextStats,
+    check_trained_size,
+    finish,
+    ordered_vocab,
+    save_tokenizer,
+    train_tokenizer,
+    truncate_wordpiece,
+)
+
+log = logging.getLogger(__name__)
+
+
+def _inputs(cfg: DomainConfig, corpus: Path) -> dict[str, str]:
+    record = read_record(corpus)
+    inputs = {"corpus": record["content_hash"] if record else content_hash(corpus)}
+    for ref in cfg.vocab.references:
+        if ref.path and Path(ref.path).is_file():
+            inputs[f"reference:{ref.name}"] = file_hash(Path(ref.path))
+    for path in ctl.control_files(cfg.vocab.control_corpus):
+        inputs[f"control:{path.name}"] = file_hash(path)
+    return inputs
+
+
+def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
+    """Run the vocabulary stage for ``cfg`` and return the report dict (also saved as report.json).
+
+    Args:
+        cfg: the domain config (``tokenizer``, ``vocab`` and ``base_model`` sections are used).
+        layout: the run folders; reads ``layout.corpus``, writes ``layout.vocab``.
+
+    Raises:
+        DataError: empty or too-small corpus, malformed reference, casing mismatch, missing control text.
+    """
+    store.shard_paths(layout.corpus, "train")  # a clear error before anything else when the corpus is missing
+    config = {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
+    inputs = _inputs(cfg, layout.corpus)
+    fp = fingerprint(config, inputs, __version__)
+    if is_complete(layout.vocab, fp):
+        log.info("vocab: skipped: up to date (%s)", layout.vocab)
+        return json.loads((layout.vocab / "report.json").read_text())
+    with atomic_output(layout.vocab, config=config, inputs=inputs, fp=fp) as tmp:
+        report = build_vocab(cfg, layout.corpus, tmp, inputs)
+    return report
+
+
+def _train(texts_fn, cfg: DomainConfig, size: int, stats: TextStats | None = None):
+    t = cfg.tokenizer
+    return train_tokenizer(texts_fn(), t.kind, size, t.lowercase, t.min_frequency, stats)
+
+
+def _vocab_at(tok, size: int, kind: str, retrain) -> list[str]:
+    """The vocabulary of ``size`` tokens: a WordPiece prefix, or a fresh training for SentencePiece kinds."""
+    if kind == "wordpiece":
+        return ordered_vocab(tok)[:size]
+    return ordered_vocab(retrain(size))
+
+
+def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None = None) -> dict:
+    """Compute every figure and write the stage's files into ``out`` (see ``run_vocab``)."""
+    t, v = cfg.tokenizer, cfg.vocab
+    started = time.perf_counter()
+    if store.count_documents(corpus, "train") == 0:
+        raise DataError("the corpus train split is empty", file=corpus / "train")
+    train_texts = lambda: store.iter_texts(corpus, "train")  # noqa: E731
+    wordpiece = t.kind == "wordpiece"
+    top = max([t.vocab_size] + list(v.curve_sizes)) if wordpiece else t.vocab_size
+
+    log.info("vocab: training the %s domain tokenizer (%d tokens)", t.kind, t.vocab_size)
+    stats = TextStats()
+    big = _train(train_texts, cfg, top, stats)
+    if stats.words < v.min_words_per_token * t.vocab_size:
+        raise DataError(f"the corpus is too small for a {t.vocab_size}-token vocabulary: {stats.words:,} train words "
+                        f"(at least {v.min_words_per_token:g} per token = {v.min_words_per_token * t.vocab_size:,.0f})",
+                        file=corpus, field="tokenizer.vocab_size")
+    check_trained_size(big, t.vocab_size, "domain tokenizer")
+    domain_tok = finish(truncate_wordpiece(big, t.vocab_size), t.kind) if wordpiece else big
+    tok_dir = out / "tokenizer"
+    with atomic_output(tok_dir, config=config_of(cfg), inputs=inputs) as tmp_tok:
+        save_tokenizer(domain_tok, t, tmp_tok)
+    domain = describe(domain_tok, "domain", source=str(tok_dir), lowercase=t.lowercase)
+
+    log.info("vocab: control vocabulary on an equal amount of general text")
+    files = ctl.control_files(v.control_corpus)
+    ctl_docs, ctl_words = ctl.count_words(ctl.iter_control_texts(files))
+    matched_words = min(stats.words, ctl_words)
+    ctl_texts = lambda: ctl.take_words(lambda: ctl.iter_control_texts(files), ctl_words, matched_words)  # noqa: E731
+    ctl_stats = TextStats()
+    control_big = _train(ctl_texts, cfg, top, ctl_stats)
+    control_tok = finish(truncate_wordpiece(control_big, t.vocab_size), t.kind) if wordpiece else control_big
+    control = describe(control_tok, "control", lowercase=t.lowercase)
+    matched = domain
+    if stats.words > ctl_words:  # more domain text than control text: compare size-matched vocabularies
+        sample = lambda: ctl.take_words(train_texts, stats.words, ctl_words)  # noqa: E731
+        m = _train(sample, cfg, t.vocab_size)
+        matched = describe(finish(truncate_wordpiece(m, t.vocab_size), t.kind) if wordpiece else m,
+                           "domain-matched", lowercase=t.lowercase)
+
+    log.info("vocab: loading references and the base tokenizer")
+    refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(v.references)]
+    base_hf, base = load_base_tokenizer(cfg.base_model.name_or_path, cfg.base_model.lowercase)
+    base.name = "base"
+    targets = [(r.name, r) for r in refs] + [("base", base)]
+    forms = {name: ReferenceForms(info) for name, info in targets}
+
+    overlap, curve = {}, {"sizes": list(v.curve_sizes), "domain": {}, "control": {}}
+    retrain_dom = lambda s: _train(train_texts, cfg, s)  # noqa: E731
+    retrain_ctl = lambda s: _train(ctl_texts, cfg, s)  # noqa: E731
+    dom_curve = {s: _vocab_at(big, s, t.kind, retrain_dom) for s in v.curve_sizes}
+    ctl_curve = {s: _vocab_at(control_big, s, t.kind, retrain_ctl) for s in v.curve_sizes}
+    style, special = domain.style, domain.special
+    dom_forms, ctl_forms = info_forms(domain), info_forms(control)
+    matched_forms = dom_forms if matched is domain else info_forms(matched)
+    dom_curve_forms = {s: comparable(dom_curve[s], style, special) for s in v.curve_sizes}
+    ctl_curve_forms = {s: comparable(ctl_curve[s], style, special) for s in v.curve_sizes}
+    for name, rf in forms.items():
+        overlap[name] = {"domain": rf.compare(dom_forms), "control": rf.compare(ctl_forms),
+                         "domain_matched": rf.compare(matched_forms)}
+        overlap[name]["overlap"] = overlap[name]["domain"]["domain_in_reference"]  # the headline (SciBERT's) figure
+        curve["domain"][name] = [rf.compare(dom_curve_forms[s], reverse=False)["domain_in_reference"]
+                                 for s in v.curve_sizes]
+        curve["control"][name] = [rf.compare(ctl_curve_forms[s], reverse=False)["domain_in_reference"]
+                                  for s in v.curve_sizes]
+    curve["achieved_sizes"] = {"domain": [len(dom_curve[s]) for s in v.curve_sizes],
+                               "control": [len(ctl_curve[s]) for s in v.curve_sizes]}
+
+    log.info("vocab: counting words and tokens of the train split")
+    words = count_words(train_texts())
+    tok_counts = (token_counts_from_words(domain.tokenizer, words) if wordpiece
+                  else token_counts(domain.tokenizer, train_texts()))
+    fragmented, missing = {}, {}
+    for name, info in targets:
+        norm = normalized_counts(words, info.tokenizer)
+        frequent = [w for w, _ in norm.most_common(5000)]
+        rows = [{"word": w, "count": norm[w], "pieces": p} for w, p in zip(frequent, pieces(info, frequent),
+                                                                         strict=True) if len(p) >= 3]
+        fragmented[name] = rows[: v.top_words]
+        miss = forms[name].missing(dom_forms)
+        miss_rows = sorted(({"token": m, "count": int(tok_counts[domain.tokenizer.token_to_id(m)])} for m in miss),
+                           key=lambda r: (-r["count"], r["token"]))
+        missing[name] = miss_rows[: v.top_words]
+
+    candidates = extension_candidates(words, base, v.extension.min_count)
+    extension: dict = {"enabled": v.extension.enabled, "candidates": len(candidates)}
+    heldout_texts = [x for _, x in zip(range(v.heldout_documents), store.iter_texts(corpus, "validation"),
+                                       strict=False)]
+    if not heldout_texts:
+        raise DataError("the corpus validation split is empty (needed for held-out figures)",
+                        file=corpus / "validation")
+    measured = [(r.name, r) for r in refs] + [("base", base), ("domain", domain)]
+    if v.extension.enabled and candidates:
+        log.info("vocab: extending the base model by %d tokens", min(v.extension.num_tokens, len(candidates)))
+        chosen = candidates[: v.extension.num_tokens]
+        with atomic_output(out / "extended-model", config=config_of(cfg), inputs=inputs) as tmp_ext:
+            summary = build_extended_model(cfg.base_model.name_or_path, base_hf, base, chosen, tmp_ext)
+        from domainbert.models import load_tokenizer
+
+        extended = describe(load_tokenizer(out / "extended-model").backend_tokenizer, "extended")
+        measured.append(("extended", extended))
+        extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
+        extension["top"] = summary["tokens"][: v.top_words]
+
+    log.info("vocab: held-out figures on %d validation documents", len(heldout_texts))
+    heldout = {name: heldout_stats(info, heldout_texts) for name, info in measured}
+    base_len = heldout["base"]["mean_tokens_per_document"]
+    for row in heldout.values():
+        row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
+
+    base_ov = overlap["base"]
+    figures = {"shift": base_ov["control"]["domain_in_reference"] - base_ov["domain_matched"]["domain_in_reference"],
+               "saving": 1 - heldout["domain"]["length_vs_base"],
+               "fertility": heldout["base"]["fertility"], "unk_rate": heldout["base"]["unk_rate"]}
+    rec = recommend(figures, candidates, stats.words, v.recommend)
+
+    report = {
+        "domain": cfg.name, "profile": cfg.profile,
+        "tokenizer": {**t.model_dump(mode="json"), "achieved_vocab_size": domain.tokenizer.get_vocab_size(),
+                      "style": domain.style},
+        "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes,
+                  "train_seconds": stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
+        "control": {"files": [str(f) for f in files], "documents_available": ctl_docs, "words_available": ctl_words,
+                    "documents": ctl_stats.documents, "words": ctl_stats.words,
+                    "domain_matched_words": matched_words if matched is not domain else stats.words},
+        "references": [{"name": i.name, "source": i.source, "style": i.style, "lowercase": i.lowercase,
+                        "vocab_size": i.tokenizer.get_vocab_size()} for _, i in targets],
+        "base_model": cfg.base_model.name_or_path,
+        "overlap": overlap, "curve": curve, "heldout": heldout,
+        "fragmented_words": fragmented, "missing_tokens": missing,
+        "extension": extension, "recommendation": rec,
+        "seconds": time.perf_counter() - started,
+    }
+    report["published"] = [published_comparison(p, report) for p in v.published]
+    write_report(report, out)
+    log.info("vocab: %s (%.1fs)", rec["decision"], report["seconds"])
+    return report
+
+
+def config_of(cfg: DomainConfig) -> dict:
+    return {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
