@@ -42,7 +42,7 @@ from domainbert.corpus.dedup import (
     lsh_params,
     near_duplicate_mask,
 )
-from domainbert.corpus.shards import INDEX, PROCESSED, iter_input_shards, process_input_shard, shard_name
+from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
 from domainbert.corpus.sources import input_fingerprint
 from domainbert.corpus.store import SPLITS, write_shard
 from domainbert.errors import DataError
@@ -104,11 +104,13 @@ def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
 def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[str, Any]]:
     """Read the sources into input shards and process them, in parallel when ``workers > 1``."""
     results: dict[int, dict[str, Any]] = {}
+    resumed = 0
     workers = cfg.corpus.workers
     with Progress(transient=True) as bar:
         task = bar.add_task(f"corpus {cfg.name}: shards", total=None)
         if workers == 1:
             for spec in iter_input_shards(cfg, work_dir, counts):
+                resumed += is_processed(work_dir, spec["index"])
                 results[spec["index"]] = process_input_shard(cfg, spec, work_dir)
                 bar.update(task, advance=1)
         else:
@@ -116,6 +118,7 @@ def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
                 futures: list[Future] = []
                 for spec in iter_input_shards(cfg, work_dir, counts):
+                    resumed += is_processed(work_dir, spec["index"])
                     fut = pool.submit(process_input_shard, cfg, spec, work_dir)
                     fut.add_done_callback(lambda _f: bar.update(task, advance=1))
                     futures.append(fut)
@@ -123,6 +126,7 @@ def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[
                 for fut in futures:
                     res = fut.result()
                     results[res["index"]] = res
+    log.info("corpus: %d input shards, %d already processed by an earlier run (resumed)", len(results), resumed)
     return [results[i] for i in sorted(results)]
 
 

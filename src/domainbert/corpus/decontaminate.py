@@ -129,6 +129,7 @@ class Decontaminator:
         self.names = [str(n) for n in data["names"]]
         self.cfg = cfg
         self.removed = {name: {"documents": 0, "sentences": 0} for name in self.names}
+        self.last: tuple[str, list[str], np.ndarray] | None = None
 
     def _hits(self, hashes: np.ndarray) -> np.ndarray:
         if len(self.grams) == 0 or len(hashes) == 0:
@@ -146,7 +147,10 @@ class Decontaminator:
         sentences = pieces[0::2]
         sent_words = [words_of(s) for s in sentences]
         bounds = np.cumsum([0] + [len(w) for w in sent_words])
-        grams = ngram_hashes(word_hashes([w for ws in sent_words for w in ws]), self.cfg.ngram)
+        words = [w for ws in sent_words for w in ws]
+        hashes = word_hashes(words)
+        self.last = (text, words, hashes)  # lets the caller reuse the word hashes of an unchanged text
+        grams = ngram_hashes(hashes, self.cfg.ngram)
         hit = self._hits(grams)
         short_hit = [self.short.get(text_hash(" ".join(ws))) if len(ws) >= MIN_SHORT_WORDS else None
                      for ws in sent_words]
@@ -166,8 +170,12 @@ class Decontaminator:
             bad = short_hit[i] is not None or covered_words[bounds[i]:bounds[i + 1]].any()
             if bad:
                 name = self.names[short_hit[i]] if short_hit[i] is not None else owner
+                owner = owner or name
                 self.removed[name]["sentences"] += 1
             elif sentence:
                 keep.append(sentence + (pieces[2 * i + 1] if 2 * i + 1 < len(pieces) else ""))
         cleaned = "".join(keep).strip()
-        return cleaned or None
+        if not cleaned:  # every sentence overlapped: the document is gone, count it as one
+            self.removed[owner]["documents"] += 1
+            return None
+        return cleaned

@@ -27,9 +27,21 @@ def words_of(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
+_CACHE: dict[str, int] = {}
+_CACHE_MAX = 200_000
+
+
+def _crc(word: str) -> int:
+    value = _CACHE[word] = zlib.crc32(word.encode())
+    return value
+
+
 def word_hashes(words: list[str]) -> np.ndarray:
-    """CRC32 of each word as uint64."""
-    return np.fromiter((zlib.crc32(w.encode()) for w in words), dtype=np.uint64, count=len(words))
+    """CRC32 of each word as uint64 (a per-process cache of frequent words skips most of the encoding)."""
+    if len(_CACHE) > _CACHE_MAX:
+        _CACHE.clear()
+    get = _CACHE.get
+    return np.fromiter(((get(w) if w in _CACHE else _crc(w)) for w in words), dtype=np.uint64, count=len(words))
 
 
 def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:

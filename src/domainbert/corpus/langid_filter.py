@@ -8,7 +8,9 @@ the same prediction several times faster, and it looks only at the first ``max_c
 
 from __future__ import annotations
 
+import os
 from collections import defaultdict
+from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
@@ -24,20 +26,56 @@ class LanguageOptions(StrictModel):
     max_chars: int = Field(2000, ge=50, description="Classify only this many leading characters.")
 
 
+def _cache_path() -> Path:
+    import langid
+
+    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "domainbert"
+    return root / f"langid-{getattr(langid, '__version__', 'model')}-tables.npz"
+
+
+def _load_tables() -> dict[str, np.ndarray]:
+    """langid's model tables; decoding its bz2+pickle model string is slow, so the arrays are cached as .npz."""
+    path = _cache_path()
+    if path.is_file():
+        try:
+            with np.load(path) as data:
+                return {k: data[k] for k in data.files}
+        except (OSError, ValueError):
+            pass
+    from langid.langid import LanguageIdentifier, model
+
+    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    states = sorted(ident.tk_output)
+    lists = [list(ident.tk_output[st]) for st in states]
+    tables = {"nextmove": np.asarray(ident.tk_nextmove, dtype=np.int64), "out_states": np.array(states, dtype=np.int64),
+              "out_offsets": np.cumsum([0] + [len(x) for x in lists]).astype(np.int64),
+              "out_indices": np.array([i for x in lists for i in x], dtype=np.int64),
+              "ptc": np.asarray(ident.nb_ptc, dtype=np.float64), "pc": np.asarray(ident.nb_pc, dtype=np.float64),
+              "classes": np.array([str(c) for c in ident.nb_classes])}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+        with open(tmp, "wb") as f:
+            np.savez(f, **tables)
+        os.replace(tmp, path)
+    except OSError:  # a read-only home only costs the slow load next time
+        pass
+    return tables
+
+
 class _Model:
     """langid.py's model tables, loaded once per process."""
 
     _instance: ClassVar[_Model | None] = None
 
     def __init__(self) -> None:
-        from langid.langid import LanguageIdentifier, model
-
-        ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
-        self.nextmove = list(np.asarray(ident.tk_nextmove).tolist())
-        self.output = {state: list(idx) for state, idx in ident.tk_output.items()}
-        self.ptc = np.asarray(ident.nb_ptc, dtype=np.float64)
-        self.pc = np.asarray(ident.nb_pc, dtype=np.float64)
-        self.classes = [str(c) for c in ident.nb_classes]
+        tables = _load_tables()
+        self.nextmove = tables["nextmove"].tolist()
+        states, offsets, indices = tables["out_states"], tables["out_offsets"], tables["out_indices"]
+        self.output = {int(st): indices[offsets[i]: offsets[i + 1]].tolist() for i, st in enumerate(states)}
+        self.ptc = tables["ptc"]
+        self.pc = tables["pc"]
+        self.classes = [str(c) for c in tables["classes"]]
 
     @classmethod
     def get(cls) -> _Model:

@@ -3,18 +3,20 @@
 A document is dropped when too much of it repeats: duplicate paragraphs or lines (by count and by
 characters), the most frequent 2-4-gram covering too many characters, or repeated 5-10-grams covering too
 many characters. Thresholds are the paper's defaults and can be changed per domain. Words are whitespace
-tokens (no language-specific word splitting).
+tokens (no language-specific word splitting); an n-gram's length is the characters of its words (datatrove
+also counts the spaces between them). N-grams are compared by 64-bit hashes (``hashing``), vectorised.
 """
 
 from __future__ import annotations
 
 import re
-from collections import Counter
 from typing import ClassVar
 
+import numpy as np
 from pydantic import Field
 
 from domainbert.corpus import filters
+from domainbert.corpus.hashing import ngram_hashes, word_hashes
 from domainbert.schema import StrictModel
 
 _PARAS = re.compile(r"\n{2,}")
@@ -43,18 +45,19 @@ def _duplicates(items: list[str]) -> tuple[int, int]:
     return count, chars
 
 
-def _ngrams(words: list[str], n: int) -> list[tuple[str, ...]]:
-    return list(zip(*(words[i:] for i in range(n)), strict=False))
+def _repeated_chars(grams: list[int], cum: list[int], n: int) -> int:
+    """Characters in n-grams seen before, skipping past each repeat (datatrove's find_all_duplicate).
 
-
-def _repeated_chars(words: list[str], n: int) -> int:
-    """Characters in n-grams seen before, skipping past each repeat (datatrove's find_all_duplicate)."""
-    seen: set[tuple[str, ...]] = set()
+    ``grams`` are the n-gram hashes by position and ``cum`` the prefix sums of word lengths, so the loop
+    touches only Python ints (several times faster than building tuples of words).
+    """
+    seen: set[int] = set()
     chars = idx = 0
-    while idx < len(words) - n + 1:
-        gram = tuple(words[idx: idx + n])
+    last = len(grams)
+    while idx < last:
+        gram = grams[idx]
         if gram in seen:
-            chars += sum(len(w) for w in gram)
+            chars += cum[idx + n] - cum[idx]
             idx += n
         else:
             seen.add(gram)
@@ -85,17 +88,30 @@ class GopherRepetition(filters.Component):
         if chars / size > o.dup_line_char_frac:
             return False, "dup_line_char_frac"
         words = text.split()
-        for n, frac in sorted(o.top_n_grams.items()):
-            grams = _ngrams(words, n)
-            if grams:
-                gram, freq = Counter(grams).most_common(1)[0]
-                if sum(len(w) for w in gram) * freq / size > frac:
-                    return False, f"top_{n}_gram"
-        # Fast path: when no n-gram of the smallest size repeats, no longer one can either.
-        smallest = min(o.dup_n_grams, default=0)
-        if smallest and len(set(_ngrams(words, smallest))) == max(len(words) - smallest + 1, 0):
+        if not words:
             return True, ""
+        hashes = word_hashes(words)
+        cum = np.concatenate([[0], np.cumsum([len(w) for w in words])])
+        for n, frac in sorted(o.top_n_grams.items()):
+            grams = ngram_hashes(hashes, n)
+            if len(grams):
+                # The most frequent n-gram (ties: the one seen first), as Counter.most_common(1) picks it.
+                uniq, first, freq = np.unique(grams, return_index=True, return_counts=True)
+                best = first[freq == freq.max()].min()
+                if (cum[best + n] - cum[best]) * freq.max() / size > frac:
+                    return False, f"top_{n}_gram"
         for n, frac in sorted(o.dup_n_grams.items()):
-            if _repeated_chars(words, n) / size > frac:
+            grams = ngram_hashes(hashes, n)
+            if not len(grams):
+                continue
+            # Upper bound first: the greedy scan can only count n-grams that occurred earlier, so when even
+            # all of those together stay under the threshold the (Python) scan is skipped.
+            _, first = np.unique(grams, return_index=True)
+            repeat = np.ones(len(grams), dtype=bool)
+            repeat[first] = False
+            starts = np.flatnonzero(repeat)
+            if (cum[starts + n] - cum[starts]).sum() / size <= frac:
+                continue
+            if _repeated_chars(grams.tolist(), cum.tolist(), n) / size > frac:
                 return False, f"duplicated_{n}_n_grams"
         return True, ""

@@ -104,10 +104,14 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
             if corpus.write_dropped:
                 dropped.append({"id": doc["id"], "source": doc["source"], "reason": reason, "text": doc["text"]})
             continue
-        words = words_of(text)
+        if decon is not None and decon.last is not None and decon.last[0] is text:
+            _, words, hashes = decon.last
+        else:
+            words = words_of(text)
+            hashes = word_hashes(words)
         kept.append({**doc, "text": text})
         keys.append(normalized_key(words, text))
-        shingles.append(hasher.shingles(word_hashes(words), text))
+        shingles.append(hasher.shingles(hashes, text))
         nwords.append(len(text.split()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)

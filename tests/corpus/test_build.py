@@ -1,0 +1,150 @@
+"""The whole corpus stage on small data: counts, determinism, resume, skip, bad input, the law sample."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import logging
+import random
+from pathlib import Path
+
+import pytest
+
+from domainbert.config import load_domain
+from domainbert.corpus.build import build_corpus, prepare, stage_fingerprint
+from domainbert.corpus.config import CorpusConfig
+from domainbert.corpus.shards import iter_input_shards, process_input_shard
+from domainbert.corpus.store import count_documents, iter_documents
+from domainbert.finetune.config import TaskConfig
+from domainbert.paths import RunLayout
+
+WORDS = ("system data program memory network compiler process file user language code object function value "
+         "server client protocol kernel thread queue cache disk register pointer array string type class method "
+         "module library interface query index table record field key hash tree graph node edge path").split()
+
+
+def _doc(rng: random.Random, n: int = 40) -> str:
+    return " ".join(rng.choice(WORDS) for _ in range(n)) + "."
+
+
+def _make_inputs(tmp_path: Path) -> dict[str, int]:
+    """Two sources with known exact duplicates, near duplicates, short docs and one eval text."""
+    rng = random.Random(7)
+    a = [_doc(rng) for _ in range(300)]
+    b = [_doc(rng) for _ in range(100)]
+    b += a[:10]  # 10 exact duplicates across sources (case and spacing differ)
+    b = b[:100] + [t.upper().replace(" ", "  ") for t in a[:10]]
+    near = [" ".join(t.split()[:-1] + ["endword."]) for t in a[10:20]]  # 10 near duplicates
+    short = ["too short"] * 5
+    eval_text = a[20]
+    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate(a))
+    (tmp_path / "b.txt").write_text("\n".join(b + near + short) + "\n")
+    task = tmp_path / "task"
+    task.mkdir()
+    for split in ("train", "validation", "test"):
+        with gzip.open(task / f"{split}.jsonl.gz", "wt") as f:
+            f.write(json.dumps({"text": eval_text if split == "test" else "other text", "label": "x"}) + "\n")
+    return {"in": 300 + 100 + 10 + 10 + 5, "exact": 10, "near": 10, "short": 5, "contaminated": 1}
+
+
+def _cfg(tmp_path: Path, **corpus_kw):
+    base = load_domain("science")
+    corpus = CorpusConfig.model_validate({
+        "sources": [{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]},
+                    {"type": "local", "name": "b", "paths": [str(tmp_path / "b.txt")], "format": "text_lines"}],
+        "filters": [{"name": "normalize_whitespace_v1"}, {"name": "min_length_v1", "options": {"min_words": 5}},
+                    {"name": "gopher_repetition_v1", "options": {"top_n_grams": {}}}],
+        "dedup": {"threshold": 0.7, "ngram": 3},
+        "decontamination": {"ngram": 8},
+        "validation_fraction": 0.1, "shard_documents": 60, "workers": 1, **corpus_kw})
+    task = TaskConfig(name="toy", type="classification", format="jsonl", path=str(tmp_path / "task"), labels=["x"])
+    return base.model_copy(update={"corpus": corpus, "finetune": base.finetune.model_copy(update={"tasks": [task]})})
+
+
+def _shard_bytes(corpus_dir: Path) -> dict[str, bytes]:
+    files = sorted(corpus_dir.glob("*/shard-*.parquet")) + [corpus_dir / "manifest.json"]
+    return {p.relative_to(corpus_dir).as_posix(): p.read_bytes() for p in files}
+
+
+def test_build_counts_outputs_and_skip(tmp_path, caplog):
+    known = _make_inputs(tmp_path)
+    layout = RunLayout(tmp_path / "run")
+    m = build_corpus(_cfg(tmp_path), layout)
+    assert m["documents_in"] == known["in"]
+    assert m["filters"]["min_length_v1"] == {"dropped": known["short"], "reasons": {"too_few_words": known["short"]}}
+    assert m["dedup"]["exact_removed"] == known["exact"]
+    assert m["dedup"]["near_removed"] == known["near"] and m["dedup"]["near_clusters"] == known["near"]
+    assert m["decontamination"]["by_task_split"]["toy/test"]["documents"] == known["contaminated"]
+    out = known["in"] - known["short"] - known["exact"] - known["near"] - known["contaminated"]
+    assert m["documents_out"] == out
+    assert count_documents(layout.corpus, "train") == m["documents"]["train"]
+    assert count_documents(layout.corpus, "validation") == m["documents"]["validation"] > 0
+    docs = list(iter_documents(layout.corpus, "train"))
+    assert len({d["id"] for d in docs}) == len(docs) and {d["source"] for d in docs} == {"a", "b"}
+    assert m["sources"]["a"]["documents_in"] == 300 and m["sources"]["b"]["documents_in"] == 125
+    assert m["estimated_tokens"]["train"] == round(m["words"]["train"] * 1.3)
+    for name in ("report.md", "report.html", "length_histogram.png", "_domainbert.json"):
+        assert (layout.corpus / name).is_file()
+    assert "exact duplicates removed" in (layout.corpus / "report.md").read_text()
+    assert not (layout.root / "corpus.work" / stage_fingerprint(_cfg(tmp_path))[:16]).exists()
+    caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
+    assert build_corpus(_cfg(tmp_path), layout) == m
+    assert "skipped: up to date" in caplog.text
+
+
+def test_deterministic_across_runs_and_worker_counts(tmp_path):
+    _make_inputs(tmp_path)
+    one = RunLayout(tmp_path / "one")
+    two = RunLayout(tmp_path / "two")
+    build_corpus(_cfg(tmp_path), one)
+    build_corpus(_cfg(tmp_path, workers=2), two)
+    assert _shard_bytes(one.corpus) == _shard_bytes(two.corpus)
+
+
+def test_resume_redoes_only_unfinished_shards(tmp_path, caplog):
+    _make_inputs(tmp_path)
+    clean = RunLayout(tmp_path / "clean")
+    build_corpus(_cfg(tmp_path), clean)
+    cfg = _cfg(tmp_path)
+    resumed = RunLayout(tmp_path / "resumed")
+    work = resumed.root / "corpus.work" / stage_fingerprint(cfg)[:16]
+    # What a build killed during its third shard leaves behind: two shards done, one half-written.
+    prepare(cfg, work)
+    specs = iter_input_shards(cfg, work, {})
+    for _ in range(2):
+        process_input_shard(cfg, next(specs), work)
+    third = next(specs)
+    (work / "processed" / "shard-00002.parquet.tmp").write_bytes(b"half a file")
+    (work / "processed" / "shard-00002.sig.npy").write_bytes(b"\x93NUMPY truncated")
+    del specs, third
+    caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
+    build_corpus(cfg, resumed)
+    assert "2 already processed" in caplog.text
+    assert _shard_bytes(resumed.corpus) == _shard_bytes(clean.corpus)
+
+
+def test_empty_after_filtering_and_malformed_counts(tmp_path):
+    _make_inputs(tmp_path)
+    with gzip.open(tmp_path / "a.jsonl.gz", "at") as f:
+        f.write("{broken\n")
+    with pytest.raises(Exception, match="a.jsonl.gz:301"):
+        build_corpus(_cfg(tmp_path), RunLayout(tmp_path / "strict"))
+    m = build_corpus(_cfg(tmp_path, max_malformed_lines=1), RunLayout(tmp_path / "lenient"))
+    assert m["malformed_lines"] == {"total": 1, "by_source": {"a": {"invalid_json": 1}}}
+    cfg = _cfg(tmp_path, max_malformed_lines=1, filters=[{"name": "min_length_v1", "options": {"min_words": 999}}])
+    with pytest.raises(Exception, match="empty after filtering"):
+        build_corpus(cfg, RunLayout(tmp_path / "empty"))
+    assert not (tmp_path / "empty" / "corpus").exists()
+
+
+def test_law_sample_contamination_is_found(tmp_path):
+    """The shipped law corpus contains the licence-category eval texts; the build must remove them."""
+    source = "[{type: local, name: scancode-licenses, paths: [../corpora/law/licenses.jsonl.gz], max_documents: 40}]"
+    cfg = load_domain("law", [f"corpus.sources={source}", "corpus.workers=1", "corpus.filters=[]",
+                              "corpus.validation_fraction=0.1"])
+    m = build_corpus(cfg, RunLayout(tmp_path / "law"))
+    by_task = m["decontamination"]["by_task_split"]
+    removed = sum(v["documents"] for v in by_task.values())
+    assert removed >= 5 and set(by_task) == {"law-license-category/test", "law-license-category/validation"}
+    assert m["documents_out"] == 40 - removed - m["dedup"]["exact_removed"] - m["dedup"]["near_removed"]

@@ -1,0 +1,85 @@
+"""MinHash, exact and near deduplication, and decontamination on small data."""
+
+from __future__ import annotations
+
+import gzip
+import json
+
+import numpy as np
+
+from domainbert.corpus.config import DecontaminationConfig, DedupConfig
+from domainbert.corpus.decontaminate import Decontaminator, build_index, read_conll_sentences
+from domainbert.corpus.dedup import SignatureStore, exact_first_mask, near_duplicate_mask
+from domainbert.corpus.hashing import MinHasher, word_hashes, words_of
+from domainbert.finetune.config import TaskConfig
+
+BASE = ("the parser reads tokens from the lexer and builds an abstract syntax tree that the type checker then "
+        "walks to assign a type to every expression before code generation begins")
+
+
+def test_minhash_estimates_jaccard():
+    hasher = MinHasher(256, 3)
+    a = words_of(BASE)
+    b = words_of(BASE.replace("type checker", "name resolver"))
+    sa, sb = (hasher.shingles(word_hashes(w), "") for w in (a, b))
+    true = len(np.intersect1d(sa, sb)) / len(np.union1d(sa, sb))
+    sig = hasher.signatures([sa, sb], chunk=7)  # several chunks: must not change the result
+    assert np.array_equal(sig, hasher.signatures([sa, sb]))
+    assert abs((sig[0] == sig[1]).mean() - true) < 0.1
+
+
+def test_exact_first_mask():
+    assert exact_first_mask(np.array([5, 3, 5, 3, 9], dtype=np.uint64)).tolist() == [True, True, False, False, True]
+
+
+def test_near_duplicates_across_shards(tmp_path):
+    cfg = DedupConfig(threshold=0.7, num_perm=128, ngram=3)
+    hasher = MinHasher(cfg.num_perm, cfg.ngram)
+    other = "completely different text about tax law and the rules on interest payments by small companies today"
+    shard_texts = [[BASE, other], [BASE.replace("begins", "starts"), BASE + " quickly"], [other.upper() + " x y"]]
+    paths = []
+    for i, texts in enumerate(shard_texts):
+        sig = hasher.signatures([hasher.shingles(word_hashes(words_of(t)), t) for t in texts])
+        paths.append(tmp_path / f"{i}.npy")
+        np.save(paths[-1], sig)
+    store = SignatureStore(paths)
+    keep, clusters = near_duplicate_mask(store, np.ones(len(store), dtype=bool), cfg)
+    assert keep.tolist() == [True, True, False, False, False]
+    assert clusters == 2
+    keep, _ = near_duplicate_mask(store, np.array([False, True, True, True, True]), cfg)
+    assert keep.tolist() == [False, True, True, False, False]  # the first eligible doc of a cluster stays
+
+
+def _task(tmp_path):
+    folder = tmp_path / "task"
+    folder.mkdir()
+    rows = {"test": [{"text": BASE, "label": "a"}], "validation": [{"text": "Interest rates rose sharply.", "label": "b"}],
+            "train": [{"text": "train text is never indexed at all, not even a little bit here", "label": "a"}]}
+    for split, recs in rows.items():
+        with gzip.open(folder / f"{split}.jsonl.gz", "wt") as f:
+            f.writelines(json.dumps(r) + "\n" for r in recs)
+    return TaskConfig(name="t", type="classification", format="jsonl", path=str(folder), labels=["a", "b"])
+
+
+def test_decontamination_rule(tmp_path):
+    cfg = DecontaminationConfig(ngram=8, max_overlap=0.5)
+    summary = build_index([_task(tmp_path)], cfg, tmp_path / "index.npz")
+    assert summary["t/test"]["texts"] == 1 and summary["t/validation"]["short_texts"] == 1
+    dec = Decontaminator(tmp_path / "index.npz", cfg)
+    assert dec.check(BASE.upper() + "!") is None  # whole document overlaps: removed
+    clean = "A new paragraph on graph colouring for register allocation in optimising compilers, at length."
+    mixed = f"{clean}\n{BASE}. {clean} Interest rates rose sharply! More words follow about compilers and linkers."
+    # under half of its 8-grams hit: only the overlapping and the short-eval sentences are cut
+    assert dec.check(mixed) == f"{clean}\n{clean} More words follow about compilers and linkers."
+    long_clean = " ".join([clean] * 6)
+    kept = dec.check(f"{long_clean}\n{BASE}.\nInterest rates rose sharply!\nThe end of the story is here.")
+    assert kept == f"{long_clean}\nThe end of the story is here."
+    assert dec.check("train text is never indexed at all, not even a little bit here") is not None
+    assert dec.removed["t/test"]["documents"] >= 1
+    assert dec.removed["t/test"]["sentences"] >= 1 and dec.removed["t/validation"]["sentences"] >= 1
+
+
+def test_conll_reader(tmp_path):
+    path = tmp_path / "test.conll"
+    path.write_text("-DOCSTART-\tO\n\nThe\tO\nlexer\tB-TERM\n\nWorks\tO\n")
+    assert read_conll_sentences(path) == ["The lexer", "Works"]

@@ -1,0 +1,89 @@
+"""Cleaning and filter components: registry, option validation and each component's behaviour."""
+
+from __future__ import annotations
+
+import pytest
+from langid.langid import LanguageIdentifier, model
+
+from domainbert.corpus.config import FilterSpec
+from domainbert.corpus.filters import available, build_pipeline, create
+from domainbert.corpus.langid_filter import _Model
+from domainbert.errors import ConfigError
+
+
+def comp(name, **options):
+    return create(FilterSpec(name=name, options=options))
+
+
+def test_registry_names_and_errors():
+    names = available()
+    for name in ["unicode_normalize_v1", "strip_control_chars_v1", "normalize_whitespace_v1", "min_length_v1",
+                 "max_length_v1", "gopher_repetition_v1", "symbol_ratio_v1", "language_id_v1",
+                 "tweet_normalize_v1", "strip_boilerplate_v1"]:
+        assert name in names
+    with pytest.raises(ConfigError, match="valid names: .*min_length_v1"):
+        comp("min_length_v9")
+    with pytest.raises(ConfigError) as err:
+        build_pipeline([FilterSpec(name="min_length_v1", options={"min_wrds": 3})])
+    assert "corpus.filters[0].options.min_wrds" in str(err.value)
+    with pytest.raises(ConfigError, match="form"):
+        comp("unicode_normalize_v1", form="NFX")
+
+
+def test_transforms():
+    assert comp("unicode_normalize_v1", form="NFKC").transform("\ufb01le \u2460") == "file 1"
+    assert comp("strip_control_chars_v1").transform("a\x00b\u200bc\r\nd\te") == "abc\nd\te"
+    ws = comp("normalize_whitespace_v1")
+    assert ws.transform("  a \t b  \n\n\n\n c  ") == "a b\n\nc"
+    assert comp("normalize_whitespace_v1", keep_newlines=False).transform("a\n\nb") == "a b"
+    tweet = comp("tweet_normalize_v1")
+    assert tweet.transform("@bob see https://t.co/x1 and www.a.com, mail me@x.org") == \
+        "@user see http and http mail me@x.org"
+    header = "# Copyright (c) 2020 Foo\n# SPDX-License-Identifier: MIT\n\nimport os\nprint(1)"
+    assert comp("strip_boilerplate_v1").transform(header) == "import os\nprint(1)"
+
+
+def test_length_and_symbol_filters():
+    ml = comp("min_length_v1", min_words=3, min_chars=5)
+    assert ml.filter("one two three") == (True, "")
+    assert ml.filter("one two") == (False, "too_few_words")
+    assert ml.filter("a b") == (False, "too_few_chars")
+    mx = comp("max_length_v1", max_words=2)
+    assert mx.filter("a b c") == (False, "too_many_words")
+    sr = comp("symbol_ratio_v1", max_ratio=0.2)
+    assert sr.filter("#a #b #c words") == (False, "symbol_ratio")
+    assert sr.filter("#a and some more plain words here") == (True, "")
+
+
+def test_gopher_repetition():
+    gopher = comp("gopher_repetition_v1")
+    prose = ("The compiler translates source code into machine code. A linker then combines object files "
+             "into an executable, resolving symbols between them and laying out sections in memory.")
+    assert gopher.filter(prose) == (True, "")
+    assert gopher.filter("buy now\n" * 10) == (False, "dup_line_frac")
+    assert gopher.filter(" ".join(["spam eggs"] * 30)) == (False, "top_2_gram")
+    repeated = prose + " " + " ".join(f"w{i}" for i in range(40)) + " " + prose
+    assert gopher.filter(repeated)[1].startswith("duplicated_")
+
+
+def test_language_id_matches_langid_and_filters():
+    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    for text in ["The court held that the licence was void.", "Der Vertrag ist nichtig und ungültig.",
+                 "El contrato es nulo.", "!!"]:
+        lang, prob = _Model.get().classify(text)
+        ref_lang, ref_prob = ident.classify(text)
+        assert lang == ref_lang and prob == pytest.approx(ref_prob, abs=1e-9)
+    lid = comp("language_id_v1", languages=["en"], min_confidence=0.5)
+    assert lid.filter("The court held that the licence was void.") == (True, "")
+    assert lid.filter("Der Vertrag ist nichtig und ungültig, sagte das Gericht.") == (False, "language_de")
+
+
+def test_pipeline_counts_drops_by_reason():
+    pipe = build_pipeline([FilterSpec(name="normalize_whitespace_v1"),
+                           FilterSpec(name="min_length_v1", options={"min_words": 2})])
+    results = [pipe.apply(t) for t in ["  hello   world ", "one", "   ", "two words"]]
+    assert results[0] == ("hello world", None)
+    assert results[1] == (None, "min_length_v1:too_few_words")
+    assert results[2] == (None, "normalize_whitespace_v1:empty_after_transform")
+    assert pipe.dropped == {"normalize_whitespace_v1": {"empty_after_transform": 1},
+                            "min_length_v1": {"too_few_words": 1}}
