@@ -79,7 +79,7 @@ def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out
     doc = Document(f"domainbert report: {cfg.name}", [
         intro,
         sections.summary_section(scores, comparisons),
-        sections.corpus_section(arts, layout.corpus, out_dir),
+        sections.corpus_section(arts, layout.corpus, out_dir, [f.name for f in cfg.corpus.filters]),
         vocab_section(arts, layout.vocab, out_dir),
         sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
         sections.compute_section(arts),

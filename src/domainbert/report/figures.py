@@ -21,6 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
+from matplotlib.ticker import NullFormatter  # noqa: E402
 
 DPI = 110
 
@@ -95,11 +96,16 @@ def perplexity_curves(metrics: dict[str, list[dict[str, Any]]], out_dir: Path,
         for arm, pts in data[key].items():
             if pts:
                 ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=arm)
-        ax.set_yscale("log")
+        values = [p[1] for pts in data[key].values() for p in pts]
+        if min(values) > 0 and max(values) / min(values) > 10:
+            ax.set_yscale("log")
+            ax.yaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks cost seconds and clutter
+            ax.set_ylabel("MLM perplexity (log scale)")
+        else:
+            ax.set_ylabel("MLM perplexity")
         ax.set_xlabel("optimizer step")
-        ax.set_ylabel("MLM perplexity (log scale)")
         ax.set_title(title)
-        ax.grid(alpha=0.3, which="both")
+        ax.grid(alpha=0.3)
         ax.legend()
     return _save(fig, out_dir, name)
 

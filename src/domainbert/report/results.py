@@ -24,26 +24,30 @@ METRIC_LABEL = {"f1": "F1", "macro_f1": "macro-F1", "accuracy": "accuracy", "pre
 # Head-to-head pairs beyond "each against base": (better-if-positive, reference).
 ARM_PAIRS = [("continued", "scratch"), ("extended", "continued")]
 
-# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", ...}; see default_compare_fn.
+# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value"};
+# default_compare_fn wraps stats.compare_models (seeds paired by value, test examples resampled).
 CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], dict[str, Any]]
 
 
 def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
     """The paired bootstrap of ``domainbert.finetune.stats`` with the run's compare settings."""
-    from domainbert.finetune import stats
 
     def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-        return stats.compare_models(results_a, results_b, metric=metric, samples=samples,
-                                    confidence=confidence, seed=seed)
+        from domainbert.finetune import stats  # imported on use: a report without results needs no stats
+
+        out = stats.compare_models(results_a, results_b, n_samples=samples, confidence=confidence, seed=seed,
+                                   metric=metric)
+        return {**out, "ci_low": out["low"], "ci_high": out["high"], "n_seeds": len(out["seeds"])}
 
     return compare
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
+    """Mean and sample standard deviation (0.0 for one value), as ``domainbert.finetune.stats`` computes them."""
     from domainbert.finetune import stats
 
-    mean, std = stats.mean_std(values)
-    return float(mean), float(std)
+    out = stats.mean_std(values)
+    return float(out["mean"]), float(out["std"])
 
 
 def primary_metric(result: dict[str, Any]) -> str:
@@ -142,5 +146,6 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
                                 "diff": diff, "ci_low": low, "ci_high": high, "confidence": confidence,
                                 "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
                                                                        len(by_model[model_b])))),
+                                "p_value": stat.get("p_value"),
                                 "verdict": verdict(diff, low, high)})
     return scores, comparisons

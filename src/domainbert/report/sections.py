@@ -39,6 +39,17 @@ def not_run(title: str, path: Path, root: Path, stage: str) -> Section:
     return Section(title).add(f"Not run: {rel} was not found. Run `domainbert {stage}` and re-render the report.")
 
 
+# Artifacts are saved with sorted keys; tables read better with counts in pipeline order.
+PREFERRED_ORDER = ["documents_in", "documents", "words", "bytes", "estimated_tokens",
+                   "exact_removed", "near_removed", "near_clusters"]
+
+
+def ordered(keys: list[str]) -> list[str]:
+    """``keys`` with the PREFERRED_ORDER ones first (in that order), the rest as given."""
+    known = [k for k in PREFERRED_ORDER if k in keys]
+    return known + [k for k in keys if k not in known]
+
+
 def stat_table(mapping: dict[str, Any], first: str, caption: str | None = None) -> Table | None:
     """Rows from ``{name: {stat: number}}``; columns are the union of scalar stats in first-seen order."""
     rows = {k: v for k, v in mapping.items() if isinstance(v, dict)}
@@ -47,6 +58,7 @@ def stat_table(mapping: dict[str, Any], first: str, caption: str | None = None) 
     cols: list[str] = []
     for stats in rows.values():
         cols += [k for k, v in stats.items() if not isinstance(v, (dict, list)) and k not in cols]
+    cols = ordered(cols)
     return Table([first, *(c.replace("_", " ") for c in cols)],
                  [[name, *(fmt(stats.get(c)) for c in cols)] for name, stats in rows.items()], caption)
 
@@ -65,8 +77,9 @@ def flat_pairs(mapping: dict[str, Any], prefix: str = "") -> list[list[str]]:
     return out
 
 
-def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path) -> Section:
-    """Corpus size per split and source, filter drops, deduplication and decontamination counts."""
+def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path, filter_order: list[str]) -> Section:
+    """Corpus size per split and source, filter drops (in ``filter_order``, the config's), deduplication and
+    decontamination counts, and the corpus stage's plots."""
     title = "Corpus"
     m = arts.manifest
     if m is None:
@@ -79,7 +92,9 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path) -> Secti
     filters = m.get("filters") or {}
     if filters:
         rows = []
-        for name, info in filters.items():
+        names = [f for f in filter_order if f in filters] + [f for f in filters if f not in filter_order]
+        for name in names:
+            info = filters[name]
             reasons = (info.get("reasons") or {}) if isinstance(info, dict) else {}
             top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3] if isinstance(reasons, dict) else []
             rows.append([name, fmt(info.get("dropped") if isinstance(info, dict) else info),
@@ -87,6 +102,7 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path) -> Secti
         sec.add(Table(["filter", "dropped", "top reasons"], rows, "Documents dropped by each filter, in order"))
     dedup = m.get("dedup")
     if isinstance(dedup, dict) and dedup:
+        dedup = {k: dedup[k] for k in ordered(list(dedup))}
         sec.add(Table(["deduplication", "value"], flat_pairs(dedup), "Exact and near-duplicate removal"))
     sec.add(*decontamination_blocks(m.get("decontamination")))
     for plot in arts.corpus_plots:
@@ -194,10 +210,11 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                        "diff vs base", f"{level}% CI", "verdict"], rows,
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
-        rows = [[f"{c['model']} vs {c['reference']}", c["task"], signed_points(c["diff"]),
-                 ci_text(c).split(" CI ")[1], c["verdict"]] for c in comparisons]
+        rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
+                 ci_text(c).split(" CI ")[1], fmt(c.get("p_value"), 3), c["verdict"]] for c in comparisons]
         level = round(100 * comparisons[0]["confidence"])
-        sec.add(Table(["comparison", "task", "difference (points)", f"{level}% CI", "verdict"], rows,
+        sec.add(Table(["comparison", "task", "paired seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
+                       "verdict"], rows,
                       f"Paired bootstrap over test examples ({bootstrap_samples} resamples); "
                       + _n_comparisons(comparisons)))
     if name := figures.score_bars(scores, out_dir):

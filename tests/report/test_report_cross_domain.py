@@ -1,0 +1,66 @@
+"""The cross-domain page puts several runs side by side, from their artifacts alone."""
+
+from __future__ import annotations
+
+import re
+import statistics
+from pathlib import Path
+
+from report_fixtures import write_cls_result, write_corpus, write_pretrain
+
+from domainbert.finetune.config import CompareConfig
+from domainbert.paths import RunLayout
+from domainbert.report.compare import render_report
+from domainbert.report.cross_domain import render_cross_domain
+
+LAW_TASK = "law-license-category"
+
+
+def _law_run(root: Path) -> list[float]:
+    write_corpus(root)
+    write_pretrain(root, "continued", 25.0, 9.5)
+    wrong = {"base": [30, 28, 29], "continued": [29, 30, 28]}  # no real difference
+    for model, per_seed in wrong.items():
+        for seed, w in zip((1, 2, 3), per_seed, strict=True):
+            write_cls_result(root, model, LAW_TASK, seed, w)
+    return [(60 - w) / 60 for w in wrong["continued"]]
+
+
+def test_cross_domain_page_over_three_runs(science_run: Path, tmp_path: Path) -> None:
+    law = tmp_path / "runs" / "law"
+    law_continued = _law_run(law)
+    tweets = tmp_path / "runs" / "tweets"
+    write_corpus(tweets)  # only the corpus stage ran
+    out = tmp_path / "runs" / "cross-domain"
+    compare = CompareConfig(bootstrap_samples=200)
+
+    path = render_cross_domain({"science": science_run, "law": law, "tweets": tweets}, out, compare=compare)
+    assert path == out / "report.html"
+    md = (out / "report.md").read_text()
+    html = path.read_text()
+
+    assert f"| law | {LAW_TASK} | continued | 3 | {100 * statistics.mean(law_continued):.1f} | " in md
+    assert f"continued did not differ significantly from base on {LAW_TASK}" in md
+    assert "continued beat base on science-terms-ner" in md
+    assert "tweets: no fine-tuning results (not run)." in md
+    assert "| tweets | not run | - | - | - |" in md  # no pretraining in that run
+    assert "| science | 1,234 | 71,234 | extend (by 412 tokens) | 61.3% (bert-base-uncased) |" in md
+    assert "| law | 1,234 | 71,234 | not run | - |" in md
+    # Links to the per-domain pages, relative to the cross-domain folder.
+    assert "science: ../science/report/report.html (not rendered yet)" in md
+    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 1
+    assert (out / "cross_domain_scores.png").is_file()
+
+
+def test_cross_domain_links_rendered_reports_and_rerenders_on_change(science_run: Path, tmp_path: Path) -> None:
+    from domainbert.config import load_domain
+
+    render_report(load_domain("science", ["compare.bootstrap_samples=200"]), RunLayout(science_run))
+    out = tmp_path / "cross"
+    render_cross_domain({"science": science_run}, out, compare=CompareConfig(bootstrap_samples=200))
+    md = (out / "report.md").read_text()
+    assert f"science: {Path('..') / 'runs' / 'science' / 'report' / 'report.html'}" in md
+    assert "(not rendered yet)" not in md
+    write_cls_result(science_run, "base", LAW_TASK, 1, 5)  # a new result: the page is rendered again
+    render_cross_domain({"science": science_run}, out, compare=CompareConfig(bootstrap_samples=200))
+    assert f"| science | {LAW_TASK} | base | 1 | 91.7 | " in (out / "report.md").read_text()
