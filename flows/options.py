@@ -50,7 +50,8 @@ class ExecutionOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     result_storage: str | None = Field(
-        None, description="Folder or fsspec URL (s3://bucket/prefix) for task results; default <out>/.prefect/results.")
+        None, description="Folder, fsspec URL (s3://bucket/prefix) or block:<slug>/<name> for task results; "
+                          "default <out>/.prefect/results.")
     retries: int = Field(2, ge=0, description="Retries of I/O-bound tasks (with exponential backoff).")
     retry_delay_seconds: float = Field(10, ge=0, description="First retry delay; doubles on each retry.")
     pretrain_retries: int = Field(3, ge=0, description="Retries of a pretraining arm; each resumes from its last checkpoint.")

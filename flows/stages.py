@@ -17,6 +17,9 @@ from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.tasks import (
     configured,
+    corpus_merge_task,
+    corpus_shard_task,
+    corpus_split_task,
     corpus_task,
     finetune_task,
     models_task,
@@ -37,8 +40,13 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
 
         if opts.dask_address:
             return DaskTaskRunner(address=opts.dask_address)
+        # Worker processes must reach the same Prefect API (with the embedded API there is no PREFECT_API_URL
+        # in the environment, and each worker would start an API of its own).
+        from prefect.client.orchestration import get_client
+
+        env = {"PREFECT_API_URL": str(get_client(sync_client=True).api_url).rstrip("/")}
         return DaskTaskRunner(cluster_kwargs={"n_workers": opts.dask_local_workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None})
+                                              "processes": True, "dashboard_address": None, "env": env})
     return ThreadPoolTaskRunner(max_workers=threads or os.cpu_count() or 1)
 
 
@@ -52,9 +60,29 @@ def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
 
 @flow(name="domainbert-corpus", log_prints=True)
 def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
-    """Build the domain corpus and publish its statistics report."""
+    """Build the domain corpus, one Prefect task per input shard, and publish its statistics report.
+
+    A corpus that is already complete for these inputs is a cache hit of the ``corpus`` task. Otherwise the
+    sources are cut into input shards, each shard is processed by its own task (in parallel on the task
+    runner: threads locally, Dask workers on a cluster; a shard done by an earlier attempt is skipped), and
+    a merge task deduplicates across shards and writes the corpus atomically.
+    """
     spec, cfg, layout = _prepare(spec)
-    manifest = configured(corpus_task, execution, layout.root)(spec)
+    from domainbert.artifacts import is_complete
+    from domainbert.corpus.build import stage_fingerprint
+
+    if is_complete(layout.corpus, stage_fingerprint(cfg)):
+        manifest = configured(corpus_task, execution, layout.root)(spec)
+    else:
+        plan = configured(corpus_split_task, execution, layout.root)(spec)
+        shard = configured(corpus_shard_task, execution, layout.root)
+        get_run_logger().info("corpus: %d input shard(s) in %s", len(plan["shards"]), plan["work_dir"])
+        with task_runner(execution, threads=cfg.corpus.workers) as runner:
+            futures = [runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]})
+                       for s in plan["shards"]]
+            stats = [f.result() for f in futures]
+        manifest = configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats,
+                                                                         plan["counts"])
     publish_markdown_file(layout.corpus / "report.md", artifact_key(cfg.name, "corpus"),
                           f"Corpus statistics for {cfg.name}")
     return manifest

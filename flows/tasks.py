@@ -19,7 +19,7 @@ from domainbert.flows import caching
 from domainbert.flows.launch import LAUNCH_LOG, follow_log
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from prefect import get_run_logger, task
-from prefect.filesystems import LocalFileSystem, RemoteFileSystem, WritableFileSystem
+from prefect.filesystems import RemoteFileSystem
 from prefect.tasks import exponential_backoff
 
 from domainbert.errors import DomainbertError
@@ -34,12 +34,19 @@ def _retry_unless_user_error(_task: Any, _task_run: Any, state: Any) -> bool:
     return not isinstance(exc, DomainbertError)
 
 
-def result_storage(opts: ExecutionOptions, root: Path) -> WritableFileSystem:
-    """Where task results go: a local folder (default ``<run>/.prefect/results``) or any fsspec URL."""
+def result_storage(opts: ExecutionOptions, root: Path) -> Path | str:
+    """Where task results go: a local folder (default ``<run>/.prefect/results``), an fsspec URL (saved once
+    as a ``remote-file-system`` block named after the URL) or ``block:<type-slug>/<name>`` of a saved block."""
     url = opts.result_storage or str(root / ".prefect" / "results")
+    if url.startswith("block:"):
+        return url.removeprefix("block:")
     if "://" in url and not url.startswith("file://"):
-        return RemoteFileSystem(basepath=url)
-    return LocalFileSystem(basepath=str(Path(url.removeprefix("file://")).resolve()))
+        import hashlib
+
+        name = "domainbert-" + hashlib.sha256(url.encode()).hexdigest()[:12]
+        RemoteFileSystem(basepath=url).save(name, overwrite=True)
+        return f"remote-file-system/{name}"
+    return Path(url.removeprefix("file://")).resolve()
 
 
 def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None) -> Any:
@@ -87,6 +94,56 @@ def corpus_task(spec: RunSpec) -> dict:
     cfg = spec.config()
     with stage_logs_to_prefect():
         return build_corpus(cfg, spec.layout(cfg))
+
+
+def corpus_work_dir(spec: RunSpec) -> Path:
+    """The corpus build's resumable work folder (the same one ``build_corpus`` uses)."""
+    from domainbert.corpus.build import stage_fingerprint
+
+    cfg = spec.config()
+    return spec.layout(cfg).root / "corpus.work" / stage_fingerprint(cfg)[:16]
+
+
+@task(name="corpus-split", **COMMON)
+def corpus_split_task(spec: RunSpec) -> dict:
+    """Index the evaluation texts and cut the sources into input shards; returns the shard specs and counts."""
+    from domainbert.corpus.build import prepare
+    from domainbert.corpus.shards import iter_input_shards
+
+    cfg = spec.config()
+    work_dir = corpus_work_dir(spec)
+    work_dir.mkdir(parents=True, exist_ok=True)
+    with stage_logs_to_prefect():
+        prepare(cfg, work_dir)
+        counts: dict[str, Any] = {}
+        shards = list(iter_input_shards(cfg, work_dir, counts))
+    return {"work_dir": str(work_dir), "shards": shards, "counts": counts}
+
+
+@task(name="corpus-shard", **COMMON)
+def corpus_shard_task(spec: RunSpec, shard: dict, work_dir: str) -> dict:
+    """Clean, filter, decontaminate and hash one input shard (skipped when already processed)."""
+    from domainbert.corpus.shards import process_input_shard
+
+    return process_input_shard(spec.config(), shard, Path(work_dir))
+
+
+@task(name="corpus-merge", **COMMON)
+def corpus_merge_task(spec: RunSpec, work_dir: str, stats: list[dict], counts: dict) -> dict:
+    """Deduplicate across shards, split and write the corpus atomically; returns the manifest."""
+    import shutil
+
+    from domainbert.artifacts import atomic_output
+    from domainbert.corpus.build import merge, stage_fingerprint
+
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    stats = sorted(stats, key=lambda s: int(s["index"]))
+    with stage_logs_to_prefect(), atomic_output(layout.corpus, config=cfg.corpus.model_dump(mode="json"),
+                                                fp=stage_fingerprint(cfg)) as tmp:
+        manifest = merge(cfg, Path(work_dir), tmp, stats, counts)
+    shutil.rmtree(work_dir, ignore_errors=True)
+    return manifest
 
 
 @task(name="vocab", cache_key_fn=caching.vocab_key, tags=["cpu"], **COMMON)
@@ -147,6 +204,7 @@ def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str
 def report_task(spec: RunSpec) -> str:
     """Render report.html and publish the report and results table as Prefect artifacts."""
     from domainbert.flows.publish import publish_report
+
     from domainbert.report.compare import render_report
 
     cfg = spec.config()
