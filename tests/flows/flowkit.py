@@ -1,0 +1,227 @@
+"""Helpers of the flow tests: a tiny domain (small corpus, tiny base model) and the services of the real
+server test (a PostgreSQL cluster in a temp folder, ``prefect server start``, a process worker).
+
+Every process a fixture starts runs in its own session and is stopped by its process-group id, on success
+and on failure. Ports are free ports on 127.0.0.1; PREFECT_HOME is under tmp_path.
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+CORPORA = REPO / "corpora"
+PREFECT = str(Path(sys.executable).with_name("prefect"))
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def stop_group(proc: subprocess.Popen, timeout: float = 20) -> None:
+    """SIGTERM the process group of ``proc`` (started with start_new_session), SIGKILL it if it lingers."""
+    if proc.poll() is not None:
+        return
+    for sig, wait in ((signal.SIGTERM, timeout), (signal.SIGKILL, 10)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue
+
+
+def base_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
+    env = {**os.environ, "PREFECT_HOME": str(prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
+           "DO_NOT_TRACK": "1", "PREFECT_LOGGING_EXTRA_LOGGERS": "domainbert", "DOMAINBERT_HOME": str(REPO),
+           "PREFECT_CLI_PROMPT": "false"}
+    env.pop("PREFECT_API_URL", None)
+    if api_url:
+        env["PREFECT_API_URL"] = api_url
+    return env
+
+
+# --- tiny domain ---------------------------------------------------------------------------------------
+
+TINY_YAML = """\
+name: tiny
+description: A tiny science domain for flow tests.
+language: [en]
+corpus:
+  filters:
+    - name: normalize_whitespace_v1
+    - name: min_length_v1
+      options: {{min_words: 5}}
+  dedup: {{exact: true, near: true, threshold: 0.8, num_perm: 32, ngram: 3}}
+  decontamination: {{enabled: true, ngram: 8, splits: [validation, test]}}
+  validation_fraction: 0.1
+  shard_documents: 100
+tokenizer: {{kind: wordpiece, vocab_size: 800, lowercase: true}}
+vocab:
+  references:
+    - {{name: bert-base-uncased, path: {corpora}/vocab/bert-base-uncased-vocab.txt}}
+  curve_sizes: [400, 800]
+  control_corpus: [{corpora}/general/wordnet-glosses-01.jsonl.gz]
+  extension: {{enabled: true, num_tokens: 30}}
+base_model: {{name_or_path: {base_model}, lowercase: true}}
+pretrain:
+  arms: [continued]
+  budget_tokens: 4096
+  max_steps: 2
+  seq_len: 32
+  batch_size: 4
+  checkpoint_every: 1
+  eval_documents: 8
+  general_eval_corpus: [{corpora}/general/wordnet-glosses-01.jsonl.gz]
+finetune:
+  tasks:
+    - name: terms-ner
+      type: ner
+      format: conll
+      path: {corpora}/tasks/science-terms-ner
+      labels: [O, B-TERM, I-TERM]
+      tag_scheme: IOB2
+      max_train_examples: 24
+      max_eval_examples: 12
+  seeds: [1]
+  epochs: 1
+  batch_size: 8
+  max_length: 32
+compare: {{bootstrap_samples: 100}}
+profiles:
+  offline:
+    corpus:
+      sources:
+        - {{type: local, name: foldoc, paths: [{corpora}/science/foldoc.jsonl.gz], format: jsonl, max_documents: 300}}
+"""
+
+
+def make_tiny_model(folder: Path) -> Path:
+    """A 2-layer, hidden-128 BERT with BERT's uncased vocabulary (an offline stand-in for a hub model)."""
+    from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
+
+    if (folder / "config.json").is_file():
+        return folder
+    tok = BertTokenizerFast(vocab_file=str(CORPORA / "vocab" / "bert-base-uncased-vocab.txt"), do_lower_case=True)
+    config = BertConfig(vocab_size=tok.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=256, max_position_embeddings=128)
+    BertForMaskedLM(config).save_pretrained(folder)
+    tok.save_pretrained(folder)
+    return folder
+
+
+# --- PostgreSQL, Prefect server, worker -----------------------------------------------------------------
+
+def pg_bin(name: str) -> str | None:
+    """A PostgreSQL server binary: Debian keeps them in /usr/lib/postgresql/<version>/bin."""
+    found = sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), key=lambda p: int(p.split("/")[4]))
+    return found[-1] if found else shutil.which(name)
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    # PostgreSQL refuses to run as root; as root, run it as the Debian package's postgres user.
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+@contextmanager
+def postgres_cluster() -> Iterator[str]:
+    """A throwaway PostgreSQL cluster on 127.0.0.1 with database ``prefect``; yields its SQLAlchemy URL."""
+    initdb, pg_ctl = pg_bin("initdb"), pg_bin("pg_ctl")
+    if not initdb or not pg_ctl:
+        msg = "PostgreSQL is not installed (run scripts/ci_services.sh)"
+        if os.environ.get("CI"):
+            pytest.fail(msg)
+        pytest.skip(msg)
+    # Not under tmp_path: pytest's folders are private to root, and the server runs as postgres.
+    data = Path(tempfile.mkdtemp(prefix="domainbert-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(data, "postgres", "postgres")
+    port = free_port()
+    log = data / "server.log"
+    try:
+        subprocess.run(_as_postgres([initdb, "-D", str(data / "db"), "-U", "postgres", "--auth=trust", "-E", "UTF8"]),
+                       check=True, capture_output=True)
+        opts = f"-c listen_addresses=127.0.0.1 -p {port} -k {data} -c fsync=off"
+        subprocess.run(_as_postgres([pg_ctl, "-D", str(data / "db"), "-o", opts, "-l", str(log), "-w", "start"]),
+                       check=True, capture_output=True)
+        subprocess.run(_as_postgres([pg_bin("createdb") or "createdb", "-h", "127.0.0.1", "-p", str(port),
+                                     "-U", "postgres", "prefect"]), check=True, capture_output=True)
+        yield f"postgresql+asyncpg://postgres@127.0.0.1:{port}/prefect"
+    finally:
+        pid_file = data / "db" / "postmaster.pid"
+        if pid_file.is_file():
+            pid = int(pid_file.read_text().split()[0])
+            try:
+                os.kill(pid, signal.SIGINT)  # PostgreSQL's "fast" shutdown
+                for _ in range(100):
+                    os.kill(pid, 0)
+                    time.sleep(0.1)
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        shutil.rmtree(data, ignore_errors=True)
+
+
+def wait_healthy(url: str, proc: subprocess.Popen, timeout: float = 180) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"prefect server exited with status {proc.returncode}")
+        try:
+            with urllib.request.urlopen(f"{url}/health", timeout=2) as resp:
+                if resp.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.5)
+    raise TimeoutError(f"prefect server not healthy at {url} after {timeout} s")
+
+
+@contextmanager
+def prefect_server(home: Path, database_url: str | None, log_path: Path) -> Iterator[str]:
+    """``prefect server start`` on a free port of 127.0.0.1 (PostgreSQL when given, else SQLite); yields the API URL."""
+    port = free_port()
+    env = base_env(home)
+    env["PREFECT_UI_ENABLED"] = "false"
+    if database_url:
+        env["PREFECT_API_DATABASE_CONNECTION_URL"] = database_url
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([PREFECT, "server", "start", "--host", "127.0.0.1", "--port", str(port)],
+                                stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    url = f"http://127.0.0.1:{port}/api"
+    try:
+        wait_healthy(url, proc)
+        yield url
+    finally:
+        stop_group(proc)
+
+
+@contextmanager
+def prefect_worker(pool: str, env: dict[str, str], log_path: Path, cwd: Path) -> Iterator[subprocess.Popen]:
+    """``prefect worker start`` for ``pool`` in its own process group; stopped by its pid."""
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen([PREFECT, "worker", "start", "--pool", pool, "--type", "process", "--limit", "1"],
+                                stdout=log, stderr=subprocess.STDOUT, env=env, cwd=cwd, start_new_session=True)
+    try:
+        yield proc
+    finally:
+        stop_group(proc)

@@ -1,0 +1,108 @@
+"""The real-server test: PostgreSQL, ``prefect server start``, a process work pool, the ``domain-pipeline``
+deployment from prefect.yaml, a worker, and one tiny run that must complete and publish its artifacts.
+
+Everything runs as a user would run it (the CLI commands of docs/cluster.md), on free ports of 127.0.0.1,
+with PREFECT_HOME under tmp_path; every process is stopped by its process-group id, also on failure.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+from flowkit import (
+    PREFECT,
+    REPO,
+    _as_postgres,
+    base_env,
+    pg_bin,
+    postgres_cluster,
+    prefect_server,
+    prefect_worker,
+)
+
+pytestmark = [pytest.mark.server, pytest.mark.slow]
+
+FINAL = {"COMPLETED", "FAILED", "CRASHED", "CANCELLED"}
+
+
+def _cli(args: list[str], env: dict[str, str], cwd: Path = REPO) -> str:
+    proc = subprocess.run([PREFECT, *args], env=env, cwd=cwd, capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, f"prefect {' '.join(args)} failed:\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}"
+    return proc.stdout
+
+
+def _wait_final(client, run_id, timeout: float) -> object:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        run = client.read_flow_run(run_id)
+        if run.state and run.state.type.value in FINAL:
+            return run
+        time.sleep(2)
+    raise TimeoutError(f"flow run {run_id} not finished after {timeout} s")
+
+
+def _tail(path: Path, n: int = 4000) -> str:
+    return path.read_text(errors="replace")[-n:] if path.is_file() else ""
+
+
+def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain: Path) -> None:
+    from prefect.client.orchestration import SyncPrefectClient
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    timings: dict[str, float] = {}
+    t0 = time.monotonic()
+    home = tmp_path / "prefect-home"
+    out = tmp_path / "run"
+    with postgres_cluster() as database_url:
+        timings["postgres_start_s"] = time.monotonic() - t0
+        with prefect_server(home, database_url, tmp_path / "server.log") as api_url:
+            timings["server_healthy_s"] = time.monotonic() - t0
+            env = base_env(home, api_url)
+            _cli(["work-pool", "create", "domainbert-cpu", "--type", "process"], env)
+            _cli(["--no-prompt", "deploy", "--name", "domain-pipeline"], env)
+            timings["deployed_s"] = time.monotonic() - t0
+            with prefect_worker("domainbert-cpu", env, tmp_path / "worker.log", cwd=tmp_path) as worker:
+                with SyncPrefectClient(api_url) as client:
+                    deployment = client.read_deployment_by_name("domain-pipeline/domain-pipeline")
+                    params = {"domain": str(tiny_domain), "overrides": ["finetune.epochs=1"], "out": str(out)}
+                    flow_run = client.create_flow_run_from_deployment(deployment.id, parameters=params)
+                    run = _wait_final(client, flow_run.id, timeout=1200)
+                    timings["run_s"] = time.monotonic() - t0
+                    assert worker.poll() is None, _tail(tmp_path / "worker.log")
+                    assert run.state.type.value == "COMPLETED", (
+                        f"{run.state}\n--- worker log ---\n{_tail(tmp_path / 'worker.log')}")
+                    keys = ["tiny-report", "tiny-results", "tiny-report-html", "tiny-corpus", "tiny-vocab"]
+                    artifacts = client.read_artifacts(
+                        artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
+                    by_key = {a.key: a for a in artifacts}
+            # The artifacts the stages wrote, where the deployment's parameters put them.
+            assert (out / "report" / "report.html").is_file()
+            manifest = json.loads((out / "corpus" / "manifest.json").read_text())
+            assert manifest["documents"]["train"] > 0
+            summary = json.loads((out / "pretrain" / "continued" / "summary.json").read_text())
+            assert summary["steps"] == 2
+            result = json.loads((out / "finetune" / "continued" / "terms-ner" / "seed-1" / "result.json").read_text())
+            assert 0.0 <= result["test"]["f1"] <= 1.0 if "test" in result else "f1" in json.dumps(result)
+            # The Prefect artifacts it published, as the UI shows them.
+            assert set(keys) <= set(by_key), sorted(by_key)
+            assert by_key["tiny-report"].type == "markdown" and len(by_key["tiny-report"].data) > 100
+            assert by_key["tiny-results"].type == "table"
+            rows = json.loads(by_key["tiny-results"].data) if isinstance(by_key["tiny-results"].data, str) \
+                else by_key["tiny-results"].data
+            assert any("continued" in json.dumps(row) for row in rows)
+            assert by_key["tiny-report-html"].data.startswith("file://")
+            # The run is recorded in PostgreSQL, not in a SQLite file.
+            port = database_url.rsplit(":", 1)[1].split("/")[0]
+            count = subprocess.run(
+                _as_postgres([pg_bin("psql") or "psql", "-h", "127.0.0.1", "-p", port, "-U", "postgres", "-d",
+                              "prefect", "-tAc", "select count(*) from flow_run where state_type = 'COMPLETED'"]),
+                capture_output=True, text=True, check=True).stdout.strip()
+            assert int(count) >= 5  # the pipeline and its five stage subflows
+            assert not list(home.glob("*.db"))
+    timings["total_s"] = time.monotonic() - t0
+    (tmp_path / "timings.json").write_text(json.dumps(timings))
+    print("server test timings:", json.dumps({k: round(v, 1) for k, v in timings.items()}))
