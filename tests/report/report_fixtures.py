@@ -109,7 +109,8 @@ def write_pretrain(root: Path, arm: str, before: float, after: float) -> None:
         "final_loss": 4.321, "domain_perplexity": after, "domain_perplexity_before": before,
         "general_perplexity": 55.5, "general_perplexity_before": 40.25, "flops_per_token": 1.2e7, "mfu": None,
         "wall_seconds": 50.4, "loss_curve": [[i, 8.0 - 0.2 * i] for i in range(1, 21)], "engine": "torch",
-        "world_size": 1, "precision": "fp32", "parameters": 1_234_567})
+        "world_size": 1, "precision": "fp32",
+        "parameters": {"embedding": 234_567, "non_embedding": 1_000_000, "total": 1_234_567}})
     lines = [{"kind": "eval", "step": 0, "domain_perplexity": before, "general_perplexity": 40.25},
              {"kind": "train", "step": 10, "loss": 6.0}, {"kind": "train", "step": 20, "loss": 4.321},
              {"kind": "eval", "step": 20, "domain_perplexity": after, "general_perplexity": 55.5}]

@@ -75,6 +75,7 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     assert "SciBERT SciVocab reported that 42.0% of its vocabulary" in md
     assert "| continued | 20 | 40,960 | 4.321 | 30.0 -> 12.5 | 40.2 -> 55.5 |" in md
     assert "Not run: arm(s) extended" in md
+    assert "| continued | 50.4 | 812.5 | 0.970 | 1.200e+07 | 4.915e+11 | - | torch | 1 | fp32 | 1,234,567 |" in md
     # The HTML is one self-contained file: every image is embedded.
     assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 5
     assert not re.search(r'(src|href)="(?!data:|#)', html)

@@ -27,7 +27,7 @@ from domainbert.report.compare import compare_tables
 from domainbert.report.document import Document, Figure, Section, Table, to_html, to_markdown
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
-from domainbert.report.sections import fmt
+from domainbert.report.sections import fmt, std_text
 from domainbert.report.summary import ci_text, comparison_sentence, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
 
@@ -120,7 +120,7 @@ def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: C
         else:
             summary.add(f"{domain}:", [comparison_sentence(c) for c in key])
 
-    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), points(r["std"])]
+    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r)]
                    for r in all_scores]
     cmp_rows = [[c["domain"], c["task"], f"{c['model']} vs {c['reference']}", signed_points(c["diff"]),
                  ci_text(c).split(" CI ")[1], c["verdict"]] for c in all_cmps]

@@ -160,6 +160,11 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
     return sec
 
 
+def _total(parameters: Any) -> Any:
+    # The pretrain summary records {"embedding", "non_embedding", "total"}; older ones a plain count.
+    return parameters.get("total") if isinstance(parameters, dict) else parameters
+
+
 def compute_section(arts: RunArtifacts) -> Section:
     """What each arm cost: wall time, throughput, FLOPs, MFU, engine."""
     sec = Section("Compute")
@@ -175,11 +180,16 @@ def compute_section(arts: RunArtifacts) -> Section:
         rows.append([arm, fmt(s.get("wall_seconds"), 1), fmt(s.get("real_tokens_per_s"), 1),
                      fmt(s.get("real_token_fraction"), 3), fmt(fpt, 3), fmt(total, 3),
                      fmt(s.get("mfu"), 4), engine, fmt(s.get("world_size")), fmt(s.get("precision")),
-                     fmt(s.get("parameters"))])
+                     fmt(_total(s.get("parameters")))])
     sec.add(Table(["arm", "train seconds", "real tokens/s", "real-token fraction", "FLOPs/token",
                    "training FLOPs (FLOPs/token x tokens)", "MFU", "engine", "processes", "precision",
                    "parameters"], rows, "Compute each arm used (MFU is '-' when no hardware peak was declared)"))
     return sec
+
+
+def std_text(row: dict[str, Any]) -> str:
+    """The standard deviation in points; '-' for a single seed (there is no spread to show)."""
+    return points(row["std"]) if row["n_seeds"] > 1 else "-"
 
 
 def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
@@ -200,7 +210,7 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
         for r in rows_t:
             cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
                         and c["reference"] == reference_of(r["model"])), None)
-            rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), points(r["std"]),
+            rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
                          ", ".join(points(v) for v in r["values"]),
                          signed_points(cmp["diff"]) if cmp else "-",
                          ci_text(cmp).split(" CI ")[1] if cmp else "-",
