@@ -24,11 +24,19 @@ class TaskConfig(StrictModel):
     multi_label: bool = False
     max_train_examples: int | None = Field(None, ge=1)
     max_eval_examples: int | None = Field(None, ge=1)
+    tokens_field: str = Field("tokens", description="NER from the hub: the column holding the word list.")
+    tags_field: str = Field("ner_tags", description="NER from the hub: the column holding the tag list.")
+    hf_config_name: str | None = Field(None, description="Hub dataset configuration name, if it has several.")
+    label_separator: str = Field("|", description="Multi-label CSV: separator between the labels of one cell.")
+    subset_seed: int = Field(0, description="Seed of the fixed subsample taken by max_*_examples "
+                                            "(the same for every model and seed).")
 
     @model_validator(mode="after")
     def _ner_needs_conll_or_hf(self) -> TaskConfig:
         if self.type == "ner" and self.format not in ("conll", "hf"):
             raise ValueError("an 'ner' task needs format 'conll' or 'hf'")
+        if self.type == "ner" and self.multi_label:
+            raise ValueError("'multi_label' applies to classification tasks only")
         return self
 
 
@@ -40,10 +48,21 @@ class FinetuneConfig(StrictModel):
     batch_size: int = Field(16, ge=1)
     max_length: int = Field(128, ge=8)
     early_stopping_patience: int = Field(2, ge=1)
-    mode: Literal["finetune", "frozen"] = "finetune"
+    mode: Literal["finetune", "frozen", "both"] = Field(
+        "finetune", description="finetune: train all weights; frozen: train only the head on frozen features "
+                                "(results under '<model>-frozen'); both: run the two.")
     extra_models: dict[str, str] = Field(default_factory=dict, description="More models to compare: name -> hub id or folder.")
+    frozen_lr: float = Field(1e-3, gt=0, description="Learning rate of the head in frozen (feature-based) mode.")
+    warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    weight_decay: float = Field(0.01, ge=0)
+    max_grad_norm: float = Field(1.0, gt=0)
+    evals_per_epoch: int = Field(1, ge=1, description="Validation evaluations per epoch (early stopping checks).")
+    eval_batch_size: int = Field(64, ge=1)
+    length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
+                                                          "this many batches (as transformers' group_by_length).")
 
 
 class CompareConfig(StrictModel):
     bootstrap_samples: int = Field(1000, ge=100)
     confidence: float = Field(0.95, gt=0.5, lt=1)
+    seed: int = Field(0, description="Seed of the bootstrap resampling.")

@@ -1,0 +1,65 @@
+"""Sequence classification: encoding one text or a text pair, decoding predictions, and the metrics.
+
+Single-label: cross-entropy over the label set; prediction = argmax; metrics macro-F1 and accuracy.
+Multi-label: one sigmoid per label (transformers' ``multi_label_classification`` problem type); a label is
+predicted when its probability exceeds 0.5; metrics micro-F1, macro-F1 and subset accuracy (all labels of an
+example right). Metrics are scikit-learn's as a user would call them: single-label macro-F1 averages over the
+labels present in gold or predictions (scikit-learn's default); multi-label averages over every label column.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from domainbert.finetune.tasks import ClsExample
+
+
+def encode_classification(examples: list[ClsExample], tokenizer: Any, label2id: dict[str, int], max_length: int,
+                          multi_label: bool) -> list[dict[str, Any]]:
+    """Tokenise texts (and pairs, truncating the longer first) and attach integer or multi-hot labels."""
+    texts = [ex.text for ex in examples]
+    pairs = [ex.text_pair or "" for ex in examples] if any(ex.text_pair is not None for ex in examples) else None
+    enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
+    features = []
+    for i, ex in enumerate(examples):
+        feat = {k: enc[k][i] for k in enc.keys()}
+        if multi_label:
+            vec = [0.0] * len(label2id)
+            for label in ex.labels:
+                vec[label2id[label]] = 1.0
+            feat["labels"] = vec
+        else:
+            feat["labels"] = label2id[ex.labels[0]]
+        features.append(feat)
+    return features
+
+
+def decode_classification(logits: np.ndarray, id2label: list[str], multi_label: bool) -> list[Any]:
+    """A label per example, or a sorted label list per example for multi-label."""
+    if multi_label:
+        return [[id2label[j] for j in np.flatnonzero(row > 0.0)] for row in logits]  # sigmoid(x) > 0.5 <=> x > 0
+    return [id2label[int(j)] for j in logits.argmax(-1)]
+
+
+def classification_metrics(gold: list[Any], pred: list[Any], labels: list[str], multi_label: bool) -> dict[str, Any]:
+    """macro-F1 and accuracy; for multi-label also micro-F1 (accuracy is then subset accuracy)."""
+    from sklearn.metrics import accuracy_score, f1_score
+
+    if multi_label:
+        index = {label: j for j, label in enumerate(labels)}
+
+        def hot(rows: list[list[str]]) -> np.ndarray:
+            m = np.zeros((len(rows), len(labels)), dtype=int)
+            for i, row in enumerate(rows):
+                for label in row:
+                    m[i, index[label]] = 1
+            return m
+
+        g, p = hot(gold), hot(pred)
+        return {"macro_f1": float(f1_score(g, p, average="macro", zero_division=0)),
+                "micro_f1": float(f1_score(g, p, average="micro", zero_division=0)),
+                "accuracy": float(accuracy_score(g, p))}
+    return {"macro_f1": float(f1_score(gold, pred, average="macro", zero_division=0)),
+            "accuracy": float(accuracy_score(gold, pred))}

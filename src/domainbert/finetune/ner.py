@@ -1,0 +1,87 @@
+"""NER as token classification: sub-token label alignment, decoding back to words, seqeval metrics.
+
+Alignment: each word's tag goes to its FIRST sub-token; the other sub-tokens, the special tokens and padding
+get -100 (ignored by the loss). Decoding reads the prediction at each word's first sub-token. Words cut off by
+``max_length`` (or that tokenise to nothing) are predicted ``O``, so predictions always have the gold length
+and the evaluation is over the full gold sentences.
+
+Metrics are seqeval's, in strict IOB2 mode (an entity counts only when its type and both boundaries match;
+ill-formed predicted spans such as an ``I-X`` after ``O`` are not entities): micro precision/recall/F1,
+macro F1 and a per-type table. ``ner_metrics`` calls seqeval on the word-level tag lists exactly as a user
+would, so its numbers are seqeval's numbers.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from domainbert.finetune.tasks import NerExample
+
+IGNORE = -100
+
+
+def encode_ner(examples: list[NerExample], tokenizer: Any, label2id: dict[str, int], max_length: int) -> list[dict[str, Any]]:
+    """Tokenise pre-split words and align the word tags to the first sub-token of each word.
+
+    Args:
+        examples: sentences (IOB2 tags).
+        tokenizer: a fast Hugging Face tokenizer (``word_ids()`` is needed).
+        label2id: IOB2 tag -> class index.
+        max_length: truncation length in sub-tokens, special tokens included.
+
+    Returns:
+        One feature dict per sentence: ``input_ids``, ``attention_mask`` (and ``token_type_ids`` when the
+        tokenizer makes them), ``labels`` (-100 off first sub-tokens) and ``first_positions`` (the sub-token
+        index of each kept word, in word order; words cut off are absent).
+    """
+    enc = tokenizer([ex.tokens for ex in examples], is_split_into_words=True, truncation=True,
+                    max_length=max_length)
+    features = []
+    for i, ex in enumerate(examples):
+        word_ids = enc.word_ids(i)
+        labels = [IGNORE] * len(word_ids)
+        first: dict[int, int] = {}
+        for pos, wid in enumerate(word_ids):
+            if wid is not None and wid not in first:
+                first[wid] = pos
+                labels[pos] = label2id[ex.tags[wid]]
+        feat = {k: enc[k][i] for k in enc.keys()}
+        feat["labels"] = labels
+        feat["first_positions"] = [first[w] for w in sorted(first)]
+        feat["word_index"] = sorted(first)
+        features.append(feat)
+    return features
+
+
+def decode_ner(logits: list[np.ndarray], features: list[dict[str, Any]], examples: list[NerExample],
+               id2label: list[str]) -> list[list[str]]:
+    """Word-level IOB2 predictions from per-sentence token logits (each ``[seq, labels]``)."""
+    out = []
+    for sent_logits, feat, ex in zip(logits, features, examples, strict=True):
+        row = sent_logits.argmax(-1)
+        tags = ["O"] * len(ex.tokens)
+        for wid, pos in zip(feat["word_index"], feat["first_positions"], strict=True):
+            tags[wid] = id2label[int(row[pos])]
+        out.append(tags)
+    return out
+
+
+def ner_metrics(gold: list[list[str]], pred: list[list[str]]) -> dict[str, Any]:
+    """seqeval strict IOB2 metrics: micro precision/recall/F1, macro F1 and per-type P/R/F1/support."""
+    from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
+    from seqeval.scheme import IOB2
+
+    kw = {"mode": "strict", "scheme": IOB2, "zero_division": 0}
+    report = classification_report(gold, pred, output_dict=True, **kw)
+    per_type = {k: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"]),
+                    "support": int(v["support"])}
+                for k, v in report.items() if not k.endswith(" avg")}
+    return {
+        "f1": float(f1_score(gold, pred, average="micro", **kw)),
+        "precision": float(precision_score(gold, pred, average="micro", **kw)),
+        "recall": float(recall_score(gold, pred, average="micro", **kw)),
+        "macro_f1": float(f1_score(gold, pred, average="macro", **kw)),
+        "per_type": per_type,
+    }

@@ -1,0 +1,148 @@
+"""One fine-tuning run in memory: load model and tokenizer, encode the task, train, score validation and test.
+
+``run_finetune`` is what ``stage.finetune_one`` wraps with artifacts and skip-if-done; it writes nothing.
+The test split is evaluated exactly once, after training, with the weights that scored best on validation.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import torch
+
+from domainbert.errors import ModelError
+from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
+from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
+from domainbert.finetune.tasks import TaskData
+from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
+from domainbert.models import load_tokenizer, resolve_model_ref
+
+logger = logging.getLogger(__name__)
+
+PRIMARY = {"ner": "f1", "classification": "macro_f1"}
+
+
+def load_task_model(ref: str, data: TaskData):
+    """A token- or sequence-classification model with a new head sized for the task's labels."""
+    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+    from transformers.utils import logging as hf_logging
+
+    cfg = data.config
+    resolved = resolve_model_ref(ref)
+    labels = data.label_list
+    kwargs: dict[str, Any] = {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
+                              "label2id": {label: i for i, label in enumerate(labels)}}
+    if cfg.type == "classification":
+        kwargs["problem_type"] = "multi_label_classification" if cfg.multi_label else "single_label_classification"
+    cls = AutoModelForTokenClassification if cfg.type == "ner" else AutoModelForSequenceClassification
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialized head" is expected for every base checkpoint
+    try:
+        return cls.from_pretrained(resolved, **kwargs)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
+def _load_tokenizer(ref: str, data: TaskData):
+    tok = load_tokenizer(ref)
+    if data.config.type == "ner" and not getattr(tok, "is_fast", False):
+        raise ModelError("NER needs a fast tokenizer (word_ids); this folder has only a slow one", file=ref)
+    if data.config.type == "ner" and getattr(tok, "add_prefix_space", None) is False:
+        # Byte-level BPE tokenizers (RoBERTa, GPT-2) need a prefix space for pre-split words.
+        from transformers import AutoTokenizer
+
+        tok = AutoTokenizer.from_pretrained(resolve_model_ref(ref), add_prefix_space=True)
+    if tok.pad_token_id is None:
+        raise ModelError("tokenizer has no padding token", file=ref)
+    return tok
+
+
+def _lengths(data: TaskData, split: str) -> list[int]:
+    """Tokenizer-independent lengths (words), so that batches are the same for every model."""
+    if data.config.type == "ner":
+        return [len(ex.tokens) for ex in data.splits[split]]
+    return [len(ex.text.split()) + len((ex.text_pair or "").split()) for ex in data.splits[split]]
+
+
+def _encode(data: TaskData, split: str, tok: Any, max_length: int) -> list[dict[str, Any]]:
+    label2id = {label: i for i, label in enumerate(data.label_list)}
+    if data.config.type == "ner":
+        return encode_ner(data.splits[split], tok, label2id, max_length)
+    return encode_classification(data.splits[split], tok, label2id, max_length, data.config.multi_label)
+
+
+def gold_of(data: TaskData, split: str) -> list[Any]:
+    """Gold answers as stored in result.json: tag lists (NER), a label or a label list (classification)."""
+    if data.config.type == "ner":
+        return [list(ex.tags) for ex in data.splits[split]]
+    if data.config.multi_label:
+        return [sorted(ex.labels) for ex in data.splits[split]]
+    return [ex.labels[0] for ex in data.splits[split]]
+
+
+def score(data: TaskData, gold: list[Any], pred: list[Any]) -> dict[str, Any]:
+    """The task's metrics on aligned gold and predicted answers."""
+    if data.config.type == "ner":
+        return ner_metrics(gold, pred)
+    return classification_metrics(gold, pred, data.label_list, data.config.multi_label)
+
+
+def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any]], batch_size: int,
+            pad_id: int) -> list[Any]:
+    logits = predict_logits(model, features, batch_size, pad_id)
+    if data.config.type == "ner":
+        return decode_ner(logits, features, data.splits[split], data.label_list)
+    pred = decode_classification(np.stack(logits), data.label_list, data.config.multi_label)
+    return [sorted(p) for p in pred] if data.config.multi_label else pred
+
+
+def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_length: int) -> dict[str, Any]:
+    """Fine-tune ``model_ref`` on ``data`` and score it.
+
+    Args:
+        data: the loaded task (``tasks.load_task``).
+        model_ref: a model reference (``domainbert.models.resolve_model_ref``).
+        settings: loop settings (seed included).
+        max_length: sub-token truncation length.
+
+    Returns:
+        ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
+        ``history``, ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
+        ``examples_per_s``, ``num_parameters``, ``trainable_parameters``.
+
+    Raises:
+        ModelError: the model or its tokenizer cannot be loaded or do not fit together.
+    """
+    if Path(str(model_ref)).is_dir() or model_ref.startswith("package:"):
+        resolve_model_ref(model_ref)  # a folder without config.json -> ModelError naming it
+    tok = _load_tokenizer(model_ref, data)
+    torch.manual_seed(settings.seed)  # the head's initialisation depends on the seed only
+    model = load_task_model(model_ref, data)
+    emb = model.get_input_embeddings().num_embeddings
+    if len(tok) > emb:
+        raise ModelError(f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings",
+                         file=resolve_model_ref(model_ref))
+    feats = {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
+    pad_id = int(tok.pad_token_id)
+    primary = PRIMARY[data.config.type]
+    val_gold = gold_of(data, "validation")
+
+    def evaluate() -> dict[str, Any]:
+        pred = predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id)
+        return score(data, val_gold, pred)
+
+    out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
+    gold = gold_of(data, "test")
+    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id)
+    out["validation"] = out.pop("best")
+    out["test"] = score(data, gold, pred)
+    out["gold"], out["pred"] = gold, pred
+    out["num_parameters"] = sum(p.numel() for p in model.parameters())
+    out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    logger.info("test %s %.4f", primary, out["test"][primary])
+    return out

@@ -1,0 +1,151 @@
+"""The fine-tuning stage: every model x task x seed, one ``result.json`` each, skipped when up to date.
+
+Models compared (``models_to_compare``): the general base, each pretraining arm whose model folder exists,
+then the YAML's ``finetune.extra_models``. With ``finetune.mode: frozen`` (or ``both``) the feature-based runs
+are stored under ``<model>-frozen``.
+
+``layout.finetune(model, task, seed)/result.json`` holds:
+``model``, ``model_ref``, ``mode`` (finetune/frozen), ``task``, ``task_type`` (ner/classification),
+``multi_label``, ``seed``, ``primary_metric`` (``f1`` for NER, ``macro_f1`` for classification),
+``test`` (NER: f1, precision, recall = seqeval strict IOB2 micro; macro_f1; per_type {type: precision, recall,
+f1, support}. Classification: macro_f1, accuracy, and micro_f1 for multi-label), ``validation`` (same keys, of
+the kept weights), ``gold``/``pred`` (test answers in test-file order: a tag list per sentence for NER, a label
+or sorted label list per example for classification), ``num_examples`` per split, ``history`` (validation per
+evaluation), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
+``examples_per_s``, ``num_parameters``, ``trainable_parameters``.
+This module does not compare models; ``stats.compare_models`` and the report do.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from pathlib import Path
+from typing import Any
+
+from domainbert.artifacts import atomic_output, fingerprint, is_complete, read_record
+from domainbert.config import DomainConfig
+from domainbert.errors import ConfigError
+from domainbert.finetune.config import TaskConfig
+from domainbert.finetune.runner import PRIMARY, run_finetune
+from domainbert.finetune.tasks import TaskData, load_task, task_data_hash
+from domainbert.finetune.trainer import TrainSettings
+from domainbert.models import resolve_model_ref
+from domainbert.paths import RunLayout
+
+logger = logging.getLogger(__name__)
+
+RESULT = "result.json"
+FROZEN_SUFFIX = "-frozen"
+
+
+def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
+    """Model name -> model reference: ``base``, the arms with a model folder, then ``finetune.extra_models``."""
+    models = {"base": cfg.base_model.name_or_path}
+    for arm in cfg.pretrain.arms:
+        folder = layout.pretrained_model(arm)
+        if (folder / "config.json").is_file():
+            models[arm] = str(folder)
+    for name, ref in cfg.finetune.extra_models.items():
+        if name in models:
+            raise ConfigError(f"extra model name {name!r} clashes with a built-in model name",
+                              field="finetune.extra_models")
+        models[name] = ref
+    return models
+
+
+def _task(cfg: DomainConfig, task_name: str) -> TaskConfig:
+    for task in cfg.finetune.tasks:
+        if task.name == task_name:
+            return task
+    known = ", ".join(t.name for t in cfg.finetune.tasks)
+    raise ConfigError(f"unknown task {task_name!r}; this domain has: {known}", field="finetune.tasks")
+
+
+def _model_input_hash(ref: str) -> str:
+    """The content hash a stage recorded for a model folder; else the resolved reference itself."""
+    try:
+        resolved = resolve_model_ref(ref)
+    except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
+        return ref
+    record = read_record(Path(resolved)) if Path(resolved).is_dir() else None
+    return str(record["content_hash"]) if record else resolved
+
+
+def settings_for(cfg: DomainConfig, seed: int, mode: str) -> TrainSettings:
+    ft = cfg.finetune
+    return TrainSettings(epochs=ft.epochs, lr=ft.frozen_lr if mode == "frozen" else ft.lr, batch_size=ft.batch_size,
+                         eval_batch_size=ft.eval_batch_size, warmup_ratio=ft.warmup_ratio,
+                         weight_decay=ft.weight_decay, max_grad_norm=ft.max_grad_norm,
+                         patience=ft.early_stopping_patience, evals_per_epoch=ft.evals_per_epoch,
+                         length_group_size=ft.length_group_size, seed=seed, frozen=mode == "frozen")
+
+
+def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_ref: str, task_name: str, seed: int,
+                 *, mode: str | None = None, data: TaskData | None = None) -> dict[str, Any]:
+    """Fine-tune one model on one task with one seed; write ``result.json`` (skipped when up to date).
+
+    Args:
+        cfg: the domain config.
+        layout: the run's folders.
+        model_name: the name results are stored under (``base``, an arm, an extra model).
+        model_ref: what to load (``package:...``, a folder, a hub id).
+        task_name: a task of ``cfg.finetune.tasks``.
+        seed: the seed of the head initialisation, dropout and data order.
+        mode: ``finetune`` or ``frozen``; defaults to ``cfg.finetune.mode`` (``finetune`` when it is ``both``).
+        data: the task already loaded (saves re-reading it across models and seeds).
+
+    Returns:
+        The result dict (also in ``layout.finetune(model_name, task_name, seed)/result.json``).
+    """
+    task = _task(cfg, task_name)
+    mode = mode or ("finetune" if cfg.finetune.mode == "both" else cfg.finetune.mode)
+    run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode"}),
+               "task": task.model_dump(mode="json"), "model": model_name, "model_ref": model_ref, "seed": seed,
+               "mode": mode}
+    inputs = {"task_data": data.data_hash if data is not None else task_data_hash(task),
+              "model": _model_input_hash(model_ref)}
+    fp = fingerprint(run_cfg, inputs)
+    final = layout.finetune(model_name, task_name, seed)
+    if is_complete(final, fp) and (final / RESULT).is_file():
+        logger.info("%s/%s/seed-%d skipped: up to date", model_name, task_name, seed)
+        return json.loads((final / RESULT).read_text())
+    if data is None:
+        data = load_task(task)
+    logger.info("fine-tuning %s (%s, %s) on %s, seed %d", model_name, model_ref, mode, task_name, seed)
+    t0 = time.perf_counter()
+    out = run_finetune(data, model_ref, settings_for(cfg, seed, mode), cfg.finetune.max_length)
+    result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
+              "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
+              "num_examples": {k: len(v) for k, v in data.splits.items()},
+              "wall_seconds": time.perf_counter() - t0, **out}
+    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+        (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
+    """Run the whole matrix (tasks x models x modes x seeds); finished runs are skipped.
+
+    The same seeds, data subsets and batch order are used for every model, so that paired comparisons see
+    only the models' differences.
+
+    Returns:
+        The result dicts, in run order.
+    """
+    models = models_to_compare(cfg, layout)
+    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
+    runs = [(task, name, ref, mode, seed) for task in cfg.finetune.tasks for name, ref in models.items()
+            for mode in modes for seed in cfg.finetune.seeds]
+    logger.info("fine-tuning matrix: %d models x %d tasks x %d mode(s) x %d seeds = %d runs", len(models),
+                len(cfg.finetune.tasks), len(modes), len(cfg.finetune.seeds), len(runs))
+    results = []
+    loaded: dict[str, TaskData] = {}
+    for i, (task, name, ref, mode, seed) in enumerate(runs, 1):
+        if task.name not in loaded:
+            loaded = {task.name: load_task(task)}  # one task in memory at a time
+        stored = name + FROZEN_SUFFIX if mode == "frozen" else name
+        logger.info("run %d/%d: %s / %s / seed %d", i, len(runs), stored, task.name, seed)
+        results.append(finetune_one(cfg, layout, stored, ref, task.name, seed, mode=mode, data=loaded[task.name]))
+    return results

@@ -1,0 +1,79 @@
+"""NER tag schemes: validation against a task's label set and conversion of IOB1 and BIOES to IOB2.
+
+Everything downstream (the model's label set, the loss, seqeval's strict IOB2 evaluation) works in IOB2:
+``B-X`` opens an entity, ``I-X`` continues it, ``O`` is outside. Conversion rules:
+
+- IOB1 -> IOB2: an ``I-X`` that does not continue an ``X`` entity (sentence start, after ``O``, after another
+  type) opens one and becomes ``B-X``; a ``B-X`` (IOB1 uses it only between two adjacent ``X`` entities) stays.
+- BIOES -> IOB2: ``S-X`` -> ``B-X``, ``E-X`` -> ``I-X``; ``B``, ``I`` and ``O`` are unchanged.
+
+This module does not repair ill-formed input beyond that: an ``I-X`` after ``O`` in IOB2 input is kept as is
+(seqeval's strict mode then drops it, exactly as it would on the raw file).
+"""
+
+from __future__ import annotations
+
+SCHEME_PREFIXES = {"IOB1": ("B", "I"), "IOB2": ("B", "I"), "BIOES": ("B", "I", "E", "S")}
+
+
+def split_tag(tag: str) -> tuple[str, str]:
+    """``B-PER`` -> (``B``, ``PER``); ``O`` -> (``O``, ``""``)."""
+    if tag == "O":
+        return "O", ""
+    prefix, sep, kind = tag.partition("-")
+    if not sep or not kind:
+        return tag, ""
+    return prefix, kind
+
+
+def entity_types(labels: list[str]) -> list[str]:
+    """The entity types named in a label set, in first-seen order."""
+    seen: dict[str, None] = {}
+    for label in labels:
+        prefix, kind = split_tag(label)
+        if kind:
+            seen.setdefault(kind, None)
+    return list(seen)
+
+
+def iob2_labels(labels: list[str]) -> list[str]:
+    """The model's IOB2 label set for a declared label set in any scheme: ``O`` then ``B-T``, ``I-T`` per type."""
+    out = ["O"]
+    for kind in entity_types(labels):
+        out += [f"B-{kind}", f"I-{kind}"]
+    return out
+
+
+def check_label_set(labels: list[str], scheme: str) -> str | None:
+    """Return a message when ``labels`` is not a valid label set of ``scheme``, else None."""
+    if "O" not in labels:
+        return "an NER label set must contain 'O'"
+    allowed = SCHEME_PREFIXES[scheme]
+    for label in labels:
+        prefix, kind = split_tag(label)
+        if label != "O" and (prefix not in allowed or not kind):
+            return f"label {label!r} is not a {scheme} tag (expected O or {'/'.join(allowed)}-TYPE)"
+    return None
+
+
+def to_iob2(tags: list[str], scheme: str) -> list[str]:
+    """Convert one sentence's tags from ``scheme`` to IOB2 (see the module docstring for the rules)."""
+    if scheme == "IOB2":
+        return list(tags)
+    out: list[str] = []
+    prev_kind = ""
+    for tag in tags:
+        prefix, kind = split_tag(tag)
+        if prefix == "O":
+            out.append("O")
+            prev_kind = ""
+            continue
+        if scheme == "BIOES":
+            new = {"S": "B", "E": "I"}.get(prefix, prefix)
+        elif prefix == "I" and kind != prev_kind:
+            new = "B"
+        else:
+            new = prefix
+        out.append(f"{new}-{kind}")
+        prev_kind = kind
+    return out

@@ -1,0 +1,287 @@
+"""Reading a task's train/validation/test splits into plain examples, with clear errors on bad input.
+
+Sources (``TaskConfig.format``):
+- ``conll``: a folder with ``train``/``validation``/``test`` files (``.conll``, ``.txt``, ``.tsv``, ``.bio`` or
+  ``.iob``; ``dev``/``valid`` also name the validation split): one ``token<TAB or space>tag`` per line (the
+  tag is the last column), a blank line between sentences, ``-DOCSTART-`` lines ignored.
+- ``jsonl`` / ``csv``: a folder with ``<split>.jsonl[.gz]`` or ``<split>.csv[.gz]``: a text column, an
+  optional text-pair column and a label column (a list, or a ``label_separator``-joined string in CSV, for
+  multi-label).
+- ``hf``: a Hugging Face dataset id or a local dataset folder (``datasets.load_dataset``); integer labels are
+  mapped through the dataset's ``ClassLabel`` names.
+
+NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
+(``domainbert.finetune.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
+(``subset_seed``), kept in file order, identical for every model and seed. What this module leaves out:
+tokenisation and batching (``encoding``) and anything model-related.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import hashlib
+import io
+import json
+import random
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domainbert.errors import DataError
+from domainbert.finetune.config import TaskConfig
+from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2
+
+SPLITS = ("train", "validation", "test")
+SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
+EXTENSIONS = {"conll": (".conll", ".txt", ".tsv", ".bio", ".iob"), "jsonl": (".jsonl", ".jsonl.gz"),
+              "csv": (".csv", ".csv.gz")}
+
+
+@dataclass
+class NerExample:
+    tokens: list[str]
+    tags: list[str]  # IOB2
+    where: str = ""  # "file:line" of the sentence's first token
+
+
+@dataclass
+class ClsExample:
+    text: str
+    labels: list[str]  # one label, or several for multi-label
+    text_pair: str | None = None
+    where: str = ""
+
+
+@dataclass
+class TaskData:
+    """The three splits of a task, plus what the model needs to know about its labels."""
+
+    config: TaskConfig
+    label_list: list[str]  # the model's labels (IOB2 tags for NER)
+    splits: dict[str, list[Any]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)  # split -> file (or dataset id)
+    data_hash: str = ""  # sha256 over the split files (or the dataset id), for fingerprints
+
+
+def find_split_file(folder: Path, split: str, fmt: str) -> Path:
+    for alias in SPLIT_ALIASES[split]:
+        for ext in EXTENSIONS[fmt]:
+            path = folder / f"{alias}{ext}"
+            if path.is_file():
+                return path
+    names = ", ".join(f"{a}{e}" for a in SPLIT_ALIASES[split][:2] for e in EXTENSIONS[fmt][:2])
+    raise DataError(f"no {split} file in the task folder (looked for {names}, ...)", file=folder)
+
+
+def _open_text(path: Path):
+    if path.suffix == ".gz":
+        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
+    return open(path, encoding="utf-8")
+
+
+def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
+    """Read a CoNLL-style file; every tag is checked against ``cfg.labels`` and converted to IOB2."""
+    allowed = set(cfg.labels)
+    out: list[NerExample] = []
+    tokens: list[str] = []
+    tags: list[str] = []
+    start = 0
+
+    def flush() -> None:
+        if tokens:
+            out.append(NerExample(tokens=list(tokens), tags=to_iob2(tags, cfg.tag_scheme), where=f"{path}:{start}"))
+        tokens.clear()
+        tags.clear()
+
+    with _open_text(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            line = raw.rstrip("\r\n")
+            if not line.strip():
+                flush()
+                continue
+            if line.startswith("-DOCSTART-"):
+                continue
+            parts = line.split("\t") if "\t" in line else line.split()
+            if len(parts) < 2:
+                raise DataError("expected 'token<TAB>tag' (a token without a tag)", file=path, line=lineno)
+            token, tag = parts[0], parts[-1].strip()
+            if tag not in allowed:
+                raise DataError(f"tag {tag!r} is not in the task's label set {cfg.labels}", file=path, line=lineno)
+            if not tokens:
+                start = lineno
+            tokens.append(token)
+            tags.append(tag)
+    flush()
+    return out
+
+
+def _labels_of(value: Any, cfg: TaskConfig, names: list[str] | None, where: str, path: Any, line: int | None) -> list[str]:
+    if value is None:
+        raise DataError(f"label column {cfg.label_field!r} is missing or empty", file=path, line=line)
+    if cfg.multi_label:
+        if isinstance(value, str):
+            values = [v.strip() for v in value.split(cfg.label_separator) if v.strip()]
+        elif isinstance(value, (list, tuple)):
+            values = list(value)
+        else:
+            values = [value]
+    else:
+        if isinstance(value, (list, tuple)):
+            raise DataError(f"label {value!r} is a list but the task is not multi_label", file=path, line=line)
+        values = [value]
+    labels = []
+    for v in values:
+        if isinstance(v, int) and not isinstance(v, bool) and names is not None and 0 <= v < len(names):
+            v = names[v]
+        v = str(v)
+        if v not in cfg.labels:
+            raise DataError(f"label {v!r} is not in the task's label set {cfg.labels}", file=path, line=line)
+        labels.append(v)
+    return labels
+
+
+def _cls_example(row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: Any, line: int | None) -> ClsExample:
+    for col in (cfg.text_field, cfg.label_field) + ((cfg.text_pair_field,) if cfg.text_pair_field else ()):
+        if col not in row:
+            raise DataError(f"column {col!r} is missing (found: {', '.join(map(str, row))})", file=path, line=line)
+    text = row[cfg.text_field]
+    if not isinstance(text, str):
+        raise DataError(f"column {cfg.text_field!r} is not a string", file=path, line=line)
+    pair = row[cfg.text_pair_field] if cfg.text_pair_field else None
+    where = f"{path}:{line}" if line else str(path)
+    return ClsExample(text=text, text_pair=None if pair is None else str(pair),
+                      labels=_labels_of(row[cfg.label_field], cfg, names, where, path, line), where=where)
+
+
+def read_jsonl(path: Path, cfg: TaskConfig) -> list[ClsExample]:
+    out = []
+    with _open_text(path) as f:
+        for lineno, raw in enumerate(f, 1):
+            if not raw.strip():
+                continue
+            try:
+                row = json.loads(raw)
+            except json.JSONDecodeError as exc:
+                raise DataError(f"invalid JSON ({exc.msg})", file=path, line=lineno) from None
+            if not isinstance(row, dict):
+                raise DataError("a JSONL record must be an object", file=path, line=lineno)
+            out.append(_cls_example(row, cfg, None, path, lineno))
+    return out
+
+
+def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
+    out = []
+    with _open_text(path) as f:
+        reader = csv.DictReader(f)
+        for row in reader:
+            # The header is line 1; a record's line is where it ends (multi-line cells span several).
+            out.append(_cls_example(dict(row), cfg, None, path, reader.line_num))
+    return out
+
+
+def _read_hf(cfg: TaskConfig) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    import datasets
+
+    try:
+        ds = datasets.load_dataset(cfg.path, cfg.hf_config_name)
+    except Exception as exc:  # noqa: BLE001 - datasets raises many types; all mean "cannot load"
+        raise DataError(f"cannot load Hugging Face dataset: {exc}", file=cfg.path) from None
+    splits: dict[str, list[Any]] = {}
+    sources: dict[str, str] = {}
+    for split in SPLITS:
+        name = next((a for a in SPLIT_ALIASES[split] if a in ds), None)
+        if name is None:
+            raise DataError(f"dataset has no {split} split (has: {', '.join(ds)})", file=cfg.path)
+        part = ds[name]
+        where = f"{cfg.path}[{name}]"
+        sources[split] = where
+        rows: list[Any] = []
+        if cfg.type == "ner":
+            for col in (cfg.tokens_field, cfg.tags_field):
+                if col not in part.column_names:
+                    raise DataError(f"column {col!r} is missing (found: {', '.join(part.column_names)})", file=where)
+            feat = part.features[cfg.tags_field]
+            names = getattr(getattr(feat, "feature", None), "names", None)
+            allowed = set(cfg.labels)
+            for i, row in enumerate(part):
+                tags = [names[t] if names is not None and isinstance(t, int) else str(t) for t in row[cfg.tags_field]]
+                _check_ner(row[cfg.tokens_field], tags, allowed, cfg, where, i)
+                rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme),
+                                       where=f"{where} row {i}"))
+        else:
+            feat = part.features.get(cfg.label_field)
+            names = getattr(feat, "names", None) or getattr(getattr(feat, "feature", None), "names", None)
+            for i, row in enumerate(part):
+                rows.append(_cls_example(row, cfg, names, where, i))
+        splits[split] = rows
+    return splits, sources
+
+
+def _check_ner(tokens: list[str], tags: list[str], allowed: set[str], cfg: TaskConfig, where: str, row: int) -> None:
+    if len(tokens) != len(tags):
+        raise DataError(f"{len(tokens)} tokens but {len(tags)} tags", file=where, line=row)
+    for tag in tags:
+        if tag not in allowed:
+            raise DataError(f"tag {tag!r} is not in the task's label set {cfg.labels}", file=where, line=row)
+
+
+def task_data_hash(cfg: TaskConfig) -> str:
+    """sha256 over the split files' names and bytes (for a hub dataset: its id and config), without parsing."""
+    h = hashlib.sha256()
+    if cfg.format == "hf":
+        h.update(f"hf:{cfg.path}:{cfg.hf_config_name}".encode())
+        return h.hexdigest()
+    folder = Path(cfg.path)
+    if not folder.is_dir():
+        raise DataError("task folder not found", file=folder, field=f"finetune.tasks[{cfg.name}].path")
+    for split in SPLITS:
+        path = find_split_file(folder, split, cfg.format)
+        h.update(split.encode() + b"\0" + path.read_bytes())
+    return h.hexdigest()
+
+
+def subsample(examples: list[Any], limit: int | None, seed: int) -> list[Any]:
+    """A fixed random subset of ``limit`` examples in their original order (all of them when fewer)."""
+    if limit is None or len(examples) <= limit:
+        return examples
+    keep = sorted(random.Random(seed).sample(range(len(examples)), limit))
+    return [examples[i] for i in keep]
+
+
+def load_task(cfg: TaskConfig) -> TaskData:
+    """Read, check and subsample the three splits of a task.
+
+    Args:
+        cfg: the task's config.
+
+    Returns:
+        A ``TaskData`` whose ``splits`` map train/validation/test to ``NerExample`` or ``ClsExample`` lists.
+
+    Raises:
+        DataError: a missing file or column, a tag or label outside the label set, an empty split; the
+            message names the file and line.
+    """
+    if cfg.type == "ner":
+        problem = check_label_set(cfg.labels, cfg.tag_scheme)
+        if problem:
+            raise DataError(problem, field=f"finetune.tasks[{cfg.name}].labels")
+        label_list = iob2_labels(cfg.labels)
+    else:
+        label_list = list(cfg.labels)
+    data = TaskData(config=cfg, label_list=label_list, data_hash=task_data_hash(cfg))
+    if cfg.format == "hf":
+        data.splits, data.sources = _read_hf(cfg)
+    else:
+        reader = {"conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}[cfg.format]
+        for split in SPLITS:
+            path = find_split_file(Path(cfg.path), split, cfg.format)
+            data.sources[split] = str(path)
+            data.splits[split] = reader(path, cfg)
+    for split in SPLITS:
+        if not data.splits[split]:
+            raise DataError(f"the {split} split is empty", file=data.sources[split])
+    limits = {"train": cfg.max_train_examples, "validation": cfg.max_eval_examples, "test": cfg.max_eval_examples}
+    for split in SPLITS:
+        data.splits[split] = subsample(data.splits[split], limits[split], cfg.subset_seed)
+    return data

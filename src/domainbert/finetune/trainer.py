@@ -1,0 +1,190 @@
+"""A small fine-tuning loop: dynamic padding, length-grouped batches, early stopping on validation.
+
+Why our own loop rather than ``transformers.Trainer``: on CPU the per-step overhead of the Trainer (callbacks,
+accelerate wrapping, metric gathering) is a visible share of a tiny model's step, and we need exact control of
+the data order. What it does:
+
+- Batches: each epoch, a seeded permutation of the training examples is cut into windows of
+  ``batch_size * length_group_size`` examples; each window is sorted by length and cut into batches, and the
+  batches are shuffled (the scheme of transformers' ``group_by_length``). The lengths are given by the caller
+  and are tokenizer-independent (words per example), so every model sees the SAME batches in the SAME order
+  for a given seed; differences between models come from the models.
+- Padding: each batch is padded to its own longest sequence (dynamic padding).
+- Optimisation: AdamW (no decay on biases and LayerNorm weights), linear warmup then linear decay, gradient
+  clipping. In frozen (feature-based) mode only the task head trains; the encoder stays in eval mode.
+- Early stopping: validation is scored ``evals_per_epoch`` times per epoch; the best weights (by the task's
+  primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
+  without improvement. The test split is never seen here.
+
+It leaves out mixed precision, gradient accumulation and multi-device training (fine-tuning runs are small).
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import torch
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class TrainSettings:
+    epochs: float
+    lr: float
+    batch_size: int
+    eval_batch_size: int = 64
+    warmup_ratio: float = 0.1
+    weight_decay: float = 0.01
+    max_grad_norm: float = 1.0
+    patience: int = 2
+    evals_per_epoch: int = 1
+    length_group_size: int = 50
+    seed: int = 1
+    frozen: bool = False
+
+
+def length_grouped_batches(lengths: list[int], batch_size: int, group_size: int,
+                           rng: np.random.Generator) -> list[list[int]]:
+    """One epoch of batches of example indices, grouped by length within shuffled windows (see module doc)."""
+    order = rng.permutation(len(lengths))
+    window = batch_size * group_size
+    batches: list[list[int]] = []
+    for start in range(0, len(order), window):
+        chunk = sorted(order[start:start + window].tolist(), key=lambda i: -lengths[i])  # stable sort
+        batches += [chunk[j:j + batch_size] for j in range(0, len(chunk), batch_size)]
+    return [batches[i] for i in rng.permutation(len(batches))]
+
+
+def collate(features: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:
+    """Pad a batch to its longest sequence: ids with ``pad_id``, masks and type ids with 0, token labels -100."""
+    width = max(len(f["input_ids"]) for f in features)
+    batch: dict[str, torch.Tensor] = {}
+    pads = {"input_ids": pad_id, "attention_mask": 0, "token_type_ids": 0}
+    for key, pad in pads.items():
+        if key in features[0]:
+            batch[key] = torch.tensor([f[key] + [pad] * (width - len(f[key])) for f in features], dtype=torch.long)
+    labels = [f["labels"] for f in features]
+    if isinstance(labels[0], list) and labels[0] and isinstance(labels[0][0], float):
+        batch["labels"] = torch.tensor(labels, dtype=torch.float)  # multi-hot (multi-label classification)
+    elif isinstance(labels[0], list):
+        batch["labels"] = torch.tensor([row + [-100] * (width - len(row)) for row in labels], dtype=torch.long)
+    else:
+        batch["labels"] = torch.tensor(labels, dtype=torch.long)
+    return batch
+
+
+@torch.no_grad()
+def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch_size: int,
+                   pad_id: int) -> list[np.ndarray]:
+    """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order.
+
+    Examples are batched by length (sorted) so that padding is small; the order of the output is restored.
+    """
+    model.eval()
+    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+    out: list[np.ndarray | None] = [None] * len(features)
+    for start in range(0, len(order), batch_size):
+        idx = order[start:start + batch_size]
+        batch = collate([features[i] for i in idx], pad_id)
+        batch.pop("labels")
+        logits = model(**batch).logits.float().numpy()
+        for row, i in zip(logits, idx, strict=True):
+            out[i] = row[: len(features[i]["input_ids"])] if row.ndim == 2 else row
+    return out  # type: ignore[return-value]
+
+
+def _optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.Optimizer:
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
+    groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=s.lr)
+
+
+def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int], evaluate: Callable[[], dict[str, Any]],
+        primary: str, s: TrainSettings, pad_id: int) -> dict[str, Any]:
+    """Train ``model`` in place with early stopping; leave it holding the best validation weights.
+
+    Args:
+        model: a Hugging Face model whose forward takes ``labels`` and returns ``loss``.
+        train: encoded training features (``encoding`` modules of this package).
+        lengths: a tokenizer-independent length per training example (for length grouping).
+        evaluate: scores the current model on validation (returns a metrics dict).
+        primary: the key of the metric early stopping maximises.
+        s: the settings.
+        pad_id: the tokenizer's padding id.
+
+    Returns:
+        ``history`` (per evaluation: step, epoch, loss, metrics), ``best`` (validation metrics of the kept
+        weights), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds`` (optimisation only, evaluation
+        excluded), ``train_examples`` (examples processed) and ``examples_per_s``.
+    """
+    if s.frozen:
+        for p in model.base_model.parameters():
+            p.requires_grad_(False)
+    rng = np.random.default_rng(s.seed)
+    torch.manual_seed(s.seed)
+    steps_per_epoch = math.ceil(len(train) / s.batch_size)
+    total = max(1, math.ceil(s.epochs * steps_per_epoch))
+    eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
+    opt = _optimizer(model, s)
+    warmup = int(s.warmup_ratio * total)
+    sched = torch.optim.lr_scheduler.LambdaLR(
+        opt, lambda step: (step + 1) / max(1, warmup) if step < warmup else max(0.0, (total - step) / max(1, total - warmup)))
+    history: list[dict[str, Any]] = []
+    best: dict[str, Any] | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    best_step, bad, step, seen, train_seconds, stopped = 0, 0, 0, 0, 0.0, False
+    losses: list[float] = []
+    params = [p for p in model.parameters() if p.requires_grad]
+    logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), total,
+                s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
+    while step < total and not stopped:
+        for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
+            t0 = time.perf_counter()
+            model.train()
+            if s.frozen:
+                model.base_model.eval()
+            batch = collate([train[i] for i in batch_idx], pad_id)
+            loss = model(**batch).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
+            opt.step()
+            sched.step()
+            opt.zero_grad(set_to_none=True)
+            train_seconds += time.perf_counter() - t0
+            seen += len(batch_idx)
+            losses.append(float(loss))
+            step += 1
+            if step % eval_every == 0 or step == total:
+                metrics = evaluate()
+                entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),
+                         "loss": float(np.mean(losses)), "validation": metrics}
+                history.append(entry)
+                losses.clear()
+                if best is None or metrics[primary] > best[primary]:
+                    best, best_step, bad = metrics, step, 0
+                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+                else:
+                    bad += 1
+                logger.info("step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)", step, total,
+                            entry["epoch"], entry["loss"], primary, metrics[primary], best[primary], best_step)
+                if bad >= s.patience:
+                    stopped = True
+                    logger.info("early stopping: no improvement in %d evaluations", bad)
+            if step >= total or stopped:
+                break
+    if best_state is not None:
+        model.load_state_dict(best_state)
+    return {"history": history, "best": best, "best_step": best_step, "steps": step, "stopped_early": stopped,
+            "train_seconds": train_seconds, "train_examples": seen,
+            "examples_per_s": seen / train_seconds if train_seconds > 0 else 0.0}
