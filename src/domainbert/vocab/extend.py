@@ -117,7 +117,7 @@ def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: li
     model = extend_model(load_mlm_model(base_ref), new_ids, piece_ids)
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=min(base_hf.model_max_length, 10**6),
-                                 **specials)
+                                 model_input_names=list(base_hf.model_input_names), **specials)
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     hf.save_pretrained(str(folder))

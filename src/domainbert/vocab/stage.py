@@ -86,11 +86,12 @@ def _train(texts_fn, cfg: DomainConfig, size: int, stats: TextStats | None = Non
     return train_tokenizer(texts_fn(), t.kind, size, t.lowercase, t.min_frequency, stats)
 
 
-def _vocab_at(tok, size: int, kind: str, retrain) -> list[str]:
-    """The vocabulary of ``size`` tokens: a WordPiece prefix, or a fresh training for SentencePiece kinds."""
-    if kind == "wordpiece":
+def _vocab_at(tok, size: int, cfg: DomainConfig, retrain) -> list[str]:
+    """The vocabulary of ``size`` tokens: a WordPiece prefix, or a fresh training for SentencePiece kinds
+    (``tok`` itself at the configured size)."""
+    if cfg.tokenizer.kind == "wordpiece":
         return ordered_vocab(tok)[:size]
-    return ordered_vocab(retrain(size))
+    return ordered_vocab(tok if size == cfg.tokenizer.vocab_size else retrain(size))
 
 
 def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None = None) -> dict:
@@ -143,8 +144,8 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     overlap, curve = {}, {"sizes": list(v.curve_sizes), "domain": {}, "control": {}}
     retrain_dom = lambda s: _train(train_texts, cfg, s)  # noqa: E731
     retrain_ctl = lambda s: _train(ctl_texts, cfg, s)  # noqa: E731
-    dom_curve = {s: _vocab_at(big, s, t.kind, retrain_dom) for s in v.curve_sizes}
-    ctl_curve = {s: _vocab_at(control_big, s, t.kind, retrain_ctl) for s in v.curve_sizes}
+    dom_curve = {s: _vocab_at(big, s, cfg, retrain_dom) for s in v.curve_sizes}
+    ctl_curve = {s: _vocab_at(control_big, s, cfg, retrain_ctl) for s in v.curve_sizes}
     style, special = domain.style, domain.special
     dom_forms, ctl_forms = info_forms(domain), info_forms(control)
     matched_forms = dom_forms if matched is domain else info_forms(matched)

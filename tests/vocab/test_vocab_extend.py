@@ -1,0 +1,53 @@
+"""Vocabulary extension: new words become single tokens, their embeddings start as the mean of their pieces."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import torch
+from vocab_fixtures import make_texts
+
+from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.vocab.extend import build_extended_model, extension_candidates
+from domainbert.vocab.fertility import count_words
+from domainbert.vocab.references import load_base_tokenizer
+
+
+def test_candidates_are_ranked_by_frequency_times_fragmentation(tiny_base):
+    _, base = load_base_tokenizer(str(tiny_base), lowercase=True)
+    words = Counter({"Microprocessor": 3, "microprocessor": 2, "kernel": 9, "the": 50, "x1": 1})
+    cands = extension_candidates(words, base, min_count=2)
+    by_word = {c["word"]: c for c in cands}
+    assert "the" not in by_word  # already a token
+    assert by_word["microprocessor"]["count"] == 5  # merged under the uncased normaliser
+    assert all(len(c["pieces"]) >= 2 and c["score"] == c["count"] * (len(c["pieces"]) - 1) for c in cands)
+    assert [c["score"] for c in cands] == sorted((c["score"] for c in cands), reverse=True)
+
+
+def test_extended_model_tokens_and_mean_initialisation(tiny_base, tmp_path):
+    base_hf, base = load_base_tokenizer(str(tiny_base), lowercase=True)
+    cands = extension_candidates(count_words(make_texts(300, 1)), base, min_count=2)
+    chosen = cands[:3]
+    summary = build_extended_model(str(tiny_base), base_hf, base, chosen, tmp_path / "ext")
+    assert summary["method"] == "wordpiece_vocab" and summary["num_tokens"] == 3
+
+    tok = load_tokenizer(tmp_path / "ext")
+    old = load_mlm_model(str(tiny_base))
+    new = load_mlm_model(tmp_path / "ext")
+    n0 = old.get_input_embeddings().num_embeddings
+    assert new.config.vocab_size == n0 + 3 and len(tok) == n0 + 3
+    w_old, w_new = old.get_input_embeddings().weight, new.get_input_embeddings().weight
+    assert torch.equal(w_new[:n0], w_old[:n0])
+    for i, c in enumerate(chosen):
+        new_id = n0 + i
+        # one piece, in running text too, whatever the case (the base normaliser lower-cases first)
+        assert tok(c["word"], add_special_tokens=False)["input_ids"] == [new_id]
+        assert tok(f"the {c['word'].upper()} kernel", add_special_tokens=False).tokens()[1] == c["word"]
+        pieces = [base.tokenizer.token_to_id(p) for p in c["pieces"]]
+        assert torch.allclose(w_new[new_id], w_old[pieces].mean(dim=0))
+    assert new.get_output_embeddings().weight.data_ptr() == new.get_input_embeddings().weight.data_ptr()
+    # continued pretraining can run on it: an MLM step through the new rows
+    ids = torch.tensor([[2, n0, n0 + 1, n0 + 2, 3]])
+    loss = new(input_ids=ids, labels=ids).loss
+    loss.backward()
+    assert torch.isfinite(loss) and new.get_input_embeddings().weight.grad[n0:].abs().sum() > 0

@@ -1,0 +1,90 @@
+"""The vocab stage end to end on a tiny corpus, a tiny reference and a 2-layer base model."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from transformers import AutoTokenizer
+from vocab_fixtures import make_texts, write_corpus
+
+from domainbert.artifacts import read_record
+from domainbert.config import load_domain
+from domainbert.errors import DataError
+from domainbert.models import load_mlm_model
+from domainbert.paths import RunLayout
+from domainbert.vocab.config import RecommendConfig
+from domainbert.vocab.control import take_words
+from domainbert.vocab.recommend import recommend
+from domainbert.vocab.stage import run_vocab
+
+SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
+
+
+def _cfg(tiny_base, control_file, *extra):
+    refs = f"[{{name: tiny, path: {tiny_base / 'vocab.txt'}}}]"
+    return load_domain("science", [
+        "tokenizer.vocab_size=300", "tokenizer.min_frequency=1", "vocab.curve_sizes=[150, 300]",
+        f"vocab.references={refs}", f"base_model.name_or_path={tiny_base}", f"vocab.control_corpus=[{control_file}]",
+        "vocab.heldout_documents=10", "vocab.extension.num_tokens=3", "vocab.extension.min_count=2",
+        "vocab.published=[{name: Paper, reference: tiny, overlap: 0.42, vocab_size: 31090, corpus_words: 3.17e9}]",
+        *extra])
+
+
+def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base):
+    layout = RunLayout(tmp_path / "run")
+    (tmp_path / "run").mkdir()
+    corpus.rename(layout.corpus)
+    report = run_vocab(_cfg(tiny_base, control_file), layout)
+    for name in ("report.json", "report.md", "report.html", "overlap_curve.png", "fertility.png"):
+        assert (layout.vocab / name).is_file(), name
+    # the headline overlap is SciBERT's entry-by-entry comparison (specials left out), recomputed from the files
+    dom = [t for t in AutoTokenizer.from_pretrained(str(layout.tokenizer)).get_vocab() if t not in SPECIAL]
+    ref = set((tiny_base / "vocab.txt").read_text().split())
+    expected = sum(t in ref for t in dom) / len(dom)
+    assert report["overlap"]["tiny"]["domain"]["domain_in_reference"] == pytest.approx(expected)
+    assert report["curve"]["sizes"] == [150, 300] and len(report["curve"]["control"]["tiny"]) == 2
+    assert set(report["heldout"]) == {"tiny", "base", "domain", "extended"}
+    assert report["recommendation"]["decision"] in ("continue", "extend", "scratch")
+    assert "42.0%" in report["published"][0]["sentence"]
+    assert json.loads((layout.vocab / "report.json").read_text())["recommendation"] == report["recommendation"]
+    assert "Recommendation" in (layout.vocab / "report.md").read_text()
+    model = load_mlm_model(layout.extended_model)
+    assert model.config.vocab_size == load_mlm_model(str(tiny_base)).config.vocab_size + 3
+    assert read_record(layout.extended_model) is not None and read_record(layout.tokenizer) is not None
+
+    finished = read_record(layout.vocab)["finished_at"]
+    again = run_vocab(_cfg(tiny_base, control_file), layout)
+    assert read_record(layout.vocab)["finished_at"] == finished  # skipped: up to date
+    assert again["overlap"] == report["overlap"]
+
+
+def test_too_small_or_empty_corpus(tmp_path, control_file, tiny_base):
+    layout = RunLayout(tmp_path / "run")
+    write_corpus(layout.corpus, make_texts(30, 1), make_texts(5, 2))
+    with pytest.raises(DataError, match="too small"):
+        run_vocab(_cfg(tiny_base, control_file), layout)
+    assert not layout.vocab.exists()
+    write_corpus(layout.corpus, [], make_texts(5, 2))
+    with pytest.raises(DataError, match="empty"):
+        run_vocab(_cfg(tiny_base, control_file), layout)
+
+
+def test_take_words_spreads_evenly():
+    texts = [f"w{i} x" for i in range(100)]  # 2 words each, 200 words
+    kept = list(take_words(lambda: iter(texts), 200, 50))
+    assert sum(len(t.split()) for t in kept) == 50
+    assert kept[0] == "w0 x" and kept[-1] in ("w96 x", "w97 x", "w95 x")
+    assert list(take_words(lambda: iter(texts), 200, 500)) == texts
+
+
+def test_recommendation_rules():
+    t = RecommendConfig()
+    cands = [{"count": 100, "pieces": ["a", "##b", "##c"]}, {"count": 1, "pieces": ["a", "##b", "##c"]}]
+    fits = {"shift": 0.01, "saving": 0.01, "fertility": 1.1, "unk_rate": 0.0}
+    assert recommend(fits, cands, 10**6, t)["decision"] == "continue"
+    shifted = {**fits, "shift": 0.12}
+    out = recommend(shifted, cands, 10**6, t)
+    assert out["decision"] == "extend" and out["extend_tokens"] == 1  # 100 per million qualifies, 1 does not
+    assert recommend(shifted, cands, 10**9, t)["decision"] == "scratch"
+    assert recommend(shifted, cands[1:], 10**6, t)["decision"] == "continue"

@@ -1,0 +1,81 @@
+"""Training and saving domain tokenizers: BERT-compatible WordPiece and a cased SentencePiece unigram."""
+
+from __future__ import annotations
+
+import pytest
+from transformers import AutoTokenizer, DataCollatorForLanguageModeling
+from vocab_fixtures import make_texts
+
+from domainbert.errors import DataError
+from domainbert.vocab.config import TokenizerConfig
+from domainbert.vocab.train import (
+    check_trained_size,
+    ordered_vocab,
+    save_tokenizer,
+    train_tokenizer,
+    truncate_wordpiece,
+)
+
+FIXED = ["low lower lowest"] * 5 + ["newer newest wider"] * 5
+
+
+def test_wordpiece_on_fixed_text_has_bert_specials_and_whole_words():
+    tok = train_tokenizer(FIXED, "wordpiece", 100, lowercase=True, min_frequency=1)
+    assert ordered_vocab(tok)[:5] == ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+    # every word of the fixed text was merged into one token; lower-casing applies before WordPiece
+    assert tok.encode("Lowest NEWER wider", add_special_tokens=False).tokens == ["lowest", "newer", "wider"]
+    assert tok.encode("lowest").tokens == ["[CLS]", "lowest", "[SEP]"]
+    assert tok.encode("low", "wider").type_ids == [0, 0, 0, 1, 1]
+
+
+def test_cased_wordpiece_keeps_case():
+    tok = train_tokenizer(FIXED, "wordpiece", 100, lowercase=False, min_frequency=1)
+    assert tok.encode("lowest Lowest", add_special_tokens=False).tokens == ["lowest", "[UNK]"]
+
+
+def test_truncated_wordpiece_holds_only_the_first_ids():
+    tok = train_tokenizer(make_texts(100, 0), "wordpiece", 300, lowercase=True)
+    small = truncate_wordpiece(tok, 120)
+    assert ordered_vocab(small) == ordered_vocab(tok)[:120]
+    assert max(small.encode("microprocessor compiler kernel").ids) < 120
+
+
+def test_too_little_text_for_the_vocab_size():
+    tok = train_tokenizer(FIXED, "wordpiece", 5000, lowercase=True, min_frequency=1)
+    with pytest.raises(DataError, match="too little text"):
+        check_trained_size(tok, 5000, "domain tokenizer")
+    with pytest.raises(DataError, match="empty"):
+        train_tokenizer([], "wordpiece", 100, lowercase=True)
+
+
+def test_wordpiece_folder_loads_with_autotokenizer(tmp_path):
+    cfg = TokenizerConfig(kind="wordpiece", vocab_size=200, lowercase=True, min_frequency=1)
+    save_tokenizer(train_tokenizer(make_texts(100, 0), "wordpiece", 200, True, 1), cfg, tmp_path / "tok")
+    hf = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    enc = hf("Compiler kernel", "the kernel")
+    assert (hf.pad_token_id, hf.unk_token_id, hf.cls_token_id, hf.sep_token_id, hf.mask_token_id) == (0, 1, 2, 3, 4)
+    assert enc["input_ids"][0] == 2 and enc["input_ids"][-1] == 3
+    assert enc["token_type_ids"][-1] == 1
+    assert hf.model_max_length == 512
+
+
+@pytest.mark.parametrize("kind", ["sentencepiece_unigram", "sentencepiece_bpe"])
+def test_cased_sentencepiece_folder_is_usable_by_bert_mlm(tmp_path, kind):
+    texts = [t.replace("the", "The") for t in make_texts(200, 4)]
+    cfg = TokenizerConfig(kind=kind, vocab_size=150, lowercase=False)
+    save_tokenizer(train_tokenizer(texts, kind, 150, lowercase=False), cfg, tmp_path / "tok")
+    hf = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    assert (hf.cls_token, hf.sep_token, hf.mask_token, hf.pad_token, hf.unk_token) == (
+        "<s>", "</s>", "<mask>", "<pad>", "<unk>")
+    assert hf.pad_token_id == 0
+    enc = hf(["The microprocessor kernel"], return_offsets_mapping=True)
+    ids = enc["input_ids"][0]
+    assert ids[0] == hf.cls_token_id and ids[-1] == hf.sep_token_id
+    word_ids = enc.word_ids(0)
+    assert word_ids[0] is None and word_ids[-1] is None
+    assert sorted(set(w for w in word_ids if w is not None)) == [0, 1, 2]  # three words, whole-word maskable
+    assert "The" in hf.decode(ids, skip_special_tokens=True)  # case kept
+    start, end = enc["offset_mapping"][0][1]
+    assert "The microprocessor kernel"[start:end].strip() in ("The", "T", "Th")
+    batch = DataCollatorForLanguageModeling(hf, mlm_probability=0.5)([{"input_ids": ids}])
+    assert batch["input_ids"].shape == batch["labels"].shape
