@@ -2,8 +2,9 @@
 
 A *word* is what BERT's pre-tokeniser yields on the raw text (runs of letters/digits, each punctuation mark
 alone), whatever tokenizer is measured, so every tokenizer is scored on the same words. Each token is assigned
-to the word its character span overlaps first (offsets come from the tokenizer); tokens overlapping no word
-(a bare SentencePiece space marker) count toward the sequence length only. Special tokens are never added.
+to the word its character span overlaps first (offsets come from the tokenizer), so a token spanning several
+words (SentencePiece's ``://``) costs the first one; tokens overlapping no word (a bare SentencePiece space
+marker) count toward the sequence length only. Special tokens are never added.
 
 - fertility: tokens assigned to words / words (1.0 = every word is one token);
 - split_2plus / split_3plus: share of words cut into 2+ / 3+ tokens;
@@ -65,8 +66,8 @@ def heldout_stats(info: TokenizerInfo, texts: list[str]) -> dict[str, float]:
                     per_word[i] += 1
                     unk_in[i] = unk_in[i] or (unk is not None and tid == unk)
             for n, u in zip(per_word, unk_in, strict=True):
-                if n == 0:
-                    continue  # a word the normaliser removed (control characters): not scored
+                # n == 0: the word shares a token with the word before it (SentencePiece "://") or was removed
+                # by the normaliser; it counts as a word that costs no extra token
                 words += 1
                 pieces += n
                 split2 += n >= 2
