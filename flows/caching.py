@@ -1,16 +1,17 @@
 """Cache keys of the stage tasks: content hashes of what a stage reads, never pickled objects.
 
-A key is ``fingerprint(stage, resolved stage config JSON, input content hashes, domainbert version,
-output content hash)``:
+A key is ``fingerprint(stage, resolved stage config JSON, input content hashes, domainbert version)``:
 
 - the config part holds only the sections the stage reads (the corpus key does not change when a
   fine-tuning learning rate does), resolved to JSON by pydantic;
 - the inputs are the ``recorded_hash`` of the upstream stage folders (corpus manifest hash, tokenizer
-  folder hash, pretrained model hash), or file sizes and modification times for raw input files;
-- the output hash ties a cached result to the files actually on disk. When the stage's output is missing
-  or incomplete the key function returns ``None``: Prefect then runs the task (no cache), and the stage
-  itself rebuilds or resumes. So deleting a folder, editing a source file or changing a setting recomputes
-  exactly that stage and the ones downstream of it, and nothing else.
+  folder hash, pretrained model hash), or file sizes and modification times for raw input files.
+
+A cached result is only trusted while the stage's output folder is complete: the flows pass
+``refresh_cache=True`` to a task whose output is missing or incomplete (``*_done`` below), so Prefect runs
+it (the stage rebuilds or resumes) and stores the new result under the same key. So deleting a folder,
+editing a source file or changing a setting recomputes exactly that stage and the ones downstream of it,
+and nothing else.
 
 What this leaves out: remote (hub) inputs are keyed by their name and config only.
 """
@@ -99,19 +100,35 @@ def pretrain_inputs(cfg: DomainConfig, layout: RunLayout, arm: str) -> tuple[dic
     return config, inputs
 
 
-def finetune_inputs(cfg: DomainConfig, model_name: str, model_ref: str, task_name: str,
-                    seed: int) -> tuple[dict[str, Any], dict[str, str]]:
-    settings = cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models"})
+def finetune_inputs(cfg: DomainConfig, model_name: str, model_ref: str, task_name: str, seed: int,
+                    mode: str) -> tuple[dict[str, Any], dict[str, str]]:
+    settings = cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode"})
     task = next((t for t in cfg.finetune.tasks if t.name == task_name), None)
-    config = {"finetune": settings, "task": _dump(task), "seed": seed, "model": model_name}
+    config = {"finetune": settings, "task": _dump(task), "seed": seed, "model": model_name, "mode": mode}
     inputs = {"model": model_hash(model_ref), "task_files": files_signature([task.path] if task else [])}
     return config, inputs
 
 
-def _key(stage: str, config: Any, inputs: dict[str, str], output: Path) -> str | None:
-    if not is_complete(output):
-        return None
-    return fingerprint(stage, config, inputs, __version__, folder_hash(output))
+def _key(stage: str, config: Any, inputs: dict[str, str]) -> str:
+    return fingerprint(stage, config, inputs, __version__)
+
+
+def corpus_done(layout: RunLayout) -> bool:
+    return is_complete(layout.corpus)
+
+
+def vocab_done(layout: RunLayout) -> bool:
+    return is_complete(layout.vocab)
+
+
+def pretrain_done(layout: RunLayout, arm: str) -> bool:
+    return (is_complete(layout.pretrained_model(arm)) or is_complete(layout.pretrain(arm))) and \
+        (layout.pretrain(arm) / "summary.json").is_file()
+
+
+def finetune_done(layout: RunLayout, model_name: str, task_name: str, seed: int) -> bool:
+    folder = layout.finetune(model_name, task_name, seed)
+    return is_complete(folder) or (folder / "result.json").is_file() and is_complete(folder.parent)
 
 
 def _spec(parameters: dict[str, Any]) -> RunSpec:
@@ -119,39 +136,37 @@ def _spec(parameters: dict[str, Any]) -> RunSpec:
     return spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
 
 
-def corpus_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def corpus_key(_ctx: Any, parameters: dict[str, Any]) -> str:
     """Cache key of the corpus task (``parameters``: spec)."""
     spec = _spec(parameters)
     cfg = spec.config()
     config, inputs = corpus_inputs(cfg)
-    return _key("corpus", config, inputs, spec.layout(cfg).corpus)
+    return _key("corpus", config, inputs)
 
 
-def vocab_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def vocab_key(_ctx: Any, parameters: dict[str, Any]) -> str:
     """Cache key of the vocab task (``parameters``: spec)."""
     spec = _spec(parameters)
     cfg = spec.config()
     layout = spec.layout(cfg)
     config, inputs = vocab_inputs(cfg, layout)
-    return _key("vocab", config, inputs, layout.vocab)
+    return _key("vocab", config, inputs)
 
 
-def pretrain_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def pretrain_key(_ctx: Any, parameters: dict[str, Any]) -> str:
     """Cache key of one pretraining arm (``parameters``: spec, arm)."""
     spec = _spec(parameters)
     cfg = spec.config()
     layout = spec.layout(cfg)
     arm = parameters["arm"]
     config, inputs = pretrain_inputs(cfg, layout, arm)
-    output = layout.pretrained_model(arm)
-    return _key("pretrain", config, inputs, output if read_record(output) else layout.pretrain(arm))
+    return _key("pretrain", config, inputs)
 
 
-def finetune_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
-    """Cache key of one fine-tuning run (``parameters``: spec, model_name, model_ref, task_name, seed)."""
+def finetune_key(_ctx: Any, parameters: dict[str, Any]) -> str:
+    """Cache key of one fine-tuning run (``parameters``: spec, model_name, model_ref, task_name, seed, mode)."""
     spec = _spec(parameters)
     cfg = spec.config()
-    layout = spec.layout(cfg)
     name, ref, task, seed = (parameters[k] for k in ("model_name", "model_ref", "task_name", "seed"))
-    config, inputs = finetune_inputs(cfg, name, str(ref), task, int(seed))
-    return _key("finetune", config, inputs, layout.finetune(name, task, int(seed)))
+    config, inputs = finetune_inputs(cfg, name, str(ref), task, int(seed), parameters.get("mode", "finetune"))
+    return _key("finetune", config, inputs)

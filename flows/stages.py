@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from domainbert.flows import caching
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.tasks import (
@@ -68,12 +69,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
     a merge task deduplicates across shards and writes the corpus atomically.
     """
     spec, cfg, layout = _prepare(spec)
-    from domainbert.artifacts import is_complete
-    from domainbert.corpus.build import stage_fingerprint
-
-    if is_complete(layout.corpus, stage_fingerprint(cfg)):
-        manifest = configured(corpus_task, execution, layout.root)(spec)
-    else:
+    if not caching.corpus_done(layout):
         plan = configured(corpus_split_task, execution, layout.root)(spec)
         shard = configured(corpus_shard_task, execution, layout.root)
         get_run_logger().info("corpus: %d input shard(s) in %s", len(plan["shards"]), plan["work_dir"])
@@ -81,8 +77,11 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
             futures = [runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]})
                        for s in plan["shards"]]
             stats = [f.result() for f in futures]
-        manifest = configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats,
-                                                                         plan["counts"])
+        configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats, plan["counts"])
+        # Record the finished corpus under its cache key (the stage only reads the manifest back).
+        manifest = configured(corpus_task, execution, layout.root, refresh=True)(spec)
+    else:
+        manifest = configured(corpus_task, execution, layout.root)(spec)
     publish_markdown_file(layout.corpus / "report.md", artifact_key(cfg.name, "corpus"),
                           f"Corpus statistics for {cfg.name}")
     return manifest
@@ -92,7 +91,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
 def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
     spec, cfg, layout = _prepare(spec)
-    report = configured(vocab_task, execution, layout.root)(spec)
+    report = configured(vocab_task, execution, layout.root, refresh=not caching.vocab_done(layout))(spec)
     publish_markdown_file(layout.vocab / "report.md", artifact_key(cfg.name, "vocab"),
                           f"Vocabulary fit for {cfg.name}")
     return report
@@ -107,9 +106,10 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     flow once per arm (``arms: [scratch]``) and let the GPU pool's concurrency limit schedule them.
     """
     spec, cfg, layout = _prepare(spec)
-    run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries)
     summaries = {}
     for arm in arms or list(cfg.pretrain.arms):
+        run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries,
+                         refresh=not caching.pretrain_done(layout, arm))
         summaries[arm] = run(spec, arm, execution.gpu_concurrency_limit)
     return summaries
 
@@ -119,15 +119,21 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
     models = configured(models_task, execution, layout.root)(spec)
-    run = configured(finetune_task, execution, layout.root)
-    jobs = [(name, ref, task.name, seed) for name, ref in models.items()
-            for task in cfg.finetune.tasks for seed in cfg.finetune.seeds]
-    get_run_logger().info("fine-tuning %d run(s): %d model(s) x %d task(s) x %d seed(s)", len(jobs), len(models),
-                          len(cfg.finetune.tasks), len(cfg.finetune.seeds))
+    from domainbert.finetune.stage import FROZEN_SUFFIX
+
+    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
+    jobs = [{"spec": spec, "model_name": name + FROZEN_SUFFIX if mode == "frozen" else name, "model_ref": ref,
+             "task_name": task.name, "seed": seed, "mode": mode}
+            for task in cfg.finetune.tasks for name, ref in models.items() for mode in modes
+            for seed in cfg.finetune.seeds]
+    get_run_logger().info("fine-tuning %d run(s): %d model(s) x %d task(s) x %d mode(s) x %d seed(s)", len(jobs),
+                          len(models), len(cfg.finetune.tasks), len(modes), len(cfg.finetune.seeds))
     # One at a time locally (each run already uses every core); spread over workers on a Dask cluster.
     with task_runner(execution, threads=1) as runner:
-        futures = [runner.submit(run, {"spec": spec, "model_name": n, "model_ref": r, "task_name": t, "seed": s})
-                   for n, r, t, s in jobs]
+        futures = []
+        for job in jobs:
+            done = caching.finetune_done(layout, job["model_name"], job["task_name"], job["seed"])
+            futures.append(runner.submit(configured(finetune_task, execution, layout.root, refresh=not done), job))
         return [f.result() for f in futures]
 
 

@@ -49,12 +49,14 @@ def result_storage(opts: ExecutionOptions, root: Path) -> Path | str:
     return Path(url.removeprefix("file://")).resolve()
 
 
-def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None) -> Any:
-    """``tsk`` with this run's result storage, retry policy and cache refresh."""
+def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None,
+               refresh: bool = False) -> Any:
+    """``tsk`` with this run's result storage and retry policy; ``refresh`` (or ``opts.refresh_cache``) makes
+    it run and overwrite its cached result (the flows set it when the stage's output is not complete)."""
     n = opts.retries if retries is None else retries
     delays: Any = exponential_backoff(backoff_factor=opts.retry_delay_seconds) if opts.retry_delay_seconds else 0
     return tsk.with_options(result_storage=result_storage(opts, root), retries=n, retry_delay_seconds=delays,
-                            refresh_cache=opts.refresh_cache)
+                            refresh_cache=opts.refresh_cache or refresh)
 
 
 @contextmanager
@@ -189,14 +191,15 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 
 
 @task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)
-def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int) -> dict:
-    """Fine-tune one model on one task with one seed; returns the result without its prediction lists."""
+def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int,
+                  mode: str = "finetune") -> dict:
+    """Fine-tune one model on one task with one seed (``mode``: finetune or frozen); returns the result
+    without its prediction lists (those stay in result.json)."""
     from domainbert.finetune.stage import finetune_one
 
     cfg = spec.config()
     with stage_logs_to_prefect():
-        result = finetune_one(cfg, spec.layout(cfg), model_name, model_ref, task_name, seed)
-    # gold/pred stay in result.json on disk; the task result only carries the metrics.
+        result = finetune_one(cfg, spec.layout(cfg), model_name, model_ref, task_name, seed, mode=mode)
     return {k: v for k, v in dict(result).items() if k not in ("gold", "pred")}
 
 

@@ -1,0 +1,158 @@
+"""The flows against a real Prefect server (SQLite-backed ``prefect server start``): a tiny domain end to end
+through ``domainbert run``, a rerun after a change that recomputes only what changed, and a pretraining run
+whose trainer is killed mid-way and whose retry resumes from the checkpoint.
+
+Each flow runs in a subprocess of its own (as a worker would run it), so the test process's Prefect settings
+stay untouched; the test reads task states, logs and artifacts back from the server's API.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import psutil
+import pytest
+from flowkit import REPO, base_env, prefect_server, stop_group
+
+pytestmark = [pytest.mark.slow]
+
+
+@pytest.fixture(scope="module")
+def sqlite_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
+    home = tmp_path_factory.mktemp("prefect-sqlite")
+    with prefect_server(home, None, home / "server.log") as url:
+        yield url, home
+
+
+def _client(url: str):
+    from prefect.client.orchestration import SyncPrefectClient
+
+    return SyncPrefectClient(url)
+
+
+def _task_states(url: str, since: float) -> dict[str, list[str]]:
+    """Task-run state names by task name (``corpus``, ``pretrain-arm``, ...) for runs started after ``since``."""
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterStartTime
+    from prefect.types import DateTime
+
+    states: dict[str, list[str]] = {}
+    with _client(url) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(
+            start_time=TaskRunFilterStartTime(after_=DateTime.fromtimestamp(since))), limit=200)
+    for run in runs:
+        states.setdefault(run.name.rsplit("-", 1)[0], []).append(run.state.name if run.state else "?")
+    return states
+
+
+def _run(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 900) -> None:
+    with open(log, "ab") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    finally:
+        stop_group(proc)
+    assert rc == 0, log.read_text(errors="replace")[-5000:]
+
+
+def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
+        sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
+    url, home = sqlite_server
+    env = base_env(home, url)
+    out = tmp_path / "run"
+    domainbert = str(Path(sys.executable).with_name("domainbert"))
+    start = time.time()
+    _run([domainbert, "run", str(tiny_domain), "--out", str(out)], env, tmp_path / "run1.log")
+    first = time.time() - start
+    assert (out / "report" / "report.html").is_file()
+    records = {name: json.loads((out / name / "_domainbert.json").read_text()) for name in ("corpus", "vocab")}
+    states = _task_states(url, start)
+    for name in ("corpus-split", "corpus-shard", "corpus-merge", "vocab", "pretrain-arm", "finetune", "report"):
+        assert states.get(name) and all(s == "Completed" for s in states[name]), (name, states)
+
+    # Same inputs: every cached stage is a cache hit; a changed fine-tuning setting reruns fine-tuning only.
+    second_start = time.time()
+    _run([domainbert, "run", str(tiny_domain), "finetune.lr=1e-4", "--out", str(out)], env, tmp_path / "run2.log")
+    states = _task_states(url, second_start)
+    for name in ("corpus", "vocab", "pretrain-arm"):
+        assert states.get(name) == ["Cached"], (name, states)
+    assert "corpus-split" not in states
+    assert states.get("finetune") and all(s == "Completed" for s in states["finetune"]), states
+    for name, record in records.items():
+        assert json.loads((out / name / "_domainbert.json").read_text()) == record, f"{name} was rebuilt"
+    print(f"flow test: first run {first:.1f} s, rerun {time.time() - second_start:.1f} s")
+
+
+RESUME_SCRIPT = """
+import sys
+from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.stages import pretrain_flow
+spec = RunSpec(domain=sys.argv[1], overrides=sys.argv[3:], out=sys.argv[2])
+print(pretrain_flow(spec, ExecutionOptions(retry_delay_seconds=0, pretrain_retries=2)))
+"""
+
+
+def _trainer_pids(root: int) -> list[int]:
+    try:
+        children = psutil.Process(root).children(recursive=True)
+    except psutil.NoSuchProcess:
+        return []
+    pids = []
+    for child in children:
+        try:
+            if "domainbert.pretrain.worker" in " ".join(child.cmdline()):
+                pids.append(child.pid)
+        except psutil.Error:
+            continue
+    return pids
+
+
+def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
+        sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
+    from domainbert.config import load_domain
+    from domainbert.corpus.build import build_corpus
+    from domainbert.paths import RunLayout
+
+    url, home = sqlite_server
+    out = tmp_path / "run"
+    overrides = ["pretrain.max_steps=40", "pretrain.checkpoint_every=2", "pretrain.launch.launcher=torchrun",
+                 f"pretrain.launch.master_port={20000 + os.getpid() % 20000}"]
+    build_corpus(load_domain(tiny_domain, overrides), RunLayout(out))
+    env = base_env(home, url)
+    log = tmp_path / "flow.log"
+    checkpoints = out / "pretrain" / "continued" / "checkpoints"
+    start = time.time()
+    with open(log, "wb") as f:
+        proc = subprocess.Popen([sys.executable, "-c", RESUME_SCRIPT, str(tiny_domain), str(out), *overrides],
+                                stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
+    killed = []
+    try:
+        deadline = time.monotonic() + 600
+        while not killed and time.monotonic() < deadline and proc.poll() is None:
+            if any((c / "trainer_state.json").is_file() for c in checkpoints.glob("step-*")):
+                for pid in _trainer_pids(proc.pid):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            time.sleep(0.05)
+        rc = proc.wait(timeout=900)
+    finally:
+        stop_group(proc)
+    assert killed, "the trainer finished before it could be killed:\n" + log.read_text()[-3000:]
+    assert rc == 0, log.read_text(errors="replace")[-5000:]
+    summary = json.loads((out / "pretrain" / "continued" / "summary.json").read_text())
+    assert summary["steps"] == 40
+    assert summary["resumed_from"] and 0 < summary["resumed_from"][0] < 40, summary["resumed_from"]
+    states = _task_states(url, start)
+    assert states.get("pretrain-arm") == ["Completed"], states
+    # The retry happened inside one task run, and the trainer's own lines reached the Prefect log.
+    from prefect.client.schemas.filters import LogFilter, LogFilterTextSearch
+
+    with _client(url) as client:
+        logs = client.read_logs(log_filter=LogFilter(text=LogFilterTextSearch(query="resuming continued")))
+    assert logs, "the trainer's 'resuming' line is not in the Prefect log"
