@@ -28,7 +28,7 @@ from domainbert.report.document import Document, Figure, Section, Table, to_html
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt, std_text
-from domainbert.report.summary import ci_text, comparison_sentence, points, signed_points
+from domainbert.report.summary import comparison_sentence, interval_text, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
 
 log = logging.getLogger(__name__)
@@ -123,7 +123,7 @@ def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: C
     scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r)]
                    for r in all_scores]
     cmp_rows = [[c["domain"], c["task"], f"{c['model']} vs {c['reference']}", signed_points(c["diff"]),
-                 ci_text(c).split(" CI ")[1], c["verdict"]] for c in all_cmps]
+                 interval_text(c), c["verdict"]] for c in all_cmps]
     level = round(100 * compare.confidence)
     results = Section("Fine-tuning results")
     if scores_rows:

@@ -16,7 +16,7 @@ from domainbert.report import figures
 from domainbert.report.document import Figure, Section, Table
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import reference_of
-from domainbert.report.summary import ci_text, metric_label, points, signed_points, summary_lines
+from domainbert.report.summary import interval_text, metric_label, points, signed_points, summary_lines
 
 
 def fmt(value: Any, digits: int = 2) -> str:
@@ -213,7 +213,7 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
             rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
                          ", ".join(points(v) for v in r["values"]),
                          signed_points(cmp["diff"]) if cmp else "-",
-                         ci_text(cmp).split(" CI ")[1] if cmp else "-",
+                         interval_text(cmp) if cmp else "-",
                          cmp["verdict"] if cmp else "(reference)"])
         level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
         sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed",
@@ -221,7 +221,7 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
         rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
-                 ci_text(c).split(" CI ")[1], fmt(c.get("p_value"), 3), c["verdict"]] for c in comparisons]
+                 interval_text(c), fmt(c.get("p_value"), 3), c["verdict"]] for c in comparisons]
         level = round(100 * comparisons[0]["confidence"])
         sec.add(Table(["comparison", "task", "paired seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
                        "verdict"], rows,

@@ -28,10 +28,14 @@ def metric_label(metric: str) -> str:
     return METRIC_LABEL.get(metric, metric)
 
 
+def interval_text(row: dict[str, Any]) -> str:
+    """``+0.8 to +3.4``: a comparison row's confidence interval in points."""
+    return f"{signed_points(row['ci_low'])} to {signed_points(row['ci_high'])}"
+
+
 def ci_text(row: dict[str, Any]) -> str:
     """``95% CI +0.8 to +3.4`` for a comparison row."""
-    level = round(100 * row["confidence"])
-    return f"{level}% CI {signed_points(row['ci_low'])} to {signed_points(row['ci_high'])}"
+    return f"{round(100 * row['confidence'])}% CI {interval_text(row)}"
 
 
 def comparison_sentence(row: dict[str, Any]) -> str:
