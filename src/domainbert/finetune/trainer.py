@@ -163,7 +163,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
             opt.zero_grad(set_to_none=True)
             train_seconds += time.perf_counter() - t0
             seen += len(batch_idx)
-            losses.append(float(loss))
+            losses.append(loss.item())
             step += 1
             if step % eval_every == 0 or step == total:
                 metrics = evaluate()

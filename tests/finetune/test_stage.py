@@ -1,0 +1,130 @@
+"""The fine-tuning stage end to end on a tiny random BERT: result.json, skipping, determinism, modes, errors."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from domainbert.config import load_domain
+from domainbert.errors import ModelError
+from domainbert.finetune.stage import finetune_all, finetune_one, models_to_compare
+from domainbert.finetune.stats import compare_models
+from domainbert.finetune.trainer import length_grouped_batches
+from domainbert.paths import RunLayout
+
+TERMS = ["lisp", "unix", "compiler", "memory", "protocol"]
+OTHER = ["the", "a", "of", "and", "is", "in", "for", "with", "data", "user"]
+
+
+def ner_sentence(rng: random.Random) -> list[tuple[str, str]]:
+    """Tags follow word identity: a run of TERMS words is one TERM entity."""
+    out, prev = [], "O"
+    for _ in range(rng.randint(3, 9)):
+        word = rng.choice(TERMS if rng.random() < 0.35 else OTHER)
+        tag = ("I-TERM" if prev != "O" else "B-TERM") if word in TERMS else "O"
+        out.append((word, tag))
+        prev = tag
+    return out
+
+
+@pytest.fixture(scope="module")
+def tasks_dir(tmp_path_factory) -> Path:
+    root = tmp_path_factory.mktemp("tasks")
+    rng = random.Random(0)
+    (root / "ner").mkdir()
+    (root / "cls").mkdir()
+    for split, n in (("train", 64), ("validation", 16), ("test", 16)):
+        sents = [ner_sentence(rng) for _ in range(n)]
+        (root / "ner" / f"{split}.conll").write_text("\n".join("\n".join(f"{w}\t{t}" for w, t in s) + "\n" for s in sents))
+        with gzip.open(root / "cls" / f"{split}.jsonl.gz", "wt") as f:
+            for i in range(n):
+                label = ["tech", "plain"][i % 2]
+                words = [rng.choice(TERMS if label == "tech" else OTHER) for _ in range(rng.randint(3, 8))]
+                f.write(json.dumps({"id": f"{split}-{i}", "text": " ".join(words), "label": label}) + "\n")
+    return root
+
+
+def make_cfg(model: Path, tasks_dir: Path, *extra: str):
+    tasks = [{"name": "ner", "type": "ner", "format": "conll", "path": str(tasks_dir / "ner"),
+              "labels": ["O", "B-TERM", "I-TERM"]},
+             {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
+              "labels": ["tech", "plain"]}]
+    return load_domain("science", [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks),
+                                   "finetune.seeds=[1]", "finetune.epochs=4", "finetune.lr=0.003",
+                                   "finetune.batch_size=8", "finetune.max_length=24", *extra])
+
+
+def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_dir):
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=8")
+    layout = RunLayout(tmp_path / "run")
+    res = finetune_one(cfg, layout, "base", str(tiny_bert), "ner", 1)
+    path = layout.finetune("base", "ner", 1) / "result.json"
+    assert json.loads(path.read_text())["test"] == res["test"]
+    assert (res["model"], res["task"], res["task_type"], res["seed"], res["primary_metric"]) == ("base", "ner", "ner", 1, "f1")
+    assert set(res["test"]) == {"f1", "precision", "recall", "macro_f1", "per_type"}
+    assert len(res["gold"]) == len(res["pred"]) == 16
+    assert [len(g) for g in res["gold"]] == [len(p) for p in res["pred"]]
+    assert res["test"]["f1"] > 0.6  # a word-identity rule; misaligned labels would not learn it
+    assert res["examples_per_s"] > 0 and res["train_examples"] == res["steps"] * 8
+    mtime = path.stat().st_mtime_ns
+    again = finetune_one(cfg, layout, "base", str(tiny_bert), "ner", 1)
+    assert again["pred"] == res["pred"] and path.stat().st_mtime_ns == mtime  # skipped: up to date
+
+
+def test_same_seed_same_data_order_across_model_names(tmp_path, tiny_bert, tasks_dir):
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=1")
+    layout = RunLayout(tmp_path / "run")
+    a = finetune_one(cfg, layout, "a", str(tiny_bert), "cls", 1)
+    b = finetune_one(cfg, layout, "b", str(tiny_bert), "cls", 1)
+    assert a["pred"] == b["pred"] and a["history"] == b["history"]
+    assert set(a["test"]) == {"macro_f1", "accuracy"} and a["gold"][:2] == ["tech", "plain"]
+
+
+def test_frozen_mode_trains_only_the_head(tmp_path, tiny_bert, tasks_dir):
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.mode=frozen", "finetune.epochs=1")
+    layout = RunLayout(tmp_path / "run")
+    res = finetune_one(cfg, layout, "base-frozen", str(tiny_bert), "cls", 1)
+    assert res["mode"] == "frozen"
+    assert res["trainable_parameters"] == 128 * 2 + 2  # the classifier layer: hidden x labels + bias
+
+
+def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):
+    layout = RunLayout(tmp_path / "run")
+    shutil.copytree(tiny_bert, layout.pretrained_model("continued"))
+    cfg = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued, scratch]", "finetune.seeds=[1, 2]",
+                   "finetune.epochs=1", "finetune.tasks=" + json.dumps([
+                       {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
+                        "labels": ["tech", "plain"]}]))
+    models = models_to_compare(cfg, layout)
+    assert models == {"base": str(tiny_bert), "continued": str(layout.pretrained_model("continued"))}
+    results = finetune_all(cfg, layout)
+    assert [(r["model"], r["seed"]) for r in results] == [("base", 1), ("base", 2), ("continued", 1), ("continued", 2)]
+    cmp = compare_models(results[2:], results[:2], n_samples=100)
+    # the same weights, seeds and data order: identical predictions, a zero difference
+    assert (cmp["diff"], cmp["low"], cmp["high"], cmp["verdict"]) == (0.0, 0.0, 0.0, "no significant difference")
+
+
+def test_model_folder_without_tokenizer_is_a_model_error(tmp_path, tiny_bert, tasks_dir):
+    bare = tmp_path / "bare"
+    bare.mkdir()
+    for name in ("config.json", "model.safetensors"):
+        shutil.copy(tiny_bert / name, bare / name)
+    cfg = make_cfg(tiny_bert, tasks_dir)
+    with pytest.raises(ModelError, match="no tokenizer"):
+        finetune_one(cfg, RunLayout(tmp_path / "run"), "bare", str(bare), "cls", 1)
+    assert not RunLayout(tmp_path / "run").finetune("bare", "cls", 1).exists()
+
+
+def test_length_grouped_batches_are_a_seeded_permutation():
+    lengths = [5, 1, 9, 3, 7, 2, 8, 4, 6, 10]
+    a = length_grouped_batches(lengths, 2, 2, np.random.default_rng(4))
+    assert a == length_grouped_batches(lengths, 2, 2, np.random.default_rng(4))
+    assert sorted(i for b in a for i in b) == list(range(10))
+    for batch in a:
+        assert lengths[batch[0]] >= lengths[batch[-1]]
