@@ -62,6 +62,9 @@ def stage_fingerprint(cfg: Any) -> str:
 def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
     """Build the decontamination index in ``work_dir``; returns what was indexed per task/split."""
     summary_path = work_dir / "decontamination-index.json"
+    if not cfg.corpus.decontamination.enabled:
+        write_json_atomic(summary_path, {})
+        return {}
     if summary_path.is_file() and (work_dir / INDEX).is_file():
         return json.loads(summary_path.read_text())
     summary = build_index(cfg.finetune.tasks, cfg.corpus.decontamination, work_dir / INDEX)

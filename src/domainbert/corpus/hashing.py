@@ -27,21 +27,49 @@ def words_of(text: str) -> list[str]:
     return _WORD.findall(text.lower())
 
 
-_CACHE: dict[str, int] = {}
+class _WordCache(dict):
+    """word -> CRC32; a missing word is hashed on first use (``map(cache.__getitem__)`` stays in C)."""
+
+    def __missing__(self, word: str) -> int:
+        value = self[word] = zlib.crc32(word.encode())
+        return value
+
+
+_CACHE = _WordCache()
 _CACHE_MAX = 200_000
-
-
-def _crc(word: str) -> int:
-    value = _CACHE[word] = zlib.crc32(word.encode())
-    return value
 
 
 def word_hashes(words: list[str]) -> np.ndarray:
     """CRC32 of each word as uint64 (a per-process cache of frequent words skips most of the encoding)."""
     if len(_CACHE) > _CACHE_MAX:
         _CACHE.clear()
-    get = _CACHE.get
-    return np.fromiter(((get(w) if w in _CACHE else _crc(w)) for w in words), dtype=np.uint64, count=len(words))
+    return np.fromiter(map(_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
+
+
+def _mix(acc: np.ndarray) -> np.ndarray:
+    out = acc.copy()
+    with np.errstate(over="ignore"):
+        out ^= out >> np.uint64(31)
+        out *= _MUL
+        out ^= out >> np.uint64(29)
+        out *= _MIX
+        out ^= out >> np.uint64(32)
+    return out
+
+
+def ngram_hashes_upto(hashes: np.ndarray, max_n: int) -> dict[int, np.ndarray]:
+    """``{n: ngram_hashes(hashes, n)}`` for n = 1..max_n, built incrementally (one add per extra word)."""
+    out: dict[int, np.ndarray] = {}
+    acc = np.zeros(len(hashes), dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        for k in range(max_n):
+            m = len(hashes) - k
+            if m <= 0:
+                out[k + 1] = np.zeros(0, dtype=np.uint64)
+                continue
+            acc = acc[:m] + hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
+            out[k + 1] = _mix(acc)
+    return out
 
 
 def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
@@ -49,16 +77,11 @@ def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
     m = len(hashes) - n + 1
     if m <= 0:
         return np.zeros(0, dtype=np.uint64)
-    out = np.zeros(m, dtype=np.uint64)
+    acc = np.zeros(m, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in range(n):
-            out += hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
-        out ^= out >> np.uint64(31)
-        out *= _MUL
-        out ^= out >> np.uint64(29)
-        out *= _MIX
-        out ^= out >> np.uint64(32)
-    return out
+            acc += hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
+    return _mix(acc)
 
 
 def text_hash(text: str) -> int:

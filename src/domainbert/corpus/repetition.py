@@ -16,7 +16,7 @@ import numpy as np
 from pydantic import Field
 
 from domainbert.corpus import filters
-from domainbert.corpus.hashing import ngram_hashes, word_hashes
+from domainbert.corpus.hashing import ngram_hashes_upto, word_hashes
 from domainbert.schema import StrictModel
 
 _PARAS = re.compile(r"\n{2,}")
@@ -91,9 +91,10 @@ class GopherRepetition(filters.Component):
         if not words:
             return True, ""
         hashes = word_hashes(words)
+        family = ngram_hashes_upto(hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
         cum = np.concatenate([[0], np.cumsum([len(w) for w in words])])
         for n, frac in sorted(o.top_n_grams.items()):
-            grams = ngram_hashes(hashes, n)
+            grams = family[n]
             if len(grams):
                 # The most frequent n-gram (ties: the one seen first), as Counter.most_common(1) picks it.
                 uniq, first, freq = np.unique(grams, return_index=True, return_counts=True)
@@ -101,7 +102,7 @@ class GopherRepetition(filters.Component):
                 if (cum[best + n] - cum[best]) * freq.max() / size > frac:
                     return False, f"top_{n}_gram"
         for n, frac in sorted(o.dup_n_grams.items()):
-            grams = ngram_hashes(hashes, n)
+            grams = family[n]
             if not len(grams):
                 continue
             # Upper bound first: the greedy scan can only count n-grams that occurred earlier, so when even

@@ -111,7 +111,8 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
             hashes = word_hashes(words)
         kept.append({**doc, "text": text})
         keys.append(normalized_key(words, text))
-        shingles.append(hasher.shingles(hashes, text))
+        if corpus.dedup.near:  # signatures are most of the hashing cost: only when near dedup wants them
+            shingles.append(hasher.shingles(hashes, text))
         nwords.append(len(text.split()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)

@@ -1,0 +1,133 @@
+"""Benchmark of the corpus stage: throughput and peak memory at two input sizes, against a naive baseline.
+
+For each size (MB of JSONL text) it makes an input from the shipped corpora (documents assembled from
+random sentences of all shipped corpora, so they are distinct; then 10% exact copies and 10% near copies
+with one word changed), and measures, each in a fresh process:
+
+* ``full``: the law-style filter stack (unicode, control chars, whitespace, min length, Gopher repetition,
+  symbol ratio, language id) + exact + MinHash near dedup + decontamination against the law and science tasks;
+* ``exact_only``: no filters, exact dedup only;
+* ``baseline``: what a user might write: ``pandas.read_json(lines=True)`` of everything, ``drop_duplicates``
+  on the text, one Parquet file.
+
+Prints one JSON object: MB/s, documents/s, wall seconds and peak RSS (main process and largest worker) per
+size and mode, plus the ratios against the baseline. Run: ``python bench/corpus_build.py --sizes 50 500``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import random
+import re
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+SHIPPED = ["science/foldoc.jsonl.gz", "law/licenses.jsonl.gz", "law/license-rules.jsonl.gz",
+           "economics/reuters.jsonl.gz", "tweets/trump_tweets.jsonl.gz", "general/wordnet-glosses-00.jsonl.gz"]
+
+
+def make_input(path: Path, megabytes: float, seed: int = 0) -> int:
+    """Write about ``megabytes`` MB of JSONL documents; returns the document count."""
+    sentences: list[str] = []
+    for name in SHIPPED:
+        with gzip.open(ROOT / "corpora" / name, "rt") as f:
+            for line in f:
+                sentences += [s for s in re.split(r"(?<=[.!?])\s+|\n+", json.loads(line)["text"]) if len(s) > 20]
+    rng = random.Random(seed)
+    target, written, n, recent = megabytes * 1e6, 0, 0, []
+    with open(path, "w") as out:
+        while written < target:
+            roll = rng.random()
+            if roll < 0.1 and recent:
+                text = rng.choice(recent)
+            elif roll < 0.2 and recent:
+                words = rng.choice(recent).split()
+                words[rng.randrange(len(words))] = "changed"
+                text = " ".join(words)
+            else:
+                text = " ".join(rng.choice(sentences) for _ in range(rng.randint(3, 12)))
+                recent = (recent + [text])[-1000:]
+            line = json.dumps({"id": f"d{n}", "text": text}) + "\n"
+            out.write(line)
+            written += len(line.encode())
+            n += 1
+    return n
+
+
+def _config(data: Path, mode: str):
+    from domainbert.config import load_domain
+
+    src = f"[{{type: local, name: bench, paths: [{data}], format: jsonl}}]"
+    overrides = [f"corpus.sources={src}", "corpus.shard_documents=5000"]
+    if mode == "exact_only":
+        overrides += ["corpus.filters=[]", "corpus.dedup.near=false", "corpus.decontamination.enabled=false"]
+    cfg = load_domain("law", overrides)
+    science = load_domain("science")
+    return cfg.model_copy(update={"finetune": cfg.finetune.model_copy(
+        update={"tasks": [*cfg.finetune.tasks, *science.finetune.tasks]})})
+
+
+def run_one(mode: str, data: Path, out: Path) -> dict:
+    """One measurement in this process (called in a fresh subprocess)."""
+    start = time.perf_counter()
+    if mode == "baseline":
+        import pandas as pd
+
+        frame = pd.read_json(data, lines=True)
+        frame = frame.drop_duplicates(subset="text")
+        frame.to_parquet(out / "baseline.parquet")
+        kept = len(frame)
+    else:
+        from domainbert.corpus.build import build_corpus
+        from domainbert.paths import RunLayout
+
+        kept = build_corpus(_config(data, mode), RunLayout(out))["documents_out"]
+    wall = time.perf_counter() - start
+    return {"wall_s": round(wall, 2), "kept": kept,
+            "peak_rss_mb_main": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "peak_rss_mb_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--sizes", type=float, nargs="+", default=[50, 500], help="input sizes in MB")
+    parser.add_argument("--modes", nargs="+", default=["full", "exact_only", "baseline"])
+    parser.add_argument("--one", nargs=3, metavar=("MODE", "DATA", "OUT"), help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.one:
+        print(json.dumps(run_one(args.one[0], Path(args.one[1]), Path(args.one[2]))))
+        return
+    results: dict = {"machine": "2-core shared", "sizes": {}}
+    with tempfile.TemporaryDirectory(prefix="corpus-bench-") as tmp:
+        for size in args.sizes:
+            data = Path(tmp) / f"input-{size:g}MB.jsonl"
+            docs = make_input(data, size)
+            mb = data.stat().st_size / 1e6
+            entry: dict = {"input_mb": round(mb, 1), "documents": docs}
+            for mode in args.modes:
+                out = Path(tmp) / f"out-{size:g}-{mode}"
+                out.mkdir()
+                proc = subprocess.run([sys.executable, __file__, "--one", mode, str(data), str(out)],
+                                      capture_output=True, text=True, check=True)
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                r["mb_per_s"] = round(mb / r["wall_s"], 2)
+                r["docs_per_s"] = round(docs / r["wall_s"], 1)
+                entry[mode] = r
+                print(f"{size:g} MB {mode}: {r}", file=sys.stderr)
+            if "baseline" in entry:
+                for mode in ("full", "exact_only"):
+                    if mode in entry:
+                        entry[f"{mode}_vs_baseline_speed"] = round(entry[mode]["mb_per_s"] / entry["baseline"]["mb_per_s"], 3)
+            results["sizes"][f"{size:g}"] = entry
+    print(json.dumps(results, indent=2))
+
+
+if __name__ == "__main__":
+    main()
