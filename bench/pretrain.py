@@ -287,7 +287,8 @@ def main(argv: list[str] | None = None) -> int:
 
     results = aggregate(runs, contenders, peak)
     name = "pretrain-quick" if args.quick else "pretrain"
-    plot = plot_losses(results, results_dir() / f"{name}-loss.png")
+    json_path = args.out or results_dir() / f"{name}.json"
+    plot = plot_losses(results, json_path.with_name(f"{json_path.stem}-loss.png"))
     report = {
         "benchmark": "pretrain",
         "unit": "real (non-padding) tokens per second over the training loop",
@@ -306,7 +307,7 @@ def main(argv: list[str] | None = None) -> int:
         "machine": machine_info(),
         "git_revision": git_revision(),
     }
-    emit(report, name, args.out)
+    emit(report, name, json_path)
     return 0 if all("error" not in r for r in runs) else 1
 
 
