@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from seqeval.metrics import f1_score
+from sklearn.metrics import f1_score as f1_score_labels
 
 # A valid 1x1 PNG standing in for a plot the vocab stage drew (the report copies it, never reads it).
 PNG_1X1 = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
@@ -44,15 +45,18 @@ def write_ner_result(root: Path, model: str, task: str, seed: int, misses: int,
     return score
 
 
-def write_cls_result(root: Path, model: str, task: str, seed: int, wrong: int, n: int = 60) -> None:
+def write_cls_result(root: Path, model: str, task: str, seed: int, wrong: int, n: int = 60) -> float:
+    """Write one classification result.json (the first ``wrong`` examples mislabelled); returns its macro-F1."""
     labels = ["a", "b", "c"]
     gold = [labels[i % 3] for i in range(n)]
     pred = [labels[(i + 1) % 3] if i < wrong else g for i, g in enumerate(gold)]
     acc = (n - wrong) / n
+    macro = float(f1_score_labels(gold, pred, average="macro"))
     write_json(root / "finetune" / model / task / f"seed-{seed}" / "result.json", {
         "model": model, "mode": "finetune", "task": task, "task_type": "classification", "seed": seed,
-        "primary_metric": "macro_f1", "test": {"macro_f1": acc, "accuracy": acc}, "validation": {"macro_f1": acc},
+        "primary_metric": "macro_f1", "test": {"macro_f1": macro, "accuracy": acc}, "validation": {"macro_f1": macro},
         "gold": gold, "pred": pred, "train_seconds": 1.0, "examples_per_s": 50.0})
+    return macro
 
 
 def write_corpus(root: Path) -> None:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from domainbert.report.results import comparison_pairs, model_order, reference_of, verdict
+from domainbert.report.summary import comparison_sentence
 
 
 def test_verdict_follows_whether_the_interval_contains_zero() -> None:
@@ -27,3 +28,19 @@ def test_pairs_compare_each_model_with_its_base_and_the_arms_head_to_head() -> N
         ("continued", "scratch"), ("extended", "continued"), ("continued-frozen", "scratch-frozen")]
     # Without results for the base model nothing is compared with it.
     assert comparison_pairs(["continued", "scratch"]) == [("continued", "scratch")]
+
+
+def _row(diff: float, low: float, high: float, n_seeds: int = 3) -> dict:
+    return {"model": "continued", "reference": "base", "task": "science-terms-ner", "metric": "f1", "diff": diff,
+            "ci_low": low, "ci_high": high, "confidence": 0.95, "verdict": verdict(diff, low, high),
+            "n_seeds": n_seeds}
+
+
+def test_summary_sentences_are_written_from_the_numbers() -> None:
+    assert comparison_sentence(_row(0.021, 0.008, 0.034)) == (
+        "continued beat base on science-terms-ner by +2.1 F1 (95% CI +0.8 to +3.4).")
+    assert comparison_sentence(_row(-0.004, -0.019, 0.011)) == (
+        "continued did not differ significantly from base on science-terms-ner (-0.4 F1, 95% CI -1.9 to +1.1).")
+    assert comparison_sentence(_row(-0.05, -0.07, -0.0004, n_seeds=1)) == (
+        "continued was worse than base on science-terms-ner by -5.0 F1 (95% CI -7.0 to 0.0); one seed only, so "
+        "the interval covers test-set sampling but not seed variance.")

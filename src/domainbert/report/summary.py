@@ -20,8 +20,9 @@ def points(value: float) -> str:
 
 
 def signed_points(value: float) -> str:
-    """A difference as signed points: 0.021 -> ``+2.1``, -0.004 -> ``-0.4``."""
-    return f"{100 * value:+.1f}"
+    """A difference as signed points: 0.021 -> ``+2.1``, -0.004 -> ``-0.4``, anything that rounds to 0 -> ``0.0``."""
+    text = f"{100 * value:+.1f}"
+    return "0.0" if text in ("+0.0", "-0.0") else text
 
 
 def metric_label(metric: str) -> str:
