@@ -70,6 +70,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--peak-tflops", type=float, default=None, help="Hardware peak for MFU (default: by GPU name).")
     p.add_argument("--timeout", type=float, default=3600, help="Seconds allowed per child run.")
     p.add_argument("--out", type=Path, default=None, help="JSON path (default bench/results/pretrain.json).")
+    p.add_argument("--reuse", action="store_true",
+                   help="Reuse the recorded result of a run whose settings are identical (e.g. after an interruption).")
+    p.add_argument("--no-run", action="store_true", help="With --reuse: only aggregate the recorded runs.")
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
@@ -184,7 +187,7 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
     ref_curve = ref_runs[0]["loss_curve"] if ref_runs else []
     keys = ("repeat", "real_tokens_per_s", "steady_real_tokens_per_s", "padding_fraction", "steps", "real_tokens",
             "train_wall_s", "load_s", "tokenize_s", "read_corpus_s", "pretrain_arm_call_s", "process_wall_s",
-            "peak_rss_mib", "first_loss", "last_loss", "error", "output_tail")
+            "peak_rss_mib", "reused", "first_loss", "last_loss", "error", "output_tail")
     for name, recs in by_name.items():
         ok = [r for r in recs if "error" not in r]
         rate = spread([r["real_tokens_per_s"] for r in ok])
@@ -272,9 +275,14 @@ def main(argv: list[str] | None = None) -> int:
                     "work_dir": str(work), "steps": args.steps, "batch_size": args.batch_size,
                     "seq_len": args.seq_len, "lr": args.lr, "seed": args.seed, "device": args.device}
             spec_path = work / "specs" / f"{name}-r{repeat}.json"
+            out_path = spec_path.with_suffix(".out.json")
+            if args.reuse and spec_path.is_file() and out_path.is_file() and json.loads(spec_path.read_text()) == spec:
+                runs.append({**json.loads(out_path.read_text()), "reused": True})
+                continue
+            if args.no_run:
+                continue
             spec_path.parent.mkdir(parents=True, exist_ok=True)
             spec_path.write_text(json.dumps(spec))
-            out_path = spec_path.with_suffix(".out.json")
             print(f"[bench/pretrain] repeat {repeat + 1}/{args.repeats}: {name} ...", file=sys.stderr, flush=True)
             rec = run_json_child([sys.executable, str(Path(__file__).resolve()), "--child", str(spec_path),
                                   "--child-out", str(out_path)], out_path, timeout=args.timeout,
