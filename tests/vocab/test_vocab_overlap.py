@@ -45,3 +45,12 @@ def test_bytelevel_forms():
     assert decode_bytelevel("\u00c3\u00a9") == "\u00e9"
     assert canonical_forms("##ing", "wordpiece") == (("c", "ing"),)
     assert canonical_forms("##", "wordpiece") == (("w", "##"),)
+
+
+def test_cased_domain_tokens_are_folded_for_an_uncased_reference(ref):
+    domain = comparable(["Cat", "##S", "Dog", "\u00e9l\u00e9phant", "the"], "wordpiece", set())
+    # the uncased reference lower-cases and strips accents before WordPiece: Cat, ##S, Dog, the are found
+    out = ref.compare(domain)
+    assert out["shared"] == 4 and out["domain_in_reference"] == pytest.approx(4 / 5)
+    cased = ReferenceForms(describe(wordpiece_from_vocab(REF, lowercase=False), "cased-ref", lowercase=False))
+    assert cased.compare(domain)["shared"] == 1  # only "the"

@@ -12,8 +12,11 @@ SentencePiece and byte-level BPE vocabularies compare fairly:
   matches both ``(w, s)`` and ``(c, s)``; pieces that are not whole UTF-8 characters are left out;
 - special tokens (``[PAD]``, ``[unused7]``, ``<s>``, ``<|endoftext|>``, byte-fallback ``<0x0A>``) and a bare
   word marker are left out of both sides and of both denominators;
-- no case folding: an uncased vocabulary against a cased one is compared as stored (SciBERT compared its
-  uncased vocabulary with BERT's uncased one; the report lists each reference separately).
+- a domain token is looked up as the reference would see it: when the reference lower-cases its input
+  (BERT uncased), the token's surface goes through the reference's normaliser first, so a cased domain
+  vocabulary's ``Bank`` and ``Caf\u00e9`` are found as ``bank`` and ``cafe`` (without this, a cased domain vocab
+  looks foreign to an uncased base for its casing alone); against a cased reference nothing is folded, so an
+  uncased domain vocabulary misses the reference's capitalised tokens (the report lists each reference).
 
 Between two WordPiece vocabularies this is exactly SciBERT's entry-by-entry comparison minus special tokens.
 ``surface`` variants ignore the position (``run`` and ``##run`` match). This module does not train anything.
@@ -102,6 +105,7 @@ class ReferenceForms:
             figure), ``reference_in_domain`` (the reverse; only with ``reverse``), ``surface_domain_in_reference``
             (position ignored), ``shared``, ``domain_tokens`` and ``reference_tokens`` (comparable counts).
         """
+        domain = self.fold(domain)
         in_ref = sum(1 for fs in domain.values() if any(f in self.forms for f in fs))
         surf = sum(1 for fs in domain.values() if any(s in self.surfaces for _, s in fs))
         n_dom, n_ref = len(domain), len(self.tokens)
@@ -120,7 +124,23 @@ class ReferenceForms:
 
     def missing(self, domain: dict[str, tuple[Form, ...]]) -> list[str]:
         """The domain tokens whose forms are all absent from the reference."""
-        return [t for t, fs in domain.items() if not any(f in self.forms for f in fs)]
+        return [t for t, fs in self.fold(domain).items() if not any(f in self.forms for f in fs)]
+
+    def fold(self, domain: dict[str, tuple[Form, ...]]) -> dict[str, tuple[Form, ...]]:
+        """Domain forms as this reference sees them (through its normaliser when it lower-cases)."""
+        norm = self.info.tokenizer.normalizer
+        if not self.info.lowercase or norm is None:
+            return domain
+        cache: dict[str, str] = {}
+
+        def f(surface: str) -> str:
+            if surface.isascii():
+                return surface.lower()
+            if surface not in cache:
+                cache[surface] = norm.normalize_str(surface).strip() or surface
+            return cache[surface]
+
+        return {t: tuple((pos, f(s)) for pos, s in fs) for t, fs in domain.items()}
 
 
 def info_forms(info: TokenizerInfo) -> dict[str, tuple[Form, ...]]:
