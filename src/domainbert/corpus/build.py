@@ -2,13 +2,14 @@
 
 Steps (each a plain function, so ``flows/`` can run them as Prefect tasks, mapping the middle one):
 
-1. ``prepare(cfg, work_dir)``: index the evaluation texts for decontamination;
-2. ``iter_input_shards`` + ``process_input_shard`` (``shards``): read the sources into input shards and
-   process each one; ``build_corpus`` runs them in a process pool of ``corpus.workers`` processes while the
-   main process keeps reading the sources (a spawned pool: workers share nothing but the files);
-3. ``merge(cfg, work_dir, out_dir, shard_stats, counts)``: exact and near deduplication across all shards
-   (``dedup``), the train/validation split by a hash of the document id, output shards of
-   ``shard_documents`` documents, ``manifest.json`` and the reports.
+1. ``work_dir_for(cfg, layout)`` and ``prepare(cfg, work_dir)``: index the evaluation texts for decontamination;
+2. ``split_inputs(cfg, work_dir)`` (or the streaming ``iter_input_shards``) and ``process_input_shard(cfg,
+   spec, work_dir)`` (``shards``) for each spec: ``build_corpus`` runs them in a process pool of
+   ``corpus.workers`` processes while the main process keeps reading the sources (a spawned pool: workers
+   share nothing but the files); ``flows/`` may map them over Dask workers that see the same work folder;
+3. ``finish(cfg, layout, work_dir, stats, counts)``: ``merge`` through ``atomic_output``: exact and near
+   deduplication across all shards (``dedup``), the train/validation split by a hash of the document id,
+   output shards of ``shard_documents`` documents, ``manifest.json`` and the reports.
 
 Resumable: the work folder (``<run>/corpus.work/<fingerprint>``) keeps every processed shard with a stats file
 written last; a restarted build re-reads the sources but skips the shards already done, and, everything being
@@ -90,17 +91,46 @@ def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
     if is_complete(out, fp):
         log.info("corpus: skipped: up to date (%s)", out)
         return json.loads((out / "manifest.json").read_text())
-    work_dir = Path(layout.root) / "corpus.work" / fp[:16]
-    work_dir.mkdir(parents=True, exist_ok=True)
+    work_dir = work_dir_for(cfg, layout)
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
     prepare(cfg, work_dir)
     counts: dict[str, Any] = {}
     stats = _process_all(cfg, work_dir, counts)
-    with atomic_output(out, config=cfg.corpus.model_dump(mode="json"), fp=fp) as tmp:
+    return finish(cfg, layout, work_dir, stats, counts)
+
+
+def work_dir_for(cfg: Any, layout: Any) -> Path:
+    """The resumable work folder of this build (``<run>/corpus.work/<fingerprint prefix>``)."""
+    work_dir = Path(layout.root) / "corpus.work" / stage_fingerprint(cfg)[:16]
+    work_dir.mkdir(parents=True, exist_ok=True)
+    return work_dir
+
+
+def split_inputs(cfg: Any, work_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """All input shard specs and the read counts at once (for ``flows/``, which maps the specs)."""
+    counts: dict[str, Any] = {}
+    return list(iter_input_shards(cfg, work_dir, counts)), counts
+
+
+def finish(cfg: Any, layout: Any, work_dir: Path, stats: list[dict[str, Any]], counts: dict[str, Any]) -> dict[str, Any]:
+    """``merge`` into ``layout.corpus`` through ``atomic_output``, then remove the work folder.
+
+    Args:
+        cfg: the ``DomainConfig``.
+        layout: the run's ``RunLayout``.
+        work_dir: the work folder the shards were processed in.
+        stats: ``process_input_shard`` results (any order).
+        counts: the counts from ``split_inputs`` / ``iter_input_shards``.
+
+    Returns:
+        The manifest.
+    """
+    stats = sorted(stats, key=lambda s: s["index"])
+    with atomic_output(Path(layout.corpus), config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)) as tmp:
         manifest = merge(cfg, work_dir, tmp, stats, counts)
     shutil.rmtree(work_dir, ignore_errors=True)
     log.info("corpus: %d train / %d validation documents -> %s", manifest["documents"]["train"],
-             manifest["documents"]["validation"], out)
+             manifest["documents"]["validation"], layout.corpus)
     return manifest
 
 

@@ -145,9 +145,8 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
                 continue
             try:
                 rec = json.loads(line)
-            except json.JSONDecodeError as exc:
+            except json.JSONDecodeError:
                 malformed.skip(source, "invalid_json", path, lineno)
-                _ = exc
                 continue
             if not isinstance(rec, dict):
                 malformed.skip(source, "not_an_object", path, lineno)
@@ -226,10 +225,8 @@ def iter_source(source: SourceConfig, malformed: MalformedCounter) -> Iterator[d
     position = 0
     for where, rec in records:
         text = _text_of(rec, source.text_field, source.text_template)
-        if text is None:
-            what = "text_template fields" if source.text_template else f"text field {source.text_field!r}"
+        if text is None:  # no such text field, or a text_template field missing
             malformed.skip(source.name, "missing_text", where[0], where[1])
-            _ = what
             continue
         own_id = rec.get(source.id_field) if source.id_field else None
         doc_id = str(own_id) if own_id not in (None, "") else f"{source.name}:{position}"
