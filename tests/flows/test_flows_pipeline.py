@@ -121,7 +121,8 @@ def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
 
     url, home = sqlite_server
     out = tmp_path / "run"
-    overrides = ["pretrain.max_steps=40", "pretrain.checkpoint_every=2", "pretrain.launch.launcher=torchrun",
+    overrides = ["pretrain.max_steps=12", "pretrain.budget_tokens=1000000", "pretrain.checkpoint_every=2",
+                 "pretrain.launch.launcher=torchrun",
                  f"pretrain.launch.master_port={20000 + os.getpid() % 20000}"]
     build_corpus(load_domain(tiny_domain, overrides), RunLayout(out))
     env = base_env(home, url)
@@ -146,8 +147,8 @@ def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
     assert killed, "the trainer finished before it could be killed:\n" + log.read_text()[-3000:]
     assert rc == 0, log.read_text(errors="replace")[-5000:]
     summary = json.loads((out / "pretrain" / "continued" / "summary.json").read_text())
-    assert summary["steps"] == 40
-    assert summary["resumed_from"] and 0 < summary["resumed_from"][0] < 40, summary["resumed_from"]
+    assert summary["steps"] == 12
+    assert summary["resumed_from"] and 0 < summary["resumed_from"][0] < 12, summary["resumed_from"]
     states = _task_states(url, start)
     assert states.get("pretrain-arm") == ["Completed"], states
     # The retry happened inside one task run, and the trainer's own lines reached the Prefect log.
@@ -156,3 +157,34 @@ def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
     with _client(url) as client:
         logs = client.read_logs(log_filter=LogFilter(text=LogFilterTextSearch(query="resuming continued")))
     assert logs, "the trainer's 'resuming' line is not in the Prefect log"
+
+
+DASK_SCRIPT = """
+import json, sys
+from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.stages import corpus_flow
+if __name__ == "__main__":
+    manifest = corpus_flow(RunSpec(domain=sys.argv[1], out=sys.argv[2]), ExecutionOptions(dask_local_workers=2))
+    print("MANIFEST", json.dumps(manifest["content_hash"]))
+"""
+
+
+def test_corpus_shards_on_a_local_dask_cluster_match_the_plain_build(
+        sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
+    from domainbert.config import load_domain
+    from domainbert.corpus.build import build_corpus
+    from domainbert.paths import RunLayout
+
+    url, home = sqlite_server
+    overrides = ["corpus.shard_documents=60"]  # several input shards, spread over the two Dask workers
+    script = tmp_path / "dask_corpus.py"
+    script.write_text(DASK_SCRIPT.replace("RunSpec(domain=sys.argv[1]", f"RunSpec(overrides={overrides!r}, domain=sys.argv[1]"))
+    start = time.time()
+    _run([sys.executable, str(script), str(tiny_domain), str(tmp_path / "dask")], base_env(home, url),
+         tmp_path / "dask.log")
+    plain = build_corpus(load_domain(tiny_domain, overrides), RunLayout(tmp_path / "plain"))
+    dask_manifest = json.loads((tmp_path / "dask" / "corpus" / "manifest.json").read_text())
+    assert dask_manifest["content_hash"] == plain["content_hash"]
+    assert dask_manifest["documents"] == plain["documents"]
+    states = _task_states(url, start)
+    assert len(states.get("corpus-shard", [])) == 5 and set(states["corpus-shard"]) == {"Completed"}, states
