@@ -64,6 +64,9 @@ def test_gopher_repetition():
     assert gopher.filter(" ".join(["spam eggs"] * 30)) == (False, "top_2_gram")
     repeated = prose + " " + " ".join(f"w{i}" for i in range(40)) + " " + prose
     assert gopher.filter(repeated)[1].startswith("duplicated_")
+    # a short definition repeating its subject is not spam; n-gram rules start at 50 words
+    assert gopher.filter("0/1 knapsack problem\n\nThe knapsack problem restricted to zero or one.") == (True, "")
+    assert comp("gopher_repetition_v1", ngram_min_words=0).filter("knapsack problem and knapsack problem")[0] is False
 
 
 def test_language_id_matches_langid_and_filters():

@@ -5,6 +5,9 @@ characters), the most frequent 2-4-gram covering too many characters, or repeate
 many characters. Thresholds are the paper's defaults and can be changed per domain. Words are whitespace
 tokens (no language-specific word splitting); an n-gram's length is the characters of its words (datatrove
 also counts the spaces between them). N-grams are compared by 64-bit hashes (``hashing``), vectorised.
+Two departures from datatrove, for short documents: the top n-gram rule needs an n-gram that occurs at least
+twice (datatrove also fires on a unique 4-gram filling 16% of a 20-word text), and the n-gram rules apply only
+from ``ngram_min_words`` words (Gopher's own quality filter drops documents under 50 words anyway).
 """
 
 from __future__ import annotations
@@ -31,6 +34,8 @@ class GopherOptions(StrictModel):
     top_n_grams: dict[int, float] = Field(default_factory=lambda: {2: 0.2, 3: 0.18, 4: 0.16})
     dup_n_grams: dict[int, float] = Field(default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11,
                                                                    10: 0.10})
+    ngram_min_words: int = Field(50, ge=0, description="Apply the n-gram rules only to documents of at least "
+                                 "this many words (a short definition naturally repeats its subject).")
 
 
 def _duplicates(items: list[str]) -> tuple[int, int]:
@@ -88,7 +93,7 @@ class GopherRepetition(filters.Component):
         if chars / size > o.dup_line_char_frac:
             return False, "dup_line_char_frac"
         words = text.split()
-        if not words:
+        if len(words) < max(o.ngram_min_words, 1):
             return True, ""
         hashes = word_hashes(words)
         family = ngram_hashes_upto(hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
@@ -99,7 +104,7 @@ class GopherRepetition(filters.Component):
                 # The most frequent n-gram (ties: the one seen first), as Counter.most_common(1) picks it.
                 uniq, first, freq = np.unique(grams, return_index=True, return_counts=True)
                 best = first[freq == freq.max()].min()
-                if (cum[best + n] - cum[best]) * freq.max() / size > frac:
+                if freq.max() > 1 and (cum[best + n] - cum[best]) * freq.max() / size > frac:
                     return False, f"top_{n}_gram"
         for n, frac in sorted(o.dup_n_grams.items()):
             grams = family[n]
