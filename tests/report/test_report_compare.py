@@ -106,6 +106,15 @@ def test_missing_stages_read_not_run(cfg: DomainConfig, tmp_path: Path) -> None:
     assert results_table(cfg, layout) == []
 
 
+def test_a_configured_task_without_results_reads_not_run(cfg: DomainConfig, science_run: Path) -> None:
+    extra = cfg.finetune.tasks[0].model_copy(update={"name": "extra-task"})
+    cfg = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"tasks": [extra]})})
+    render_report(cfg, RunLayout(science_run))
+    md = (science_run / "report" / "report.md").read_text()
+    assert "Not run: task(s) extra-task (no results)." in md
+    assert f"continued beat base on {NER_TASK}" in md  # results of tasks outside the config still show
+
+
 def test_rerender_is_skipped_until_an_artifact_changes(cfg: DomainConfig, science_run: Path) -> None:
     layout = RunLayout(science_run)
     render_report(cfg, layout)

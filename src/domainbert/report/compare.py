@@ -83,7 +83,8 @@ def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out
         vocab_section(arts, layout.vocab, out_dir),
         sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
         sections.compute_section(arts),
-        sections.finetune_section(scores, comparisons, out_dir, cfg.compare.bootstrap_samples),
+        sections.finetune_section(scores, comparisons, out_dir, cfg.compare.bootstrap_samples,
+                                  [t.name for t in cfg.finetune.tasks]),
         method,
     ], footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} "
               f"from {len(arts.input_hashes)} artifact file(s).")

@@ -23,6 +23,8 @@ matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
 from matplotlib.ticker import NullFormatter  # noqa: E402
 
+from domainbert.report.results import METRIC_LABEL  # noqa: E402
+
 DPI = 110
 
 
@@ -132,7 +134,7 @@ def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetun
         # Bars start at 0 (a cut axis exaggerates differences); the seeds' dots show the spread.
         top = max([m + s for m, s in zip(means, stds, strict=True)] + [100 * max(r["values"]) for r in rows_t])
         ax.set_ylim(0.0, min(100.0, top * 1.08) if top > 0 else 1.0)
-        ax.set_ylabel(f"test {rows_t[0]['metric']} (x100)")
+        ax.set_ylabel(f"test {METRIC_LABEL.get(rows_t[0]['metric'], rows_t[0]['metric'])} (x100)")
         ax.set_title(task)
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_dir, name)

@@ -196,13 +196,24 @@ def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
     return f"{len(comparisons)} comparison{'s' if len(comparisons) != 1 else ''}, not corrected for multiplicity."
 
 
+def p_text(p: Any, samples: int) -> str:
+    """A bootstrap p-value; 0 means no draw crossed 0, i.e. below the resolution 2 / samples."""
+    if p is None:
+        return "-"
+    return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3f}"
+
+
 def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], out_dir: Path,
-                     bootstrap_samples: int) -> Section:
-    """Per task: mean, std and seeds per model with the difference to the base model; then every comparison."""
+                     bootstrap_samples: int, tasks: list[str]) -> Section:
+    """Per task: mean, std and seeds per model with the difference to the base model; then every comparison.
+    ``tasks`` (the config's) that have no results are listed as not run."""
     sec = Section("Fine-tuning results")
     if not scores:
         return sec.add("Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
                        "`domainbert finetune` and re-render the report.")
+    missing = [t for t in tasks if t not in {r["task"] for r in scores}]
+    if missing:
+        sec.add(f"Not run: task(s) {', '.join(missing)} (no results).")
     for task in dict.fromkeys(r["task"] for r in scores):
         rows_t = [r for r in scores if r["task"] == task]
         label = metric_label(rows_t[0]["metric"])
@@ -221,7 +232,7 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
         rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
-                 interval_text(c), fmt(c.get("p_value"), 3), c["verdict"]] for c in comparisons]
+                 interval_text(c), p_text(c.get("p_value"), bootstrap_samples), c["verdict"]] for c in comparisons]
         level = round(100 * comparisons[0]["confidence"])
         sec.add(Table(["comparison", "task", "paired seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
                        "verdict"], rows,
