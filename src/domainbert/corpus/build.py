@@ -23,6 +23,7 @@ import hashlib
 import json
 import logging
 import multiprocessing
+import os
 import shutil
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
@@ -91,12 +92,24 @@ def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
     if is_complete(out, fp):
         log.info("corpus: skipped: up to date (%s)", out)
         return json.loads((out / "manifest.json").read_text())
+    _remove_stale_temporaries(out)
     work_dir = work_dir_for(cfg, layout)
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
     prepare(cfg, work_dir)
     counts: dict[str, Any] = {}
     stats = _process_all(cfg, work_dir, counts)
     return finish(cfg, layout, work_dir, stats, counts)
+
+
+def _remove_stale_temporaries(out: Path) -> None:
+    """Remove ``corpus.tmp-<pid>`` folders left by builds killed during the merge (their pid is gone)."""
+    for tmp in out.parent.glob(f"{out.name}.tmp-*"):
+        try:
+            os.kill(int(tmp.name.rsplit("-", 1)[1]), 0)
+        except (ValueError, ProcessLookupError):
+            shutil.rmtree(tmp, ignore_errors=True)
+        except PermissionError:
+            pass
 
 
 def work_dir_for(cfg: Any, layout: Any) -> Path:

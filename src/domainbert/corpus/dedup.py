@@ -10,8 +10,8 @@ MinHash signature (``num_perm`` uint32). Here, over all shards and all sources i
   confirmed pairs are joined into clusters (scipy connected components) and each cluster keeps its first
   document.
 
-Memory: the keys (8 B), one band column at a time (8 B), labels and masks (about 10 B) per document are in
-RAM - about 30 MB per million documents; signatures stay in the shard files (memory-mapped, 4 B x num_perm
+Memory: the exact keys, one band column at a time with its sort order, the eligible index, masks and cluster
+labels - about 64 bytes per document at the peak, so 64 MB per million documents; signatures stay in the shard files (memory-mapped, 4 B x num_perm
 per document on disk) and only the rows of candidate pairs are read.
 """
 
@@ -26,7 +26,7 @@ from scipy.sparse.csgraph import connected_components
 from domainbert.corpus.config import DedupConfig
 from domainbert.corpus.hashing import band_keys
 
-STATE_BYTES_PER_DOC = 30
+STATE_BYTES_PER_DOC = 64
 
 
 def lsh_params(cfg: DedupConfig) -> tuple[int, int]:
