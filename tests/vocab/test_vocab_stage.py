@@ -31,6 +31,7 @@ def _cfg(tiny_base, control_file, *extra):
         *extra])
 
 
+@pytest.mark.slow
 def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base):
     layout = RunLayout(tmp_path / "run")
     (tmp_path / "run").mkdir()

@@ -59,11 +59,15 @@ def _blocks(r: dict) -> list[tuple]:
     rows = []
     for name, ov in r["overlap"].items():
         d, c, m = ov["domain"], ov["control"], ov["domain_matched"]
-        rows.append([name, pct(d["domain_in_reference"]), pct(c["domain_in_reference"]),
+        rows.append([name, pct(d["domain_in_reference"]), pct(m["domain_in_reference"]), pct(c["domain_in_reference"]),
                      pct(c["domain_in_reference"] - m["domain_in_reference"]), pct(d["reference_in_domain"]),
                      pct(d["surface_domain_in_reference"]), f"{d['shared']:,} / {d['domain_tokens']:,}"])
     b += [("h2", "Vocabulary overlap"),
-          ("table", ["reference", "domain in reference", "control in reference", "shift (control - domain)",
+          ("p", "domain in reference: share of the domain vocabulary found in the reference (SciBERT's figure); "
+                "equal words: the same for a domain vocabulary trained on as many words as the control (the "
+                "domain vocabulary itself when the domain has fewer words); shift = control - equal words."),
+          ("table", ["reference", "domain in reference", "domain, equal words", "control in reference",
+                     "shift (control - domain)",
                      "reference in domain", "surface (position ignored)", "shared / domain tokens"], rows)]
     for p in r.get("published", []):
         b.append(("p", p["sentence"]))
