@@ -94,3 +94,13 @@ def load_checkpoint(folder: Path, engine, *, rank: int = 0) -> dict[str, Any]:
     if rng.is_file():  # absent when resuming on more ranks than were saved
         set_rng_state(torch.load(rng, weights_only=False))
     return json.loads((folder / STATE).read_text())
+
+
+def consolidate_zero_checkpoint(folder: Path) -> dict[str, torch.Tensor]:
+    """Full fp32 weights from a DeepSpeed ZeRO checkpoint folder (any stage, any number of ranks), keys
+    as in the Hugging Face model (wrapper prefixes stripped); the offline equivalent of ``zero_to_fp32.py``."""
+    from deepspeed.utils.zero_to_fp32 import get_fp32_state_dict_from_zero_checkpoint
+
+    from domainbert.pretrain.outputs import strip_wrappers
+
+    return strip_wrappers(get_fp32_state_dict_from_zero_checkpoint(str(folder), tag="ds"))

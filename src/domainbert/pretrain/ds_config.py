@@ -58,6 +58,7 @@ def build_ds_config(pcfg, world_size: int) -> dict[str, Any]:
         **batch,
         "gradient_clipping": pcfg.max_grad_norm,
         "zero_optimization": zero,
+        "zero_allow_untested_optimizer": True,  # torch AdamW under ZeRO (as the HF Trainer does)
         "steps_per_print": 10**9,  # the trainer logs
         "wall_clock_breakdown": False,
     }

@@ -139,7 +139,7 @@ class DeepSpeedEngine:
 
         self.ds_config = ds_config
         offload = ds_config.get("zero_optimization", {}).get("offload_optimizer", {}).get("device") == "cpu"
-        if offload or not torch.cuda.is_available():
+        if offload:  # ZeRO-Offload needs DeepSpeed's CPU Adam (a C++ op compiled on first use)
             from deepspeed.ops.adam import DeepSpeedCPUAdam
             optimizer = DeepSpeedCPUAdam(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
                                          betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps, adamw_mode=True)

@@ -30,6 +30,10 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = DomainConfig.model_validate(json.loads(args.config.read_text()))
     train_arm(cfg, args.arm, RunLayout(args.run_dir), fingerprint=args.fingerprint, throttle_s=args.throttle)
+    import torch.distributed as dist
+
+    if dist.is_available() and dist.is_initialized():
+        dist.destroy_process_group()  # a clean exit, so the launcher does not wait on a lingering group
     return 0
 
 
