@@ -13,7 +13,6 @@ from __future__ import annotations
 from pathlib import Path
 
 from domainbert.flows.options import ExecutionOptions, RunSpec
-from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.stages import (
     DEFAULT_EXECUTION,
     corpus_flow,
@@ -22,8 +21,8 @@ from domainbert.flows.stages import (
     report_flow,
     vocab_flow,
 )
+from domainbert.flows.tasks import configured, cross_domain_task
 from prefect import flow, get_run_logger
-from prefect.artifacts import create_link_artifact
 
 from domainbert.config import DEFAULT_PROFILE
 
@@ -85,8 +84,6 @@ def compare_domains(domains: list[str], overrides: list[str] | None = None, prof
     Returns:
         The path of the cross-domain report.
     """
-    from domainbert.report.cross_domain import render_cross_domain
-
     root = Path(out).resolve()
     runs: dict[str, Path] = {}
     for domain in domains:
@@ -95,9 +92,5 @@ def compare_domains(domains: list[str], overrides: list[str] | None = None, prof
         domain_pipeline(domain=domain, overrides=list(overrides or []), profile=profile, out=str(run_dir),
                         execution=execution)
         runs[cfg.name] = run_dir
-    path = Path(render_cross_domain(runs, root / "cross-domain"))
-    key = artifact_key("cross-domain", *sorted(runs))
-    md = path if path.suffix == ".md" else path.with_suffix(".md")
-    publish_markdown_file(md, key, "domainbert cross-domain comparison")
-    create_link_artifact(link=path.resolve().as_uri(), link_text="cross-domain report", key=f"{key}-html")
-    return str(path)
+    return configured(cross_domain_task, execution, root)({k: str(v) for k, v in runs.items()},
+                                                          str(root / "cross-domain"))

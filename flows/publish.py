@@ -53,3 +53,10 @@ def _cell(value: Any) -> Any:
     if value is None or isinstance(value, (str, int, float, bool)):
         return value
     return str(value)
+
+
+def publish_cross_domain(domains: list[str], html: Path) -> None:
+    """Publish the cross-domain page (its report.md beside report.html) and a link to the HTML."""
+    key = artifact_key("cross-domain", *domains)
+    publish_markdown_file(html.with_name("report.md"), key, "domainbert cross-domain comparison")
+    create_link_artifact(link=html.resolve().as_uri(), link_text="cross-domain report.html", key=f"{key}-html")

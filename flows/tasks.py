@@ -216,3 +216,16 @@ def report_task(spec: RunSpec) -> str:
         path = render_report(cfg, layout)
     publish_report(cfg, layout, Path(path))
     return str(path)
+
+
+@task(name="cross-domain-report", **COMMON)
+def cross_domain_task(runs: dict[str, str], out_dir: str) -> str:
+    """Render the cross-domain page over finished runs and publish it; returns the path of its report.html."""
+    from domainbert.flows.publish import publish_cross_domain
+
+    from domainbert.report.cross_domain import render_cross_domain
+
+    with stage_logs_to_prefect():
+        path = Path(render_cross_domain({name: Path(folder) for name, folder in runs.items()}, Path(out_dir)))
+    publish_cross_domain(sorted(runs), path)
+    return str(path)

@@ -65,7 +65,7 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
         sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
     url, home = sqlite_server
     env = base_env(home, url)
-    out = tmp_path / "run"
+    out = tmp_path / "runs" / "tiny"
     domainbert = str(Path(sys.executable).with_name("domainbert"))
     start = time.time()
     _run([domainbert, "run", str(tiny_domain), "--out", str(out)], env, tmp_path / "run1.log")
@@ -86,7 +86,28 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
     assert states.get("finetune") and all(s == "Completed" for s in states["finetune"]), states
     for name, record in records.items():
         assert json.loads((out / name / "_domainbert.json").read_text()) == record, f"{name} was rebuilt"
-    print(f"flow test: first run {first:.1f} s, rerun {time.time() - second_start:.1f} s")
+    rerun = time.time() - second_start
+
+    # compare_domains over the same run: every stage a cache hit, then the cross-domain page, published.
+    third_start = time.time()
+    script = COMPARE_SCRIPT.format(domain=str(tiny_domain), out=str(out.parent))
+    _run([sys.executable, "-c", script], env, tmp_path / "run3.log")
+    assert (out.parent / "cross-domain" / "report.html").is_file()
+    states = _task_states(url, third_start)
+    assert states.get("finetune") and set(states["finetune"]) == {"Cached"}, states
+    assert states.get("cross-domain-report") == ["Completed"], states
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
+
+    with _client(url) as client:
+        published = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["cross-domain-tiny"])))
+    assert published and published[0].type == "markdown"
+    print(f"flow test: first run {first:.1f} s, rerun {rerun:.1f} s, compare_domains {time.time() - third_start:.1f} s")
+
+
+COMPARE_SCRIPT = """
+from domainbert.flows.pipeline import compare_domains
+print(compare_domains(domains=[{domain!r}], overrides=["finetune.lr=1e-4"], out={out!r}))
+"""
 
 
 RESUME_SCRIPT = """
