@@ -36,7 +36,9 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
     layout = RunLayout(tmp_path / "run")
     (tmp_path / "run").mkdir()
     corpus.rename(layout.corpus)
-    report = run_vocab(_cfg(tiny_base, control_file), layout)
+    report = run_vocab(_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
+    # no vocab_size configured: the base model's
+    assert report["tokenizer"]["vocab_size"] == AutoTokenizer.from_pretrained(str(tiny_base)).vocab_size
     for name in ("report.json", "report.md", "report.html", "overlap_curve.png", "fertility.png"):
         assert (layout.vocab / name).is_file(), name
     # the headline overlap is SciBERT's entry-by-entry comparison (specials left out), recomputed from the files
@@ -55,7 +57,7 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
     assert read_record(layout.extended_model) is not None and read_record(layout.tokenizer) is not None
 
     finished = read_record(layout.vocab)["finished_at"]
-    again = run_vocab(_cfg(tiny_base, control_file), layout)
+    again = run_vocab(_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
     assert read_record(layout.vocab)["finished_at"] == finished  # skipped: up to date
     assert again["overlap"] == report["overlap"]
 

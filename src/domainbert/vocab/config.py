@@ -13,7 +13,7 @@ class TokenizerConfig(StrictModel):
     """The domain tokenizer trained on the corpus's train split."""
 
     kind: Literal["wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]
-    vocab_size: int = Field(ge=100)
+    vocab_size: int | None = Field(None, ge=100, description="Tokens, specials included; default: the base model's.")
     lowercase: bool
     min_frequency: int = Field(2, ge=1)
     model_max_length: int = Field(512, ge=8, description="Saved in the tokenizer folder (BERT's position limit).")

@@ -86,12 +86,12 @@ def _train(texts_fn, cfg: DomainConfig, size: int, stats: TextStats | None = Non
     return train_tokenizer(texts_fn(), t.kind, size, t.lowercase, t.min_frequency, stats)
 
 
-def _vocab_at(tok, size: int, cfg: DomainConfig, retrain) -> list[str]:
+def _vocab_at(tok, size: int, cfg: DomainConfig, main_size: int, retrain) -> list[str]:
     """The vocabulary of ``size`` tokens: a WordPiece prefix, or a fresh training for SentencePiece kinds
-    (``tok`` itself at the configured size)."""
+    (``tok`` itself at the main size)."""
     if cfg.tokenizer.kind == "wordpiece":
         return ordered_vocab(tok)[:size]
-    return ordered_vocab(tok if size == cfg.tokenizer.vocab_size else retrain(size))
+    return ordered_vocab(tok if size == main_size else retrain(size))
 
 
 def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None = None) -> dict:
@@ -101,18 +101,23 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     if store.count_documents(corpus, "train") == 0:
         raise DataError("the corpus train split is empty", file=corpus / "train")
     train_texts = lambda: store.iter_texts(corpus, "train")  # noqa: E731
+    log.info("vocab: loading references and the base tokenizer")
+    refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(v.references)]
+    base_hf, base = load_base_tokenizer(cfg.base_model.name_or_path, cfg.base_model.lowercase)
+    base.name = "base"
+    size = t.vocab_size or base.tokenizer.get_vocab_size()  # the base model's size unless configured
     wordpiece = t.kind == "wordpiece"
-    top = max([t.vocab_size] + list(v.curve_sizes)) if wordpiece else t.vocab_size
+    top = max([size] + list(v.curve_sizes)) if wordpiece else size
 
-    log.info("vocab: training the %s domain tokenizer (%d tokens)", t.kind, t.vocab_size)
+    log.info("vocab: training the %s domain tokenizer (%d tokens)", t.kind, size)
     stats = TextStats()
     big = _train(train_texts, cfg, top, stats)
-    if stats.words < v.min_words_per_token * t.vocab_size:
-        raise DataError(f"the corpus is too small for a {t.vocab_size}-token vocabulary: {stats.words:,} train words "
-                        f"(at least {v.min_words_per_token:g} per token = {v.min_words_per_token * t.vocab_size:,.0f})",
+    if stats.words < v.min_words_per_token * size:
+        raise DataError(f"the corpus is too small for a {size}-token vocabulary: {stats.words:,} train words "
+                        f"(at least {v.min_words_per_token:g} per token = {v.min_words_per_token * size:,.0f})",
                         file=corpus, field="tokenizer.vocab_size")
-    check_trained_size(big, t.vocab_size, "domain tokenizer")
-    domain_tok = finish(truncate_wordpiece(big, t.vocab_size), t.kind) if wordpiece else big
+    check_trained_size(big, size, "domain tokenizer")
+    domain_tok = finish(truncate_wordpiece(big, size), t.kind) if wordpiece else big
     tok_dir = out / "tokenizer"
     with atomic_output(tok_dir, config=config_of(cfg), inputs=inputs) as tmp_tok:
         save_tokenizer(domain_tok, t, tmp_tok)
@@ -125,27 +130,23 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     ctl_texts = lambda: ctl.take_words(lambda: ctl.iter_control_texts(files), ctl_words, matched_words)  # noqa: E731
     ctl_stats = TextStats()
     control_big = _train(ctl_texts, cfg, top, ctl_stats)
-    control_tok = finish(truncate_wordpiece(control_big, t.vocab_size), t.kind) if wordpiece else control_big
+    control_tok = finish(truncate_wordpiece(control_big, size), t.kind) if wordpiece else control_big
     control = describe(control_tok, "control", lowercase=t.lowercase)
     matched = domain
     if stats.words > ctl_words:  # more domain text than control text: compare size-matched vocabularies
         sample = lambda: ctl.take_words(train_texts, stats.words, ctl_words)  # noqa: E731
-        m = _train(sample, cfg, t.vocab_size)
-        matched = describe(finish(truncate_wordpiece(m, t.vocab_size), t.kind) if wordpiece else m,
+        m = _train(sample, cfg, size)
+        matched = describe(finish(truncate_wordpiece(m, size), t.kind) if wordpiece else m,
                            "domain-matched", lowercase=t.lowercase)
 
-    log.info("vocab: loading references and the base tokenizer")
-    refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(v.references)]
-    base_hf, base = load_base_tokenizer(cfg.base_model.name_or_path, cfg.base_model.lowercase)
-    base.name = "base"
     targets = [(r.name, r) for r in refs] + [("base", base)]
     forms = {name: ReferenceForms(info) for name, info in targets}
 
     overlap, curve = {}, {"sizes": list(v.curve_sizes), "domain": {}, "control": {}}
     retrain_dom = lambda s: _train(train_texts, cfg, s)  # noqa: E731
     retrain_ctl = lambda s: _train(ctl_texts, cfg, s)  # noqa: E731
-    dom_curve = {s: _vocab_at(big, s, cfg, retrain_dom) for s in v.curve_sizes}
-    ctl_curve = {s: _vocab_at(control_big, s, cfg, retrain_ctl) for s in v.curve_sizes}
+    dom_curve = {s: _vocab_at(big, s, cfg, size, retrain_dom) for s in v.curve_sizes}
+    ctl_curve = {s: _vocab_at(control_big, s, cfg, size, retrain_ctl) for s in v.curve_sizes}
     style, special = domain.style, domain.special
     dom_forms, ctl_forms = info_forms(domain), info_forms(control)
     matched_forms = dom_forms if matched is domain else info_forms(matched)
@@ -212,7 +213,7 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
 
     report = {
         "domain": cfg.name, "profile": cfg.profile,
-        "tokenizer": {**t.model_dump(mode="json"), "achieved_vocab_size": domain.tokenizer.get_vocab_size(),
+        "tokenizer": {**t.model_dump(mode="json"), "vocab_size": size, "achieved_vocab_size": domain.tokenizer.get_vocab_size(),
                       "style": domain.style},
         "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes,
                   "train_seconds": stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
