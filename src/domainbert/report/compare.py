@@ -31,7 +31,7 @@ from domainbert.report.vocab_section import vocab_section
 log = logging.getLogger(__name__)
 
 # Bump when the report's content or layout changes, so existing reports are re-rendered.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 
 
 def compare_tables(results: list[dict[str, Any]], compare: CompareConfig, task_order: list[str],
@@ -53,6 +53,21 @@ def _report_config(cfg: DomainConfig) -> dict[str, Any]:
             "report_format": REPORT_FORMAT}
 
 
+def found_text(arts: RunArtifacts) -> str:
+    """What the run folder holds, from the artifacts themselves (the config may have been overridden)."""
+    def names(key: str) -> str:
+        return ", ".join(sorted({str(r[key]) for r in arts.finetune})) or "-"
+
+    stages = [name for name, present in (("corpus", arts.manifest is not None), ("vocab", arts.vocab is not None))
+              if present]
+    text = (f"Found in the run folder: {', '.join(stages) or 'no corpus or vocab stage'}; pretraining arms "
+            f"{', '.join(arts.pretrain) or '-'}")
+    if arts.finetune:
+        text += (f"; {len(arts.finetune)} fine-tuning results (models {names('model')}; tasks {names('task')}; "
+                 f"seeds {names('seed')})")
+    return text + "."
+
+
 def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path,
                    compare_fn: CompareFn | None = None) -> tuple[Document, list[dict], list[dict]]:
     """The report document; its figures are written into ``out_dir``.
@@ -61,10 +76,10 @@ def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out
         (document, score rows, comparison rows).
     """
     scores, comparisons = _tables(cfg, arts, compare_fn)
-    intro = Section("This run").add(
-        f"{cfg.description} Profile '{cfg.profile}'; base model {cfg.base_model.name_or_path}; pretraining arms "
-        f"{', '.join(cfg.pretrain.arms)} on a budget of {cfg.pretrain.budget_tokens:,} tokens each; tasks "
-        f"{', '.join(t.name for t in cfg.finetune.tasks)}; seeds {', '.join(map(str, cfg.finetune.seeds))}.",
+    intro = Section("This run").add(cfg.description, found_text(arts), (
+        f"Domain config used to render (profile '{cfg.profile}'): base model {cfg.base_model.name_or_path}; "
+        f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
+        f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."),
         f"Run folder: {layout.root}")
     method = Section("How the comparison is made").add([
         "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "

@@ -21,7 +21,7 @@ import matplotlib
 
 matplotlib.use("Agg")  # no display; must precede pyplot
 import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import NullFormatter  # noqa: E402
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
 
 from domainbert.report.results import METRIC_LABEL  # noqa: E402
 
@@ -101,7 +101,10 @@ def perplexity_curves(metrics: dict[str, list[dict[str, Any]]], out_dir: Path,
         values = [p[1] for pts in data[key].values() for p in pts]
         if min(values) > 0 and max(values) / min(values) > 10:
             ax.set_yscale("log")
-            ax.yaxis.set_minor_formatter(NullFormatter())  # labelled minor ticks cost seconds and clutter
+            # Ticks at 1, 2, 5 x 10^k with plain numbers; labelled minor ticks cost seconds and clutter.
+            ax.yaxis.set_major_locator(LogLocator(subs=(1.0, 2.0, 5.0)))
+            ax.yaxis.set_major_formatter(FuncFormatter(lambda v, _: f"{v:,.0f}" if v >= 1 else f"{v:g}"))
+            ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_ylabel("MLM perplexity (log scale)")
         else:
             ax.set_ylabel("MLM perplexity")

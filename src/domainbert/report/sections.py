@@ -153,7 +153,7 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
     if missing:
         sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
     if name := figures.loss_curves(arts.pretrain, arts.metrics, out_dir):
-        sec.add(Figure(name, "MLM training loss per optimizer step (faint: per step; solid: moving average)"))
+        sec.add(Figure(name, "MLM training loss per optimizer step (long runs: faint per step, solid moving average)"))
     if name := figures.perplexity_curves(arts.metrics, out_dir):
         sec.add(Figure(name, "Held-out domain and general-domain perplexity at each evaluation (step 0 = "
                              "before pretraining). A rise in general perplexity is forgetting."))
