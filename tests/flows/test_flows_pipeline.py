@@ -173,10 +173,18 @@ def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
     states = _task_states(url, start)
     assert states.get("pretrain-arm") == ["Completed"], states
     # The retry happened inside one task run, and the trainer's own lines reached the Prefect log.
-    from prefect.client.schemas.filters import LogFilter, LogFilterTextSearch
+    from prefect.client.schemas.filters import LogFilter, LogFilterTimestamp
+    from prefect.types import DateTime
 
+    messages: list[str] = []
     with _client(url) as client:
-        logs = client.read_logs(log_filter=LogFilter(text=LogFilterTextSearch(query="resuming continued")))
+        since = LogFilter(timestamp=LogFilterTimestamp(after_=DateTime.fromtimestamp(start)))
+        for page in range(50):
+            batch = client.read_logs(log_filter=since, limit=200, offset=200 * page)
+            messages += [entry.message for entry in batch]
+            if len(batch) < 200:
+                break
+    logs = [m for m in messages if "resuming continued from" in m]
     assert logs, "the trainer's 'resuming' line is not in the Prefect log"
 
 
