@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+import shutil
 import statistics
 from pathlib import Path
 
@@ -42,7 +43,8 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
             "pretrain_perplexity.png", "vocab_overlap_curve.png", "corpus_length_histogram.png"} <= names
 
     base, continued = _scores(science_run, "base"), _scores(science_run, "continued")
-    rows = results_table(cfg, layout)
+    rows = results_table(cfg, layout)  # read back from the rendered report's results.json
+
     assert [r["model"] for r in rows] == ["base", "continued", "scratch"]
     assert _row(rows, "base")["mean"] == pytest.approx(statistics.mean(base))
     assert _row(rows, "base")["std"] == pytest.approx(statistics.stdev(base))
@@ -56,6 +58,8 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
 
     md = (layout.report / "report.md").read_text()
     html = path.read_text()
+    shutil.rmtree(layout.report)
+    assert results_table(cfg, layout) == rows  # computed afresh: the same numbers
     mean_base = f"{100 * statistics.mean(base):.1f}"
     row = f"| base | 3 | {mean_base} | {100 * statistics.stdev(base):.1f} | "
     assert row in md
