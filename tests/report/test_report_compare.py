@@ -97,6 +97,17 @@ def test_verdict_flips_when_the_interval_excludes_zero(cfg: DomainConfig, scienc
     assert f"continued beat scratch on {NER_TASK}" in md
 
 
+def test_a_comparison_that_cannot_be_made_is_reported_not_fatal(cfg: DomainConfig, science_run: Path) -> None:
+    shutil.rmtree(science_run / "finetune" / "scratch")
+    for seed in (7, 8):  # scratch ran other seeds than base: nothing to pair
+        write_ner_result(science_run, "scratch", NER_TASK, seed, 20)
+    render_report(cfg, RunLayout(science_run))
+    md = (science_run / "report" / "report.md").read_text()
+    assert f"scratch could not be compared with base on {NER_TASK}: the two models share no seed." in md
+    assert f"| scratch vs base | {NER_TASK} | 0 | - | - | - | not compared |" in md
+    assert f"continued beat base on {NER_TASK}" in md
+
+
 def test_missing_stages_read_not_run(cfg: DomainConfig, tmp_path: Path) -> None:
     layout = RunLayout(tmp_path / "empty-run")
     path = render_report(cfg, layout)

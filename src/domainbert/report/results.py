@@ -140,12 +140,17 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
                            "seeds": [r["seed"] for r in runs], "n_seeds": len(runs), "values": values,
                            "mean": mean, "std": std})
         for model_a, model_b in comparison_pairs(models):
-            stat = compare_fn(by_model[model_a], by_model[model_b], metric)
+            row = {"task": task, "metric": metric, "model": model_a, "reference": model_b, "confidence": confidence}
+            try:
+                stat = compare_fn(by_model[model_a], by_model[model_b], metric)
+            except ValueError as exc:
+                # e.g. no common seed, or a different test set: say so on the page instead of failing it.
+                comparisons.append({**row, "diff": None, "ci_low": None, "ci_high": None, "n_seeds": 0,
+                                    "p_value": None, "verdict": "not compared", "reason": str(exc)})
+                continue
             diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
-            comparisons.append({"task": task, "metric": metric, "model": model_a, "reference": model_b,
-                                "diff": diff, "ci_low": low, "ci_high": high, "confidence": confidence,
+            comparisons.append({**row, "diff": diff, "ci_low": low, "ci_high": high,
                                 "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
                                                                        len(by_model[model_b])))),
-                                "p_value": stat.get("p_value"),
-                                "verdict": verdict(diff, low, high)})
+                                "p_value": stat.get("p_value"), "verdict": verdict(diff, low, high)})
     return scores, comparisons

@@ -19,8 +19,11 @@ def points(value: float) -> str:
     return f"{100 * value:.1f}"
 
 
-def signed_points(value: float) -> str:
-    """A difference as signed points: 0.021 -> ``+2.1``, -0.004 -> ``-0.4``, anything that rounds to 0 -> ``0.0``."""
+def signed_points(value: float | None) -> str:
+    """A difference as signed points: 0.021 -> ``+2.1``, -0.004 -> ``-0.4``, anything that rounds to 0 -> ``0.0``;
+    ``-`` for None (a comparison that could not be made)."""
+    if value is None:
+        return "-"
     text = f"{100 * value:+.1f}"
     return "0.0" if text in ("+0.0", "-0.0") else text
 
@@ -31,6 +34,8 @@ def metric_label(metric: str) -> str:
 
 def interval_text(row: dict[str, Any]) -> str:
     """``+0.8 to +3.4``: a comparison row's confidence interval in points."""
+    if row["ci_low"] is None:
+        return "-"
     return f"{signed_points(row['ci_low'])} to {signed_points(row['ci_high'])}"
 
 
@@ -43,6 +48,8 @@ def comparison_sentence(row: dict[str, Any]) -> str:
     """One comparison as a sentence, e.g. ``continued beat base on ner-task by +2.1 F1 (95% CI +0.8 to +3.4).``"""
     label = metric_label(row["metric"])
     a, b, task = row["model"], row["reference"], row["task"]
+    if row["diff"] is None:
+        return f"{a} could not be compared with {b} on {task}: {row.get('reason', 'no statistic')}."
     if row["verdict"] == "better":
         text = f"{a} beat {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
     elif row["verdict"] == "worse":
@@ -82,8 +89,8 @@ def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]
     """
     if not scores:
         return []
-    significant = [r for r in comparisons if r["verdict"] != "no significant difference"]
-    rest = [r for r in comparisons if r["verdict"] == "no significant difference"]
+    significant = [r for r in comparisons if r["verdict"] in ("better", "worse")]
+    rest = [r for r in comparisons if r["verdict"] not in ("better", "worse")]
     lines = [comparison_sentence(r) for r in significant + rest]
     if not comparisons:
         lines.append("No comparison could be made: the base model and the pretrained arms were not all "
