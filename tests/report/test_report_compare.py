@@ -61,7 +61,8 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     shutil.rmtree(layout.report)
     assert results_table(cfg, layout) == rows  # computed afresh: the same numbers
     mean_base = f"{100 * statistics.mean(base):.1f}"
-    row = f"| base | 3 | {mean_base} | {100 * statistics.stdev(base):.1f} | "
+    per_seed = ", ".join(f"{100 * v:.1f}" for v in base)
+    row = f"| base | 3 | {mean_base} | {100 * statistics.stdev(base):.1f} | {per_seed} | - | - | (reference) | 1.5 |"
     assert row in md
     assert f"<td class=\"num\">{mean_base}</td>" in html
     sentence = (f"continued beat base on {NER_TASK} by {100 * cont['diff']:+.1f} F1 "

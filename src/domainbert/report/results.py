@@ -136,9 +136,11 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
             runs = by_model[model]
             values = [test_score(r, metric) for r in runs]
             mean, std = mean_std(values)
+            seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
             scores.append({"task": task, "task_type": first.get("task_type"), "metric": metric, "model": model,
                            "seeds": [r["seed"] for r in runs], "n_seeds": len(runs), "values": values,
-                           "mean": mean, "std": std})
+                           "mean": mean, "std": std,
+                           "train_seconds": sum(seconds) / len(seconds) if seconds else None})
         for model_a, model_b in comparison_pairs(models):
             row = {"task": task, "metric": metric, "model": model_a, "reference": model_b, "confidence": confidence}
             try:

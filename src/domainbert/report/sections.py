@@ -225,10 +225,10 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                          ", ".join(points(v) for v in r["values"]),
                          signed_points(cmp["diff"]) if cmp else "-",
                          interval_text(cmp) if cmp else "-",
-                         cmp["verdict"] if cmp else "(reference)"])
+                         cmp["verdict"] if cmp else "(reference)", fmt(r.get("train_seconds"), 1)])
         level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
         sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed",
-                       "diff vs base", f"{level}% CI", "verdict"], rows,
+                       "diff vs base", f"{level}% CI", "verdict", "train s (mean)"], rows,
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
         rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
