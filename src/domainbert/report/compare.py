@@ -32,7 +32,7 @@ from domainbert.report.vocab_section import vocab_section
 log = logging.getLogger(__name__)
 
 # Bump when the report's content or layout changes, so existing reports are re-rendered.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 
 
 def compare_tables(results: list[dict[str, Any]], compare: CompareConfig, task_order: list[str],
