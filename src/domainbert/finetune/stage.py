@@ -12,7 +12,8 @@ f1, support}. Classification: macro_f1, accuracy, and micro_f1 for multi-label),
 the kept weights), ``gold``/``pred`` (test answers in test-file order: a tag list per sentence for NER, a label
 or sorted label list per example for classification), ``num_examples`` per split, ``history`` (validation per
 evaluation), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
-``examples_per_s``, ``num_parameters``, ``trainable_parameters``.
+``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``wall_seconds`` and ``cpu_seconds`` (the
+whole run, loading and evaluation included; CPU time over all threads).
 This module does not compare models; ``stats.compare_models`` and the report do.
 """
 
@@ -114,12 +115,12 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     if data is None:
         data = load_task(task)
     logger.info("fine-tuning %s (%s, %s) on %s, seed %d", model_name, model_ref, mode, task_name, seed)
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     out = run_finetune(data, model_ref, settings_for(cfg, seed, mode), cfg.finetune.max_length)
     result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
               "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
               "num_examples": {k: len(v) for k, v in data.splits.items()},
-              "wall_seconds": time.perf_counter() - t0, **out}
+              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
         (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     return result
