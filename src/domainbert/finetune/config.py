@@ -58,6 +58,8 @@ class FinetuneConfig(StrictModel):
     max_grad_norm: float = Field(1.0, gt=0)
     evals_per_epoch: int = Field(1, ge=1, description="Validation evaluations per epoch (early stopping checks).")
     eval_batch_size: int = Field(64, ge=1)
+    torch_threads: int | None = Field(None, ge=1, description="CPU threads for torch (None: torch's default). "
+                                                               "1 is fastest on a shared, oversubscribed machine.")
     length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
                                                           "this many batches (as transformers' group_by_length).")
 

@@ -102,7 +102,8 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     """
     task = _task(cfg, task_name)
     mode = mode or ("finetune" if cfg.finetune.mode == "both" else cfg.finetune.mode)
-    run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode"}),
+    run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
+                                                                     "torch_threads", "eval_batch_size"}),
                "task": task.model_dump(mode="json"), "model": model_name, "model_ref": model_ref, "seed": seed,
                "mode": mode}
     inputs = {"task_data": data.data_hash if data is not None else task_data_hash(task),
@@ -115,6 +116,10 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     if data is None:
         data = load_task(task)
     logger.info("fine-tuning %s (%s, %s) on %s, seed %d", model_name, model_ref, mode, task_name, seed)
+    if cfg.finetune.torch_threads:
+        import torch
+
+        torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
     out = run_finetune(data, model_ref, settings_for(cfg, seed, mode), cfg.finetune.max_length)
     result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,

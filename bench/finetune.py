@@ -1,0 +1,115 @@
+"""Benchmark: our fine-tuning loop vs the plain transformers ``Trainer`` recipe of ``run_ner.py``.
+
+Same model (the offline MiniLM base unless --model), same data (the science NER task, the offline subset),
+same batch size, learning rate, epochs and seed, same process. The baseline is what a user would otherwise
+run: examples padded to ``max_length`` (``run_ner.py --pad_to_max_length``), labels on the first sub-token,
+``Trainer`` defaults otherwise (no length grouping, evaluation off during training). Ours: dynamic padding and
+length-grouped batches (``domainbert.finetune.trainer``). Both are timed on training only (the Trainer's
+``train_runtime``; our loop's optimisation time). Printed as one JSON object: examples/s of each, the ratio,
+and CPU seconds per example (all threads; stable when the machine is shared), plus test F1 of both.
+
+Run: python bench/finetune.py [--train-examples 800 --epochs 1 --max-length 64 --batch-size 16 --threads 1]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
+
+set_offline_env()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--domain", default="science")
+    parser.add_argument("--task", default="science-terms-ner")
+    parser.add_argument("--model", default=None, help="model reference (default: the domain's base model)")
+    parser.add_argument("--train-examples", type=int, default=800)
+    parser.add_argument("--eval-examples", type=int, default=200)
+    parser.add_argument("--epochs", type=float, default=1.0)
+    parser.add_argument("--batch-size", type=int, default=16)
+    parser.add_argument("--max-length", type=int, default=64)
+    parser.add_argument("--lr", type=float, default=5e-5)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    args = parser.parse_args()
+
+    import numpy as np
+    import torch
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    from domainbert.config import load_domain
+    from domainbert.finetune.ner import decode_ner, ner_metrics
+    from domainbert.finetune.runner import _encode, _load_tokenizer, load_task_model, run_finetune
+    from domainbert.finetune.tasks import load_task
+    from domainbert.finetune.trainer import TrainSettings, predict_logits
+
+    if args.threads:
+        torch.set_num_threads(args.threads)
+    cfg = load_domain(args.domain)
+    task = next(t for t in cfg.finetune.tasks if t.name == args.task)
+    task = task.model_copy(update={"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples})
+    data = load_task(task)
+    model_ref = args.model or cfg.base_model.name_or_path
+    settings = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+                             evals_per_epoch=1, patience=100)
+
+    # ours
+    c0 = time.process_time()
+    ours = run_finetune(data, model_ref, settings, args.max_length)
+    ours_cpu = time.process_time() - c0
+
+    # baseline: run_ner.py recipe (pad to max_length) through the plain Trainer
+    tok = _load_tokenizer(model_ref, data)
+    torch.manual_seed(args.seed)
+    model = load_task_model(model_ref, data)
+    label2id = {label: i for i, label in enumerate(data.label_list)}
+    enc = tok([ex.tokens for ex in data.splits["train"]], is_split_into_words=True, truncation=True,
+              max_length=args.max_length, padding="max_length")
+    train = []
+    for i, ex in enumerate(data.splits["train"]):
+        prev, labels = None, []
+        for wid in enc.word_ids(i):
+            labels.append(-100 if wid is None or wid == prev else label2id[ex.tags[wid]])
+            prev = wid
+        train.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
+    with tempfile.TemporaryDirectory() as tmp:
+        targs = TrainingArguments(output_dir=tmp, per_device_train_batch_size=args.batch_size,
+                                  learning_rate=args.lr, num_train_epochs=args.epochs, seed=args.seed,
+                                  use_cpu=True, eval_strategy="no", save_strategy="no", report_to=[],
+                                  logging_strategy="no", disable_tqdm=True)
+        trainer = Trainer(model=model, args=targs, train_dataset=train, processing_class=tok,
+                          data_collator=DataCollatorForTokenClassification(tok))
+        c0 = time.process_time()
+        metrics = trainer.train().metrics
+        base_cpu = time.process_time() - c0
+    feats = _encode(data, "test", tok, args.max_length)
+    pred = decode_ner(predict_logits(model, feats, 64, int(tok.pad_token_id)), feats, data.splits["test"],
+                      data.label_list)
+    base_f1 = ner_metrics([ex.tags for ex in data.splits["test"]], pred)["f1"]
+    n_seen = len(train) * args.epochs
+    out = {
+        "model": model_ref, "task": args.task, "train_examples": len(train), "epochs": args.epochs,
+        "batch_size": args.batch_size, "max_length": args.max_length, "torch_threads": torch.get_num_threads(),
+        "ours": {"examples_per_s": ours["examples_per_s"], "train_seconds": ours["train_seconds"],
+                 "cpu_seconds_per_example": ours_cpu / max(1, ours["train_examples"]), "test_f1": ours["test"]["f1"],
+                 "note": "cpu seconds include validation and test evaluation"},
+        "trainer_pad_to_max_length": {"examples_per_s": float(metrics["train_samples_per_second"]),
+                                      "train_seconds": float(metrics["train_runtime"]),
+                                      "cpu_seconds_per_example": base_cpu / n_seen, "test_f1": base_f1},
+    }
+    out["speedup_examples_per_s"] = out["ours"]["examples_per_s"] / out["trainer_pad_to_max_length"]["examples_per_s"]
+    out["mean_sequence_length"] = float(np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)]))
+    out["git_revision"] = git_revision()
+    out["machine"] = machine_info()
+    emit(out, "finetune")
+
+
+if __name__ == "__main__":
+    main()
