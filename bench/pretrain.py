@@ -286,7 +286,9 @@ def main(argv: list[str] | None = None) -> int:
             print(f"[bench/pretrain] repeat {repeat + 1}/{args.repeats}: {name} ...", file=sys.stderr, flush=True)
             rec = run_json_child([sys.executable, str(Path(__file__).resolve()), "--child", str(spec_path),
                                   "--child-out", str(out_path)], out_path, timeout=args.timeout,
-                                 log=logs / f"{name}-r{repeat}.log")
+                                 log=logs / f"{name}-r{repeat}.log",
+                                 # pretrain_arm takes a GPU whenever it sees one: hide it for a CPU run
+                                 env={"CUDA_VISIBLE_DEVICES": ""} if args.device == "cpu" else None)
             rec.setdefault("contender", name)
             rec.setdefault("repeat", repeat)
             print(f"[bench/pretrain]   -> {rec.get('real_tokens_per_s', rec.get('error'))} real tokens/s",
