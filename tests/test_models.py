@@ -40,5 +40,11 @@ def test_missing_package_and_folders_are_clear_errors(tmp_path):
         load_tokenizer(tmp_path / "empty")
 
 
+def test_tokenizer_only_folder_loads(tmp_path):
+    load_tokenizer(BASE).save_pretrained(tmp_path / "tok")
+    assert not (tmp_path / "tok" / "config.json").exists()
+    assert load_tokenizer(tmp_path / "tok").convert_tokens_to_ids("[MASK]") == 103
+
+
 def test_hub_ids_pass_through():
     assert resolve_model_ref("bert-base-uncased") == "bert-base-uncased"

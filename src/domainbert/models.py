@@ -51,7 +51,9 @@ def load_tokenizer(ref: str | Path):
     """Load a fast tokenizer; a local folder without tokenizer files is a clear error."""
     from transformers import AutoTokenizer
 
-    resolved = resolve_model_ref(str(ref))
+    folder = Path(str(ref)).expanduser()
+    # A tokenizer-only folder (the vocab stage's domain tokenizer) has no config.json.
+    resolved = str(folder.resolve()) if folder.is_dir() and has_tokenizer(folder) else resolve_model_ref(str(ref))
     if Path(resolved).is_dir() and not has_tokenizer(resolved):
         raise ModelError("model folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)",
                          file=resolved)
