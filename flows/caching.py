@@ -92,7 +92,9 @@ def vocab_inputs(cfg: DomainConfig, layout: RunLayout) -> tuple[dict[str, Any], 
 def pretrain_inputs(cfg: DomainConfig, layout: RunLayout, arm: str) -> tuple[dict[str, Any], dict[str, str]]:
     # The launcher (process count, hostfile) changes speed, not the result: left out, as the stage does.
     pretrain = cfg.pretrain.model_dump(mode="json", exclude={"launch"})
-    config = {"pretrain": pretrain, "base_model": _dump(cfg.base_model), "tokenizer": _dump(cfg.tokenizer), "arm": arm}
+    # Only the scratch arm builds a model from the tokenizer settings (the others start from a model folder).
+    tokenizer = _dump(cfg.tokenizer) if arm == "scratch" else None
+    config = {"pretrain": pretrain, "base_model": _dump(cfg.base_model), "tokenizer": tokenizer, "arm": arm}
     inputs = {"corpus": folder_hash(layout.corpus) or ""}
     # The continued arm reads the base model's own vocabulary; only the others read the vocab stage.
     if arm != "continued":

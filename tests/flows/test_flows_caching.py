@@ -1,0 +1,85 @@
+"""Cache keys of the stage tasks: a key moves exactly when something the stage reads changes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from domainbert.flows import caching
+from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.publish import artifact_key
+from domainbert.flows.tasks import result_storage
+
+from domainbert.artifacts import RECORD
+
+
+def _keys(domain: Path, out: Path, *overrides: str) -> dict[str, str]:
+    spec = RunSpec(domain=str(domain), overrides=list(overrides), out=str(out))
+    return {
+        "corpus": caching.corpus_key(None, {"spec": spec}),
+        "vocab": caching.vocab_key(None, {"spec": spec}),
+        "pretrain": caching.pretrain_key(None, {"spec": spec, "arm": "continued"}),
+        "finetune": caching.finetune_key(None, {"spec": spec, "model_name": "base", "model_ref": "package:x",
+                                                "task_name": "terms-ner", "seed": 1, "mode": "finetune"}),
+    }
+
+
+def _changed(a: dict[str, str], b: dict[str, str]) -> set[str]:
+    return {k for k in a if a[k] != b[k]}
+
+
+def test_keys_move_only_for_the_stages_that_read_a_setting(tiny_domain: Path, tmp_path: Path) -> None:
+    base = _keys(tiny_domain, tmp_path)
+    assert base == _keys(tiny_domain, tmp_path)  # deterministic
+    assert _changed(base, _keys(tiny_domain, tmp_path, "finetune.lr=1e-4")) == {"finetune"}
+    assert _changed(base, _keys(tiny_domain, tmp_path, "pretrain.lr=1e-3")) == {"pretrain"}
+    # The continued arm starts from the base model's own vocabulary: a new domain vocabulary leaves it alone.
+    assert _changed(base, _keys(tiny_domain, tmp_path, "tokenizer.vocab_size=900")) == {"vocab"}
+    assert _changed(base, _keys(tiny_domain, tmp_path, "corpus.dedup.threshold=0.7")) == {"corpus"}
+    # The launcher changes speed, not results.
+    assert _changed(base, _keys(tiny_domain, tmp_path, "pretrain.launch.launcher=torchrun")) == set()
+
+
+def test_downstream_keys_follow_the_recorded_content_hash_of_their_inputs(tiny_domain: Path, tmp_path: Path) -> None:
+    corpus = tmp_path / "corpus"
+    corpus.mkdir()
+
+    def record(content_hash: str) -> None:
+        (corpus / RECORD).write_text(json.dumps({"content_hash": content_hash, "fingerprint": "f"}))
+
+    record("aaa")
+    first = _keys(tiny_domain, tmp_path)
+    record("bbb")
+    second = _keys(tiny_domain, tmp_path)
+    # A new corpus: vocabulary and pretraining recompute; the corpus key (its own inputs) does not move.
+    assert _changed(first, second) == {"vocab", "pretrain"}
+
+
+def test_a_source_file_edit_moves_the_corpus_key(tiny_domain: Path, tmp_path: Path) -> None:
+    source = tmp_path / "docs.jsonl"
+    source.write_text('{"id": "1", "text": "one two three four five six"}\n')
+    domain = tmp_path / "own.yaml"
+    text = tiny_domain.read_text()
+    start = text.index("paths: [") + len("paths: [")
+    domain.write_text(text[:start] + str(source) + text[text.index("]", start):])
+    before = _keys(domain, tmp_path)["corpus"]
+    source.write_text('{"id": "1", "text": "one two three four five six seven"}\n')
+    assert _keys(domain, tmp_path)["corpus"] != before
+
+
+def test_done_checks_need_a_complete_output(tiny_domain: Path, tmp_path: Path) -> None:
+    layout = RunSpec(domain=str(tiny_domain), out=str(tmp_path)).layout()
+    assert not caching.corpus_done(layout)
+    layout.corpus.mkdir(parents=True)
+    (layout.corpus / "manifest.json").write_text("{}")
+    assert not caching.corpus_done(layout)  # files without the completion record do not count
+    (layout.corpus / RECORD).write_text(json.dumps({"content_hash": "x", "fingerprint": "f"}))
+    assert caching.corpus_done(layout)
+
+
+def test_result_storage_and_artifact_keys(tmp_path: Path) -> None:
+    assert result_storage(ExecutionOptions(), tmp_path) == tmp_path.resolve() / ".prefect" / "results"
+    assert result_storage(ExecutionOptions(result_storage=str(tmp_path / "r")), tmp_path) == (tmp_path / "r").resolve()
+    assert result_storage(ExecutionOptions(result_storage="block:s3-bucket/runs"), tmp_path) == "s3-bucket/runs"
+    assert artifact_key("Tiny_Domain", "report") == "tiny-domain-report"
+    assert artifact_key("cross-domain", "law", "science") == "cross-domain-law-science"
