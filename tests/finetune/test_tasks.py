@@ -105,3 +105,21 @@ def test_subsample_is_fixed_and_keeps_order():
     a = subsample(items, 10, seed=0)
     assert a == subsample(items, 10, seed=0) and a == sorted(a) and len(set(a)) == 10
     assert subsample(items, 200, seed=0) == items
+
+
+def test_hf_dataset_with_classlabel_tags_and_length_mismatch(tmp_path):
+    import datasets
+
+    feats = datasets.Features({"tokens": datasets.Sequence(datasets.Value("string")),
+                               "ner_tags": datasets.Sequence(datasets.ClassLabel(names=["O", "B-TERM", "I-TERM"]))})
+    rows = {"tokens": [["unix", "file", "is"], ["lisp"]], "ner_tags": [[1, 2, 0], [1]]}
+    dd = datasets.DatasetDict({s: datasets.Dataset.from_dict(rows, features=feats) for s in ("train", "validation", "test")})
+    dd.save_to_disk(str(tmp_path / "hf"))
+    cfg = TaskConfig(name="h", type="ner", format="hf", path=str(tmp_path / "hf"), labels=["O", "B-TERM", "I-TERM"])
+    data = load_task(cfg)
+    assert data.splits["test"][0].tags == ["B-TERM", "I-TERM", "O"]
+    bad = {"tokens": [["unix", "file"]], "ner_tags": [[1]]}
+    dd["test"] = datasets.Dataset.from_dict(bad, features=feats)
+    dd.save_to_disk(str(tmp_path / "hf2"))
+    with pytest.raises(DataError, match=r"test\]:0: 2 tokens but 1 tags"):
+        load_task(cfg.model_copy(update={"path": str(tmp_path / "hf2")}))

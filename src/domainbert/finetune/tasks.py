@@ -7,8 +7,9 @@ Sources (``TaskConfig.format``):
 - ``jsonl`` / ``csv``: a folder with ``<split>.jsonl[.gz]`` or ``<split>.csv[.gz]``: a text column, an
   optional text-pair column and a label column (a list, or a ``label_separator``-joined string in CSV, for
   multi-label).
-- ``hf``: a Hugging Face dataset id or a local dataset folder (``datasets.load_dataset``); integer labels are
-  mapped through the dataset's ``ClassLabel`` names.
+- ``hf``: a Hugging Face dataset id or a local dataset folder (``datasets.load_dataset``, or
+  ``load_from_disk`` for a ``save_to_disk`` folder); integer labels are mapped through the dataset's
+  ``ClassLabel`` names; NER reads ``tokens_field`` and ``tags_field``.
 
 NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
 (``domainbert.finetune.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
@@ -184,7 +185,10 @@ def _read_hf(cfg: TaskConfig) -> tuple[dict[str, list[Any]], dict[str, str]]:
     import datasets
 
     try:
-        ds = datasets.load_dataset(cfg.path, cfg.hf_config_name)
+        if (Path(cfg.path) / "dataset_dict.json").is_file():  # a DatasetDict saved with save_to_disk
+            ds = datasets.load_from_disk(cfg.path)
+        else:
+            ds = datasets.load_dataset(cfg.path, cfg.hf_config_name)
     except Exception as exc:  # noqa: BLE001 - datasets raises many types; all mean "cannot load"
         raise DataError(f"cannot load Hugging Face dataset: {exc}", file=cfg.path) from None
     splits: dict[str, list[Any]] = {}

@@ -165,6 +165,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
             seen += len(batch_idx)
             losses.append(loss.item())
             step += 1
+            if step % max(1, total // 10) == 0:
+                logger.info("step %d/%d loss %.4f (%.1f examples/s)", step, total, np.mean(losses[-20:]),
+                            seen / train_seconds)
             if step % eval_every == 0 or step == total:
                 metrics = evaluate()
                 entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),
