@@ -107,12 +107,11 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
         if decon is not None and decon.last is not None and decon.last[0] is text:
             _, words, hashes = decon.last
         else:
-            words = words_of(text)
-            hashes = word_hashes(words)
+            words, hashes = words_of(text), None
         kept.append({**doc, "text": text})
         keys.append(normalized_key(words, text))
         if corpus.dedup.near:  # signatures are most of the hashing cost: only when near dedup wants them
-            shingles.append(hasher.shingles(hashes, text))
+            shingles.append(hasher.shingles(word_hashes(words) if hashes is None else hashes, text))
         nwords.append(len(text.split()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)
