@@ -57,7 +57,11 @@ TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose in
 
 def stage_fingerprint(cfg: Any) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against and the inputs."""
-    tasks = [t.model_dump(mode="json") for t in cfg.finetune.tasks]
+    # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
+    tasks = [[t.name, t.format, t.path, t.text_field, t.text_pair_field] for t in cfg.finetune.tasks]
+    if cfg.corpus.decontamination.enabled:
+        tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for t in cfg.finetune.tasks
+                            if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()))
     return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__)
 
 
@@ -142,6 +146,8 @@ def finish(cfg: Any, layout: Any, work_dir: Path, stats: list[dict[str, Any]], c
     with atomic_output(Path(layout.corpus), config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)) as tmp:
         manifest = merge(cfg, work_dir, tmp, stats, counts)
     shutil.rmtree(work_dir, ignore_errors=True)
+    if not any(work_dir.parent.iterdir()):
+        work_dir.parent.rmdir()
     log.info("corpus: %d train / %d validation documents -> %s", manifest["documents"]["train"],
              manifest["documents"]["validation"], layout.corpus)
     return manifest
