@@ -130,8 +130,11 @@ def test_empty_after_filtering_and_malformed_counts(tmp_path):
         f.write("{broken\n")
     with pytest.raises(Exception, match="a.jsonl.gz:301"):
         build_corpus(_cfg(tmp_path), RunLayout(tmp_path / "strict"))
-    m = build_corpus(_cfg(tmp_path, max_malformed_lines=1), RunLayout(tmp_path / "lenient"))
+    m = build_corpus(_cfg(tmp_path, max_malformed_lines=1, write_dropped=True), RunLayout(tmp_path / "lenient"))
     assert m["malformed_lines"] == {"total": 1, "by_source": {"a": {"invalid_json": 1}}}
+    with gzip.open(tmp_path / "lenient" / "corpus" / "dropped.jsonl.gz", "rt") as f:
+        dropped = [json.loads(line) for line in f]
+    assert sorted(d["reason"] for d in dropped) == ["decontamination:overlap"] + ["min_length_v1:too_few_words"] * 5
     cfg = _cfg(tmp_path, max_malformed_lines=1, filters=[{"name": "min_length_v1", "options": {"min_words": 999}}])
     with pytest.raises(Exception, match="empty after filtering"):
         build_corpus(cfg, RunLayout(tmp_path / "empty"))
