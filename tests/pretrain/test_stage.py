@@ -89,3 +89,18 @@ def test_tokenizer_larger_than_embeddings_fails_before_training(tmp_path, layout
     with pytest.raises(ModelError, match="embedding rows"):
         pretrain_arm(make_cfg(small), "continued", layout)
     assert not layout.pretrained_model("continued").exists()
+
+
+def test_length_schedule_in_training_and_unpacked_real_fraction(base_model, layout):
+    cfg = make_cfg(base_model, "pretrain.log_every=1", "pretrain.precision=bf16",
+                   "pretrain.seq_len_schedule=[{fraction: 0.5, seq_len: 16}, {fraction: 0.5, seq_len: 32}]")
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert summary["seq_len_phases"] == [[0, 4, 16, 8], [4, 8, 32, 4]]  # 128 tokens per step throughout
+    assert summary["tokens_consumed"] == 1024 and summary["real_token_fraction"] == 1.0
+    records = [json.loads(line) for line in (layout.pretrain("continued") / "metrics.jsonl").read_text().splitlines()]
+    assert [r["seq_len"] for r in records if r["kind"] == "train"] == [16] * 4 + [32] * 4
+
+    unpacked = make_cfg(base_model, "pretrain.packing=false")
+    summary = pretrain_arm(unpacked, "continued", layout)
+    assert 0.3 < summary["real_token_fraction"] < 1.0  # padding waste of one document per sequence
+    assert summary["tokens_consumed"] < 1024  # only real tokens count
