@@ -101,8 +101,11 @@ class TorchEngine:
         return float(self.scheduler.get_last_lr()[0])
 
     def save(self, folder: Path) -> None:
+        import torch.distributed as dist
         from safetensors.torch import save_model
 
+        if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
+            return  # DDP replicas are identical: rank 0 writes, every rank reads
         folder.mkdir(parents=True, exist_ok=True)
         save_model(self.module, str(folder / "model.safetensors"))  # handles tied weights
         torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
