@@ -98,27 +98,16 @@ def corpus_task(spec: RunSpec) -> dict:
         return build_corpus(cfg, spec.layout(cfg))
 
 
-def corpus_work_dir(spec: RunSpec) -> Path:
-    """The corpus build's resumable work folder (the same one ``build_corpus`` uses)."""
-    from domainbert.corpus.build import stage_fingerprint
-
-    cfg = spec.config()
-    return spec.layout(cfg).root / "corpus.work" / stage_fingerprint(cfg)[:16]
-
-
 @task(name="corpus-split", **COMMON)
 def corpus_split_task(spec: RunSpec) -> dict:
     """Index the evaluation texts and cut the sources into input shards; returns the shard specs and counts."""
-    from domainbert.corpus.build import prepare
-    from domainbert.corpus.shards import iter_input_shards
+    from domainbert.corpus.build import prepare, split_inputs, work_dir_for
 
     cfg = spec.config()
-    work_dir = corpus_work_dir(spec)
-    work_dir.mkdir(parents=True, exist_ok=True)
+    work_dir = work_dir_for(cfg, spec.layout(cfg))
     with stage_logs_to_prefect():
         prepare(cfg, work_dir)
-        counts: dict[str, Any] = {}
-        shards = list(iter_input_shards(cfg, work_dir, counts))
+        shards, counts = split_inputs(cfg, work_dir)
     return {"work_dir": str(work_dir), "shards": shards, "counts": counts}
 
 
@@ -132,20 +121,12 @@ def corpus_shard_task(spec: RunSpec, shard: dict, work_dir: str) -> dict:
 
 @task(name="corpus-merge", **COMMON)
 def corpus_merge_task(spec: RunSpec, work_dir: str, stats: list[dict], counts: dict) -> dict:
-    """Deduplicate across shards, split and write the corpus atomically; returns the manifest."""
-    import shutil
-
-    from domainbert.artifacts import atomic_output
-    from domainbert.corpus.build import merge, stage_fingerprint
+    """Deduplicate across shards, split and write the corpus atomically (``finish``); returns the manifest."""
+    from domainbert.corpus.build import finish
 
     cfg = spec.config()
-    layout = spec.layout(cfg)
-    stats = sorted(stats, key=lambda s: int(s["index"]))
-    with stage_logs_to_prefect(), atomic_output(layout.corpus, config=cfg.corpus.model_dump(mode="json"),
-                                                fp=stage_fingerprint(cfg)) as tmp:
-        manifest = merge(cfg, Path(work_dir), tmp, stats, counts)
-    shutil.rmtree(work_dir, ignore_errors=True)
-    return manifest
+    with stage_logs_to_prefect():
+        return finish(cfg, spec.layout(cfg), Path(work_dir), stats, counts)
 
 
 @task(name="vocab", cache_key_fn=caching.vocab_key, tags=["cpu"], **COMMON)
