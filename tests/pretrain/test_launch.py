@@ -48,3 +48,22 @@ def test_generated_and_user_deepspeed_configs(base_model, tmp_path):
     user.write_text("{not json")
     with pytest.raises(ConfigError, match="DeepSpeed config"):
         build_ds_config(pcfg, world_size=1)
+
+
+@pytest.mark.slow
+def test_torchrun_two_processes_without_deepspeed(base_model, layout):
+    import socket
+
+    from domainbert.pretrain.checkpoint import list_checkpoints
+    from domainbert.pretrain.stage import pretrain_arm
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    cfg = make_cfg(base_model, "pretrain.launch.launcher=torchrun", "pretrain.launch.num_processes=2",
+                   f"pretrain.launch.master_port={port}", "pretrain.checkpoint_every=2")
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert (summary["world_size"], summary["engine"], summary["steps"], summary["tokens_consumed"]) == (2, "torch", 4, 1024)
+    assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
+    [(step, folder)] = list_checkpoints(layout.pretrain("continued") / "checkpoints")
+    assert step == 2 and (folder / "model.safetensors").is_file() and (folder / "rng-rank1.pt").is_file()
