@@ -98,8 +98,12 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     for doc in table.to_pylist():
         text, reason = pipeline.apply(doc["text"])
         if text is not None and decon is not None:
-            text = decon.check(text)
-            reason = None if text is not None else "decontamination:overlap"
+            cleaned = decon.check(text)
+            if cleaned is None:
+                reason = "decontamination:overlap"
+            elif cleaned is not text:  # sentences were cut: what is left must still pass the filters
+                cleaned, reason = pipeline.apply(cleaned)
+            text = cleaned
         if text is None:
             if corpus.write_dropped:
                 dropped.append({"id": doc["id"], "source": doc["source"], "reason": reason, "text": doc["text"]})
