@@ -10,7 +10,7 @@ the data order. What it does:
   and are tokenizer-independent (words per example), so every model sees the SAME batches in the SAME order
   for a given seed; differences between models come from the models.
 - Padding: each batch is padded to its own longest sequence (dynamic padding).
-- Optimisation: AdamW (no decay on biases and LayerNorm weights), linear warmup then linear decay, gradient
+- Optimisation: AdamW (fused kernel where torch has one; no decay on biases and LayerNorm weights), linear warmup then linear decay, gradient
   clipping. In frozen (feature-based) mode only the task head trains; the encoder stays in eval mode.
 - Early stopping: validation is scored ``evals_per_epoch`` times per epoch; the best weights (by the task's
   primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
@@ -107,7 +107,12 @@ def _optimizer(model: torch.nn.Module, s: TrainSettings) -> torch.optim.Optimize
             continue
         (no_decay if p.ndim < 2 or "LayerNorm" in name or "layer_norm" in name else decay).append(p)
     groups = [{"params": decay, "weight_decay": s.weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=s.lr)
+    try:
+        # The fused kernel also exists on CPU and is ~8x faster there than the default (foreach) step, which
+        # otherwise costs a third of a small model's step (the 30k-row embedding is updated densely).
+        return torch.optim.AdamW(groups, lr=s.lr, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=s.lr)
 
 
 def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int], evaluate: Callable[[], dict[str, Any]],
