@@ -131,7 +131,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     Returns:
         ``history`` (per evaluation: step, epoch, loss, metrics), ``best`` (validation metrics of the kept
         weights), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds`` (optimisation only, evaluation
-        excluded), ``train_examples`` (examples processed) and ``examples_per_s``.
+        excluded), ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
     """
     if s.frozen:
         for p in model.base_model.parameters():
@@ -148,14 +148,14 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     history: list[dict[str, Any]] = []
     best: dict[str, Any] | None = None
     best_state: dict[str, torch.Tensor] | None = None
-    best_step, bad, step, seen, train_seconds, stopped = 0, 0, 0, 0, 0.0, False
+    best_step, bad, step, seen, train_seconds, train_cpu, stopped = 0, 0, 0, 0, 0.0, 0.0, False
     losses: list[float] = []
     params = [p for p in model.parameters() if p.requires_grad]
     logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), total,
                 s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
     while step < total and not stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             model.train()
             if s.frozen:
                 model.base_model.eval()
@@ -167,6 +167,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
             sched.step()
             opt.zero_grad(set_to_none=True)
             train_seconds += time.perf_counter() - t0
+            train_cpu += time.process_time() - c0
             seen += len(batch_idx)
             losses.append(loss.item())
             step += 1
@@ -194,5 +195,5 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     if best_state is not None:
         model.load_state_dict(best_state)
     return {"history": history, "best": best, "best_step": best_step, "steps": step, "stopped_early": stopped,
-            "train_seconds": train_seconds, "train_examples": seen,
+            "train_seconds": train_seconds, "train_cpu_seconds": train_cpu, "train_examples": seen,
             "examples_per_s": seen / train_seconds if train_seconds > 0 else 0.0}
