@@ -104,3 +104,12 @@ def test_length_schedule_in_training_and_unpacked_real_fraction(base_model, layo
     summary = pretrain_arm(unpacked, "continued", layout)
     assert 0.3 < summary["real_token_fraction"] < 1.0  # padding waste of one document per sequence
     assert summary["tokens_consumed"] < 1024  # only real tokens count
+
+
+def test_checkpoints_of_another_config_are_not_resumed(base_model, layout):
+    from domainbert.pretrain.checkpoint import list_checkpoints
+
+    pretrain_arm(make_cfg(base_model), "continued", layout)
+    assert [s for s, _ in list_checkpoints(layout.pretrain("continued") / "checkpoints")] == [4]
+    summary = pretrain_arm(make_cfg(base_model, "pretrain.lr=1.0e-4"), "continued", layout)
+    assert summary["resumed_from"] == [] and summary["steps"] == 8

@@ -14,6 +14,7 @@ import logging
 import math
 import os
 import random
+import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -196,8 +197,16 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
                                           eval_len)
 
     state: dict[str, Any] = {"step": 0, "tokens": 0, "real_tokens": 0, "positions": 0, "loss_curve": [],
-                             "train_seconds": 0.0, "before": {}, "resumed_from": []}
+                             "train_seconds": 0.0, "before": {}, "resumed_from": [], "fingerprint": fingerprint}
     latest = ckpt.latest_checkpoint(ckpt_root)
+    if latest is not None and json.loads((latest / ckpt.STATE).read_text()).get("fingerprint") != fingerprint:
+        # Checkpoints of another recipe (config, corpus or start point changed): never resume from them.
+        log.warning("checkpoints in %s belong to a different configuration; starting over", ckpt_root)
+        _barrier()
+        if rank == 0:
+            shutil.rmtree(ckpt_root, ignore_errors=True)
+        _barrier()
+        latest = None
     if latest is not None:
         state = ckpt.load_checkpoint(latest, engine, rank=rank)
         stream.load_state_dict(state.pop("data"))
