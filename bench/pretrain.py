@@ -185,6 +185,7 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
     ref_runs = [r for r in by_name.get(REFERENCE, []) if "error" not in r]
     ref_rate = spread([r["real_tokens_per_s"] for r in ref_runs])["median"]
     ref_curve = ref_runs[0]["loss_curve"] if ref_runs else []
+    ref_by_repeat = {r["repeat"]: r["real_tokens_per_s"] for r in ref_runs if r.get("real_tokens_per_s")}
     keys = ("repeat", "real_tokens_per_s", "steady_real_tokens_per_s", "padding_fraction", "steps", "real_tokens",
             "train_wall_s", "load_s", "tokenize_s", "read_corpus_s", "pretrain_arm_call_s", "process_wall_s",
             "peak_rss_mib", "reused", "first_loss", "last_loss", "error", "output_tail")
@@ -196,6 +197,9 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
             "real_tokens_per_s": rate,
             "padding_fraction": spread([r["padding_fraction"] for r in ok])["median"],
             "ratio_vs_reference": round(rate["median"] / ref_rate, 3) if rate["median"] and ref_rate else None,
+            # Against the reference run of the same repeat (the same time window): steadier on a shared machine.
+            "paired_ratio_vs_reference": spread([r["real_tokens_per_s"] / ref_by_repeat[r["repeat"]] for r in ok
+                                                 if r.get("real_tokens_per_s") and r["repeat"] in ref_by_repeat]),
             "load_s": spread([r.get("load_s") for r in ok])["median"],
             "tokenize_s": spread([r.get("tokenize_s") for r in ok])["median"],
             "peak_rss_mib": spread([r.get("peak_rss_mib") for r in ok])["median"],
@@ -310,6 +314,7 @@ def main(argv: list[str] | None = None) -> int:
         "mfu_peak_source": peak_source,
         "summary": {c: {"real_tokens_per_s": results[c]["real_tokens_per_s"]["median"],
                         "ratio_vs_reference": results[c]["ratio_vs_reference"],
+                        "paired_ratio_vs_reference": results[c]["paired_ratio_vs_reference"]["median"],
                         "padding_fraction": results[c]["padding_fraction"], "mfu": results[c].get("mfu")}
                     for c in contenders},
         "contenders": results,
