@@ -112,6 +112,7 @@ def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt =
 def main() -> None:
     logging.basicConfig(level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
     try:
         app()
     except DomainbertError as exc:
