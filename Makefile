@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml
 	touch $@
 
 demo: setup
-	$(BIN)/domainbert run science
+	$(BIN)/domainbert run science --workers 2
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -99,13 +99,16 @@ def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
 
 @app.command()
 def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-        out: OutOpt = None) -> None:
+        out: OutOpt = None,
+        workers: Annotated[int, typer.Option("--workers", min=0, help="Local Dask worker processes for corpus shards "
+                                             "and fine-tuning runs (0: in-process).")] = 0) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
 
     path = domain_pipeline(domain=str(domain), overrides=list(overrides or []), profile=profile,
-                           out=str(layout.root))
+                           out=str(layout.root), execution=ExecutionOptions(dask_local_workers=workers))
     typer.echo(f"report: {path}")
 
 

@@ -61,3 +61,23 @@ def test_stream_wraps_into_a_new_epoch(tmp_path, texts):
     total = sum(len(ids) + 1 for ids, _ in encode_documents(tok, texts[20:30]))
     stream.next_sequences(total // 31 + 2, 32)
     assert stream.cursor.state.epoch >= 1
+
+
+def test_seeded_shuffle_reads_every_document_once_per_epoch_in_a_new_order(tmp_path, texts):
+    from domainbert.pretrain.data import DocumentCursor
+
+    write_corpus(tmp_path / "c", texts, n_val=20)  # train: 280 documents in row groups of 50
+
+    def one_epoch(seed):
+        cursor = DocumentCursor(tmp_path / "c", "train", shuffle_seed=seed)
+        docs = []
+        while cursor.state.epoch == 0:
+            docs.extend(cursor.read_block(37))
+        return docs[:280]
+
+    plain, shuffled = one_epoch(None), one_epoch(7)
+    assert plain == texts[20:300]
+    assert sorted(shuffled) == sorted(plain) and shuffled != plain
+    assert one_epoch(7) == shuffled and one_epoch(8) != shuffled
+    # The first 50 documents do not all come from one block of 50 consecutive ones.
+    assert len({plain.index(t) // 50 for t in shuffled[:50]}) > 1

@@ -60,21 +60,39 @@ class CursorState:
 class DocumentCursor:
     """Reads blocks of documents from a corpus split, resuming at a saved position."""
 
-    def __init__(self, corpus_dir: Path, split: str = "train", state: CursorState | None = None) -> None:
+    def __init__(self, corpus_dir: Path, split: str = "train", state: CursorState | None = None,
+                 shuffle_seed: int | None = None) -> None:
         self.paths = store.shard_paths(Path(corpus_dir), split)
         self.state = state or CursorState()
-        self._cache_key: tuple[int, int] | None = None
+        self.shuffle_seed = shuffle_seed
+        self._cache_key: tuple[int, int, int] | None = None
         self._cache: list[str] = []
+
+    def _order(self, n: int, *key: int) -> list[int]:
+        """A permutation of ``range(n)`` fixed by the seed and ``key`` (identity without a seed).
+
+        Corpora are often sorted (FOLDOC is alphabetical), and a budget smaller than the corpus would otherwise
+        see only its first entries. Shard order, row-group order and rows within a row group are permuted per
+        epoch from the seed alone, so the cursor position stays a plain (shard, row group, row) triple and a
+        resumed run reads exactly what an uninterrupted one would.
+        """
+        if self.shuffle_seed is None:
+            return list(range(n))
+        return [int(i) for i in np.random.default_rng([self.shuffle_seed, *key]).permutation(n)]
 
     def _row_group(self, shard: int, group: int) -> list[str] | None:
         if shard >= len(self.paths):
             return None
-        key = (shard, group)
+        epoch = self.state.epoch
+        key = (epoch, shard, group)
         if self._cache_key != key:
-            parquet = pq.ParquetFile(self.paths[shard])
+            path = self.paths[self._order(len(self.paths), epoch)[shard]]
+            parquet = pq.ParquetFile(path)
             if group >= parquet.num_row_groups:
                 return None
-            self._cache = parquet.read_row_group(group, columns=["text"]).column("text").to_pylist()
+            real_group = self._order(parquet.num_row_groups, epoch, shard)[group]
+            texts = parquet.read_row_group(real_group, columns=["text"]).column("text").to_pylist()
+            self._cache = [texts[i] for i in self._order(len(texts), epoch, shard, real_group)]
             self._cache_key = key
         return self._cache
 
@@ -118,13 +136,14 @@ class TokenStream:
     corpus_dir: Path
     split: str = "train"
     packing: bool = True
+    shuffle_seed: int | None = None
     cursor: DocumentCursor = field(init=False)
     _ids: np.ndarray = field(init=False)
     _starts: np.ndarray = field(init=False)
     _docs: list[tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
-        self.cursor = DocumentCursor(self.corpus_dir, self.split)
+        self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
         self._ids = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=bool)
         self.cls_id = self.tokenizer.cls_token_id

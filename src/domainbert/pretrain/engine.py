@@ -66,8 +66,9 @@ class TorchEngine:
         self.module = module
         self.accum = pcfg.grad_accum
         self.max_grad_norm = pcfg.max_grad_norm
+        # The fused kernel (CPU and CUDA) is several times faster than the per-tensor loop; the HF Trainer uses it too.
         self.optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
-                                           betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps)
+                                           betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps, fused=True)
         warmup = int(pcfg.warmup_ratio * total_steps)
         self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_schedule(warmup, total_steps))
         self.micro_steps = 0

@@ -186,7 +186,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
     objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision))
     engine = build_engine(objective, pcfg, plan.total_steps, world)
     spec = masking_spec(pcfg, tokenizer)
-    stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing)
+    stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
     out_dir = Path(layout.pretrain(arm))
     ckpt_root = out_dir / "checkpoints"
 
