@@ -68,8 +68,8 @@ def test_misspelt_key_names_file_and_field(tmp_path):
 
 
 def test_missing_required_field_is_named(tmp_path):
-    path = _write_domain(tmp_path, lambda d: d["tokenizer"].pop("vocab_size"))
-    with pytest.raises(ConfigError, match=r"tokenizer\.vocab_size: required field is missing"):
+    path = _write_domain(tmp_path, lambda d: d["tokenizer"].pop("kind"))
+    with pytest.raises(ConfigError, match=r"tokenizer\.kind: required field is missing"):
         load_domain(path)
 
 
