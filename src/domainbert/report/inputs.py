@@ -74,6 +74,17 @@ def _note(arts: RunArtifacts, path: Path) -> None:
         arts.input_hashes[path.relative_to(arts.root).as_posix()] = file_hash(path)
 
 
+def _stage_json_and_plots(arts: RunArtifacts, folder: Path, name: str) -> tuple[Any, list[Path]]:
+    """A stage's JSON artifact and, when it exists, the PNG plots beside it (all noted as inputs)."""
+    path = folder / name
+    data = read_json(path)
+    _note(arts, path)
+    plots = sorted(folder.glob("*.png")) if data is not None else []
+    for plot in plots:
+        _note(arts, plot)
+    return data, plots
+
+
 def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     """Read every artifact of the run under ``layout`` that exists.
 
@@ -88,21 +99,8 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         DataError: an artifact file exists but is not valid JSON, or a result lacks model/task/seed.
     """
     arts = RunArtifacts(root=layout.root)
-    manifest_path = layout.corpus / "manifest.json"
-    arts.manifest = read_json(manifest_path)
-    _note(arts, manifest_path)
-    if arts.manifest is not None:
-        arts.corpus_plots = sorted(layout.corpus.glob("*.png"))
-        for plot in arts.corpus_plots:
-            _note(arts, plot)
-
-    vocab_path = layout.vocab / "report.json"
-    arts.vocab = read_json(vocab_path)
-    _note(arts, vocab_path)
-    if arts.vocab is not None:
-        arts.vocab_plots = sorted(layout.vocab.glob("*.png"))
-        for plot in arts.vocab_plots:
-            _note(arts, plot)
+    arts.manifest, arts.corpus_plots = _stage_json_and_plots(arts, layout.corpus, "manifest.json")
+    arts.vocab, arts.vocab_plots = _stage_json_and_plots(arts, layout.vocab, "report.json")
 
     pretrain_root = layout.root / "pretrain"
     if arms is None:
