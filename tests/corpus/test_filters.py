@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import gzip
+import json
+from pathlib import Path
+
 import pytest
 from langid.langid import LanguageIdentifier, model
 
@@ -9,6 +13,8 @@ from domainbert.corpus.config import FilterSpec
 from domainbert.corpus.filters import available, build_pipeline, create
 from domainbert.corpus.langid_filter import _Model
 from domainbert.errors import ConfigError
+
+ROOT = Path(__file__).resolve().parents[2]
 
 
 def comp(name, **options):
@@ -79,6 +85,26 @@ def test_language_id_matches_langid_and_filters():
     lid = comp("language_id_v1", languages=["en"], min_confidence=0.5)
     assert lid.filter("The court held that the licence was void.") == (True, "")
     assert lid.filter("Der Vertrag ist nichtig und ungültig, sagte das Gericht.") == (False, "language_de")
+
+
+def test_language_id_batch_matches_langid_on_shipped_text():
+    """The vectorised DFA (documents of different byte lengths, multi-byte characters, an empty text, several
+    chunks) gives langid's own prediction and probability for every document."""
+    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    texts = [""]
+    for name in ("tweets/trump_tweets.jsonl.gz", "science/foldoc.jsonl.gz"):
+        with gzip.open(ROOT / "corpora" / name, "rt") as f:
+            texts += [json.loads(line)["text"][:300] for _, line in zip(range(40), f)]
+    texts += ["Ça coûte 5 € – très cher!", "東京は日本の首都です。", "Москва — столица России."]
+    m = _Model.get()
+    m.CHUNK = 16  # several chunks (an instance attribute over the class default)
+    try:
+        got = m.classify_batch(texts)
+    finally:
+        del m.CHUNK
+    for text, (lang, prob) in zip(texts, got, strict=True):
+        ref_lang, ref_prob = ident.classify(text)
+        assert lang == ref_lang and prob == pytest.approx(ref_prob, abs=1e-9), text
 
 
 def test_pipeline_counts_drops_by_reason():

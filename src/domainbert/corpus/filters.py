@@ -43,6 +43,10 @@ class Component:
     def filter(self, text: str) -> tuple[bool, str]:  # pragma: no cover - overridden by filters
         raise NotImplementedError
 
+    def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
+        """``filter`` over many texts; components whose work vectorises across documents override it."""
+        return [self.filter(t) for t in texts]
+
 
 def register(cls: type[Component]) -> type[Component]:
     """Class decorator adding a component to the registry under its versioned ``name``."""
@@ -87,16 +91,38 @@ class Pipeline:
 
     def apply(self, text: str) -> tuple[str | None, str | None]:
         """Run every component on ``text``; returns ``(text, None)`` or ``(None, "name:reason")``."""
+        texts, reasons = self.apply_batch([text])
+        return texts[0], reasons[0]
+
+    def apply_batch(self, texts: list[str]) -> tuple[list[str | None], list[str | None]]:
+        """``apply`` over a batch: the same result per document, but each filter sees all survivors at once.
+
+        A document still meets the components in YAML order and stops at the first that drops it, so the
+        counts equal those of one-at-a-time processing.
+        """
+        out: list[str | None] = list(texts)
+        reasons: list[str | None] = [None] * len(texts)
+        alive = list(range(len(texts)))
         for comp in self.components:
+            if not alive:
+                break
+            survivors = []
             if comp.kind == "transform":
-                text = comp.transform(text)
-                if not text:
-                    return self._drop(comp.name, "empty_after_transform")
+                for i in alive:
+                    text = comp.transform(out[i])
+                    if text:
+                        out[i] = text
+                        survivors.append(i)
+                    else:
+                        out[i], reasons[i] = self._drop(comp.name, "empty_after_transform")
             else:
-                keep, reason = comp.filter(text)
-                if not keep:
-                    return self._drop(comp.name, reason)
-        return text, None
+                for i, (keep, reason) in zip(alive, comp.filter_batch([out[i] for i in alive]), strict=True):
+                    if keep:
+                        survivors.append(i)
+                    else:
+                        out[i], reasons[i] = self._drop(comp.name, reason)
+            alive = survivors
+        return out, reasons
 
     def _drop(self, name: str, reason: str) -> tuple[None, str]:
         counts = self.dropped[name]

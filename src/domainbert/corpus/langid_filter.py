@@ -1,19 +1,21 @@
 """``language_id_v1``: keep documents in the domain's language(s), using langid.py's shipped model (offline).
 
-langid.py's ``classify`` builds a dense 7,480-feature vector and multiplies it by the whole model matrix for
-every document (about 2 ms each on this machine). This component runs the same model (langid's byte DFA,
-its naive Bayes tables, its normalised probabilities) but only over the features that occur, which gives
-the same prediction several times faster, and it looks only at the first ``max_chars`` characters.
+langid.py's ``classify`` walks its byte DFA in Python and multiplies a dense 7,480-feature vector by the whole
+model matrix for every document (about 2 ms each on this machine). This component runs the same model
+(langid's byte DFA, its naive Bayes tables, its normalised probabilities) on a whole batch at once: the DFA
+advances every document by one byte per numpy step, the visited states become a sparse document x state count
+matrix, and two sparse products give the class scores. Same predictions, a hundred times less Python. It looks
+only at the first ``max_chars`` characters of a document.
 """
 
 from __future__ import annotations
 
 import os
-from collections import Counter, defaultdict
 from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
+from scipy.sparse import coo_matrix
 from pydantic import Field
 
 from domainbert.corpus import filters
@@ -64,15 +66,21 @@ def _load_tables() -> dict[str, np.ndarray]:
 
 
 class _Model:
-    """langid.py's model tables, loaded once per process."""
+    """langid.py's model tables, loaded once per process, as arrays for batch classification."""
 
     _instance: ClassVar[_Model | None] = None
+    CHUNK = 2048  # documents per DFA pass: bounds the [documents x bytes] state matrix
 
     def __init__(self) -> None:
         tables = _load_tables()
-        self.nextmove = tables["nextmove"].tolist()
+        self.nextmove = tables["nextmove"]
+        n_states = len(self.nextmove) // 256
         states, offsets, indices = tables["out_states"], tables["out_offsets"], tables["out_indices"]
-        self.output = {int(st): indices[offsets[i]: offsets[i + 1]].tolist() for i, st in enumerate(states)}
+        # state -> features it emits, as a sparse matrix (a repeated feature counts twice, as in langid)
+        rows = np.repeat(states, np.diff(offsets))
+        self.emits = coo_matrix((np.ones(len(indices)), (rows, indices)),
+                                shape=(n_states, len(tables["ptc"]))).tocsr()
+        self.emitting = np.diff(self.emits.indptr) > 0
         self.ptc = tables["ptc"]
         self.pc = tables["pc"]
         self.classes = [str(c) for c in tables["classes"]]
@@ -85,28 +93,37 @@ class _Model:
 
     def classify(self, text: str) -> tuple[str, float]:
         """(language, normalised probability), as ``LanguageIdentifier(norm_probs=True).classify``."""
-        nextmove = self.nextmove
-        state = 0
-        visited: list[int] = []
-        append = visited.append
-        for byte in text.encode("utf-8"):
-            state = nextmove[(state << 8) + byte]
-            append(state)
-        counts = Counter(visited)  # counting in C is cheaper than a dict update per byte
-        feats: dict[int, int] = defaultdict(int)
-        for st, n in counts.items():
-            for index in self.output.get(st, ()):
-                feats[index] += n
-        if feats:
-            idx = np.fromiter(feats.keys(), dtype=np.int64, count=len(feats))
-            val = np.fromiter(feats.values(), dtype=np.float64, count=len(feats))
-            logp = val @ self.ptc[idx] + self.pc
-        else:
-            logp = self.pc.copy()
-        probs = np.exp(logp - logp.max())
-        probs /= probs.sum()
-        best = int(np.argmax(probs))
-        return self.classes[best], float(probs[best])
+        return self.classify_batch([text])[0]
+
+    def classify_batch(self, texts: list[str]) -> list[tuple[str, float]]:
+        """``classify`` for many texts."""
+        out: list[tuple[str, float]] = []
+        for start in range(0, len(texts), self.CHUNK):
+            out += self._classify_chunk([t.encode("utf-8") for t in texts[start: start + self.CHUNK]])
+        return out
+
+    def _classify_chunk(self, encoded: list[bytes]) -> list[tuple[str, float]]:
+        n = len(encoded)
+        lengths = np.fromiter(map(len, encoded), dtype=np.int64, count=n)
+        total = int(lengths.sum())
+        rows = np.repeat(np.arange(n), lengths)
+        cols = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
+        data = np.zeros((n, int(lengths.max(initial=0))), dtype=np.int64)
+        data[rows, cols] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        visited = np.empty(data.shape, dtype=np.int64)
+        state = np.zeros(n, dtype=np.int64)
+        for t in range(data.shape[1]):  # one DFA step for every document (padding bytes are never counted)
+            state = self.nextmove[(state << 8) + data[:, t]]
+            visited[:, t] = state
+        states = visited[rows, cols]
+        useful = self.emitting[states]  # most visited states emit no feature: drop them before the sparse sums
+        counts = coo_matrix((np.ones(int(useful.sum())), (rows[useful], states[useful])),
+                            shape=(n, self.emits.shape[0])).tocsr()
+        logp = np.asarray((counts @ self.emits) @ self.ptc) + self.pc
+        probs = np.exp(logp - logp.max(axis=1, keepdims=True))
+        probs /= probs.sum(axis=1, keepdims=True)
+        best = probs.argmax(axis=1)
+        return [(self.classes[b], float(probs[i, b])) for i, b in enumerate(best)]
 
 
 class LanguageId(filters.Component):
@@ -122,7 +139,13 @@ class LanguageId(filters.Component):
         self._keep = set(options.languages)
 
     def filter(self, text: str) -> tuple[bool, str]:
-        lang, conf = self._model.classify(text[: self.options.max_chars])
+        return self.filter_batch([text])[0]
+
+    def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
+        return [self._verdict(lang, conf)
+                for lang, conf in self._model.classify_batch([t[: self.options.max_chars] for t in texts])]
+
+    def _verdict(self, lang: str, conf: float) -> tuple[bool, str]:
         if lang not in self._keep:
             return False, f"language_{lang}"
         if conf < self.options.min_confidence:
