@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import ClassVar
 
 import numpy as np
-from scipy.sparse import coo_matrix
 from pydantic import Field
+from scipy.sparse import coo_matrix
 
 from domainbert.corpus import filters
 from domainbert.schema import StrictModel
