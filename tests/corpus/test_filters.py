@@ -116,3 +116,21 @@ def test_pipeline_counts_drops_by_reason():
     assert results[2] == (None, "normalize_whitespace_v1:empty_after_transform")
     assert pipe.dropped == {"normalize_whitespace_v1": {"empty_after_transform": 1},
                             "min_length_v1": {"too_few_words": 1}}
+
+
+@pytest.mark.parametrize("min_words", [50, 0])
+def test_gopher_batch_agrees_with_one_at_a_time(min_words):
+    """The vectorised n-gram rules give every document the verdict and reason of the per-document rules,
+    on shipped prose (mostly kept) mixed with documents made to trip each rule."""
+    gopher = comp("gopher_repetition_v1", ngram_min_words=min_words)
+    texts = []
+    for name in ("science/foldoc.jsonl.gz", "law/licenses.jsonl.gz"):
+        with gzip.open(ROOT / "corpora" / name, "rt") as f:
+            texts += [json.loads(line)["text"] for _, line in zip(range(150), f, strict=False)]
+    prose = texts[3]
+    texts += [" ".join(["spam eggs"] * 30), prose + " " + prose, "a b c d " * 20, "knapsack problem and knapsack",
+              " ".join(f"w{i % 7}" for i in range(90)), prose + " tail " + " ".join(prose.split()[:12]), "one", ""]
+    expected = [gopher.filter(t) for t in texts]
+    assert gopher.filter_batch(texts) == expected
+    reasons = {r for keep, r in expected if not keep}
+    assert len(reasons) >= 2  # the mix really exercises several rules

@@ -23,6 +23,7 @@ from domainbert.corpus.hashing import ngram_hashes_upto, word_hashes
 from domainbert.schema import StrictModel
 
 _PARAS = re.compile(r"\n{2,}")
+_SALT = np.uint64(0x9E3779B97F4A7C15)  # spreads document numbers over the 64-bit n-gram key space
 _LINES = re.compile(r"\n+")
 
 
@@ -78,6 +79,35 @@ class GopherRepetition(filters.Component):
     Options = GopherOptions
 
     def filter(self, text: str) -> tuple[bool, str]:
+        """One document, rule by rule: the reference that ``filter_batch`` must agree with (tested)."""
+        verdict = self._line_rules(text)
+        if verdict is not None:
+            return verdict
+        words = text.split()
+        if len(words) < max(self.options.ngram_min_words, 1):
+            return True, ""
+        return self._ngram_rules(text, words)
+
+    def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
+        """``filter`` for many documents; the n-gram rules run on all long documents at once."""
+        results: list[tuple[bool, str] | None] = [None] * len(texts)
+        long_docs: list[tuple[int, list[str]]] = []
+        for i, text in enumerate(texts):
+            verdict = self._line_rules(text)
+            if verdict is None:
+                words = text.split()
+                if len(words) >= max(self.options.ngram_min_words, 1):
+                    long_docs.append((i, words))
+                    continue
+                verdict = (True, "")
+            results[i] = verdict
+        if long_docs:
+            verdicts = _batch_ngram_rules(self.options, [texts[i] for i, _ in long_docs], [w for _, w in long_docs])
+            for (i, _), verdict in zip(long_docs, verdicts, strict=True):
+                results[i] = verdict
+        return results  # type: ignore[return-value]
+
+    def _line_rules(self, text: str) -> tuple[bool, str] | None:
         o = self.options
         size = max(len(text), 1)
         paras = _PARAS.split(text.strip())
@@ -92,9 +122,11 @@ class GopherRepetition(filters.Component):
             return False, "dup_line_frac"
         if chars / size > o.dup_line_char_frac:
             return False, "dup_line_char_frac"
-        words = text.split()
-        if len(words) < max(o.ngram_min_words, 1):
-            return True, ""
+        return None
+
+    def _ngram_rules(self, text: str, words: list[str]) -> tuple[bool, str]:
+        o = self.options
+        size = max(len(text), 1)
         hashes = word_hashes(words)
         family = ngram_hashes_upto(hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
         cum = np.concatenate([[0], np.cumsum([len(w) for w in words])])
@@ -121,3 +153,64 @@ class GopherRepetition(filters.Component):
             if _repeated_chars(grams.tolist(), cum.tolist(), n) / size > frac:
                 return False, f"duplicated_{n}_n_grams"
         return True, ""
+
+
+def _batch_ngram_rules(o: GopherOptions, texts: list[str], word_lists: list[list[str]]) -> list[tuple[bool, str]]:
+    """The n-gram rules for many documents at once, over their words concatenated.
+
+    Each n-gram gets a key mixing its hash with its document's number; one sort per n groups equal n-grams of
+    a document, which gives each document's most frequent n-gram (first seen on ties) and the characters of
+    its repeated n-grams (an upper bound of what the greedy scan counts); only documents over that bound get
+    the greedy Python scan. A repeated (n+1)-gram starts with a repeated n-gram, so the longer duplicate rules
+    only look at documents that repeat some n-gram of the shortest length. Rules are checked in ``filter``'s
+    order, so the reason is the same.
+    """
+    ndocs = len(texts)
+    lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=ndocs)
+    flat = [w for words in word_lists for w in words]
+    cum = np.concatenate([[0], np.cumsum(np.fromiter(map(len, flat), dtype=np.int64, count=len(flat)))])
+    ends = np.cumsum(lens)
+    starts = ends - lens
+    doc_of = np.repeat(np.arange(ndocs), lens)
+    doc_salt = doc_of.astype(np.uint64) * _SALT
+    size = np.array([max(len(t), 1) for t in texts], dtype=np.float64)
+    family = ngram_hashes_upto(word_hashes(flat), max([*o.top_n_grams, *o.dup_n_grams], default=1))
+    reasons: list[str | None] = [None] * ndocs
+    repeating = np.ones(ndocs, dtype=bool)  # documents that may still hold a repeated n-gram
+    rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + \
+            [("dup", n, f) for n, f in sorted(o.dup_n_grams.items())]
+    for kind, n, frac in rules:
+        pos = np.arange(len(family[n]))
+        pos = pos[(pos + n <= ends[doc_of[pos]]) & (repeating[doc_of[pos]] if kind == "dup" else True)]
+        doc = doc_of[pos]
+        order = np.argsort(family[n][pos] ^ doc_salt[pos])
+        pos, doc = pos[order], doc[order]
+        key = (family[n][pos] ^ doc_salt[pos])
+        new = np.ones(len(pos), dtype=bool)
+        new[1:] = key[1:] != key[:-1]
+        group = np.flatnonzero(new)
+        gdoc = doc[group]
+        freq = np.diff(np.append(group, len(pos)))
+        first = np.minimum.reduceat(pos, group) if len(group) else group
+        if kind == "top":
+            top = np.zeros(ndocs, dtype=np.int64)
+            np.maximum.at(top, gdoc, freq)
+            tied = freq == top[gdoc]
+            best = np.full(ndocs, len(cum) - 1 - n, dtype=np.int64)
+            np.minimum.at(best, gdoc[tied], first[tied])
+            fired = (top > 1) & ((cum[best + n] - cum[best]) * top / size > frac)
+        else:
+            chars = cum[pos + n] - cum[pos]
+            group_chars = np.add.reduceat(chars, group) if len(group) else chars
+            # everything but each group's first occurrence: the n-grams seen earlier in the document
+            bound = np.bincount(gdoc, weights=group_chars - (cum[first + n] - cum[first]), minlength=ndocs)
+            repeating &= bound > 0
+            fired = np.zeros(ndocs, dtype=bool)
+            for d in np.flatnonzero(bound / size > frac):
+                if reasons[d] is None:
+                    grams = family[n][starts[d]: ends[d] - n + 1].tolist()
+                    fired[d] = _repeated_chars(grams, cum[starts[d]: ends[d] + 1].tolist(), n) / size[d] > frac
+        for d in np.flatnonzero(fired):
+            if reasons[d] is None:
+                reasons[d] = f"top_{n}_gram" if kind == "top" else f"duplicated_{n}_n_grams"
+    return [(True, "") if r is None else (False, r) for r in reasons]
