@@ -67,7 +67,8 @@ class PretrainConfig(StrictModel):
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
-    next_sentence_prediction: bool = Field(False, description="Original-BERT NSP objective (off, as in RoBERTa).")
+    next_sentence_prediction: bool = Field(
+        False, description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.")
     sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
     compile: bool = Field(False, description="torch.compile the encoder.")

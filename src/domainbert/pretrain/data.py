@@ -126,6 +126,8 @@ class Batch:
     word_start: torch.Tensor  # (n, len) bool
     attention_mask: torch.Tensor | None  # None when every position is real (packed)
     real_tokens: int
+    token_type_ids: torch.Tensor | None = None  # (n, len) int64 segment ids; sentence pairs only (pairs.py)
+    next_sentence_label: torch.Tensor | None = None  # (n,) int64: 0 IsNext, 1 NotNext; sentence pairs only
 
 
 @dataclass

@@ -9,6 +9,9 @@
 prediction it runs the encoder, gathers the masked positions and applies the prediction head only there
 (academic-budget-bert's trick): the loss equals the dense one, while the vocabulary-sized output layer costs
 ~15% of the dense compute. It wraps the model as a module so DeepSpeed ZeRO-3 hooks see every parameter.
+With next-sentence prediction the arm's model is loaded as ``AutoModelForPreTraining`` (for BERT:
+``BertForPreTraining``, pooler and ``cls.seq_relationship`` added, new where the checkpoint lacks them) and
+the loss is MLM + NSP; the saved folder still loads as a masked-LM model.
 This module does not train; ``trainer.py`` does.
 """
 
@@ -82,19 +85,36 @@ def scratch_config(cfg, tokenizer):
     return config
 
 
+def load_pretraining_model(ref: str):
+    """``AutoModelForPreTraining`` (MLM + NSP heads for BERT); heads the checkpoint lacks are new."""
+    from transformers import AutoModelForPreTraining
+    from transformers.utils import logging as hf_logging
+
+    resolved = resolve_model_ref(ref)
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # "newly initialized" pooler/NSP head is expected for an MLM checkpoint
+    try:
+        return AutoModelForPreTraining.from_pretrained(resolved)
+    except (OSError, ValueError) as exc:
+        raise ModelError(f"cannot load model for pretraining: {exc}", file=resolved) from None
+    finally:
+        hf_logging.set_verbosity(verbosity)
+
+
 def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
     """(masked-LM model, tokenizer, source) of an arm, ready to train; SDPA attention where available."""
-    from transformers import AutoModelForMaskedLM
+    from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 
     source = arm_source(cfg, arm, layout)
+    nsp = cfg.pretrain.next_sentence_prediction
     tokenizer = load_tokenizer_folder(source) if arm == "scratch" else load_tokenizer(source)
     if arm == "scratch":
         torch.manual_seed(cfg.pretrain.seed)
         config = scratch_config(cfg, tokenizer)
         config._attn_implementation = "sdpa"
-        model = AutoModelForMaskedLM.from_config(config)
+        model = (AutoModelForPreTraining if nsp else AutoModelForMaskedLM).from_config(config)
     else:
-        model = load_mlm_model(source)
+        model = load_pretraining_model(source) if nsp else load_mlm_model(source)
     with contextlib.suppress(Exception):
         model.set_attn_implementation("sdpa")
     # transformers 5: keep our own loss normalisation under accumulation (see BRIEF).
@@ -110,40 +130,72 @@ def prediction_head(model: nn.Module) -> nn.Module | None:
     return None
 
 
+def nsp_head(model: nn.Module) -> nn.Module | None:
+    """The next-sentence classifier of a ``*ForPreTraining`` model (BERT's ``cls.seq_relationship``)."""
+    head = getattr(getattr(model, "cls", None), "seq_relationship", None)
+    return head if isinstance(head, nn.Module) else None
+
+
 class MLMObjective(nn.Module):
-    """``forward(input_ids, labels, attention_mask=None) -> loss`` over a masked-LM model.
+    """``forward(input_ids, labels, attention_mask=None, ...) -> loss`` over a masked-LM model.
 
     Args:
-        model: an ``AutoModelForMaskedLM`` model.
+        model: an ``AutoModelForMaskedLM`` model, or with ``nsp`` an ``AutoModelForPreTraining`` one.
         sparse: apply the prediction head only at the masked positions (falls back to dense when the
             model's head is not a known attribute).
         autocast_dtype: bf16/fp16 autocast for the forward pass, or None for fp32.
+        nsp: add the next-sentence loss where ``next_sentence_label`` is given (the model must have a pooler
+            and ``cls.seq_relationship``; preflight checks this).
+
+    After each forward, ``last_nsp`` holds the detached (NSP loss, correct predictions, pairs) of the batch,
+    or None, so the trainer can log NSP without a second output type through DeepSpeed and DDP.
     """
 
-    def __init__(self, model: nn.Module, sparse: bool = True, autocast_dtype: torch.dtype | None = None) -> None:
+    def __init__(self, model: nn.Module, sparse: bool = True, autocast_dtype: torch.dtype | None = None,
+                 nsp: bool = False) -> None:
         super().__init__()
         self.model = model
         # The head's attribute name, not the module: registering it twice would duplicate state_dict keys.
         self.head_attr = next((n for n in HEAD_ATTRS if isinstance(getattr(model, n, None), nn.Module)), None)
-        self.head_attr = self.head_attr if sparse else None
+        self.sparse = sparse and self.head_attr is not None
+        self.nsp = nsp
         self.autocast_dtype = autocast_dtype
+        self.last_nsp: tuple[torch.Tensor, torch.Tensor, int] | None = None
 
     def _autocast(self, device: torch.device):
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=device.type, dtype=self.autocast_dtype)
 
-    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor,
-                attention_mask: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None,
+                next_sentence_label: torch.Tensor | None = None) -> torch.Tensor:
+        self.last_nsp = None
         with self._autocast(input_ids.device):
-            if self.head_attr is None:
+            if not (self.sparse or self.nsp):
                 logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
                 return nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
                                                    ignore_index=-100)
-            hidden = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
-            selected = labels != -100
-            logits = getattr(self.model, self.head_attr)(hidden[selected])
-        return nn.functional.cross_entropy(logits.float(), labels[selected])
+            # Only models with segment embeddings take token_type_ids (DistilBERT's forward has no such argument).
+            extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+            encoded = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, **extra)
+            hidden = encoded.last_hidden_state
+            head = self.model.cls.predictions if self.nsp else getattr(self.model, self.head_attr)
+            if self.sparse:
+                selected = labels != -100
+                logits, targets = head(hidden[selected]), labels[selected]
+            else:
+                logits, targets = head(hidden).flatten(0, 1), labels.view(-1)
+            nsp_logits = None
+            if self.nsp and next_sentence_label is not None:
+                nsp_logits = self.model.cls.seq_relationship(encoded.pooler_output)
+        loss = nn.functional.cross_entropy(logits.float(), targets, ignore_index=-100)
+        if nsp_logits is not None:
+            nsp_loss = nn.functional.cross_entropy(nsp_logits.float(), next_sentence_label)
+            correct = (nsp_logits.argmax(dim=-1) == next_sentence_label).sum()
+            self.last_nsp = (nsp_loss.detach(), correct.detach(), int(next_sentence_label.numel()))
+            loss = loss + nsp_loss
+        return loss
 
 
 def count_parameters(model: nn.Module) -> dict[str, int]:

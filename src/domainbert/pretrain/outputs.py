@@ -50,7 +50,8 @@ def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
         "", "## Budget", "",
         f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
         "optimizer steps (every arm of a domain gets the same budget)",
-        f"- objective: MLM, {cfg.pretrain.mask_rate:.0%} dynamic masking "
+        f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
+        f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
         f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {cfg.pretrain.lr}, "
         f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
         f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",

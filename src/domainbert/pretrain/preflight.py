@@ -3,7 +3,8 @@
 Each check raises ``ModelError`` (the model or tokenizer folder is inconsistent) or ``ConfigError`` (the
 domain YAML asks for something this model/tokenizer cannot do), naming the folder and the field:
 tokenizer size vs embedding rows, special-token ids, casing vs vocabulary, sequence length vs position
-embeddings, whole-word masking vs tokenizer type. This module does not fix anything.
+embeddings, whole-word masking vs tokenizer type, next-sentence prediction vs segment embeddings and NSP
+head. This module does not fix anything.
 """
 
 from __future__ import annotations
@@ -74,8 +75,25 @@ def check_whole_word(tokenizer, whole_word: bool, source: str) -> None:
                           field="pretrain.whole_word_mask")
 
 
+def check_nsp(model, enabled: bool, source: str) -> None:
+    """NSP needs two segment embeddings (token type 0 for A, 1 for B), a pooler and an NSP classifier."""
+    if not enabled:
+        return
+    field = "pretrain.next_sentence_prediction"
+    model_type = getattr(model.config, "model_type", type(model).__name__)
+    types = getattr(model.config, "type_vocab_size", 0) or 0
+    if types < 2:
+        raise ConfigError(f"next-sentence prediction needs segment (token type) embeddings for A and B, but the "
+                          f"{model_type} model {source} has {types} (RoBERTa-style models have no NSP); set {field} "
+                          "to false", field=field)
+    head = getattr(getattr(model, "cls", None), "seq_relationship", None)
+    if head is None or getattr(model.base_model, "pooler", None) is None:
+        raise ConfigError(f"next-sentence prediction needs a pooler and an NSP head (BERT's cls.seq_relationship); "
+                          f"{type(model).__name__} from {source} has none; set {field} to false", field=field)
+
+
 def run_preflight(model, tokenizer, *, source: str, seq_len: int, lowercase: bool, lowercase_field: str,
-                  whole_word: bool) -> None:
+                  whole_word: bool, nsp: bool = False) -> None:
     """All checks, cheapest first.
 
     Raises:
@@ -85,4 +103,5 @@ def run_preflight(model, tokenizer, *, source: str, seq_len: int, lowercase: boo
     check_vocab_size(model, tokenizer, source)
     check_seq_len(model, seq_len, source)
     check_whole_word(tokenizer, whole_word, source)
+    check_nsp(model, nsp, source)
     check_casing(tokenizer, lowercase, source, lowercase_field)

@@ -27,6 +27,7 @@ from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm
+from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import make_plan
 from domainbert.pretrain.preflight import run_preflight
 
@@ -52,6 +53,14 @@ def _mean_across(value: float) -> float:
     t = torch.tensor([value], dtype=torch.float64)
     dist.all_reduce(t)
     return float(t.item()) / dist.get_world_size()
+
+
+def _sum_across(values: list[float]) -> list[float]:
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
 
 
 def init_distributed(use_deepspeed: bool) -> None:
@@ -142,6 +151,14 @@ class MetricsLog:
             self.writer.close()
 
 
+def objective_of(engine) -> MLMObjective:
+    """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
+    module = engine.module
+    while not isinstance(module, MLMObjective) and hasattr(module, "module"):
+        module = module.module
+    return module
+
+
 def build_engine(objective, pcfg, total_steps: int, world: int):
     from domainbert.pretrain.engine import DeepSpeedEngine, TorchEngine
 
@@ -179,14 +196,19 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
     lowercase, field = ((cfg.tokenizer.lowercase, "tokenizer.lowercase") if arm == "scratch"
                         else (cfg.base_model.lowercase, "base_model.lowercase"))
     run_preflight(model, tokenizer, source=source, seq_len=max(p.seq_len for p in plan.phases),
-                  lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask)
+                  lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask,
+                  nsp=pcfg.next_sentence_prediction)
     model.to(device)
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
-    objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision))
+    objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision),
+                             nsp=pcfg.next_sentence_prediction)
     engine = build_engine(objective, pcfg, plan.total_steps, world)
     spec = masking_spec(pcfg, tokenizer)
-    stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
+    if pcfg.next_sentence_prediction:
+        stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
+    else:
+        stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
     out_dir = Path(layout.pretrain(arm))
     ckpt_root = out_dir / "checkpoints"
 
@@ -221,6 +243,8 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
     fpt = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
     peak = pcfg.peak_tflops * 1e12 if pcfg.peak_tflops else None
     window_tokens, window_start = 0, time.perf_counter()
+    nsp_window = [0.0, 0.0, 0]  # NSP loss sum (per pair), correct, pairs since the last log
+    nsp_last: dict[str, float | None] = {"nsp_loss": None, "nsp_accuracy": None}
     progress = _progress(rank == 0, plan.total_steps, state["step"], arm)
     engine.module.train()
     while state["step"] < plan.total_steps:
@@ -234,10 +258,19 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
                                         step_generator(pcfg.seed, step, micro))
             sl = slice(rank * phase.batch_size, (rank + 1) * phase.batch_size)
             attn = batch.attention_mask[sl].to(device) if batch.attention_mask is not None else None
-            loss = engine.forward(inputs[sl].to(device), labels[sl].to(device), attn)
+            pair = {}
+            if batch.next_sentence_label is not None:
+                pair = {"token_type_ids": batch.token_type_ids[sl].to(device),
+                        "next_sentence_label": batch.next_sentence_label[sl].to(device)}
+            loss = engine.forward(inputs[sl].to(device), labels[sl].to(device), attn, **pair)
             engine.backward(loss)
             grad_norm = engine.step()
             losses.append(float(loss.detach()))
+            nsp = objective_of(engine).last_nsp
+            if nsp is not None:
+                nsp_window[0] += float(nsp[0]) * nsp[2]
+                nsp_window[1] += float(nsp[1])
+                nsp_window[2] += nsp[2]
             real += batch.real_tokens
             state["positions"] += batch.input_ids.numel()
         state["step"] = step + 1
@@ -254,10 +287,15 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
         if state["step"] % pcfg.log_every == 0 or state["step"] == plan.total_steps:
             now = time.perf_counter()
             tps = window_tokens / max(now - window_start, 1e-9)
+            if nsp_window[2]:
+                pairs = _sum_across(nsp_window)
+                nsp_last = {"nsp_loss": pairs[0] / pairs[2], "nsp_accuracy": pairs[1] / pairs[2]}
+                nsp_window = [0.0, 0.0, 0]
             metrics.write({"kind": "train", "step": state["step"], "loss": loss_value, "lr": engine.current_lr(),
                            "grad_norm": grad_norm, "tokens": state["tokens"], "seq_len": phase.seq_len,
                            "real_tokens_per_s": tps, "real_token_fraction": state["real_tokens"] / state["positions"],
-                           "mfu": (fpt * tps / peak) if peak else None})
+                           "mfu": (fpt * tps / peak) if peak else None,
+                           **(nsp_last if pcfg.next_sentence_prediction else {})})
             window_tokens, window_start = 0, time.perf_counter()
         if throttle_s:
             time.sleep(throttle_s)
@@ -290,6 +328,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
         "seq_len_phases": [[p.start, p.end, p.seq_len, p.batch_size] for p in plan.phases],
         "precision": pcfg.precision, "sparse_prediction": pcfg.sparse_prediction, "packing": pcfg.packing,
         "whole_word_mask": pcfg.whole_word_mask, "world_size": world,
+        "next_sentence_prediction": pcfg.next_sentence_prediction, **nsp_last,
         "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
         "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
         "parameters": count_parameters(model), "vocab_size": len(tokenizer),
