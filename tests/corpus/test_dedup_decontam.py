@@ -6,11 +6,12 @@ import gzip
 import json
 
 import numpy as np
+import pyarrow as pa
 
 from domainbert.corpus.config import DecontaminationConfig, DedupConfig
 from domainbert.corpus.decontaminate import Decontaminator, build_index, read_conll_sentences
 from domainbert.corpus.dedup import SignatureStore, exact_first_mask, near_duplicate_mask
-from domainbert.corpus.hashing import MinHasher, word_hashes, words_of
+from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, text_hash, word_hashes, words_of
 from domainbert.finetune.config import TaskConfig
 
 BASE = ("the parser reads tokens from the lexer and builds an abstract syntax tree that the type checker then "
@@ -83,3 +84,41 @@ def test_conll_reader(tmp_path):
     path = tmp_path / "test.conll"
     path.write_text("-DOCSTART-\tO\n\nThe\tO\nlexer\tB-TERM\n\nWorks\tO\n")
     assert read_conll_sentences(path) == ["The lexer", "Works"]
+
+
+def test_exact_keys_ignore_case_and_spacing_and_count_words_like_split():
+    texts = ["Hello   World", "hello world", "hello\nworld ", "Hello, World!", "", "  ", "Ünïcode STRASSE 42_x",
+             " a  b ", "x\u00a0y\u2003z", "Tab\tand\nnewline"]
+    keys, counts = exact_keys_and_word_counts(pa.array(texts))
+    assert keys.tolist() == [text_hash(" ".join(t.lower().split())) for t in texts]
+    assert counts.tolist() == [len(t.split()) for t in texts]
+    assert keys[0] == keys[1] == keys[2] and keys[3] != keys[0] and keys[4] == keys[5]
+
+
+def test_batch_shingles_equal_one_document_at_a_time():
+    hasher = MinHasher(num_perm=16, ngram=3)
+    texts = ["the cat sat on the mat", "a b", "", "one two three one two three one", "x y z"]
+    word_lists = [words_of(t) for t in texts]
+    batch = hasher.batch_shingles(word_lists, texts)
+    single = [hasher.shingles(word_hashes(w), t) for w, t in zip(word_lists, texts, strict=True)]
+    assert len(batch) == len(texts)
+    for b, s in zip(batch, single, strict=True):
+        assert np.array_equal(b, s)
+
+
+def test_decontamination_batch_equals_check(tmp_path):
+    """check_batch sends exactly the documents that check would change through it (long n-gram hits and
+    sentences equal to a short evaluation text), leaves the rest, and counts the same removals."""
+    cfg = DecontaminationConfig(ngram=8, max_overlap=0.5)
+    build_index([_task(tmp_path)], cfg, tmp_path / "index.npz")
+    clean = "A new paragraph on graph colouring for register allocation in optimising compilers, at length."
+    docs = [BASE.upper() + "!", f"{clean}\n{BASE}. {clean} Interest rates rose sharply! More words follow.",
+            clean, f"{clean} Interest rates rose sharply today.", f"{clean}\nInterest rates rose sharply.",
+            "train text is never indexed at all, not even a little bit here", ""]
+    one, batch = Decontaminator(tmp_path / "index.npz", cfg), Decontaminator(tmp_path / "index.npz", cfg)
+    expected = [one.check(d) for d in docs]
+    got, words = batch.check_batch(docs)
+    assert got == expected and batch.removed == one.removed
+    assert expected[4] == clean  # the short evaluation sentence was found through its k-gram
+    for doc, out, w in zip(docs, got, words, strict=True):
+        assert (w == words_of(doc)) if out is doc else w is None

@@ -30,6 +30,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from rich.progress import Progress
 
@@ -46,7 +48,7 @@ from domainbert.corpus.dedup import (
 )
 from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
 from domainbert.corpus.sources import input_fingerprint
-from domainbert.corpus.store import SPLITS, write_shard
+from domainbert.corpus.store import SCHEMA, SPLITS, write_table
 from domainbert.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -188,21 +190,28 @@ def _split_of(doc_id: str, seed: int, fraction: float) -> str:
 
 
 class _SplitWriter:
-    """Buffers documents of one split and writes ``shard-NNNNN.parquet`` every ``size`` documents."""
+    """Buffers Arrow tables of one split and writes ``shard-NNNNN.parquet`` every ``size`` documents."""
 
     def __init__(self, folder: Path, size: int) -> None:
-        self.folder, self.size, self.buffer, self.count = folder, size, [], 0
+        self.folder, self.size, self.buffer, self.rows, self.count = folder, size, [], 0, 0
 
-    def add(self, doc: dict[str, Any]) -> None:
-        self.buffer.append(doc)
-        if len(self.buffer) >= self.size:
-            self.flush()
+    def add(self, table: pa.Table) -> None:
+        self.buffer.append(table)
+        self.rows += table.num_rows
+        while self.rows >= self.size:
+            whole = pa.concat_tables(self.buffer)
+            self._write(whole.slice(0, self.size))
+            rest = whole.slice(self.size)
+            self.buffer, self.rows = [rest], rest.num_rows
 
     def flush(self, force: bool = False) -> None:
-        if self.buffer or (force and self.count == 0):
-            write_shard(self.folder / f"{shard_name(self.count)}.parquet", self.buffer)
-            self.count += 1
-            self.buffer = []
+        if self.rows or (force and self.count == 0):  # an empty split still gets one (empty) shard
+            self._write(pa.concat_tables(self.buffer) if self.rows else SCHEMA.empty_table())
+            self.buffer, self.rows = [], 0
+
+    def _write(self, table: pa.Table) -> None:
+        write_table(self.folder / f"{shard_name(self.count)}.parquet", table)
+        self.count += 1
 
 
 def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]],
@@ -244,17 +253,19 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
         words = np.load(base.with_suffix(".words.npy"))
         mask = keep[pos: pos + len(words)]
         pos += len(words)
-        lengths.append(words[mask])
-        for row, doc in enumerate(pq.read_table(base.with_suffix(".parquet")).to_pylist()):
-            if not mask[row]:
-                continue
-            split = _split_of(doc["id"], corpus.seed, corpus.validation_fraction)
-            writers[split].add(doc)
-            size = len(doc["text"].encode("utf-8"))
-            for bucket in (totals[split], per_source.setdefault(doc["source"], {"documents": 0, "words": 0, "bytes": 0})):
-                bucket["documents"] += 1
-                bucket["words"] += int(words[row])
-                bucket["bytes"] += size
+        table = pq.read_table(base.with_suffix(".parquet")).filter(pa.array(mask))
+        words = words[mask]
+        lengths.append(words)
+        is_val = np.array([_split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
+                           for i in table.column("id").to_pylist()], dtype=bool)
+        nbytes = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False).astype(np.int64)
+        names, source_of = np.unique(np.array(table.column("source").to_pylist(), dtype=object), return_inverse=True)
+        for name, in_source in ((str(n), source_of == k) for k, n in enumerate(names)):
+            bucket = per_source.setdefault(name, {"documents": 0, "words": 0, "bytes": 0})
+            _count(bucket, in_source, words, nbytes)
+        for split, in_split in (("train", ~is_val), ("validation", is_val)):
+            _count(totals[split], in_split, words, nbytes)
+            writers[split].add(table.filter(pa.array(in_split)))
     for w in writers.values():
         w.flush(force=True)
     if corpus.write_dropped:
@@ -266,6 +277,12 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
     write_json_atomic(out_dir / "manifest.json", manifest)
     report.write_reports(out_dir, manifest, np.concatenate(lengths))
     return manifest
+
+
+def _count(bucket: dict[str, int], mask: np.ndarray, words: np.ndarray, nbytes: np.ndarray) -> None:
+    bucket["documents"] += int(mask.sum())
+    bucket["words"] += int(words[mask].sum())
+    bucket["bytes"] += int(nbytes[mask].sum())
 
 
 def _collect_dropped(bases: list[Path], path: Path) -> None:

@@ -1,6 +1,6 @@
 """Corpus-wide deduplication over the per-shard hashes: exact duplicates, then MinHash LSH near-duplicates.
 
-Workers store, per processed shard, a 64-bit exact key per document (hash of its normalised words) and a
+Workers store, per processed shard, a 64-bit exact key per document (hash of its lowercased, whitespace-collapsed text) and a
 MinHash signature (``num_perm`` uint32). Here, over all shards and all sources in build order:
 
 * exact: the first document with a key is kept, later ones are removed (``np.unique`` over the keys);

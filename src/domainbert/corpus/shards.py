@@ -20,13 +20,14 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from domainbert.corpus.decontaminate import Decontaminator
 from domainbert.corpus.filters import Pipeline, build_pipeline
-from domainbert.corpus.hashing import MinHasher, normalized_key, word_hashes, words_of
+from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, words_of
 from domainbert.corpus.sources import MalformedCounter, iter_source
-from domainbert.corpus.store import write_shard
+from domainbert.corpus.store import write_shard, write_table
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
@@ -91,44 +92,48 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
         return json.loads(done.read_text())
     corpus = cfg.corpus
     pipeline: Pipeline = build_pipeline(corpus.filters)
-    hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
     decon = Decontaminator(work_dir / INDEX, corpus.decontamination) if corpus.decontamination.enabled else None
-    kept, keys, shingles, nwords, dropped = [], [], [], [], []
     table = pq.read_table(work_dir / shard_spec["input"])
-    for doc in table.to_pylist():
-        text, reason = pipeline.apply(doc["text"])
-        if text is not None and decon is not None:
-            cleaned = decon.check(text)
-            if cleaned is None:
-                reason = "decontamination:overlap"
-            elif cleaned is not text:  # sentences were cut: what is left must still pass the filters
-                cleaned, reason = pipeline.apply(cleaned)
-            text = cleaned
-        if text is None:
-            if corpus.write_dropped:
-                dropped.append({"id": doc["id"], "source": doc["source"], "reason": reason, "text": doc["text"]})
-            continue
-        if decon is not None and decon.last is not None and decon.last[0] is text:
-            _, words, hashes = decon.last
-        else:
-            words, hashes = words_of(text), None
-        kept.append({**doc, "text": text})
-        keys.append(normalized_key(words, text))
-        if corpus.dedup.near:  # signatures are most of the hashing cost: only when near dedup wants them
-            shingles.append(hasher.shingles(word_hashes(words) if hashes is None else hashes, text))
-        nwords.append(len(text.split()))
+    originals = table.column("text").to_pylist()
+    texts, reasons = pipeline.apply_batch(originals)
+    words: list[list[str] | None] = [None] * len(texts)
+    if decon is not None:
+        alive = [i for i, t in enumerate(texts) if t is not None]
+        checked, checked_words = decon.check_batch([texts[i] for i in alive])
+        cut = []
+        for i, text, w in zip(alive, checked, checked_words, strict=True):
+            if text is None:
+                texts[i], reasons[i] = None, "decontamination:overlap"
+            elif w is None:
+                cut.append(i)  # sentences were cut: what is left must still pass the filters
+            words[i] = w
+        again, again_reasons = pipeline.apply_batch([texts[i] for i in cut]) if cut else ([], [])
+        for i, text, reason in zip(cut, again, again_reasons, strict=True):
+            texts[i], reasons[i] = text, reason
+    kept = [i for i, t in enumerate(texts) if t is not None]
+    kept_texts = pa.array([texts[i] for i in kept], type=pa.string())
+    out = table.take(pa.array(kept, type=pa.int64())).set_column(1, "text", kept_texts)
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)
-    sigs = hasher.signatures(shingles) if shingles else np.zeros((0, hasher.num_perm), dtype=np.uint32)
+    hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
+    if corpus.dedup.near and kept:  # signatures are most of the hashing cost: only when near dedup wants them
+        word_lists = [words[i] if words[i] is not None else words_of(texts[i]) for i in kept]
+        sigs = hasher.signatures(hasher.batch_shingles(word_lists, [texts[i] for i in kept]))
+    else:
+        sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
     _save_npy(base.with_suffix(".sig.npy"), sigs)
-    _save_npy(base.with_suffix(".keys.npy"), np.array(keys, dtype=np.uint64))
-    _save_npy(base.with_suffix(".words.npy"), np.array(nwords, dtype=np.int64))
+    keys, counts = exact_keys_and_word_counts(kept_texts)
+    _save_npy(base.with_suffix(".keys.npy"), keys)
+    _save_npy(base.with_suffix(".words.npy"), counts)
     tmp = base.with_suffix(".parquet.tmp")
-    write_shard(tmp, kept)
+    write_table(tmp, out)
     os.replace(tmp, base.with_suffix(".parquet"))
     if corpus.write_dropped:
+        ids, sources = table.column("id").to_pylist(), table.column("source").to_pylist()
         with gzip.GzipFile(base.with_suffix(".dropped.jsonl.gz"), "wb", mtime=0) as f:
-            f.writelines((json.dumps(d, ensure_ascii=False) + "\n").encode() for d in dropped)
+            f.writelines((json.dumps({"id": ids[i], "source": sources[i], "reason": reasons[i],
+                                      "text": originals[i]}, ensure_ascii=False) + "\n").encode()
+                         for i, t in enumerate(texts) if t is None)
     stats = {"index": index, "documents_in": table.num_rows, "documents_kept": len(kept),
              "filters": pipeline.dropped, "decontamination": decon.removed if decon else {}}
     tmp_json = done.with_suffix(".json.tmp")

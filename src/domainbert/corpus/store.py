@@ -36,12 +36,19 @@ def write_shard(path: Path, records: Iterable[dict[str, Any]], row_group_size: i
 
     Written deterministically (no timestamps in the file), so equal inputs give byte-identical shards.
     """
-    rows = [{"id": str(r["id"]), "text": r["text"], "source": r.get("source", ""),
-             "meta": r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta"))} for r in records]
-    table = pa.Table.from_pylist(rows, schema=SCHEMA)
+    records = list(records)
+    columns = {"id": [str(r["id"]) for r in records], "text": [r["text"] for r in records],
+               "source": [r.get("source", "") for r in records],
+               "meta": [r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta")) for r in records]}
+    return write_table(path, pa.table(columns, schema=SCHEMA), row_group_size)
+
+
+def write_table(path: Path, table: pa.Table, row_group_size: int = 1000) -> int:
+    """Write an Arrow table with the shard schema, as ``write_shard`` does (deterministic bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table, path, row_group_size=row_group_size, compression="zstd")
-    return len(rows)
+    pq.write_table(table.select(SCHEMA.names).cast(SCHEMA), path, row_group_size=row_group_size,
+                   compression="zstd")
+    return table.num_rows
 
 
 def _dump_meta(meta: Any) -> str:
