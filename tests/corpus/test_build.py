@@ -115,7 +115,7 @@ def test_resume_redoes_only_unfinished_shards(tmp_path, caplog):
     for _ in range(2):
         process_input_shard(cfg, next(specs), work)
     third = next(specs)
-    (work / "processed" / "shard-00002.parquet.tmp").write_bytes(b"half a file")
+    (work / "processed" / "shard-00002.arrow.tmp").write_bytes(b"half a file")
     (work / "processed" / "shard-00002.sig.npy").write_bytes(b"\x93NUMPY truncated")
     del specs, third
     caplog.set_level(logging.INFO, logger="domainbert.corpus.build")

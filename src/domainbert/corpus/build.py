@@ -32,7 +32,6 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
-import pyarrow.parquet as pq
 from rich.progress import Progress
 
 from domainbert import __version__
@@ -48,7 +47,7 @@ from domainbert.corpus.dedup import (
 )
 from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
 from domainbert.corpus.sources import input_fingerprint
-from domainbert.corpus.store import SCHEMA, SPLITS, write_table
+from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
 from domainbert.errors import DataError
 
 log = logging.getLogger(__name__)
@@ -253,7 +252,7 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
         words = np.load(base.with_suffix(".words.npy"))
         mask = keep[pos: pos + len(words)]
         pos += len(words)
-        table = pq.read_table(base.with_suffix(".parquet")).filter(pa.array(mask))
+        table = read_work_table(base.with_suffix(".arrow")).filter(pa.array(mask))
         words = words[mask]
         lengths.append(words)
         is_val = np.array([_split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
@@ -322,7 +321,8 @@ def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any
             slot["documents"] += c["documents"]
             slot["sentences"] += c["sentences"]
     documents_in = counts.get("documents_in", {})
-    bands, rows = lsh_params(corpus.dedup)
+    # datasketch (behind lsh_params) takes a second to import: only a near-dedup build asks for it
+    bands, rows = lsh_params(corpus.dedup) if corpus.dedup.near else (None, None)
     index_summary = json.loads((work_dir / "decontamination-index.json").read_text())
     all_docs = sum(t["documents"] for t in totals.values())
     return {

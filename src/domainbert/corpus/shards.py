@@ -1,7 +1,7 @@
 """The parallel part of a corpus build: cutting the sources into input shards and processing one shard.
 
 ``iter_input_shards`` streams every source in YAML order and writes input shards of ``shard_documents``
-documents (``input/shard-NNNNN.parquet``), yielding a small spec for each as soon as it is on disk, so
+documents (``input/shard-NNNNN.arrow``, Arrow IPC), yielding a small spec for each as soon as it is on disk, so
 processing starts while reading goes on. ``process_input_shard`` is a plain function of
 ``(cfg, spec, work_dir)``: it cleans and filters the shard (``filters``), removes evaluation overlap
 (``decontaminate``), computes the exact-duplicate key, MinHash signature and word count of every surviving
@@ -21,13 +21,12 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.parquet as pq
 
 from domainbert.corpus.decontaminate import Decontaminator
 from domainbert.corpus.filters import Pipeline, build_pipeline
 from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, words_of
 from domainbert.corpus.sources import MalformedCounter, iter_source
-from domainbert.corpus.store import write_shard, write_table
+from domainbert.corpus.store import read_work_table, records_table, write_work_table
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
@@ -53,11 +52,9 @@ def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Itera
     index, buffer = 0, []
 
     def flush() -> dict[str, Any]:
-        path = folder / f"{shard_name(index)}.parquet"
+        path = folder / f"{shard_name(index)}.arrow"
         if not is_processed(work_dir, index):
-            tmp = path.with_suffix(".tmp")
-            write_shard(tmp, buffer)
-            os.replace(tmp, path)
+            write_work_table(path, records_table(buffer))
         return {"index": index, "input": str(path.relative_to(work_dir))}
 
     for source in corpus.sources:
@@ -93,7 +90,7 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     corpus = cfg.corpus
     pipeline: Pipeline = build_pipeline(corpus.filters)
     decon = Decontaminator(work_dir / INDEX, corpus.decontamination) if corpus.decontamination.enabled else None
-    table = pq.read_table(work_dir / shard_spec["input"])
+    table = read_work_table(work_dir / shard_spec["input"])
     originals = table.column("text").to_pylist()
     texts, reasons = pipeline.apply_batch(originals)
     words: list[list[str] | None] = [None] * len(texts)
@@ -125,9 +122,7 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     keys, counts = exact_keys_and_word_counts(kept_texts)
     _save_npy(base.with_suffix(".keys.npy"), keys)
     _save_npy(base.with_suffix(".words.npy"), counts)
-    tmp = base.with_suffix(".parquet.tmp")
-    write_table(tmp, out)
-    os.replace(tmp, base.with_suffix(".parquet"))
+    write_work_table(base.with_suffix(".arrow"), out)
     if corpus.write_dropped:
         ids, sources = table.column("id").to_pylist(), table.column("source").to_pylist()
         with gzip.GzipFile(base.with_suffix(".dropped.jsonl.gz"), "wb", mtime=0) as f:

@@ -36,11 +36,36 @@ def write_shard(path: Path, records: Iterable[dict[str, Any]], row_group_size: i
 
     Written deterministically (no timestamps in the file), so equal inputs give byte-identical shards.
     """
+    return write_table(path, records_table(records), row_group_size)
+
+
+def records_table(records: Iterable[dict[str, Any]]) -> pa.Table:
+    """Document dicts as an Arrow table with the shard schema (``meta`` dicts become JSON strings)."""
     records = list(records)
     columns = {"id": [str(r["id"]) for r in records], "text": [r["text"] for r in records],
                "source": [r.get("source", "") for r in records],
                "meta": [r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta")) for r in records]}
-    return write_table(path, pa.table(columns, schema=SCHEMA), row_group_size)
+    return pa.table(columns, schema=SCHEMA)
+
+
+def write_work_table(path: Path, table: pa.Table) -> None:
+    """Write an intermediate table (a build's work folder) as an uncompressed Arrow IPC file.
+
+    Work files are read once by the next step and deleted with the work folder, so they skip Parquet's
+    encoding and compression; ``read_work_table`` memory-maps them back. Written to ``path`` + ``.tmp``
+    and renamed, so a file under its final name is whole.
+    """
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(path.name + ".tmp")
+    with pa.OSFile(str(tmp), "wb") as sink, pa.ipc.new_file(sink, SCHEMA) as writer:
+        writer.write_table(table.select(SCHEMA.names).cast(SCHEMA))
+    tmp.replace(path)
+
+
+def read_work_table(path: Path) -> pa.Table:
+    """Read a table written by ``write_work_table``."""
+    with pa.memory_map(str(path), "r") as source:
+        return pa.ipc.open_file(source).read_all()
 
 
 def write_table(path: Path, table: pa.Table, row_group_size: int = 1000) -> int:
