@@ -1,4 +1,5 @@
-"""The ``domainbert`` command: one subcommand per stage plus ``run`` for the whole pipeline.
+"""The ``domainbert`` command: one subcommand per stage, ``run`` for the whole pipeline, ``compare`` for the
+cross-domain page over finished runs.
 
 Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
 ``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
@@ -95,6 +96,27 @@ def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
     from domainbert.report.compare import render_report
     path = render_report(cfg, layout)
     typer.echo(f"report: {path}")
+
+
+@app.command()
+def compare(runs: Annotated[list[str], typer.Argument(help="Finished runs as DOMAIN=RUN_DIR, or run folders "
+                                                       "(the domain is the folder name).")],
+            out: Annotated[Path, typer.Option("--out", "-o", help="Folder of the cross-domain page.")] = Path(
+                "runs/cross-domain")) -> None:
+    """Render the cross-domain page over finished runs (no training; each run must have its report inputs)."""
+    from domainbert.errors import ConfigError
+    from domainbert.report.cross_domain import render_cross_domain
+
+    folders: dict[str, Path] = {}
+    for item in runs:
+        name, _, folder = item.rpartition("=") if "=" in item else ("", "", item)
+        path = Path(folder).resolve()
+        if not path.is_dir():
+            raise ConfigError(f"no run folder {folder!r}", field="runs")
+        folders[name or path.name] = path
+    if len(folders) < 2:
+        raise ConfigError("give at least two runs to compare", field="runs")
+    typer.echo(f"cross-domain report: {render_cross_domain(folders, out.resolve())}")
 
 
 @app.command()

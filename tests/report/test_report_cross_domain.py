@@ -64,3 +64,20 @@ def test_cross_domain_links_rendered_reports_and_rerenders_on_change(science_run
     score = write_cls_result(science_run, "base", LAW_TASK, 1, 5)  # a new result: the page is rendered again
     render_cross_domain({"science": science_run}, out, compare=CompareConfig(bootstrap_samples=200))
     assert f"| science | {LAW_TASK} | base | 1 | {100 * score:.1f} | - |" in (out / "report.md").read_text()
+
+
+def test_compare_command_renders_the_page_from_run_folders(science_run: Path, tmp_path: Path) -> None:
+    """``domainbert compare`` takes DOMAIN=DIR pairs or plain folders (named by the folder) and needs two."""
+    from typer.testing import CliRunner
+
+    from domainbert.cli import app
+
+    law = tmp_path / "runs" / "law"
+    _law_run(law)
+    out = tmp_path / "cross"
+    result = CliRunner().invoke(app, ["compare", f"science={science_run}", str(law), "--out", str(out)])
+    assert result.exit_code == 0, result.output
+    md = (out / "report.md").read_text()
+    assert f"| law | {LAW_TASK} | continued | 3 |" in md and "science" in md
+    one = CliRunner().invoke(app, ["compare", str(law), "--out", str(tmp_path / "x")])
+    assert one.exit_code != 0 and "at least two runs" in str(one.exception)
