@@ -71,7 +71,8 @@ class PretrainConfig(StrictModel):
         False, description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.")
     sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    compile: bool = Field(False, description="torch.compile the encoder.")
+    compile: bool = Field(False, description="torch.compile the encoder (GPU; on a 2-core CPU it compiled for minutes "
+                          "and then stepped slower, measured).")
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
     checkpoint_every: int = Field(100, ge=1)
     keep_checkpoints: int = Field(2, ge=1)

@@ -122,6 +122,22 @@ def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
     return model, tokenizer, source
 
 
+def training_attention(model: nn.Module, device: torch.device) -> str:
+    """The attention implementation to train with on ``device`` (set on the model, and returned).
+
+    SDPA everywhere except training on a CPU with attention dropout: PyTorch's CPU SDPA has no fused kernel
+    with dropout and falls back to its math path, which adds head-layout copies, a scale multiplication and a
+    "safe" softmax (isneginf/all/where) around the same matmul-softmax-dropout-matmul that transformers' eager
+    attention runs directly (measured 10-25% faster per training step, same math and same dropout).
+    """
+    config = model.config
+    dropout = getattr(config, "attention_probs_dropout_prob", None) or getattr(config, "attention_dropout", 0.0)
+    implementation = "eager" if device.type == "cpu" and dropout else "sdpa"
+    with contextlib.suppress(Exception):  # models without an eager/SDPA switch keep theirs
+        model.set_attn_implementation(implementation)
+    return getattr(config, "_attn_implementation", implementation) or implementation
+
+
 def prediction_head(model: nn.Module) -> nn.Module | None:
     for name in HEAD_ATTRS:
         head = getattr(model, name, None)

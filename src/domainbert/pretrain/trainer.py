@@ -26,7 +26,7 @@ import torch.distributed as dist
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
-from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm
+from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm, training_attention
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import make_plan
 from domainbert.pretrain.preflight import run_preflight
@@ -199,6 +199,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
                   lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask,
                   nsp=pcfg.next_sentence_prediction)
     model.to(device)
+    attention = training_attention(model, device)
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
     objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision),
@@ -329,7 +330,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
         "precision": pcfg.precision, "sparse_prediction": pcfg.sparse_prediction, "packing": pcfg.packing,
         "whole_word_mask": pcfg.whole_word_mask, "world_size": world,
         "next_sentence_prediction": pcfg.next_sentence_prediction, **nsp_last,
-        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
+        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch", "attention": attention,
         "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
         "parameters": count_parameters(model), "vocab_size": len(tokenizer),
         "resumed_from": state.get("resumed_from", []),

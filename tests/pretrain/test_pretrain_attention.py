@@ -1,0 +1,43 @@
+"""The attention implementation the trainer picks: eager for CPU training with attention dropout, else SDPA."""
+
+from __future__ import annotations
+
+import torch
+
+from domainbert.models import load_mlm_model
+from domainbert.pretrain.model import MLMObjective, training_attention
+
+
+def _batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
+    gen = torch.Generator().manual_seed(0)
+    ids = torch.randint(5, vocab, (3, 24), generator=gen)
+    labels = torch.full_like(ids, -100)
+    labels[:, 3::5] = ids[:, 3::5]
+    return ids, labels
+
+
+def test_cpu_training_with_attention_dropout_uses_eager_attention(base_model):
+    model = load_mlm_model(base_model)
+    assert model.config.attention_probs_dropout_prob > 0
+    assert training_attention(model, torch.device("cpu")) == "eager"
+    assert model.config._attn_implementation == "eager"
+    no_dropout = load_mlm_model(base_model)
+    no_dropout.config.attention_probs_dropout_prob = 0.0
+    assert training_attention(no_dropout, torch.device("cpu")) == "sdpa"
+    assert training_attention(load_mlm_model(base_model), torch.device("cuda")) == "sdpa"
+
+
+def test_eager_and_sdpa_compute_the_same_loss(base_model):
+    eager, sdpa = load_mlm_model(base_model), load_mlm_model(base_model)
+    assert training_attention(eager, torch.device("cpu")) == "eager"
+    sdpa.set_attn_implementation("sdpa")
+    ids, labels = _batch(eager.config.vocab_size)
+    losses = []
+    for model in (eager, sdpa):
+        model.eval()  # no dropout: the two implementations must agree to rounding
+        losses.append(MLMObjective(model, sparse=True)(ids, labels))
+    torch.testing.assert_close(losses[0], losses[1], rtol=1e-5, atol=1e-5)
+    # In training mode attention dropout is active in the eager path too: the loss differs from eval mode.
+    eager.train()
+    torch.manual_seed(1)
+    assert not torch.isclose(MLMObjective(eager, sparse=True)(ids, labels), losses[0])
