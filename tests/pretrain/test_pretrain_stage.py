@@ -113,3 +113,16 @@ def test_checkpoints_of_another_config_are_not_resumed(base_model, layout):
     assert [s for s, _ in list_checkpoints(layout.pretrain("continued") / "checkpoints")] == [4]
     summary = pretrain_arm(make_cfg(base_model, "pretrain.lr=1.0e-4"), "continued", layout)
     assert summary["resumed_from"] == [] and summary["steps"] == 8
+
+
+def test_torch_threads_apply_to_training_only_and_do_not_change_the_fingerprint(base_model, layout):
+    import torch
+
+    before = torch.get_num_threads()
+    want = 1 if before > 1 else 2
+    cfg = make_cfg(base_model, f"pretrain.torch_threads={want}", "pretrain.budget_tokens=256")
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert summary["torch_threads"] == want
+    assert torch.get_num_threads() == before
+    assert arm_fingerprint(cfg, "continued", layout) == arm_fingerprint(
+        make_cfg(base_model, "pretrain.budget_tokens=256"), "continued", layout)

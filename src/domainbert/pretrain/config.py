@@ -79,6 +79,10 @@ class PretrainConfig(StrictModel):
     log_every: int = Field(5, ge=1)
     eval_documents: int = Field(200, ge=1, description="Held-out documents for domain and general perplexity.")
     general_eval_corpus: list[PathStr] = Field(default_factory=list, description="General text for forgetting (perplexity).")
+    torch_threads: int | None = Field(
+        None, ge=1, description="CPU threads for torch during training (None: torch's default, one per core). On a "
+        "CPU shared with other busy processes 1 thread was 3-4x faster than 2 on 2 cores (measured); not part of the "
+        "recipe.")
     peak_tflops: float | None = Field(None, gt=0, description="Declared peak of the hardware (MFU denominator).")
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     launch: LaunchConfig = LaunchConfig()

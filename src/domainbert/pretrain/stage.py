@@ -32,10 +32,12 @@ def folder_hash(folder: Path) -> str:
 def arm_fingerprint(cfg, arm: str, layout) -> str:
     """What the arm's result depends on: the pretrain and base-model config, the corpus and the start point.
 
-    The launch settings (process count, launcher) are left out: they change speed, not the recipe.
+    The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
+    not the recipe.
     """
     pretrain = resolved_dict(cfg.pretrain)
     pretrain.pop("launch", None)
+    pretrain.pop("torch_threads", None)
     source = arm_source(cfg, arm, layout)
     resolved = resolve_model_ref(source) if arm == "continued" else source
     inputs = {"corpus": folder_hash(Path(layout.corpus)),

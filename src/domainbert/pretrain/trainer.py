@@ -9,6 +9,7 @@ This module does not decide whether a run is needed (``stage.py`` does) nor star
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import math
@@ -171,6 +172,18 @@ def build_engine(objective, pcfg, total_steps: int, world: int):
     return TorchEngine(objective, pcfg, total_steps)
 
 
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """Run with ``threads`` CPU threads for torch (None: unchanged), restoring the previous count after."""
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)
+
+
 def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
     """Train one arm to its budget (resuming from the newest checkpoint) and write its outputs.
 
@@ -184,6 +197,11 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
     Returns:
         The summary on rank 0, None on other ranks.
     """
+    with torch_threads(cfg.pretrain.torch_threads):
+        return _train_arm(cfg, arm, layout, fingerprint=fingerprint, throttle_s=throttle_s)
+
+
+def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) -> dict[str, Any] | None:
     from domainbert.pretrain.outputs import write_outputs
 
     pcfg = cfg.pretrain
@@ -331,6 +349,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
         "whole_word_mask": pcfg.whole_word_mask, "world_size": world,
         "next_sentence_prediction": pcfg.next_sentence_prediction, **nsp_last,
         "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch", "attention": attention,
+        "torch_threads": torch.get_num_threads(),
         "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
         "parameters": count_parameters(model), "vocab_size": len(tokenizer),
         "resumed_from": state.get("resumed_from", []),
