@@ -1,4 +1,4 @@
-"""The attention implementation the trainer picks: eager for CPU training with attention dropout, else SDPA."""
+"""The attention implementation the trainer picks: eager for bf16/fp16 CPU training with attention dropout, else SDPA."""
 
 from __future__ import annotations
 
@@ -16,20 +16,23 @@ def _batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:
     return ids, labels
 
 
-def test_cpu_training_with_attention_dropout_uses_eager_attention(base_model):
+def test_low_precision_cpu_training_with_attention_dropout_uses_eager_attention(base_model):
+    cpu, bf16 = torch.device("cpu"), torch.bfloat16
     model = load_mlm_model(base_model)
     assert model.config.attention_probs_dropout_prob > 0
-    assert training_attention(model, torch.device("cpu")) == "eager"
+    assert training_attention(model, cpu, bf16) == "eager"
     assert model.config._attn_implementation == "eager"
+    assert training_attention(model, cpu, None) == "sdpa"  # fp32: SDPA is as fast
+    assert model.config._attn_implementation == "sdpa"
     no_dropout = load_mlm_model(base_model)
     no_dropout.config.attention_probs_dropout_prob = 0.0
-    assert training_attention(no_dropout, torch.device("cpu")) == "sdpa"
-    assert training_attention(load_mlm_model(base_model), torch.device("cuda")) == "sdpa"
+    assert training_attention(no_dropout, cpu, bf16) == "sdpa"
+    assert training_attention(load_mlm_model(base_model), torch.device("cuda"), bf16) == "sdpa"
 
 
 def test_eager_and_sdpa_compute_the_same_loss(base_model):
     eager, sdpa = load_mlm_model(base_model), load_mlm_model(base_model)
-    assert training_attention(eager, torch.device("cpu")) == "eager"
+    assert training_attention(eager, torch.device("cpu"), torch.bfloat16) == "eager"
     sdpa.set_attn_implementation("sdpa")
     ids, labels = _batch(eager.config.vocab_size)
     losses = []

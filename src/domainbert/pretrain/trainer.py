@@ -217,7 +217,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
                   lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask,
                   nsp=pcfg.next_sentence_prediction)
     model.to(device)
-    attention = training_attention(model, device)
+    attention = training_attention(model, device, autocast_dtype(pcfg.precision))
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
     objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision),
