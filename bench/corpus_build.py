@@ -1,8 +1,8 @@
 """Benchmark of the corpus stage: throughput and peak memory at two input sizes, against a naive baseline.
 
 For each size (MB of JSONL text) it makes an input from the shipped corpora (documents assembled from
-random sentences of all shipped corpora, so they are distinct; then 10% exact copies and 10% near copies
-with one word changed), and measures, each in a fresh process:
+random sentences of all shipped corpora that overlap no evaluation text, so they are distinct; 2% of them
+with an evaluation text inserted; then 10% exact copies and 10% near copies with one word changed), and measures, each in a fresh process:
 
 * ``full``: the law-style filter stack (unicode, control chars, whitespace, min length, Gopher repetition,
   symbol ratio, language id) + exact + MinHash near dedup + decontamination against the law and science tasks;
@@ -37,13 +37,35 @@ SHIPPED = ["science/foldoc.jsonl.gz", "law/licenses.jsonl.gz", "law/license-rule
            "economics/reuters.jsonl.gz", "tweets/trump_tweets.jsonl.gz", "general/wordnet-glosses-00.jsonl.gz"]
 
 
-def make_input(path: Path, megabytes: float, seed: int = 0) -> int:
-    """Write about ``megabytes`` MB of JSONL documents; returns the document count."""
+CONTAMINATED = 0.02  # share of new documents that get one evaluation text inserted
+
+
+def _sentence_pool(tmp: Path) -> tuple[list[str], list[str]]:
+    """Sentences of the shipped corpora that overlap no evaluation text, and the evaluation texts.
+
+    The benchmark's tasks are drawn from the same corpora (FOLDOC definitions, licences), so unfiltered
+    sentences would make most documents contaminated, which no real corpus is; contamination is instead
+    inserted at a known rate (``CONTAMINATED``), so decontamination has real but realistic work to do.
+    """
+    from domainbert.corpus.decontaminate import Decontaminator, build_index, eval_texts
+
     sentences: list[str] = []
     for name in SHIPPED:
         with gzip.open(ROOT / "corpora" / name, "rt") as f:
             for line in f:
                 sentences += [s for s in re.split(r"(?<=[.!?])\s+|\n+", json.loads(line)["text"]) if len(s) > 20]
+    cfg = _config(tmp / "unused.jsonl", "full")
+    build_index(cfg.finetune.tasks, cfg.corpus.decontamination, tmp / "index.npz")
+    checked, _ = Decontaminator(tmp / "index.npz", cfg.corpus.decontamination).check_batch(sentences)
+    clean = [s for s, c in zip(sentences, checked, strict=True) if c is s]
+    evals = [t for texts in eval_texts(cfg.finetune.tasks, list(cfg.corpus.decontamination.splits)).values()
+             for t in texts if len(t.split()) >= 8]
+    return clean, evals
+
+
+def make_input(path: Path, megabytes: float, seed: int = 0) -> int:
+    """Write about ``megabytes`` MB of JSONL documents; returns the document count."""
+    sentences, evals = _sentence_pool(path.parent)
     rng = random.Random(seed)
     target, written, n, recent = megabytes * 1e6, 0, 0, []
     with open(path, "w") as out:
@@ -56,7 +78,10 @@ def make_input(path: Path, megabytes: float, seed: int = 0) -> int:
                 words[rng.randrange(len(words))] = "changed"
                 text = " ".join(words)
             else:
-                text = " ".join(rng.choice(sentences) for _ in range(rng.randint(3, 12)))
+                parts = [rng.choice(sentences) for _ in range(rng.randint(3, 12))]
+                if rng.random() < CONTAMINATED:
+                    parts.insert(rng.randrange(len(parts) + 1), rng.choice(evals))
+                text = " ".join(parts)
                 recent = (recent + [text])[-1000:]
             line = json.dumps({"id": f"d{n}", "text": text}) + "\n"
             out.write(line)
