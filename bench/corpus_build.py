@@ -103,6 +103,15 @@ def _config(data: Path, mode: str):
         update={"tasks": [*cfg.finetune.tasks, *science.finetune.tasks]})})
 
 
+def _own_peak_rss_mb() -> float:
+    """This process's peak RSS (VmHWM): ru_maxrss would carry the parent's peak over through fork and exec."""
+    try:
+        with open("/proc/self/status") as f:
+            return round(next(int(line.split()[1]) for line in f if line.startswith("VmHWM")) / 1024, 1)
+    except (OSError, StopIteration):
+        return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+
+
 def run_one(mode: str, data: Path, out: Path) -> dict:
     """One measurement in this process (called in a fresh subprocess)."""
     start = time.perf_counter()
@@ -120,7 +129,7 @@ def run_one(mode: str, data: Path, out: Path) -> dict:
         kept = build_corpus(_config(data, mode), RunLayout(out))["documents_out"]
     wall = time.perf_counter() - start
     return {"wall_s": round(wall, 2), "kept": kept,
-            "peak_rss_mb_main": round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1),
+            "peak_rss_mb_main": _own_peak_rss_mb(),
             "peak_rss_mb_worker": round(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024, 1)}
 
 
