@@ -153,6 +153,27 @@ def test_law_sample_contamination_is_found(tmp_path):
     assert m["documents_out"] == 40 - removed - m["dedup"]["exact_removed"] - m["dedup"]["near_removed"]
 
 
+def test_cut_sentences_are_gone_from_the_built_corpus(tmp_path):
+    """A document with one contaminated sentence among clean ones keeps only the clean ones in the output."""
+    rng = random.Random(3)
+    clean = [_doc(rng, 30) for _ in range(4)]
+    eval_text = _doc(rng, 20)
+    mixed = f"{clean[0]} {clean[1]} {eval_text} {clean[2]}"
+    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
+        f.writelines(json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate([mixed, clean[3]]))
+    task = tmp_path / "task"
+    task.mkdir()
+    with gzip.open(task / "test.jsonl.gz", "wt") as f:
+        f.write(json.dumps({"text": eval_text, "label": "x"}) + "\n")
+    cfg = _cfg(tmp_path, sources=[{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]}],
+               validation_fraction=0.01)
+    m = build_corpus(cfg, RunLayout(tmp_path / "run"))
+    texts = {d["id"]: d["text"] for split in ("train", "validation")
+             for d in iter_documents(tmp_path / "run" / "corpus", split)}
+    assert texts["a0"] == f"{clean[0]} {clean[1]} {clean[2]}"
+    assert m["decontamination"]["sentences_removed"] == 1 and m["decontamination"]["documents_removed"] == 0
+
+
 @pytest.mark.slow
 def test_sigkill_then_restart_gives_identical_output(tmp_path, caplog):
     """A build killed with SIGKILL mid-way and restarted matches an uninterrupted build byte for byte."""

@@ -6,12 +6,19 @@ import gzip
 import json
 
 import numpy as np
-import pyarrow as pa
 
 from domainbert.corpus.config import DecontaminationConfig, DedupConfig
 from domainbert.corpus.decontaminate import Decontaminator, build_index, read_conll_sentences
-from domainbert.corpus.dedup import SignatureStore, exact_first_mask, near_duplicate_mask
-from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, text_hash, word_hashes, words_of
+from domainbert.corpus.dedup import SignatureStore, exact_first_mask, lsh_params, near_duplicate_mask
+from domainbert.corpus.hashing import (
+    MinHasher,
+    exact_keys_and_word_counts,
+    ngram_hashes,
+    segment_hashes,
+    word_hashes,
+    words_of,
+)
+from domainbert.corpus.words import lower_words
 from domainbert.finetune.config import TaskConfig
 
 BASE = ("the parser reads tokens from the lexer and builds an abstract syntax tree that the type checker then "
@@ -89,8 +96,11 @@ def test_conll_reader(tmp_path):
 def test_exact_keys_ignore_case_and_spacing_and_count_words_like_split():
     texts = ["Hello   World", "hello world", "hello\nworld ", "Hello, World!", "", "  ", "Ünïcode STRASSE 42_x",
              " a  b ", "x\u00a0y\u2003z", "Tab\tand\nnewline"]
-    keys, counts = exact_keys_and_word_counts(pa.array(texts))
-    assert keys.tolist() == [text_hash(" ".join(t.lower().split())) for t in texts]
+    keys, counts = exact_keys_and_word_counts(texts)
+    normal = [" ".join(t.lower().split()) for t in texts]
+    for i in range(len(texts)):
+        for j in range(len(texts)):
+            assert (keys[i] == keys[j]) == (normal[i] == normal[j]), (texts[i], texts[j])
     assert counts.tolist() == [len(t.split()) for t in texts]
     assert keys[0] == keys[1] == keys[2] and keys[3] != keys[0] and keys[4] == keys[5]
 
@@ -98,9 +108,8 @@ def test_exact_keys_ignore_case_and_spacing_and_count_words_like_split():
 def test_batch_shingles_equal_one_document_at_a_time():
     hasher = MinHasher(num_perm=16, ngram=3)
     texts = ["the cat sat on the mat", "a b", "", "one two three one two three one", "x y z"]
-    word_lists = [words_of(t) for t in texts]
-    batch = hasher.batch_shingles(word_lists, texts)
-    single = [hasher.shingles(word_hashes(w), t) for w, t in zip(word_lists, texts, strict=True)]
+    batch = hasher.batch_shingles(lower_words(texts), texts)
+    single = [hasher.shingles(lower_words([t]).hashes, t) for t in texts]
     assert len(batch) == len(texts)
     for b, s in zip(batch, single, strict=True):
         assert np.array_equal(b, s)
@@ -117,8 +126,26 @@ def test_decontamination_batch_equals_check(tmp_path):
             "train text is never indexed at all, not even a little bit here", ""]
     one, batch = Decontaminator(tmp_path / "index.npz", cfg), Decontaminator(tmp_path / "index.npz", cfg)
     expected = [one.check(d) for d in docs]
-    got, words = batch.check_batch(docs)
+    got = batch.check_batch(docs)
     assert got == expected and batch.removed == one.removed
     assert expected[4] == clean  # the short evaluation sentence was found through its k-gram
-    for doc, out, w in zip(docs, got, words, strict=True):
-        assert (w == words_of(doc)) if out is doc else w is None
+    assert [out is doc for doc, out in zip(docs, got, strict=True)] == [False, False, True, True, False, True, True]
+
+
+def test_segment_hashes_equal_whole_segment_ngram_hashes():
+    rng = np.random.default_rng(0)
+    hashes = rng.integers(0, 2**63, size=300, dtype=np.uint64)
+    offsets = np.array([0, 5, 5, 12, 100, 100, 170, 300])
+    got = segment_hashes(hashes, offsets)
+    for i, (a, b) in enumerate(zip(offsets[:-1], offsets[1:], strict=True)):
+        if b > a:
+            assert got[i] == ngram_hashes(hashes[a:b], b - a)[0]
+    assert got[1] == got[4]  # empty segments hash alike
+
+
+def test_lsh_params_are_datasketchs_choice():
+    from datasketch.lsh import _optimal_param
+
+    for threshold, num_perm in ((0.8, 128), (0.5, 64), (0.9, 256)):
+        cfg = DedupConfig(threshold=threshold, num_perm=num_perm)
+        assert lsh_params(cfg) == _optimal_param(threshold, num_perm, 0.5, 0.5)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import gzip
 import json
+import random
+import re
 from pathlib import Path
 
 import pytest
@@ -42,6 +44,13 @@ def test_transforms():
     ws = comp("normalize_whitespace_v1")
     assert ws.transform("  a \t b  \n\n\n\n c  ") == "a b\n\nc"
     assert comp("normalize_whitespace_v1", keep_newlines=False).transform("a\n\nb") == "a b"
+    # the one-line fast path (str.split) and the line-by-line regexes agree on every kind of whitespace
+    spaces = [" ", "\t", "\x0b", "\x0c", "\r", "\x1c", "\x85", "\xa0", "\u2003", "\u2028", "\u3000", "\n"]
+    rng = random.Random(1)
+    for _ in range(300):
+        text = "".join(rng.choice(spaces + ["ab", "c"]) for _ in range(rng.randint(0, 12)))
+        reference = "\n".join(line.strip() for line in re.sub(r"[^\S\n]+", " ", text).split("\n"))
+        assert ws.transform(text) == re.sub(r"\n\s*\n\s*", "\n\n", reference).strip(), repr(text)
     tweet = comp("tweet_normalize_v1")
     assert tweet.transform("@bob see https://t.co/x1 and www.a.com, mail me@x.org") == \
         "@user see http and http mail me@x.org"

@@ -51,19 +51,24 @@ from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
 from domainbert.errors import DataError
 
 log = logging.getLogger(__name__)
+# Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
+# finished corpus or a half-done work folder of an older algorithm is rebuilt rather than reused.
+ALGORITHM = 2
 TOKENS_PER_WORD = 1.3
 TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
                  "the vocab stage measures the real fertility")
 
 
 def stage_fingerprint(cfg: Any) -> str:
-    """Fingerprint of the corpus config, the evaluation tasks it decontaminates against and the inputs."""
+    """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
+    version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
     tasks = [[t.name, t.format, t.path, t.text_field, t.text_pair_field] for t in cfg.finetune.tasks]
     if cfg.corpus.decontamination.enabled:
         tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for t in cfg.finetune.tasks
                             if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()))
-    return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__)
+    return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__,
+                       ALGORITHM)
 
 
 def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
@@ -321,7 +326,6 @@ def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any
             slot["documents"] += c["documents"]
             slot["sentences"] += c["sentences"]
     documents_in = counts.get("documents_in", {})
-    # datasketch (behind lsh_params) takes a second to import: only a near-dedup build asks for it
     bands, rows = lsh_params(corpus.dedup) if corpus.dedup.near else (None, None)
     index_summary = json.loads((work_dir / "decontamination-index.json").read_text())
     all_docs = sum(t["documents"] for t in totals.values())

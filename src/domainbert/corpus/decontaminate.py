@@ -3,7 +3,7 @@
 Every text of the chosen splits (``corpus.decontamination.splits``, by default validation and test) of every
 task in ``finetune.tasks`` is read by the small readers here (CoNLL: a sentence's tokens joined; JSONL,
 optionally gzipped: the text field, and the pair field when set) and indexed as word n-gram hashes
-(``ngram`` words, lowercase ``\\w+`` tokens; see ``hashing``). Eval texts shorter than ``ngram`` words (but
+(``ngram`` words, lowercase ``\\w+`` tokens; see ``words``). Eval texts shorter than ``ngram`` words (but
 at least ``MIN_SHORT_WORDS``) are indexed whole.
 
 The rule, per corpus document: if at least ``max_overlap`` of its n-grams hit the index, the whole document
@@ -23,7 +23,8 @@ from typing import Any
 import numpy as np
 
 from domainbert.corpus.config import DecontaminationConfig
-from domainbert.corpus.hashing import doc_ngrams, ngram_hashes, ngram_hashes_at, text_hash, word_hashes, words_of
+from domainbert.corpus.hashing import doc_ngrams, ngram_hashes, ngram_hashes_at, segment_hashes, sorted_unique
+from domainbert.corpus.words import lower_words
 from domainbert.errors import DataError
 
 MIN_SHORT_WORDS = 4
@@ -91,23 +92,21 @@ def eval_texts(tasks: list[Any], splits: list[str]) -> dict[str, list[str]]:
 def build_index(tasks: list[Any], cfg: DecontaminationConfig, path: Path) -> dict[str, dict[str, int]]:
     """Index the evaluation texts into ``path`` (.npz); returns what was indexed per task/split."""
     owners = sorted(eval_texts(tasks, list(cfg.splits)).items())
-    grams, gram_owner, short, short_owner, short_gram, short_len, short_prefix = [], [], [], [], [], [], []
+    grams, gram_owner, short_owner, short_gram, short_len, short_prefix = [], [], [], [], [], []
     summary: dict[str, dict[str, int]] = {}
     for code, (name, texts) in enumerate(owners):
-        word_lists = [words_of(t) for t in texts]
-        lengths = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(texts))
-        hashes = word_hashes([w for ws in word_lists for w in ws])  # all texts at once; n-grams per text
+        words = lower_words(texts)  # all texts at once; n-grams per text
+        lengths, hashes = words.counts, words.hashes
         g, doc, _ = doc_ngrams(hashes, lengths, cfg.ngram)
         grams.append(g)
         gram_owner.append(np.full(len(g), code, dtype=np.int32))
         starts = np.cumsum(lengths) - lengths
         n_short = 0
         for i in np.flatnonzero((lengths >= MIN_SHORT_WORDS) & (lengths < cfg.ngram)):
-            words, h = word_lists[i], hashes[starts[i]: starts[i] + lengths[i]]
-            short.append(text_hash(" ".join(words)))
+            h = hashes[starts[i]: starts[i] + lengths[i]]
             short_gram.append(ngram_hashes(h, len(h))[0])
             short_prefix.append(ngram_hashes(h[:MIN_SHORT_WORDS], MIN_SHORT_WORDS)[0])
-            short_len.append(len(words))
+            short_len.append(len(h))
             short_owner.append(code)
             n_short += 1
         summary[name] = {"texts": len(texts), "short_texts": n_short}
@@ -115,8 +114,7 @@ def build_index(tasks: list[Any], cfg: DecontaminationConfig, path: Path) -> dic
     o = np.concatenate(gram_owner) if gram_owner else np.zeros(0, dtype=np.int32)
     order = np.argsort(g, kind="stable")
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, grams=g[order], owners=o[order], short=np.array(short, dtype=np.uint64),
-             short_owners=np.array(short_owner, dtype=np.int32),
+    np.savez(path, grams=g[order], owners=o[order], short_owners=np.array(short_owner, dtype=np.int32),
              short_grams=np.array(short_gram, dtype=np.uint64), short_lengths=np.array(short_len, dtype=np.int64),
              short_prefix=np.array(short_prefix, dtype=np.uint64),
              names=np.array([n for n, _ in owners]))
@@ -127,12 +125,29 @@ def build_index(tasks: list[Any], cfg: DecontaminationConfig, path: Path) -> dic
     return summary
 
 
-def _member(sorted_values: np.ndarray, queries: np.ndarray) -> np.ndarray:
-    """Which ``queries`` are in ``sorted_values`` (one binary search each)."""
-    if len(sorted_values) == 0:
-        return np.zeros(len(queries), dtype=bool)
-    pos = np.searchsorted(sorted_values, queries).clip(max=len(sorted_values) - 1)
-    return sorted_values[pos] == queries
+class HashSet:
+    """Membership of 64-bit hashes: a sorted array, behind a table of 2^22 one-byte slots by the hash's top
+    bits, so the binary search (random reads over the whole index) runs only for the few queries whose slot
+    is taken, instead of for every n-gram of every document."""
+
+    BITS = 22
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.values = sorted_unique(values.astype(np.uint64))
+        self.table = np.zeros(1 << self.BITS, dtype=bool)
+        self.table[self.values >> np.uint64(64 - self.BITS)] = True
+
+    def __len__(self) -> int:
+        return len(self.values)
+
+    def contains(self, queries: np.ndarray) -> np.ndarray:
+        """Which ``queries`` are in the set."""
+        found = self.table[queries >> np.uint64(64 - self.BITS)]
+        if len(self.values) and found.any():
+            maybe = np.flatnonzero(found)
+            pos = np.searchsorted(self.values, queries[maybe]).clip(max=len(self.values) - 1)
+            found[maybe] = self.values[pos] == queries[maybe]
+        return found
 
 
 class Decontaminator:
@@ -141,59 +156,53 @@ class Decontaminator:
     def __init__(self, index_path: Path, cfg: DecontaminationConfig) -> None:
         data = np.load(index_path)
         self.grams, self.owners = data["grams"], data["owners"]
-        self.short = dict(zip(data["short"].tolist(), data["short_owners"].tolist(), strict=True))
-        # short eval texts as whole-text n-gram hashes, by word count: what check_batch looks up
-        lengths, short_grams = data["short_lengths"], data["short_grams"]
-        self.short_by_length = {int(k): np.unique(short_grams[lengths == k]) for k in np.unique(lengths)}
-        self.short_prefix = np.unique(data["short_prefix"])
+        self.gram_set = HashSet(self.grams)
+        short_grams, lengths = data["short_grams"], data["short_lengths"]
+        # short eval texts as whole-text n-gram hashes: by hash (owner) for _cut, by word count for check_batch
+        self.short = dict(zip(short_grams.tolist(), data["short_owners"].tolist(), strict=True))
+        self.short_by_length = {int(k): HashSet(short_grams[lengths == k]) for k in np.unique(lengths)}
+        self.short_prefix = HashSet(data["short_prefix"])
         self.names = [str(n) for n in data["names"]]
         self.cfg = cfg
         self.removed = {name: {"documents": 0, "sentences": 0} for name in self.names}
-
-    def _hits(self, hashes: np.ndarray) -> np.ndarray:
-        return _member(self.grams, hashes)
 
     def _owner(self, hashes: np.ndarray, hit: np.ndarray) -> str:
         pos = np.searchsorted(self.grams, hashes[hit])
         return self.names[int(np.bincount(self.owners[pos]).argmax())]
 
-    def check_batch(self, texts: list[str]) -> tuple[list[str | None], list[list[str] | None]]:
-        """``check`` for many documents; also returns the words of each document left unchanged (else None).
+    def check_batch(self, texts: list[str]) -> list[str | None]:
+        """``check`` for many documents: each text unchanged (the same object), cut, or ``None``.
 
         All documents' n-grams are looked up at once; only documents with a hit, or holding the words of a
-        short evaluation text in a row (its k-gram, for each length k), go through ``check`` (a sentence's
+        short evaluation text in a row (its k-gram, for each length k), go through ``_cut`` (a sentence's
         words are a run of its document's words, so no document is skipped that ``check`` would change).
         """
-        word_lists = [words_of(t) for t in texts]
-        lengths = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(texts))
-        hashes = word_hashes([w for ws in word_lists for w in ws])
+        words = lower_words(texts)
+        lengths, hashes = words.counts, words.hashes
         grams, doc, _ = doc_ngrams(hashes, lengths, self.cfg.ngram)
-        hit = self._hits(grams)
+        hit = self.gram_set.contains(grams)
         suspect = np.zeros(len(texts), dtype=bool)
         suspect[doc[hit]] = True
         if len(self.short_prefix):
             # positions starting like a short eval text (one lookup), then its whole k-gram at those only
             prefix, prefix_doc, prefix_pos = doc_ngrams(hashes, lengths, MIN_SHORT_WORDS)
-            found = _member(self.short_prefix, prefix)
+            found = self.short_prefix.contains(prefix)
             cand_doc, cand_pos = prefix_doc[found], prefix_pos[found]
             doc_end = np.cumsum(lengths)[cand_doc]
             for k, index in self.short_by_length.items():
                 fits = cand_pos + k <= doc_end
-                suspect[cand_doc[fits][_member(index, ngram_hashes_at(hashes, cand_pos[fits], k))]] = True
+                suspect[cand_doc[fits][index.contains(ngram_hashes_at(hashes, cand_pos[fits], k))]] = True
         ends = np.cumsum(np.maximum(lengths - self.cfg.ngram + 1, 0))  # each document's n-grams, in order
         out: list[str | None] = list(texts)
-        words_out: list[list[str] | None] = list(word_lists)
         for i in np.flatnonzero(suspect):
             start = ends[i - 1] if i else 0
             out[i] = self._cut(texts[i], grams[start: ends[i]], hit[start: ends[i]])
-            if out[i] is not texts[i]:
-                words_out[i] = None
-        return out, words_out
+        return out
 
     def check(self, text: str) -> str | None:
         """The text with contaminated sentences removed, or ``None`` when the whole document goes."""
-        grams = ngram_hashes(word_hashes(words_of(text)), self.cfg.ngram)
-        return self._cut(text, grams, self._hits(grams))
+        grams = ngram_hashes(lower_words([text]).hashes, self.cfg.ngram)
+        return self._cut(text, grams, self.gram_set.contains(grams))
 
     def _cut(self, text: str, grams: np.ndarray, hit: np.ndarray) -> str | None:
         """``check`` given the document's n-gram hashes and which of them hit the index.
@@ -203,10 +212,11 @@ class Decontaminator:
         """
         pieces = _SENTENCE_SPLIT.split(text)
         sentences = pieces[0::2]
-        sent_words = [words_of(s) for s in sentences]
-        bounds = np.cumsum([0] + [len(w) for w in sent_words])
-        short_hit = [self.short.get(text_hash(" ".join(ws))) if len(ws) >= MIN_SHORT_WORDS else None
-                     for ws in sent_words]
+        sent_words = lower_words(sentences)
+        bounds = sent_words.offsets()
+        whole = segment_hashes(sent_words.hashes, bounds).tolist()  # each sentence as one k-gram
+        short_hit = [self.short.get(h) if k >= MIN_SHORT_WORDS else None
+                     for h, k in zip(whole, sent_words.counts.tolist(), strict=True)]
         if not hit.any() and all(s is None for s in short_hit):
             return text
         if len(grams) and hit.mean() >= self.cfg.max_overlap:

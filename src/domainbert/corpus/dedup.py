@@ -17,6 +17,7 @@ per document on disk) and only the rows of candidate pairs are read.
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -29,10 +30,25 @@ from domainbert.corpus.hashing import band_keys
 STATE_BYTES_PER_DOC = 64
 
 
+@lru_cache(maxsize=16)
+def _optimal_param(threshold: float, num_perm: int, fp_weight: float, fn_weight: float) -> tuple[int, int]:
+    """datasketch's ``lsh._optimal_param``, the same search and integrals, without importing datasketch
+    (whose package import pulls in its asyncio storage layers: a second of a small build)."""
+    from scipy.integrate import quad
+
+    best, opt = float("inf"), (0, 0)
+    for b in range(1, num_perm + 1):
+        for r in range(1, num_perm // b + 1):
+            fp = quad(lambda s, b=b, r=r: 1 - (1 - s ** float(r)) ** float(b), 0.0, threshold)[0]
+            fn = quad(lambda s, b=b, r=r: 1 - (1 - (1 - s ** float(r)) ** float(b)), threshold, 1.0)[0]
+            error = fp * fp_weight + fn * fn_weight
+            if error < best:
+                best, opt = error, (b, r)
+    return opt
+
+
 def lsh_params(cfg: DedupConfig) -> tuple[int, int]:
     """(bands, rows) minimising false positives + negatives at the threshold (datasketch's choice)."""
-    from datasketch.lsh import _optimal_param
-
     return _optimal_param(cfg.threshold, cfg.num_perm, 0.5, 0.5)
 
 

@@ -181,7 +181,8 @@ class NormalizeWhitespace(Component):
     name, kind, Options = "normalize_whitespace_v1", "transform", WhitespaceOptions
 
     def transform(self, text: str) -> str:
-        if not self.options.keep_newlines:
+        if not self.options.keep_newlines or "\n" not in text:
+            # without line breaks the regexes below come to the same as str.split (both use str.isspace)
             return " ".join(text.split())
         text = _SPACES.sub(" ", text)
         text = "\n".join(line.strip() for line in text.split("\n"))

@@ -1,9 +1,10 @@
-"""Stable, vectorised text hashing shared by exact dedup, MinHash and decontamination.
+"""Stable, vectorised n-gram hashing shared by exact dedup, MinHash, decontamination and the Gopher rules.
 
-Python's ``hash`` is salted per process, so everything here is built on CRC32 word hashes and fixed 64-bit
-arithmetic in numpy: the same text gives the same numbers in every process and on every run, which the
-byte-identical builds depend on. Words are lowercase ``\\w+`` runs, so tokenisation and punctuation
-differences (an NER file's "U.S ." against the corpus "U.S.") do not hide a match.
+Python's ``hash`` is salted per process, so everything here is built on fixed 64-bit arithmetic in numpy over
+word hashes (``words``: a batch's words hashed at once; ``word_hashes``: CRC32 of a Python word list, the
+per-document reference path): the same text gives the same numbers in every process and on every run, which
+the byte-identical builds depend on. Decontamination and MinHash words are lowercase ``\\w+`` runs, so
+tokenisation and punctuation differences (an NER file's "U.S ." against the corpus "U.S.") do not hide a match.
 """
 
 from __future__ import annotations
@@ -13,8 +14,9 @@ import re
 import zlib
 
 import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
+
+from domainbert.corpus.words import WordBatch, sequence_keys, space_words
+from domainbert.corpus.words import mix64 as _mix
 
 _WORD = re.compile(r"\w+")
 _MIX = np.uint64(0x9E3779B97F4A7C15)
@@ -47,17 +49,6 @@ def word_hashes(words: list[str]) -> np.ndarray:
     return np.fromiter(map(_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
-def _mix(acc: np.ndarray) -> np.ndarray:
-    out = acc.copy()
-    with np.errstate(over="ignore"):
-        out ^= out >> np.uint64(31)
-        out *= _MUL
-        out ^= out >> np.uint64(29)
-        out *= _MIX
-        out ^= out >> np.uint64(32)
-    return out
-
-
 def ngram_hashes_upto(hashes: np.ndarray, max_n: int) -> dict[int, np.ndarray]:
     """``{n: ngram_hashes(hashes, n)}`` for n = 1..max_n, built incrementally (one add per extra word)."""
     out: dict[int, np.ndarray] = {}
@@ -83,6 +74,19 @@ def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
         for k in range(n):
             acc += hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
     return _mix(acc)
+
+
+def segment_hashes(hashes: np.ndarray, offsets: np.ndarray) -> np.ndarray:
+    """``ngram_hashes(hashes[a:b], b - a)[0]`` for every segment ``[a, b)`` of ``offsets`` at once (the hash
+    of each segment as one n-gram; an empty segment gets the hash of no words)."""
+    lengths = np.diff(offsets)
+    k = np.arange(len(hashes), dtype=np.int64) - np.repeat(offsets[:-1], lengths)  # position in the segment
+    with np.errstate(over="ignore"):
+        terms = hashes * _SEEDS[k % len(_SEEDS)] + k.astype(np.uint64)
+        sums = np.zeros(len(lengths), dtype=np.uint64)
+        nonempty = lengths > 0
+        sums[nonempty] = np.add.reduceat(terms, offsets[:-1][nonempty]) if len(terms) else sums[nonempty]
+    return _mix(sums)
 
 
 def sorted_unique(values: np.ndarray) -> np.ndarray:
@@ -122,24 +126,14 @@ def text_hash(text: str) -> int:
     return int.from_bytes(hashlib.blake2b(text.encode(), digest_size=8).digest(), "little")
 
 
-def exact_keys_and_word_counts(texts: pa.Array) -> tuple[np.ndarray, np.ndarray]:
-    """Exact-duplicate keys and whitespace word counts (``len(text.split())``) of many texts, via Arrow.
+def exact_keys_and_word_counts(texts: list[str]) -> tuple[np.ndarray, np.ndarray]:
+    """Exact-duplicate keys and whitespace word counts (``len(text.split())``) of many texts.
 
-    The key hashes the text lowercased with its whitespace runs collapsed to one space, so documents that
-    differ only in case, line breaks or spacing are duplicates; punctuation counts (Arrow's regex engine
-    would make a punctuation-blind key the slowest step of an exact-only build; near-dedup catches those).
+    The key hashes the sequence of the text's lowercased whitespace tokens, so documents that differ only in
+    case, line breaks or spacing are duplicates; punctuation counts (near-dedup catches those).
     """
-    parts = pc.utf8_split_whitespace(pc.utf8_lower(texts))
-    flat = pc.list_flatten(parts)
-    nonempty = pc.not_equal(flat, "").to_numpy(zero_copy_only=False)
-    owner = pc.list_parent_indices(parts).to_numpy()
-    counts = np.bincount(owner[nonempty], minlength=len(texts)).astype(np.int64)
-    # leading/trailing whitespace leaves empty parts; drop them before joining
-    words = pa.ListArray.from_arrays(np.concatenate([[0], np.cumsum(counts)]).astype(np.int32),
-                                     flat.filter(pa.array(nonempty)))
-    normal = pc.binary_join(words, " ").to_pylist()
-    keys = np.fromiter((text_hash(n) for n in normal), dtype=np.uint64, count=len(normal))
-    return keys, counts
+    words = space_words(texts, lowercase=True)
+    return sequence_keys(words), words.counts
 
 
 class MinHasher:
@@ -166,19 +160,19 @@ class MinHasher:
             grams = np.array([text_hash(fallback)], dtype=np.uint64)
         return np.unique(grams >> np.uint64(32))
 
-    def batch_shingles(self, word_lists: list[list[str]], texts: list[str]) -> list[np.ndarray]:
-        """``shingles`` of many documents at once (their word lists hashed and n-grammed together)."""
-        lengths = np.fromiter(map(len, word_lists), dtype=np.int64, count=len(word_lists))
-        grams, doc, _ = doc_ngrams(word_hashes([w for ws in word_lists for w in ws]), lengths, self.ngram)
+    def batch_shingles(self, words: WordBatch, texts: list[str]) -> list[np.ndarray]:
+        """``shingles`` of many documents at once, from their ``words.lower_words``."""
+        lengths = words.counts
+        grams, doc, _ = doc_ngrams(words.hashes, lengths, self.ngram)
         short = np.flatnonzero(lengths < self.ngram)  # fewer words than a shingle: the whole text is one
         grams = np.concatenate([grams, np.array([text_hash(texts[i]) for i in short], dtype=np.uint64)])
         doc = np.concatenate([doc, short])
         # one sort of (document, shingle) keys gives every document's sorted unique shingles
         keys = sorted_unique((doc.astype(np.uint64) << np.uint64(32)) | (grams >> np.uint64(32)))
-        bounds = np.searchsorted(keys >> np.uint64(32), np.arange(1, len(word_lists)), side="left")
+        bounds = np.searchsorted(keys >> np.uint64(32), np.arange(1, len(texts)), side="left")
         return np.split(keys & MAX32, bounds)
 
-    def signatures(self, shingle_sets: list[np.ndarray], chunk: int = 20000) -> np.ndarray:
+    def signatures(self, shingle_sets: list[np.ndarray], chunk: int = 5000) -> np.ndarray:
         """Signatures ``[len(shingle_sets), num_perm]`` (uint32), in chunks of about ``chunk`` shingles."""
         out = np.empty((len(shingle_sets), self.num_perm), dtype=np.uint32)
         start = 0

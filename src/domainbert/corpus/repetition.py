@@ -20,6 +20,7 @@ from pydantic import Field
 
 from domainbert.corpus import filters
 from domainbert.corpus.hashing import ngram_hashes_upto, word_hashes
+from domainbert.corpus.words import WordBatch, space_words
 from domainbert.schema import StrictModel
 
 _PARAS = re.compile(r"\n{2,}")
@@ -90,24 +91,24 @@ class GopherRepetition(filters.Component):
 
     def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
         """``filter`` for many documents; the n-gram rules run on all long documents at once."""
-        results: list[tuple[bool, str] | None] = [None] * len(texts)
-        long_docs: list[tuple[int, list[str]]] = []
-        for i, text in enumerate(texts):
-            verdict = self._line_rules(text)
-            if verdict is None:
-                words = text.split()
-                if len(words) >= max(self.options.ngram_min_words, 1):
-                    long_docs.append((i, words))
-                    continue
-                verdict = (True, "")
-            results[i] = verdict
-        if long_docs:
-            verdicts = _batch_ngram_rules(self.options, [texts[i] for i, _ in long_docs], [w for _, w in long_docs])
-            for (i, _), verdict in zip(long_docs, verdicts, strict=True):
+        results: list[tuple[bool, str] | None] = [self._line_rules(t) for t in texts]
+        rest = [i for i, r in enumerate(results) if r is None]
+        words = space_words([texts[i] for i in rest])
+        long_mask = words.counts >= max(self.options.ngram_min_words, 1)
+        for i in np.asarray(rest, dtype=np.int64)[~long_mask]:
+            results[i] = (True, "")
+        if long_mask.any():
+            long_docs = [i for i, is_long in zip(rest, long_mask.tolist(), strict=True) if is_long]
+            take = np.repeat(long_mask, words.counts)  # the words of the long documents
+            subset = WordBatch(words.hashes[take], words.counts[long_mask], words.chars[take])
+            for i, verdict in zip(long_docs, _batch_ngram_rules(self.options, [texts[i] for i in long_docs], subset),
+                                  strict=True):
                 results[i] = verdict
         return results  # type: ignore[return-value]
 
     def _line_rules(self, text: str) -> tuple[bool, str] | None:
+        if "\n" not in text:  # one paragraph of one line: nothing can repeat
+            return None
         o = self.options
         size = max(len(text), 1)
         paras = _PARAS.split(text.strip())
@@ -155,7 +156,7 @@ class GopherRepetition(filters.Component):
         return True, ""
 
 
-def _batch_ngram_rules(o: GopherOptions, texts: list[str], word_lists: list[list[str]]) -> list[tuple[bool, str]]:
+def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> list[tuple[bool, str]]:
     """The n-gram rules for many documents at once, over their words concatenated.
 
     Each n-gram gets a key mixing its hash with its document's number; one sort per n groups equal n-grams of
@@ -166,15 +167,14 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], word_lists: list[list
     order, so the reason is the same.
     """
     ndocs = len(texts)
-    lens = np.fromiter(map(len, word_lists), dtype=np.int64, count=ndocs)
-    flat = [w for words in word_lists for w in words]
-    cum = np.concatenate([[0], np.cumsum(np.fromiter(map(len, flat), dtype=np.int64, count=len(flat)))])
+    lens = words.counts
+    cum = np.concatenate([[0], np.cumsum(words.chars)])
     ends = np.cumsum(lens)
     starts = ends - lens
     doc_of = np.repeat(np.arange(ndocs), lens)
     doc_salt = doc_of.astype(np.uint64) * _SALT
     size = np.array([max(len(t), 1) for t in texts], dtype=np.float64)
-    family = ngram_hashes_upto(word_hashes(flat), max([*o.top_n_grams, *o.dup_n_grams], default=1))
+    family = ngram_hashes_upto(words.hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
     reasons: list[str | None] = [None] * ndocs
     repeating = np.ones(ndocs, dtype=bool)  # documents that may still hold a repeated n-gram
     rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + \

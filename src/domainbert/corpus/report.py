@@ -67,12 +67,13 @@ def _summary(m: dict[str, Any]) -> str:
 
 def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     """Histogram of document lengths in words, log-spaced bins."""
-    import matplotlib
+    # a bare Figure on the Agg canvas: importing pyplot (and its backend machinery) costs about a second
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4))
+    fig = Figure(figsize=(7, 4))
+    FigureCanvasAgg(fig)
+    ax = fig.subplots()
     top = max(int(lengths.max()) if len(lengths) else 1, 2)
     bins = np.unique(np.geomspace(1, top + 1, 40).astype(int))
     ax.hist(lengths, bins=bins, color="#4477aa")
@@ -82,7 +83,6 @@ def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     ax.set_title("Document lengths")
     fig.tight_layout()
     fig.savefig(path, dpi=100, metadata={"Software": None})
-    plt.close(fig)
 
 
 def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) -> None:

@@ -24,9 +24,10 @@ import pyarrow as pa
 
 from domainbert.corpus.decontaminate import Decontaminator
 from domainbert.corpus.filters import Pipeline, build_pipeline
-from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, words_of
+from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts
 from domainbert.corpus.sources import MalformedCounter, iter_source
 from domainbert.corpus.store import read_work_table, records_table, write_work_table
+from domainbert.corpus.words import lower_words
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
@@ -93,33 +94,31 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     table = read_work_table(work_dir / shard_spec["input"])
     originals = table.column("text").to_pylist()
     texts, reasons = pipeline.apply_batch(originals)
-    words: list[list[str] | None] = [None] * len(texts)
     if decon is not None:
         alive = [i for i, t in enumerate(texts) if t is not None]
-        checked, checked_words = decon.check_batch([texts[i] for i in alive])
+        checked = decon.check_batch([texts[i] for i in alive])
         cut = []
-        for i, text, w in zip(alive, checked, checked_words, strict=True):
+        for i, text in zip(alive, checked, strict=True):
             if text is None:
                 texts[i], reasons[i] = None, "decontamination:overlap"
-            elif w is None:
+            elif text is not texts[i]:
                 cut.append(i)  # sentences were cut: what is left must still pass the filters
-            words[i] = w
+            texts[i] = text
         again, again_reasons = pipeline.apply_batch([texts[i] for i in cut]) if cut else ([], [])
         for i, text, reason in zip(cut, again, again_reasons, strict=True):
             texts[i], reasons[i] = text, reason
     kept = [i for i, t in enumerate(texts) if t is not None]
-    kept_texts = pa.array([texts[i] for i in kept], type=pa.string())
-    out = table.take(pa.array(kept, type=pa.int64())).set_column(1, "text", kept_texts)
+    kept_list = [texts[i] for i in kept]
+    out = table.take(pa.array(kept, type=pa.int64())).set_column(1, "text", pa.array(kept_list, type=pa.string()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)
     hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
     if corpus.dedup.near and kept:  # signatures are most of the hashing cost: only when near dedup wants them
-        word_lists = [words[i] if words[i] is not None else words_of(texts[i]) for i in kept]
-        sigs = hasher.signatures(hasher.batch_shingles(word_lists, [texts[i] for i in kept]))
+        sigs = hasher.signatures(hasher.batch_shingles(lower_words(kept_list), kept_list))
     else:
         sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
     _save_npy(base.with_suffix(".sig.npy"), sigs)
-    keys, counts = exact_keys_and_word_counts(kept_texts)
+    keys, counts = exact_keys_and_word_counts(kept_list)
     _save_npy(base.with_suffix(".keys.npy"), keys)
     _save_npy(base.with_suffix(".words.npy"), counts)
     write_work_table(base.with_suffix(".arrow"), out)

@@ -27,6 +27,8 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 from domainbert.corpus.config import HFSource, LocalSource, SourceConfig
 from domainbert.errors import DataError
 
@@ -144,7 +146,7 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = _loads(line)
             except json.JSONDecodeError:
                 malformed.skip(source, "invalid_json", path, lineno)
                 continue
@@ -183,6 +185,15 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
             stream.close()
     else:  # pragma: no cover - the config Literal rules this out
         raise DataError(f"unknown format {fmt!r}", file=path)
+
+
+def _loads(line: str) -> Any:
+    """``json.loads``, through orjson (a prefect dependency, several times faster) when it can parse the line;
+    what orjson refuses but Python accepts (NaN, integers over 64 bits) goes to ``json.loads``."""
+    try:
+        return orjson.loads(line)
+    except orjson.JSONDecodeError:
+        return json.loads(line)
 
 
 def _decoded_lines(path: Path, source: str, malformed: MalformedCounter) -> Iterator[tuple[int, str]]:

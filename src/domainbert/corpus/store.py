@@ -77,9 +77,11 @@ def write_table(path: Path, table: pa.Table, row_group_size: int = 1000) -> int:
 
 
 def _dump_meta(meta: Any) -> str:
+    if not meta:
+        return "{}"
     import json
 
-    return json.dumps(meta or {}, sort_keys=True, ensure_ascii=False)
+    return json.dumps(meta, sort_keys=True, ensure_ascii=False)
 
 
 def iter_documents(corpus_dir: Path, split: str = "train", columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
