@@ -56,7 +56,7 @@ def _sentence_pool(tmp: Path) -> tuple[list[str], list[str]]:
                 sentences += [s for s in re.split(r"(?<=[.!?])\s+|\n+", json.loads(line)["text"]) if len(s) > 20]
     cfg = _config(tmp / "unused.jsonl", "full")
     build_index(cfg.finetune.tasks, cfg.corpus.decontamination, tmp / "index.npz")
-    checked, _ = Decontaminator(tmp / "index.npz", cfg.corpus.decontamination).check_batch(sentences)
+    checked = Decontaminator(tmp / "index.npz", cfg.corpus.decontamination).check_batch(sentences)
     clean = [s for s, c in zip(sentences, checked, strict=True) if c is s]
     evals = [t for texts in eval_texts(cfg.finetune.tasks, list(cfg.corpus.decontamination.splits)).values()
              for t in texts if len(t.split()) >= 8]

@@ -179,19 +179,27 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     repeating = np.ones(ndocs, dtype=bool)  # documents that may still hold a repeated n-gram
     rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + \
             [("dup", n, f) for n, f in sorted(o.dup_n_grams.items())]
+    remaining = ends[doc_of] - np.arange(len(doc_of))  # words from each position to its document's end
     for kind, n, frac in rules:
-        pos = np.arange(len(family[n]))
-        pos = pos[(pos + n <= ends[doc_of[pos]]) & (repeating[doc_of[pos]] if kind == "dup" else True)]
-        doc = doc_of[pos]
-        order = np.argsort(family[n][pos] ^ doc_salt[pos])
-        pos, doc = pos[order], doc[order]
-        key = (family[n][pos] ^ doc_salt[pos])
+        inside = remaining[: len(family[n])] >= n  # the n-gram ends within its document
+        if kind == "dup":
+            inside &= repeating[doc_of[: len(family[n])]]
+        pos = np.flatnonzero(inside)
+        key = family[n][pos] ^ doc_salt[pos]
+        order = np.argsort(key)
+        pos, key = pos[order], key[order]
         new = np.ones(len(pos), dtype=bool)
         new[1:] = key[1:] != key[:-1]
         group = np.flatnonzero(new)
-        gdoc = doc[group]
         freq = np.diff(np.append(group, len(pos)))
         first = np.minimum.reduceat(pos, group) if len(group) else group
+        if kind == "dup":
+            chars = cum[pos + n] - cum[pos]
+            group_chars = np.add.reduceat(chars, group)[freq > 1] if len(group) else chars
+        # only n-grams seen more than once can make a rule fire: the rest of the work is on those few groups
+        multi = freq > 1
+        group, freq, first = group[multi], freq[multi], first[multi]
+        gdoc = doc_of[pos[group]]
         if kind == "top":
             top = np.zeros(ndocs, dtype=np.int64)
             np.maximum.at(top, gdoc, freq)
@@ -200,8 +208,6 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
             np.minimum.at(best, gdoc[tied], first[tied])
             fired = (top > 1) & ((cum[best + n] - cum[best]) * top / size > frac)
         else:
-            chars = cum[pos + n] - cum[pos]
-            group_chars = np.add.reduceat(chars, group) if len(group) else chars
             # everything but each group's first occurrence: the n-grams seen earlier in the document
             bound = np.bincount(gdoc, weights=group_chars - (cum[first + n] - cum[first]), minlength=ndocs)
             repeating &= bound > 0
