@@ -39,11 +39,11 @@ from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_
 from domainbert.corpus import report
 from domainbert.corpus.decontaminate import build_index
 from domainbert.corpus.dedup import (
-    STATE_BYTES_PER_DOC,
     SignatureStore,
     exact_first_mask,
     lsh_params,
     near_duplicate_mask,
+    state_bytes_per_doc,
 )
 from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
 from domainbert.corpus.sources import input_fingerprint
@@ -347,7 +347,7 @@ def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any
         "dedup": {"exact_removed": exact_removed, "near_removed": near_removed, "near_clusters": near_clusters,
                   "threshold": corpus.dedup.threshold, "num_perm": corpus.dedup.num_perm,
                   "ngram": corpus.dedup.ngram, "lsh_bands": bands, "lsh_rows": rows,
-                  "state_bytes_per_million_documents": STATE_BYTES_PER_DOC * 1_000_000},
+                  "state_bytes_per_million_documents": (state_bytes_per_doc(bands) if bands else 16) * 1_000_000},
         "decontamination": {
             "enabled": corpus.decontamination.enabled, "ngram": corpus.decontamination.ngram,
             "rule": (f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "

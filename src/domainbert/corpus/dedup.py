@@ -10,9 +10,10 @@ MinHash signature (``num_perm`` uint32). Here, over all shards and all sources i
   confirmed pairs are joined into clusters (scipy connected components) and each cluster keeps its first
   document.
 
-Memory: the exact keys, one band column at a time with its sort order, the eligible index, masks and cluster
-labels - about 64 bytes per document at the peak, so 64 MB per million documents; signatures stay in the shard files (memory-mapped, 4 B x num_perm
-per document on disk) and only the rows of candidate pairs are read.
+Memory: the exact keys, every document's band keys (8 B x bands), one band column with its sort order, the
+eligible index, masks and cluster labels - ``state_bytes_per_doc(bands)``, about 140 bytes per document at
+0.8 / 128 permutations (9 bands), so 140 MB per million documents; signatures stay in the shard files (4 B x
+num_perm per document on disk), read one shard at a time, and only the rows of candidate pairs are read back.
 """
 
 from __future__ import annotations
@@ -27,7 +28,11 @@ from scipy.sparse.csgraph import connected_components
 from domainbert.corpus.config import DedupConfig
 from domainbert.corpus.hashing import band_keys
 
-STATE_BYTES_PER_DOC = 64
+
+def state_bytes_per_doc(bands: int) -> int:
+    """Peak merge memory per document: band keys, exact key, band column + sort order + eligible index, masks
+    and labels (see the module docstring)."""
+    return 8 * bands + 8 + 3 * 8 + 2 + 8 + 24
 
 
 @lru_cache(maxsize=16)
@@ -62,22 +67,34 @@ def exact_first_mask(keys: np.ndarray) -> np.ndarray:
 
 
 class SignatureStore:
-    """Row access to the signatures of all shards (memory-mapped ``.npy`` files) by global index."""
+    """Row access to the signatures of all shards (``.npy`` files) by global index.
+
+    A shard's file is memory-mapped only while its rows are read and unmapped right after: a mapping kept
+    open for the whole merge leaves every page it touched resident, so the merge's memory would grow with the
+    corpus (about 0.5 GB per million documents at 128 permutations).
+    """
 
     def __init__(self, paths: list[Path]) -> None:
-        self.maps = [np.load(p, mmap_mode="r") for p in paths]
-        self.offsets = np.cumsum([0] + [len(m) for m in self.maps])
+        self.paths = list(paths)
+        shapes = [np.load(p, mmap_mode="r").shape for p in self.paths]  # reads the headers only
+        self.width = shapes[0][1] if shapes else 0
+        self.offsets = np.cumsum([0] + [shape[0] for shape in shapes])
 
     def __len__(self) -> int:
         return int(self.offsets[-1])
 
+    def shard(self, s: int) -> np.ndarray:
+        """All signatures of shard ``s`` (read into memory)."""
+        return np.load(self.paths[s])
+
     def rows(self, index: np.ndarray) -> np.ndarray:
-        width = self.maps[0].shape[1] if self.maps else 0
-        out = np.empty((len(index), width), dtype=np.uint32)
+        out = np.empty((len(index), self.width), dtype=np.uint32)
         shard = np.searchsorted(self.offsets, index, side="right") - 1
         for s in np.unique(shard):
             sel = shard == s
-            out[sel] = self.maps[s][index[sel] - self.offsets[s]]
+            mapped = np.load(self.paths[s], mmap_mode="r")
+            out[sel] = mapped[index[sel] - self.offsets[s]]
+            del mapped  # unmapped here: its pages stop counting against this process
         return out
 
 
@@ -90,9 +107,10 @@ def near_duplicate_mask(store: SignatureStore, eligible: np.ndarray, cfg: DedupC
     idx = np.flatnonzero(eligible)
     if len(idx) < 2:
         return keep, 0
+    all_bands = _band_keys(store, bands, rows)
     src_all, dst_all = [], []
     for b in range(bands):
-        col = _band_column(store, b, bands, rows)[idx]
+        col = all_bands[idx, b]
         order = np.argsort(col, kind="stable")
         sorted_col = col[order]
         same = sorted_col[1:] == sorted_col[:-1]
@@ -117,13 +135,9 @@ def near_duplicate_mask(store: SignatureStore, eligible: np.ndarray, cfg: DedupC
     return keep, len(first)
 
 
-def _band_column(store: SignatureStore, band: int, bands: int, rows: int, block: int = 50_000) -> np.ndarray:
-    """One band's keys for every document, computed block by block from the memory-mapped signatures."""
-    out = np.empty(len(store), dtype=np.uint64)
-    pos = 0
-    for m in store.maps:
-        for lo in range(0, len(m), block):
-            part = np.asarray(m[lo: lo + block, band * rows: (band + 1) * rows])
-            out[pos: pos + len(part)] = band_keys(part, 1, rows)[:, 0] ^ np.uint64(band)
-            pos += len(part)
+def _band_keys(store: SignatureStore, bands: int, rows: int) -> np.ndarray:
+    """Every document's LSH band keys ``[n, bands]``, reading each shard's signatures once."""
+    out = np.empty((len(store), bands), dtype=np.uint64)
+    for s in range(len(store.paths)):
+        out[store.offsets[s]: store.offsets[s + 1]] = band_keys(store.shard(s), bands, rows)
     return out

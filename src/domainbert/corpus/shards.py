@@ -25,8 +25,9 @@ import pyarrow as pa
 from domainbert.corpus.decontaminate import Decontaminator
 from domainbert.corpus.filters import Pipeline, build_pipeline
 from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts
-from domainbert.corpus.sources import MalformedCounter, iter_source
-from domainbert.corpus.store import read_work_table, records_table, write_work_table
+from domainbert.corpus.source_tables import iter_source_tables
+from domainbert.corpus.sources import MalformedCounter
+from domainbert.corpus.store import read_work_table, write_work_table
 from domainbert.corpus.words import lower_words
 
 INPUT, PROCESSED = "input", "processed"
@@ -50,24 +51,28 @@ def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Itera
     counts.setdefault("documents_in", {})
     folder = work_dir / INPUT
     folder.mkdir(parents=True, exist_ok=True)
-    index, buffer = 0, []
+    index, pending, rows = 0, [], 0
 
-    def flush() -> dict[str, Any]:
+    def flush(table: pa.Table) -> dict[str, Any]:
         path = folder / f"{shard_name(index)}.arrow"
         if not is_processed(work_dir, index):
-            write_work_table(path, records_table(buffer))
+            write_work_table(path, table)
         return {"index": index, "input": str(path.relative_to(work_dir))}
 
     for source in corpus.sources:
         counts["documents_in"][source.name] = 0
-        for doc in iter_source(source, malformed):
-            counts["documents_in"][source.name] += 1
-            buffer.append(doc)
-            if len(buffer) >= corpus.shard_documents:
-                yield flush()
-                index, buffer = index + 1, []
-    if buffer:
-        yield flush()
+        for table in iter_source_tables(source, malformed):
+            counts["documents_in"][source.name] += table.num_rows
+            pending.append(table)
+            rows += table.num_rows
+            while rows >= corpus.shard_documents:
+                whole = pa.concat_tables(pending)
+                yield flush(whole.slice(0, corpus.shard_documents))
+                index += 1
+                rest = whole.slice(corpus.shard_documents)
+                pending, rows = [rest], rest.num_rows
+    if rows:
+        yield flush(pa.concat_tables(pending))
     counts["malformed_lines"] = {"total": malformed.total, "by_source": malformed.by_source}
 
 

@@ -232,8 +232,16 @@ def iter_source(source: SourceConfig, malformed: MalformedCounter) -> Iterator[d
         DataError: a glob matching nothing, a corrupt file, or more malformed lines than allowed.
     """
     records = _iter_hf(source) if isinstance(source, HFSource) else _iter_local(source, malformed)
+    yield from documents_of(source, records, malformed, start=0, limit=source.max_documents)
+
+
+def documents_of(source: SourceConfig, records: Iterator[tuple[tuple[Any, int], dict[str, Any]]],
+                 malformed: MalformedCounter, start: int, limit: int | None) -> Iterator[dict[str, Any]]:
+    """Document dicts from ``(where, record)`` pairs; positional ids count from ``start``; at most ``limit``."""
     used = {source.text_field, source.id_field or "", "meta"}
-    position = 0
+    position = start
+    if limit is not None and limit <= 0:
+        return
     for where, rec in records:
         text = _text_of(rec, source.text_field, source.text_template)
         if text is None:  # no such text field, or a text_template field missing
@@ -243,7 +251,7 @@ def iter_source(source: SourceConfig, malformed: MalformedCounter) -> Iterator[d
         doc_id = str(own_id) if own_id not in (None, "") else f"{source.name}:{position}"
         yield {"id": doc_id, "text": text, "source": source.name, "meta": _meta_of(rec, used)}
         position += 1
-        if source.max_documents is not None and position >= source.max_documents:
+        if limit is not None and position - start >= limit:
             return
 
 
