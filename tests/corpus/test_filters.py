@@ -127,11 +127,14 @@ def test_pipeline_counts_drops_by_reason():
                             "min_length_v1": {"too_few_words": 1}}
 
 
-@pytest.mark.parametrize("min_words", [50, 0])
-def test_gopher_batch_agrees_with_one_at_a_time(min_words):
+@pytest.mark.parametrize("options", [{"ngram_min_words": 50}, {"ngram_min_words": 0},
+                                     {"ngram_min_words": 0, "top_n_grams": {4: 0.05, 2: 0.3},
+                                      "dup_n_grams": {3: 0.05, 7: 0.05}}])
+def test_gopher_batch_agrees_with_one_at_a_time(options):
     """The vectorised n-gram rules give every document the verdict and reason of the per-document rules,
-    on shipped prose (mostly kept) mixed with documents made to trip each rule."""
-    gopher = comp("gopher_repetition_v1", ngram_min_words=min_words)
+    on shipped prose (mostly kept) mixed with documents made to trip each rule; also with rule lengths that
+    do not grow in rule order (top 2, 4 then duplicate 3, 7)."""
+    gopher = comp("gopher_repetition_v1", **options)
     texts = []
     for name in ("science/foldoc.jsonl.gz", "law/licenses.jsonl.gz"):
         with gzip.open(ROOT / "corpora" / name, "rt") as f:

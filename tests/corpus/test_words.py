@@ -10,7 +10,7 @@ from pathlib import Path
 import numpy as np
 
 from domainbert.corpus.hashing import words_of
-from domainbert.corpus.words import lower_words, sequence_keys, space_words
+from domainbert.corpus.words import WordBatch, lower_words, sequence_keys, space_words
 
 ROOT = Path(__file__).resolve().parents[2]
 TRICKY = ["", "   ", "a", " lead and trail ", "Héllo WORLD_x 3.14 café—naïve “quoted” 😀emoji\u2028next\xa0nb",
@@ -79,3 +79,13 @@ def test_sequence_keys_equal_iff_word_sequences_equal():
     # word order matters
     a, b = sequence_keys(space_words(["a b", "b a"])).tolist()
     assert a != b
+
+
+def test_take_and_concat_regroup_documents():
+    texts = ["a b c", "", "d e", "f g h i", "j"]
+    words = lower_words(texts)
+    picked = [3, 0, 0, 1, 4]
+    for got, ref in ((words.take(np.array(picked)), lower_words([texts[i] for i in picked])),
+                     (WordBatch.concat([words.take(np.array([4])), lower_words(["x y"])]), lower_words(["j", "x y"]))):
+        for field in ("hashes", "counts", "chars"):
+            assert np.array_equal(getattr(got, field), getattr(ref, field))

@@ -24,7 +24,7 @@ import numpy as np
 
 from domainbert.corpus.config import DecontaminationConfig
 from domainbert.corpus.hashing import doc_ngrams, ngram_hashes, ngram_hashes_at, segment_hashes, sorted_unique
-from domainbert.corpus.words import lower_words
+from domainbert.corpus.words import WordBatch, lower_words
 from domainbert.errors import DataError
 
 MIN_SHORT_WORDS = 4
@@ -170,14 +170,15 @@ class Decontaminator:
         pos = np.searchsorted(self.grams, hashes[hit])
         return self.names[int(np.bincount(self.owners[pos]).argmax())]
 
-    def check_batch(self, texts: list[str]) -> list[str | None]:
+    def check_batch(self, texts: list[str], words: WordBatch | None = None) -> list[str | None]:
         """``check`` for many documents: each text unchanged (the same object), cut, or ``None``.
 
         All documents' n-grams are looked up at once; only documents with a hit, or holding the words of a
         short evaluation text in a row (its k-gram, for each length k), go through ``_cut`` (a sentence's
         words are a run of its document's words, so no document is skipped that ``check`` would change).
+        ``words`` may pass in the texts' ``lower_words`` when the caller has them already.
         """
-        words = lower_words(texts)
+        words = lower_words(texts) if words is None else words
         lengths, hashes = words.counts, words.hashes
         grams, doc, _ = doc_ngrams(hashes, lengths, self.cfg.ngram)
         hit = self.gram_set.contains(grams)

@@ -16,7 +16,7 @@ from typing import ClassVar
 
 import numpy as np
 from pydantic import Field
-from scipy.sparse import coo_matrix
+from scipy.sparse import coo_matrix, csr_matrix
 
 from domainbert.corpus import filters
 from domainbert.schema import StrictModel
@@ -73,7 +73,7 @@ class _Model:
 
     def __init__(self) -> None:
         tables = _load_tables()
-        self.nextmove = tables["nextmove"]
+        self.nextmove = tables["nextmove"].astype(np.int32)
         n_states = len(self.nextmove) // 256
         states, offsets, indices = tables["out_states"], tables["out_offsets"], tables["out_indices"]
         # state -> features it emits, as a sparse matrix (a repeated feature counts twice, as in langid)
@@ -108,17 +108,23 @@ class _Model:
         total = int(lengths.sum())
         rows = np.repeat(np.arange(n), lengths)
         cols = np.arange(total) - np.repeat(np.cumsum(lengths) - lengths, lengths)
-        data = np.zeros((n, int(lengths.max(initial=0))), dtype=np.int64)
-        data[rows, cols] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
-        visited = np.empty(data.shape, dtype=np.int64)
-        state = np.zeros(n, dtype=np.int64)
-        for t in range(data.shape[1]):  # one DFA step for every document (padding bytes are never counted)
-            state = self.nextmove[(state << 8) + data[:, t]]
-            visited[:, t] = state
-        states = visited[rows, cols]
+        padded = np.zeros((n, int(lengths.max(initial=0))), dtype=np.uint8)
+        padded[rows, cols] = np.frombuffer(b"".join(encoded), dtype=np.uint8)
+        # time-major [bytes x documents]: each DFA step reads and writes one contiguous row
+        data = np.ascontiguousarray(padded.T)
+        visited = np.empty(data.shape, dtype=np.int32)
+        state = np.zeros(n, dtype=np.int32)
+        for t in range(data.shape[0]):  # one DFA step for every document (padding bytes are never counted)
+            state = self.nextmove[(state << 8) + data[t]]
+            visited[t] = state
+        # back to document-major, keeping each document's real bytes: document by document, in byte order
+        states = np.ascontiguousarray(visited.T)[np.arange(data.shape[0]) < lengths[:, None]]
         useful = self.emitting[states]  # most visited states emit no feature: drop them before the sparse sums
-        counts = coo_matrix((np.ones(int(useful.sum())), (rows[useful], states[useful])),
-                            shape=(n, self.emits.shape[0])).tocsr()
+        # rows are already grouped by document: build the CSR matrix directly (repeated states are summed by
+        # the product), no COO sort
+        indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[useful], minlength=n))])
+        counts = csr_matrix((np.ones(int(indptr[-1])), states[useful], indptr),
+                            shape=(n, self.emits.shape[0]))
         logp = np.asarray((counts @ self.emits) @ self.ptc) + self.pc
         probs = np.exp(logp - logp.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)

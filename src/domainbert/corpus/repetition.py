@@ -162,9 +162,9 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     Each n-gram gets a key mixing its hash with its document's number; one sort per n groups equal n-grams of
     a document, which gives each document's most frequent n-gram (first seen on ties) and the characters of
     its repeated n-grams (an upper bound of what the greedy scan counts); only documents over that bound get
-    the greedy Python scan. A repeated (n+1)-gram starts with a repeated n-gram, so the longer duplicate rules
-    only look at documents that repeat some n-gram of the shortest length. Rules are checked in ``filter``'s
-    order, so the reason is the same.
+    the greedy Python scan. A repeated (n+1)-gram starts with a repeated n-gram, so each rule only looks at
+    the documents that repeated some n-gram in the rules before it (when its n is not shorter). Rules are
+    checked in ``filter``'s order, so the reason is the same.
     """
     ndocs = len(texts)
     lens = words.counts
@@ -180,9 +180,10 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + \
             [("dup", n, f) for n, f in sorted(o.dup_n_grams.items())]
     remaining = ends[doc_of] - np.arange(len(doc_of))  # words from each position to its document's end
+    repeating_n = 0  # ``repeating`` holds for n-grams of at least this length
     for kind, n, frac in rules:
         inside = remaining[: len(family[n])] >= n  # the n-gram ends within its document
-        if kind == "dup":
+        if n >= repeating_n:  # a repeated n-gram starts with a repeated shorter one
             inside &= repeating[doc_of[: len(family[n])]]
         pos = np.flatnonzero(inside)
         key = family[n][pos] ^ doc_salt[pos]
@@ -200,6 +201,11 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
         multi = freq > 1
         group, freq, first = group[multi], freq[multi], first[multi]
         gdoc = doc_of[pos[group]]
+        if n >= repeating_n:
+            has_repeat = np.zeros(ndocs, dtype=bool)
+            has_repeat[gdoc] = True
+            repeating &= has_repeat
+            repeating_n = n
         if kind == "top":
             top = np.zeros(ndocs, dtype=np.int64)
             np.maximum.at(top, gdoc, freq)
@@ -210,7 +216,6 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
         else:
             # everything but each group's first occurrence: the n-grams seen earlier in the document
             bound = np.bincount(gdoc, weights=group_chars - (cum[first + n] - cum[first]), minlength=ndocs)
-            repeating &= bound > 0
             fired = np.zeros(ndocs, dtype=bool)
             for d in np.flatnonzero(bound / size > frac):
                 if reasons[d] is None:

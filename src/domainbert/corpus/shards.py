@@ -28,7 +28,7 @@ from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts
 from domainbert.corpus.source_tables import iter_source_tables
 from domainbert.corpus.sources import MalformedCounter
 from domainbert.corpus.store import read_work_table, write_work_table
-from domainbert.corpus.words import lower_words
+from domainbert.corpus.words import WordBatch, lower_words
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
@@ -99,9 +99,12 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     table = read_work_table(work_dir / shard_spec["input"])
     originals = table.column("text").to_pylist()
     texts, reasons = pipeline.apply_batch(originals)
+    alive_words, unchanged = None, {}  # words of the filtered texts, reused for the documents decon leaves alone
     if decon is not None:
         alive = [i for i, t in enumerate(texts) if t is not None]
-        checked = decon.check_batch([texts[i] for i in alive])
+        alive_words = lower_words([texts[i] for i in alive])
+        checked = decon.check_batch([texts[i] for i in alive], alive_words)
+        unchanged = {i: j for j, (i, text) in enumerate(zip(alive, checked, strict=True)) if text is texts[i]}
         cut = []
         for i, text in zip(alive, checked, strict=True):
             if text is None:
@@ -119,7 +122,8 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     base.parent.mkdir(parents=True, exist_ok=True)
     hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
     if corpus.dedup.near and kept:  # signatures are most of the hashing cost: only when near dedup wants them
-        sigs = hasher.signatures(hasher.batch_shingles(lower_words(kept_list), kept_list))
+        sigs = hasher.signatures(hasher.batch_shingles(_kept_words(kept, kept_list, alive_words, unchanged),
+                                                       kept_list))
     else:
         sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
     _save_npy(base.with_suffix(".sig.npy"), sigs)
@@ -139,6 +143,21 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     tmp_json.write_text(json.dumps(stats, sort_keys=True))
     os.replace(tmp_json, done)
     return stats
+
+
+def _kept_words(kept: list[int], kept_texts: list[str], alive_words: WordBatch | None,
+                unchanged: dict[int, int]) -> WordBatch:
+    """``lower_words(kept_texts)``, taking the words of documents that decontamination left unchanged from
+    ``alive_words`` (row ``unchanged[i]``) and splitting only the others."""
+    if alive_words is None:
+        return lower_words(kept_texts)
+    reused = np.array([k for k, i in enumerate(kept) if i in unchanged], dtype=np.int64)
+    fresh = np.setdiff1d(np.arange(len(kept)), reused)
+    both = WordBatch.concat([alive_words.take(np.array([unchanged[kept[k]] for k in reused], dtype=np.int64)),
+                             lower_words([kept_texts[k] for k in fresh])])
+    order = np.empty(len(kept), dtype=np.int64)  # kept document k is row order[k] of ``both``
+    order[np.concatenate([reused, fresh])] = np.arange(len(kept))
+    return both.take(order)
 
 
 def _save_npy(path: Path, array: np.ndarray) -> None:

@@ -51,6 +51,20 @@ class WordBatch:
         """``[0, cumsum(counts)]``: document ``i``'s words are ``hashes[offsets[i]:offsets[i + 1]]``."""
         return np.concatenate([[0], np.cumsum(self.counts)])
 
+    def take(self, docs: np.ndarray) -> WordBatch:
+        """The words of documents ``docs`` (indices, any order, repeats allowed), in that order."""
+        docs = np.asarray(docs, dtype=np.int64)
+        counts = self.counts[docs]
+        starts = self.offsets()[:-1][docs]
+        # each taken word's index: its document's start plus its rank within the document
+        index = np.repeat(starts - (np.cumsum(counts) - counts), counts) + np.arange(int(counts.sum()))
+        return WordBatch(self.hashes[index], counts, self.chars[index])
+
+    @staticmethod
+    def concat(parts: list[WordBatch]) -> WordBatch:
+        """The documents of ``parts`` one after the other."""
+        return WordBatch(*(np.concatenate([getattr(p, f) for p in parts]) for f in ("hashes", "counts", "chars")))
+
 
 @lru_cache(maxsize=1)
 def _tables() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
