@@ -96,7 +96,7 @@ def test_length_schedule_in_training_and_unpacked_real_fraction(base_model, layo
                    "pretrain.seq_len_schedule=[{fraction: 0.5, seq_len: 16}, {fraction: 0.5, seq_len: 32}]")
     summary = pretrain_arm(cfg, "continued", layout)
     assert summary["seq_len_phases"] == [[0, 4, 16, 8], [4, 8, 32, 4]]  # 128 tokens per step throughout
-    assert summary["attention"] == "eager"  # bf16 on a CPU with attention dropout
+    assert summary["attention"] == "domainbert_cpu_eager"  # bf16 on a CPU with attention dropout: lane dropout
     assert summary["tokens_consumed"] == 1024 and summary["real_token_fraction"] == 1.0
     records = [json.loads(line) for line in (layout.pretrain("continued") / "metrics.jsonl").read_text().splitlines()]
     assert [r["seq_len"] for r in records if r["kind"] == "train"] == [16] * 4 + [32] * 4

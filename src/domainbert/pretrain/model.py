@@ -26,6 +26,7 @@ from torch import nn
 
 from domainbert.errors import ModelError
 from domainbert.models import has_tokenizer, load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.pretrain import cpu_dropout
 
 # BERT size table (Turc et al. 2019, "Well-Read Students Learn Better"): (layers, hidden).
 SCRATCH_SIZES: dict[str, tuple[int, int]] = {
@@ -130,11 +131,17 @@ def training_attention(model: nn.Module, device: torch.device, autocast_dtype: t
     heads to fp32 (head-layout copies) and adds a scale multiplication and a "safe" softmax
     (isneginf/all/where) around the same matmul-softmax-dropout-matmul that transformers' eager attention runs
     directly. Measured on a 2-core Xeon (MiniLM, 16 x 128, one thread, interleaved): bf16 steps 15-33% faster
-    with eager; fp32 steps within noise of SDPA, so fp32 keeps SDPA.
+    with eager; fp32 steps within noise of SDPA, so fp32 keeps SDPA. On a CPU the dropout masks are drawn by
+    ``cpu_dropout`` (its eager attention under autocast, its dropout modules everywhere), a quarter of the
+    generator calls of PyTorch's own dropout.
     """
     config = model.config
     dropout = getattr(config, "attention_probs_dropout_prob", None) or getattr(config, "attention_dropout", 0.0)
-    implementation = "eager" if device.type == "cpu" and dropout and autocast_dtype is not None else "sdpa"
+    implementation = "sdpa"
+    if device.type == "cpu":
+        cpu_dropout.install(model)
+        if dropout and autocast_dtype is not None:
+            implementation = cpu_dropout.ATTENTION
     with contextlib.suppress(Exception):  # models without an eager/SDPA switch keep theirs
         model.set_attn_implementation(implementation)
     return getattr(config, "_attn_implementation", implementation) or implementation
