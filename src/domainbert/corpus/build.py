@@ -25,6 +25,7 @@ import logging
 import multiprocessing
 import os
 import shutil
+import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -105,6 +106,8 @@ def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
     _remove_stale_temporaries(out)
     work_dir = work_dir_for(cfg, layout)
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
+    # matplotlib takes about a second to import; the main process mostly waits on the workers meanwhile
+    threading.Thread(target=report.import_plotting, daemon=True).start()
     prepare(cfg, work_dir)
     counts: dict[str, Any] = {}
     stats = _process_all(cfg, work_dir, counts)

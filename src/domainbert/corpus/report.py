@@ -65,6 +65,12 @@ def _summary(m: dict[str, Any]) -> str:
             f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}.")
 
 
+def import_plotting() -> None:
+    """Import what ``plot_lengths`` needs (a build does it in a background thread while shards are processed)."""
+    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
+    from matplotlib.figure import Figure  # noqa: F401
+
+
 def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     """Histogram of document lengths in words, log-spaced bins."""
     # a bare Figure on the Agg canvas: importing pyplot (and its backend machinery) costs about a second
