@@ -194,11 +194,11 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
         group = np.flatnonzero(new)
         freq = np.diff(np.append(group, len(pos)))
         first = np.minimum.reduceat(pos, group) if len(group) else group
-        if kind == "dup":
-            chars = cum[pos + n] - cum[pos]
-            group_chars = np.add.reduceat(chars, group)[freq > 1] if len(group) else chars
         # only n-grams seen more than once can make a rule fire: the rest of the work is on those few groups
         multi = freq > 1
+        if kind == "dup":
+            chars = cum[pos + n] - cum[pos]
+            group_chars = np.add.reduceat(chars, group)[multi] if len(group) else chars
         group, freq, first = group[multi], freq[multi], first[multi]
         gdoc = doc_of[pos[group]]
         if n >= repeating_n:
