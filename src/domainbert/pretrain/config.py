@@ -45,6 +45,42 @@ class LaunchConfig(StrictModel):
     master_port: int = Field(29500, ge=1024, le=65535)
 
 
+class HeadWarmupConfig(StrictModel):
+    """Training a missing MLM head before any checkpoint-based arm (encoder frozen, general-domain text).
+
+    A checkpoint saved without its MLM head (sentence-embedding models such as all-MiniLM) gets a random head:
+    its "before" perplexity is meaningless and the first steps of continued pretraining would mostly train
+    that head while its gradients reach the encoder. The warmed-up model is the reference for "before"
+    perplexities, and both checkpoint-based arms start from its head.
+    """
+
+    enabled: Literal["auto", "on", "off"] = Field(
+        "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never.")
+    steps: int = Field(120, ge=1, description="Optimizer steps (batch_size x seq_len tokens each).")
+    lr: float = Field(2e-3, gt=0, description="Learning rate of the head (the encoder stays frozen).")
+    corpus: list[PathStr] = Field(
+        default_factory=list, description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "
+        "less the files of pretrain.general_eval_corpus (so forgetting is measured on unseen text).")
+    max_documents: int = Field(20000, ge=1, description="Documents read from the warm-up corpus.")
+
+
+class ArmOptimConfig(StrictModel):
+    """One arm's optimisation settings; unset fields fall back to ``pretrain.lr`` / ``pretrain.warmup_ratio``."""
+
+    lr: float | None = Field(None, gt=0)
+    warmup_ratio: float | None = Field(None, ge=0, lt=1)
+
+
+# Literature defaults. Continued pretraining: BERT's own peak rate, as BioBERT (Lee et al. 2020) used, with
+# RoBERTa/DAPT's 6% warmup (Gururangan et al. 2020). From scratch: a higher peak with a longer warmup, as
+# RoBERTa-base (6e-4, Liu et al. 2019) and academic-budget BERT (Izsak et al. 2021) train from random weights.
+DEFAULT_ARM_OPTIM: dict[str, dict[str, float]] = {
+    "continued": {"lr": 1e-4, "warmup_ratio": 0.06},
+    "extended": {"lr": 1e-4, "warmup_ratio": 0.06},
+    "scratch": {"lr": 5e-4, "warmup_ratio": 0.1},
+}
+
+
 class PretrainConfig(StrictModel):
     arms: list[Arm] = Field(min_length=1)
     budget_tokens: int = Field(ge=1, description="Tokens each arm trains on (equal budgets keep arms comparable).")
@@ -57,8 +93,12 @@ class PretrainConfig(StrictModel):
     batch_size: int = Field(16, ge=1, description="Sequences per device per micro-step (at seq_len).")
     grad_accum: int = Field(1, ge=1)
     packing: bool = Field(True, description="Concatenate documents into full sequences (no padding).")
-    lr: float = Field(5e-4, gt=0)
-    warmup_ratio: float = Field(0.06, ge=0, lt=1)
+    lr: float | None = Field(None, gt=0, description="Peak learning rate of every arm; None: each arm's literature "
+                             "default (arm_optim).")
+    warmup_ratio: float | None = Field(None, ge=0, lt=1, description="Warmup share of steps; None: per-arm default.")
+    arm_optim: dict[Arm, ArmOptimConfig] = Field(
+        default_factory=dict, description="Per-arm lr / warmup_ratio; wins over lr and warmup_ratio.")
+    head_warmup: HeadWarmupConfig = HeadWarmupConfig()
     weight_decay: float = 0.01
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = Field(1e-6, gt=0)
@@ -87,6 +127,15 @@ class PretrainConfig(StrictModel):
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     launch: LaunchConfig = LaunchConfig()
     seed: int = 42
+
+    def for_arm(self, arm: str) -> PretrainConfig:
+        """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,
+        then the literature default), which is what the arm trains and is fingerprinted with."""
+        own = self.arm_optim.get(arm)  # type: ignore[call-overload]
+        default = DEFAULT_ARM_OPTIM[arm]
+        lr = (own.lr if own and own.lr is not None else None) or self.lr or default["lr"]
+        warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio
+        return self.model_copy(update={"lr": lr, "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup})
 
     @model_validator(mode="after")
     def _check(self) -> PretrainConfig:

@@ -38,7 +38,10 @@ HEAD_ATTRS = ("cls", "lm_head")  # BERT-family / RoBERTa-family MLM heads
 def arm_source(cfg, arm: str, layout) -> str:
     """Where an arm's starting point comes from (a model reference or folder)."""
     if arm == "continued":
-        return cfg.base_model.name_or_path
+        from domainbert.pretrain.head_warmup import warm_model_folder
+
+        warm = warm_model_folder(cfg, layout)  # a base without its MLM head starts from the warmed-up head
+        return str(warm) if warm is not None else cfg.base_model.name_or_path
     if arm == "extended":
         folder = Path(layout.extended_model)
         if not (folder / "config.json").is_file():
@@ -116,6 +119,12 @@ def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
         model = (AutoModelForPreTraining if nsp else AutoModelForMaskedLM).from_config(config)
     else:
         model = load_pretraining_model(source) if nsp else load_mlm_model(source)
+    if arm == "extended":
+        from domainbert.pretrain.head_warmup import copy_warm_head, warm_model_folder
+
+        warm = warm_model_folder(cfg, layout)
+        if warm is not None:
+            copy_warm_head(model, warm, Path(source))
     with contextlib.suppress(Exception):
         model.set_attn_implementation("sdpa")
     # transformers 5: keep our own loss normalisation under accumulation (see BRIEF).

@@ -52,7 +52,7 @@ def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
         "optimizer steps (every arm of a domain gets the same budget)",
         f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
         f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
-        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {cfg.pretrain.lr}, "
+        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
         f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
         f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
         "", "## Figures", "",
@@ -86,12 +86,46 @@ def plot_loss(curve: list[list[float]], path: Path) -> None:
     plt.close(fig)
 
 
+def base_pooler(cfg, model) -> dict[str, Any]:
+    """The base checkpoint's trained pooler weights, keyed as ``model`` names them; empty when it has none.
+
+    A masked-LM model has no pooler, so an arm saved from one would give a sequence classifier a fresh pooler
+    while the base model keeps its trained one. Carrying the base's pooler into the checkpoint-based arms keeps
+    the classification comparison about the encoder.
+    """
+    from transformers import AutoModel
+    from transformers.utils import logging as hf_logging
+
+    from domainbert.models import resolve_model_ref
+
+    verbosity = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()
+    try:
+        base, info = AutoModel.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path),
+                                               output_loading_info=True)
+    finally:
+        hf_logging.set_verbosity(verbosity)
+    pooler = getattr(base, "pooler", None)
+    if pooler is None or any("pooler" in k for k in info.get("missing_keys", [])):
+        return {}
+    prefix = getattr(model, "base_model_prefix", "")
+    return {f"{prefix}.pooler.{k}" if prefix else f"pooler.{k}": v.detach().clone()
+            for k, v in pooler.state_dict().items()}
+
+
 def write_outputs(cfg, arm: str, layout, model, tokenizer, weights: dict[str, Any], summary: dict[str, Any],
                   fingerprint: str) -> Path:
-    """summary.json, then the model folder (atomic, recorded with ``fingerprint``)."""
+    """summary.json, then the model folder (atomic, recorded with ``fingerprint``); the checkpoint-based arms
+    keep the base checkpoint's pooler (``base_pooler``)."""
     out_dir = Path(layout.pretrain(arm))
-    write_json_atomic(out_dir / "summary.json", summary)
     state_dict = strip_wrappers(weights)
+    if arm != "scratch" and not any(".pooler." in k or k.startswith("pooler.") for k in state_dict):
+        pooler = base_pooler(cfg, model)
+        state_dict.update(pooler)
+        summary["pooler"] = "base checkpoint's" if pooler else "none (the base has none)"
+    else:
+        summary["pooler"] = "trained" if any("pooler" in k for k in state_dict) else "new (initialised at fine-tuning)"
+    write_json_atomic(out_dir / "summary.json", summary)
     with atomic_output(Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)},
                        fp=fingerprint) as tmp:
         model.save_pretrained(tmp, state_dict=state_dict)

@@ -1,5 +1,6 @@
 """The pretraining stage: ``pretrain_arm(cfg, arm, layout) -> summary``.
 
+Before a checkpoint-based arm it warms up a missing MLM head (``head_warmup.py``, skipped when up to date).
 Skips an arm whose model folder is complete with the same fingerprint (config, corpus hash, starting-point
 hash); otherwise trains it, resuming from the newest checkpoint. With ``pretrain.launch.launcher: none``
 (the offline default) it trains in this process; with ``deepspeed``/``torchrun`` it starts the processes
@@ -18,6 +19,7 @@ from domainbert.artifacts import content_hash, fingerprint, is_complete, read_re
 from domainbert.config import resolved_dict
 from domainbert.errors import ConfigError
 from domainbert.models import resolve_model_ref
+from domainbert.pretrain.head_warmup import ensure_head_warmup, warm_model_folder
 from domainbert.pretrain.model import arm_source
 
 log = logging.getLogger(__name__)
@@ -35,13 +37,16 @@ def arm_fingerprint(cfg, arm: str, layout) -> str:
     The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
     not the recipe.
     """
-    pretrain = resolved_dict(cfg.pretrain)
-    pretrain.pop("launch", None)
-    pretrain.pop("torch_threads", None)
+    pretrain = resolved_dict(cfg.pretrain.for_arm(arm))
+    for key in ("launch", "torch_threads", "arm_optim", "head_warmup"):  # speed, or settings of other steps
+        pretrain.pop(key, None)
     source = arm_source(cfg, arm, layout)
     resolved = resolve_model_ref(source) if arm == "continued" else source
     inputs = {"corpus": folder_hash(Path(layout.corpus)),
               "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved}
+    warm = warm_model_folder(cfg, layout)
+    if arm == "extended" and warm is not None:
+        inputs["head"] = folder_hash(warm)
     config = {"arm": arm, "pretrain": pretrain, "base_model": resolved_dict(cfg.base_model),
               "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None}
     return fingerprint(config, inputs, __version__)
@@ -67,6 +72,8 @@ def pretrain_arm(cfg, arm: str, layout) -> dict[str, Any]:
     """
     if arm not in cfg.pretrain.arms:
         raise ConfigError(f"arm {arm!r} is not in this domain's arms {cfg.pretrain.arms}", field="pretrain.arms")
+    if arm != "scratch":
+        ensure_head_warmup(cfg, layout)
     fp = arm_fingerprint(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():

@@ -204,7 +204,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
 def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) -> dict[str, Any] | None:
     from domainbert.pretrain.outputs import write_outputs
 
-    pcfg = cfg.pretrain
+    pcfg = cfg.pretrain.for_arm(arm)  # the arm's own lr and warmup
     init_distributed(pcfg.deepspeed.enabled)
     rank, world = _dist_info()
     seed_everything(pcfg.seed, rank)
@@ -352,11 +352,23 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
         "torch_threads": torch.get_num_threads(),
         "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
         "parameters": count_parameters(model), "vocab_size": len(tokenizer),
-        "resumed_from": state.get("resumed_from", []),
+        "resumed_from": state.get("resumed_from", []), "lr": pcfg.lr, "warmup_ratio": pcfg.warmup_ratio,
+        "start_head": start_head(cfg, arm, layout),
     }
     write_outputs(cfg, arm, layout, model, tokenizer, weights, summary, fingerprint)
     _barrier()
     return summary
+
+
+def start_head(cfg, arm: str, layout) -> str:
+    """Where the arm's MLM head came from, so that the report knows whether "before" figures mean anything."""
+    from domainbert.pretrain.head_warmup import warm_model_folder
+
+    if arm == "scratch":
+        return "random"
+    if warm_model_folder(cfg, layout) is not None:
+        return "warmed-up"
+    return "checkpoint" if cfg.pretrain.head_warmup.enabled == "auto" else "checkpoint or random (warm-up off)"
 
 
 def _validation_texts(layout, limit: int) -> list[str]:

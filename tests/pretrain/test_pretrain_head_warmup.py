@@ -1,0 +1,82 @@
+"""MLM-head warm-up before the checkpoint-based arms, per-arm optimisation settings, and the pooler the arms keep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from pretrain_fixtures import make_cfg, wordpiece_tokenizer
+from safetensors.torch import load_file
+
+from domainbert.pretrain.head_warmup import ensure_head_warmup, warmup_corpus
+from domainbert.pretrain.stage import pretrain_arm
+
+
+@pytest.fixture(scope="module")
+def headless_base(tmp_path_factory, texts) -> Path:
+    """A tiny BERT saved as a bare ``BertModel`` (pooler, no MLM head), like the offline MiniLM package."""
+    from transformers import BertConfig, BertModel
+
+    tokenizer = wordpiece_tokenizer(texts)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=256, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
+    folder = tmp_path_factory.mktemp("headless") / "model"
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def _cfg(base: Path, *extra: str):
+    return make_cfg(base, "pretrain.head_warmup.steps=12", "pretrain.head_warmup.max_documents=400", *extra)
+
+
+def test_warmup_corpus_leaves_out_the_forgetting_set(headless_base):
+    files = warmup_corpus(_cfg(headless_base))
+    assert files and all("glosses-01" not in f for f in files)  # glosses-01 measures forgetting
+
+
+def test_headless_base_gets_a_trained_head_and_a_frozen_encoder(headless_base, layout):
+    cfg = _cfg(headless_base)
+    folder = ensure_head_warmup(cfg, layout)
+    assert folder is not None and (folder / "model.safetensors").is_file()
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    assert summary["steps"] == 12
+    # The random head is worse than the warmed one on both held-out sets.
+    assert summary["domain_perplexity"] < summary["domain_perplexity_random_head"]
+    assert summary["general_perplexity"] < summary["general_perplexity_random_head"]
+    base, warm = load_file(str(headless_base / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    for key in ("encoder.layer.0.attention.self.query.weight", "embeddings.word_embeddings.weight"):
+        assert torch.equal(base[key], warm["bert." + key]), key  # the encoder did not move
+    assert summary["trainable_parameters"] == 128 * 128 + 2 * 128 + 128 + warm["cls.predictions.bias"].numel()
+    assert ensure_head_warmup(cfg, layout) == folder  # up to date: not trained again
+
+
+def test_base_with_its_head_is_not_warmed_up(base_model, layout):
+    assert ensure_head_warmup(make_cfg(base_model), layout) is None
+
+
+def test_continued_starts_from_the_warmed_head_with_its_own_lr_and_keeps_the_base_pooler(headless_base, layout):
+    from transformers import AutoModelForSequenceClassification
+
+    cfg = _cfg(headless_base, "pretrain.budget_tokens=512")
+    summary = pretrain_arm(cfg, "continued", layout)
+    warm = json.loads((layout.pretrain("head-warmup") / "summary.json").read_text())
+    assert summary["start_head"] == "warmed-up"
+    # "before" is the warmed-up model, measured on the same held-out sequences and masks.
+    assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-4)
+    assert summary["lr"] == 1e-4 and summary["warmup_ratio"] == 0.06  # the literature default for continued
+    assert summary["pooler"] == "base checkpoint's"
+    model = AutoModelForSequenceClassification.from_pretrained(layout.pretrained_model("continued"), num_labels=2)
+    base = load_file(str(headless_base / "model.safetensors"))
+    assert torch.equal(model.bert.pooler.dense.weight, base["pooler.dense.weight"])
+
+
+def test_arm_optim_overrides_the_default(base_model, layout):
+    cfg = make_cfg(base_model, "pretrain.budget_tokens=256", "pretrain.arm_optim.continued.lr=3e-4")
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert summary["lr"] == 3e-4 and summary["start_head"] == "checkpoint"
+    assert cfg.pretrain.for_arm("scratch").lr == 5e-4
+    assert make_cfg(base_model, "pretrain.lr=2e-4").pretrain.for_arm("scratch").lr == 2e-4
