@@ -2,7 +2,11 @@
 scheduler; or DeepSpeed's per-rank shards), each rank's RNG states, and ``trainer_state.json`` (step, tokens,
 loss curve, step-0 evaluations, data position) written LAST by rank 0: a folder without it is incomplete
 (the process was killed while saving) and is ignored and removed. The newest complete ``keep`` checkpoints
-are kept. Resuming on a different GPU count under ZeRO needs a DeepSpeed universal checkpoint
+are kept. ``trainer_state.json`` also lists the size and sha256 of every file of the checkpoint; a checkpoint
+whose files no longer match (truncated, bytes flipped) or that holds a pickle beyond tensors and plain values
+is skipped with a warning and the previous one is used (``resume``). RNG states are saved as tensors and
+plain lists, so every file is read with ``torch.load(weights_only=True)`` (``safeload.py``).
+Resuming on a different GPU count under ZeRO needs a DeepSpeed universal checkpoint
 (``python -m deepspeed.checkpoint.ds_to_universal``, see deploy/README.md); the data position and masks are
 global, so they carry over unchanged.
 """
@@ -10,6 +14,7 @@ global, so they carry over unchanged.
 from __future__ import annotations
 
 import json
+import logging
 import random
 import re
 import shutil
@@ -19,23 +24,62 @@ from typing import Any
 import numpy as np
 import torch
 
-from domainbert.artifacts import write_json_atomic
+from domainbert.artifacts import file_hash, write_json_atomic
+from domainbert.safeload import CheckpointError, safe_torch_load, vet_folder
 
+log = logging.getLogger(__name__)
 STATE = "trainer_state.json"
+FILES = "files"  # the trainer_state key listing each file's size and sha256
 _STEP_DIR = re.compile(r"^step-(\d+)$")
 
 
 def rng_state() -> dict[str, Any]:
-    return {"python": random.getstate(), "numpy": np.random.get_state(), "torch": torch.get_rng_state(),
+    """Python, NumPy, torch and CUDA generator states as tensors and plain lists (weights-only loadable)."""
+    version, internal, gauss = random.getstate()
+    name, keys, pos, has_gauss, cached = np.random.get_state()
+    return {"python": [version, torch.tensor(internal, dtype=torch.int64), gauss],
+            "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+            "torch": torch.get_rng_state(),
             "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
-    random.setstate(state["python"])
-    np.random.set_state(state["numpy"])
+    version, internal, gauss = state["python"]
+    random.setstate((version, tuple(int(x) for x in internal.tolist()), gauss))
+    name, keys, pos, has_gauss, cached = state["numpy"]
+    np.random.set_state((name, keys.numpy().astype(np.uint32), pos, has_gauss, cached))
     torch.set_rng_state(state["torch"])
     if state.get("cuda") is not None and torch.cuda.is_available():
         torch.cuda.set_rng_state_all(state["cuda"])
+
+
+def file_manifest(folder: Path) -> dict[str, dict[str, Any]]:
+    """Size and sha256 of every file under ``folder`` except the trainer state."""
+    return {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": file_hash(p)}
+            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != STATE}
+
+
+def verify_checkpoint(folder: Path) -> dict[str, Any]:
+    """The trainer state of a checkpoint whose files match its manifest and hold no unsafe pickle.
+
+    Raises:
+        CheckpointError: an unreadable state, a missing, resized or changed file, or a refused pickle.
+    """
+    try:
+        state = json.loads((folder / STATE).read_text())
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise CheckpointError(f"unreadable trainer state: {exc}", file=folder / STATE) from None
+    for rel, want in (state.get(FILES) or {}).items():
+        path = folder / rel
+        if not path.is_file():
+            raise CheckpointError("file missing (listed in the checkpoint's trainer state)", file=path)
+        if path.stat().st_size != want["size"]:
+            raise CheckpointError(f"truncated or resized: {path.stat().st_size} bytes, recorded {want['size']}",
+                                  file=path)
+        if file_hash(path) != want["sha256"]:
+            raise CheckpointError("content changed since it was saved (sha256 mismatch)", file=path)
+    vet_folder(folder)
+    return state
 
 
 def list_checkpoints(root: Path) -> list[tuple[int, Path]]:
@@ -69,7 +113,7 @@ def save_checkpoint(root: Path, step: int, engine, trainer_state: dict[str, Any]
     if barrier:
         barrier()
     if rank == 0:
-        write_json_atomic(folder / STATE, trainer_state)
+        write_json_atomic(folder / STATE, {**trainer_state, FILES: file_manifest(folder)})
     if barrier:
         barrier()
     return folder
@@ -88,12 +132,51 @@ def prune_checkpoints(root: Path, keep: int) -> None:
 
 
 def load_checkpoint(folder: Path, engine, *, rank: int = 0) -> dict[str, Any]:
-    """Restore the engine and this rank's RNG; returns the trainer state."""
-    engine.load(folder)
+    """Verify, then restore the engine and this rank's RNG; returns the trainer state (without the manifest).
+
+    Raises:
+        CheckpointError: the checkpoint fails ``verify_checkpoint`` or a file cannot be read.
+    """
+    return _restore(folder, engine, verify_checkpoint(folder), rank)
+
+
+def _restore(folder: Path, engine, state: dict[str, Any], rank: int) -> dict[str, Any]:
     rng = folder / f"rng-rank{rank}.pt"
-    if rng.is_file():  # absent when resuming on more ranks than were saved
-        set_rng_state(torch.load(rng, weights_only=False))
-    return json.loads((folder / STATE).read_text())
+    # Read before the engine is touched, so a bad RNG file leaves the engine as it was.
+    rng_states = safe_torch_load(rng) if rng.is_file() else None  # absent when resuming on more ranks
+    engine.load(folder)
+    if rng_states is not None:
+        set_rng_state(rng_states)
+    state.pop(FILES, None)
+    return state
+
+
+def resume(root: Path, engine, *, fingerprint: str, rank: int = 0, barrier=None
+           ) -> tuple[Path, dict[str, Any]] | None:
+    """Load the newest checkpoint under ``root`` that verifies; a bad one is skipped with a warning.
+
+    Checkpoints are verified before the engine is touched, so a fallback starts from a clean engine. When
+    the newest usable one belongs to another ``fingerprint`` (config, corpus or start point changed) every
+    checkpoint is removed: a run never resumes from another recipe. Returns None when there is nothing to
+    resume from.
+    """
+    for step, folder in reversed(list_checkpoints(root)):
+        try:
+            state = verify_checkpoint(folder)
+        except CheckpointError as exc:
+            log.warning("checkpoint step %d is unusable, falling back to the previous one: %s", step, exc)
+            continue
+        if state.get("fingerprint") != fingerprint:
+            log.warning("checkpoints in %s belong to a different configuration; starting over", root)
+            if barrier:
+                barrier()
+            if rank == 0:
+                shutil.rmtree(root, ignore_errors=True)
+            if barrier:
+                barrier()
+            return None
+        return folder, _restore(folder, engine, state, rank)
+    return None
 
 
 def consolidate_zero_checkpoint(folder: Path) -> dict[str, torch.Tensor]:
@@ -103,4 +186,5 @@ def consolidate_zero_checkpoint(folder: Path) -> dict[str, torch.Tensor]:
 
     from domainbert.pretrain.outputs import strip_wrappers
 
+    vet_folder(folder)  # zero_to_fp32 unpickles in full
     return strip_wrappers(get_fp32_state_dict_from_zero_checkpoint(str(folder), tag="ds"))

@@ -114,10 +114,19 @@ class TorchEngine:
                     "scaler": self.scaler.state_dict() if self.scaler else None}, folder / "optimizer.pt")
 
     def load(self, folder: Path) -> None:
-        from safetensors.torch import load_model
+        from safetensors import SafetensorError
+        from safetensors.torch import load_file, load_model
 
-        load_model(self.module, str(folder / "model.safetensors"))
-        state = torch.load(folder / "optimizer.pt", weights_only=False)
+        from domainbert.safeload import CheckpointError, safe_torch_load
+
+        # Both files are read before anything is applied: a bad file leaves the engine untouched.
+        weights_path = folder / "model.safetensors"
+        try:
+            load_file(str(weights_path))
+        except (SafetensorError, OSError) as exc:
+            raise CheckpointError(f"cannot read (truncated or corrupt): {exc}", file=weights_path) from None
+        state = safe_torch_load(folder / "optimizer.pt")
+        load_model(self.module, str(weights_path))  # handles the tied weights save_model wrote once
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.micro_steps = state["micro_steps"]
@@ -180,6 +189,9 @@ class DeepSpeedEngine:
         self.engine.save_checkpoint(str(folder), tag="ds", client_state={"micro_steps": self.micro_steps})
 
     def load(self, folder: Path) -> None:
+        from domainbert.safeload import vet_folder
+
+        vet_folder(folder)  # DeepSpeed unpickles its files in full: refuse any beyond its own classes
         _, client = self.engine.load_checkpoint(str(folder), tag="ds")
         self.micro_steps = int((client or {}).get("micro_steps", 0))
 

@@ -15,7 +15,6 @@ import logging
 import math
 import os
 import random
-import shutil
 import time
 from pathlib import Path
 from typing import Any
@@ -239,17 +238,11 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
 
     state: dict[str, Any] = {"step": 0, "tokens": 0, "real_tokens": 0, "positions": 0, "loss_curve": [],
                              "train_seconds": 0.0, "before": {}, "resumed_from": [], "fingerprint": fingerprint}
-    latest = ckpt.latest_checkpoint(ckpt_root)
-    if latest is not None and json.loads((latest / ckpt.STATE).read_text()).get("fingerprint") != fingerprint:
-        # Checkpoints of another recipe (config, corpus or start point changed): never resume from them.
-        log.warning("checkpoints in %s belong to a different configuration; starting over", ckpt_root)
-        _barrier()
-        if rank == 0:
-            shutil.rmtree(ckpt_root, ignore_errors=True)
-        _barrier()
-        latest = None
-    if latest is not None:
-        state = ckpt.load_checkpoint(latest, engine, rank=rank)
+    # The newest checkpoint that verifies (a truncated or tampered one is skipped with a warning).
+    resumed = ckpt.resume(ckpt_root, engine, fingerprint=fingerprint, rank=rank, barrier=_barrier)
+    latest = resumed[0] if resumed else None
+    if resumed is not None:
+        state = resumed[1]
         stream.load_state_dict(state.pop("data"))
         state["resumed_from"] = state.get("resumed_from", []) + [state["step"]]
         log.info("resuming %s from %s (step %d)", arm, latest, state["step"])
