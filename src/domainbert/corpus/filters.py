@@ -5,7 +5,7 @@ Each is registered under a name carrying a version (``min_length_v1``); the beha
 changes, a new behaviour gets a new version. Options are validated by the component's pydantic model, so an
 unknown or mistyped option is a ``ConfigError`` naming the field. ``build_pipeline`` turns the YAML list into
 a ``Pipeline`` that counts what each component dropped and why. Language identification lives in
-``langid_filter`` (it registers ``language_id_v1`` here). No component knows about domains.
+``langid_filter`` (it registers ``language_id_v1`` and ``language_id_v2`` here). No component knows about domains.
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ def available() -> list[str]:
 
 
 def _load_plugins() -> None:
-    from domainbert.corpus import langid_filter  # noqa: F401 - registers language_id_v1
+    from domainbert.corpus import langid_filter  # noqa: F401 - registers language_id_v1, _v2
 
 
 def create(spec: FilterSpec, where: str = "corpus.filters") -> Component:
