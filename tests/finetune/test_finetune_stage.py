@@ -110,7 +110,8 @@ def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):
     assert [(r["model"], r["seed"]) for r in results] == [("base", 1), ("base", 2), ("continued", 1), ("continued", 2)]
     cmp = compare_models(results[2:], results[:2], n_samples=100)
     # the same weights, seeds and data order: identical predictions, a zero difference
-    assert (cmp["diff"], cmp["low"], cmp["high"], cmp["verdict"]) == (0.0, 0.0, 0.0, "no significant difference")
+    assert (cmp["diff"], cmp["verdict"]) == (0.0, "no significant difference")
+    assert cmp["low"] <= 0.0 <= cmp["high"]
 
 
 def test_model_folder_without_tokenizer_is_a_model_error(tmp_path, tiny_bert, tasks_dir):

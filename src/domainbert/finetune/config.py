@@ -60,6 +60,10 @@ class FinetuneConfig(StrictModel):
     eval_batch_size: int = Field(64, ge=1)
     torch_threads: int | None = Field(None, ge=1, description="CPU threads for torch (None: torch's default). "
                                                                "1 is fastest on a shared, oversubscribed machine.")
+    collapse_retry_lr_factor: float | None = Field(
+        0.3, gt=0, lt=1, description="A run whose validation predictions collapsed (one class, no entities, a "
+        "loss that did not fall) is run again once with its learning rate times this factor, recorded in "
+        "result.json; None: no retry.")
     length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
                                                           "this many batches (as transformers' group_by_length).")
 

@@ -15,6 +15,7 @@ import torch
 
 from domainbert.errors import ModelError
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
+from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.tasks import TaskData
 from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
@@ -112,6 +113,7 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
 
     Returns:
         ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
+        ``collapse`` and ``collapse_validation`` (``collapse.diagnose`` of the test and validation predictions),
         ``history``, ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
         ``examples_per_s``, ``num_parameters``, ``trainable_parameters``.
 
@@ -139,9 +141,13 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
     gold = gold_of(data, "test")
     pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id)
+    val_pred = predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id)
     out["validation"] = out.pop("best")
     out["test"] = score(data, gold, pred)
     out["gold"], out["pred"] = gold, pred
+    kind, multi, losses = data.config.type, data.config.multi_label, (out["loss_start"], out["loss_end"])
+    out["collapse"] = diagnose(kind, gold, pred, *losses, multi_label=multi)
+    out["collapse_validation"] = diagnose(kind, val_gold, val_pred, *losses, multi_label=multi)
     out["num_parameters"] = sum(p.numel() for p in model.parameters())
     out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     logger.info("test %s %.4f", primary, out["test"][primary])

@@ -13,12 +13,16 @@ the kept weights), ``gold``/``pred`` (test answers in test-file order: a tag lis
 or sorted label list per example for classification), ``num_examples`` per split, ``history`` (validation per
 evaluation), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
 ``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``wall_seconds`` and ``cpu_seconds`` (the
-whole run, loading and evaluation included; CPU time over all threads).
+whole run, loading and evaluation included; CPU time over all threads), ``collapse`` / ``collapse_validation``
+(``collapse.diagnose`` of the test / validation predictions), ``collapsed`` (the test diagnosis), ``lr`` (the
+learning rate of the kept run) and ``retry`` (None, or the first attempt's figures when its validation
+predictions collapsed and the seed was run again at ``lr * collapse_retry_lr_factor``).
 This module does not compare models; ``stats.compare_models`` and the report do.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import logging
 import time
@@ -121,7 +125,21 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
 
         torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
-    out = run_finetune(data, model_ref, settings_for(cfg, seed, mode), cfg.finetune.max_length)
+    settings = settings_for(cfg, seed, mode)
+    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length)
+    out["retry"] = None
+    factor = cfg.finetune.collapse_retry_lr_factor
+    if out["collapse_validation"]["collapsed"] and factor:
+        # Decided on validation only, so the test set never steers which run is kept.
+        first = {"lr": settings.lr, "reasons": out["collapse_validation"]["reasons"],
+                 "validation": out["validation"], "test": out["test"]}
+        settings = dataclasses.replace(settings, lr=settings.lr * factor)
+        logger.warning("%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g", model_name, task_name, seed,
+                       "; ".join(first["reasons"]), settings.lr)
+        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length)
+        out["retry"] = {"first": first, "lr": settings.lr}
+    out["lr"] = settings.lr
+    out["collapsed"] = bool(out["collapse"]["collapsed"])
     result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
               "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
               "num_examples": {k: len(v) for k, v in data.splits.items()},

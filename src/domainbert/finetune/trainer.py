@@ -31,6 +31,8 @@ from typing import Any
 import numpy as np
 import torch
 
+from domainbert.errors import ModelError
+
 logger = logging.getLogger(__name__)
 
 
@@ -131,7 +133,8 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     Returns:
         ``history`` (per evaluation: step, epoch, loss, metrics), ``best`` (validation metrics of the kept
         weights), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds`` (optimisation only, evaluation
-        excluded), ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
+        excluded), ``loss_start``/``loss_end`` (mean training loss of the first and last tenth of the steps),
+        ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
     """
     if s.frozen:
         for p in model.base_model.parameters():
@@ -150,6 +153,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     best_state: dict[str, torch.Tensor] | None = None
     best_step, bad, step, seen, train_seconds, train_cpu, stopped = 0, 0, 0, 0, 0.0, 0.0, False
     losses: list[float] = []
+    window = max(1, total // 10)  # steps averaged for the loss at the start and at the end (collapse check)
+    curve: list[float] = []
+    tail: list[float] = []
     params = [p for p in model.parameters() if p.requires_grad]
     logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), total,
                 s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
@@ -161,6 +167,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
                 model.base_model.eval()
             batch = collate([train[i] for i in batch_idx], pad_id)
             loss = model(**batch).loss
+            if not torch.isfinite(loss):
+                raise ModelError(f"fine-tuning loss is {loss.item()} at step {step + 1}: the model's weights are "
+                                 "damaged or the learning rate is too high; no result was written")
             loss.backward()
             torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
             opt.step()
@@ -170,6 +179,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
             train_cpu += time.process_time() - c0
             seen += len(batch_idx)
             losses.append(loss.item())
+            if len(curve) < window:
+                curve.append(losses[-1])
+            tail = (tail + [losses[-1]])[-window:]
             step += 1
             if step % max(1, total // 10) == 0:
                 logger.info("step %d/%d loss %.4f (%.1f examples/s)", step, total, np.mean(losses[-20:]),
@@ -195,5 +207,6 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     if best_state is not None:
         model.load_state_dict(best_state)
     return {"history": history, "best": best, "best_step": best_step, "steps": step, "stopped_early": stopped,
+            "loss_start": float(np.mean(curve)) if curve else None, "loss_end": float(np.mean(tail)) if tail else None,
             "train_seconds": train_seconds, "train_cpu_seconds": train_cpu, "train_examples": seen,
             "examples_per_s": seen / train_seconds if train_seconds > 0 else 0.0}
