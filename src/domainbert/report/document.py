@@ -5,7 +5,8 @@ same thing. The HTML is one self-contained file: the figures are embedded as bas
 stylesheet is inline, so the page opens offline, can be mailed or attached to a Prefect run. The Markdown
 links the same PNG files, which sit beside it in the report folder. This module knows nothing about
 domainbert's artifacts; it leaves content to ``sections.py`` and layout beyond headings, paragraphs,
-bullet lists, tables and images to the reader's browser.
+bullet lists, tables and images to the reader's browser. A table cell that starts with ``**text**`` is bold
+in both outputs.
 """
 
 from __future__ import annotations
@@ -117,8 +118,14 @@ def _html_table(table: Table) -> str:
             if i == 0:
                 cells.append(f'<th scope="row">{html.escape(cell)}</th>')
             else:
-                cls = ' class="num"' if _looks_numeric(cell) else ""
-                cells.append(f"<td{cls}>{html.escape(cell)}</td>")
+                bold = cell.startswith("**") and "**" in cell[2:]  # Markdown bold, as the Markdown output shows it
+                text = cell.replace("**", "") if bold else cell
+                cls = ' class="num"' if _looks_numeric(text) else ""
+                inner = html.escape(text)
+                if bold:
+                    head, _, tail = cell[2:].partition("**")
+                    inner = f"<strong>{html.escape(head)}</strong>{html.escape(tail)}"
+                cells.append(f"<td{cls}>{inner}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
     parts.append("</tbody></table>")
     return "\n".join(parts)

@@ -20,6 +20,7 @@ from domainbert.errors import DataError
 from domainbert.paths import RunLayout
 
 log = logging.getLogger(__name__)
+WARMUP = "head-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
 
 
 def read_json(path: Path) -> Any | None:
@@ -60,6 +61,7 @@ class RunArtifacts:
     pretrain: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     finetune: list[dict[str, Any]] = field(default_factory=list)
+    head_warmup: dict[str, Any] | None = None  # pretrain/head-warmup/summary.json when the MLM head was warmed up
     input_hashes: dict[str, str] = field(default_factory=dict)
 
 
@@ -104,7 +106,10 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
 
     pretrain_root = layout.root / "pretrain"
     if arms is None:
-        arms = sorted(p.name for p in pretrain_root.glob("*") if p.is_dir() and _is_final(p))
+        arms = sorted(p.name for p in pretrain_root.glob("*") if p.is_dir() and _is_final(p) and p.name != WARMUP)
+    warm_path = pretrain_root / WARMUP / "summary.json"
+    arts.head_warmup = read_json(warm_path)
+    _note(arts, warm_path)
     for arm in arms:
         summary_path = layout.pretrain(arm) / "summary.json"
         summary = read_json(summary_path)

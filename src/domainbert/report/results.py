@@ -5,7 +5,10 @@ Every number comes from the fine-tuning ``result.json`` files (test metrics, tes
 statistics themselves (``mean_std``, the paired bootstrap) are ``domainbert.finetune.stats``. This module
 decides which pairs are compared and how a comparison reads:
 - every model against the general base model (``base``; a ``<model>-frozen`` run against ``base-frozen``);
-- ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for).
+- ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for);
+- every model against the ``floor`` (a bag-of-words or CRF baseline trained on the same examples), when present.
+Runs marked ``collapsed`` are counted per model and carried into every comparison row that involves them, so
+no sentence can state such a difference without saying so.
 A difference is significant when its confidence interval excludes 0; otherwise the verdict is
 "no significant difference". It does not correct for multiple comparisons (as SciBERT did not); the number
 of comparisons is printed with the table.
@@ -17,6 +20,7 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 BASE_MODEL = "base"
+FLOOR_MODEL = "floor"  # the bag-of-words / CRF baseline on the same examples (finetune/floors.py)
 FROZEN_SUFFIX = "-frozen"
 PRIMARY_METRIC = {"ner": "f1", "classification": "macro_f1"}
 METRIC_LABEL = {"f1": "F1", "macro_f1": "macro-F1", "accuracy": "accuracy", "precision": "precision",
@@ -67,26 +71,34 @@ def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> lis
     def key(name: str) -> tuple[int, int, str]:
         frozen = name.endswith(FROZEN_SUFFIX)
         stem = name[: -len(FROZEN_SUFFIX)] if frozen else name
-        rank = known.index(stem) if stem in known else len(known)
+        rank = known.index(stem) if stem in known else len(known) + (1 if name == FLOOR_MODEL else 0)
         return int(frozen), rank, name
 
     return sorted(set(models), key=key)
 
 
 def reference_of(model: str) -> str | None:
-    """The model a model is compared with first: the base model of the same mode."""
+    """The model a model is compared with first: the base model of the same mode (none for the floor)."""
     frozen = model.endswith(FROZEN_SUFFIX)
     base = BASE_MODEL + (FROZEN_SUFFIX if frozen else "")
-    return None if model == base else base
+    return None if model in (base, FLOOR_MODEL) else base
 
 
 def comparison_pairs(models: list[str]) -> list[tuple[str, str]]:
-    """(model, reference) pairs to test, in report order; only pairs whose two models both have results."""
+    """(model, reference) pairs to test, in report order; only pairs whose two models both have results:
+    each model against the base, the arms' head-to-head pairs, then each model against the floor."""
     present = set(models)
     pairs = [(m, ref) for m in models if (ref := reference_of(m)) in present]
     for suffix in ("", FROZEN_SUFFIX):
         pairs += [(a + suffix, b + suffix) for a, b in ARM_PAIRS if a + suffix in present and b + suffix in present]
+    if FLOOR_MODEL in present:
+        pairs += [(m, FLOOR_MODEL) for m in models if m != FLOOR_MODEL]
     return pairs
+
+
+def collapsed_runs(runs: list[dict[str, Any]]) -> int:
+    """How many of a model's runs on a task collapsed (``collapsed`` in result.json, finetune/collapse.py)."""
+    return sum(1 for r in runs if r.get("collapsed"))
 
 
 def verdict(diff: float, ci_low: float, ci_high: float) -> str:
@@ -139,10 +151,14 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
             seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
             scores.append({"task": task, "task_type": first.get("task_type"), "metric": metric, "model": model,
                            "seeds": [r["seed"] for r in runs], "n_seeds": len(runs), "values": values,
-                           "mean": mean, "std": std,
+                           "mean": mean, "std": std, "collapsed": collapsed_runs(runs),
+                           "retried": sum(1 for r in runs if r.get("retry")),
                            "train_seconds": sum(seconds) / len(seconds) if seconds else None})
         for model_a, model_b in comparison_pairs(models):
-            row = {"task": task, "metric": metric, "model": model_a, "reference": model_b, "confidence": confidence}
+            row = {"task": task, "metric": metric, "model": model_a, "reference": model_b, "confidence": confidence,
+                   "collapsed": {m: collapsed_runs(by_model[m]) for m in (model_a, model_b)
+                                 if collapsed_runs(by_model[m])},
+                   "runs": {m: len(by_model[m]) for m in (model_a, model_b)}}
             try:
                 stat = compare_fn(by_model[model_a], by_model[model_b], metric)
             except ValueError as exc:
@@ -154,5 +170,6 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
             comparisons.append({**row, "diff": diff, "ci_low": low, "ci_high": high,
                                 "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
                                                                        len(by_model[model_b])))),
-                                "p_value": stat.get("p_value"), "verdict": verdict(diff, low, high)})
+                                "p_value": stat.get("p_value"), "aso_eps": stat.get("aso_eps"),
+                                "resampled": stat.get("resampled"), "verdict": verdict(diff, low, high)})
     return scores, comparisons

@@ -142,13 +142,28 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
         return sec.add("Not run: no pretrain/<arm>/summary.json was found. Run `domainbert pretrain` and "
                        "re-render the report.")
     rows = []
+    warm = arts.head_warmup
+    if warm:
+        rows.append(["base, MLM head warmed up", fmt(warm.get("steps")), fmt(warm.get("tokens")), "-", "-",
+                     f"random head {fmt(warm.get('domain_perplexity_random_head'), 1)} -> "
+                     f"{fmt(warm.get('domain_perplexity'), 1)}",
+                     f"random head {fmt(warm.get('general_perplexity_random_head'), 1)} -> "
+                     f"{fmt(warm.get('general_perplexity'), 1)}"])
     for arm, s in arts.pretrain.items():
-        rows.append([arm, fmt(s.get("steps")), fmt(s.get("tokens_consumed")), fmt(s.get("final_loss"), 3),
-                     f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
-                     f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}"])
-    sec.add(Table(["arm", "steps", "tokens", "final loss", "held-out domain perplexity (before -> after)",
+        random_start = s.get("start_head") == "random" or s.get("start_head", "").startswith("checkpoint or random")
+        # A perplexity through a random head says nothing about the encoder: not shown as a "before" figure.
+        before_d = "random init" if random_start else fmt(s.get("domain_perplexity_before"), 1)
+        before_g = "random init" if random_start else fmt(s.get("general_perplexity_before"), 1)
+        rows.append([arm, fmt(s.get("steps")), fmt(s.get("tokens_consumed")), fmt(s.get("lr")),
+                     fmt(s.get("final_loss"), 3), f"{before_d} -> {fmt(s.get('domain_perplexity'), 1)}",
+                     f"{before_g} -> {fmt(s.get('general_perplexity'), 1)}"])
+    sec.add(Table(["arm", "steps", "tokens", "peak lr", "final loss", "held-out domain perplexity (before -> after)",
                    "general perplexity (before -> after)"], rows,
-                  "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences"))
+                  "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences "
+                  "under each model's own tokenizer"))
+    if warm:
+        sec.add("The continued arm starts from the warmed-up model, the extended arm gets its head, so their "
+                "'before' perplexities are the warmed-up base's; the warm-up's cost is not part of the arms' budget.")
     missing = [a for a in arms if a not in arts.pretrain]
     if missing:
         sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
@@ -181,6 +196,11 @@ def compute_section(arts: RunArtifacts) -> Section:
                      fmt(s.get("real_token_fraction"), 3), fmt(fpt, 3), fmt(total, 3),
                      fmt(s.get("mfu"), 4), engine, fmt(s.get("world_size")), fmt(s.get("precision")),
                      fmt(_total(s.get("parameters")))])
+    warm = arts.head_warmup
+    if warm:
+        rows.append(["MLM-head warm-up (before the arms)", fmt(warm.get("wall_seconds"), 1),
+                     fmt(warm.get("tokens", 0) / max(warm.get("wall_seconds") or 1e-9, 1e-9), 1), "-", "-", "-", "-",
+                     "torch, encoder frozen", "1", "-", fmt(warm.get("trainable_parameters"))])
     sec.add(Table(["arm", "train seconds", "real tokens/s", "real-token fraction", "FLOPs/token",
                    "training FLOPs (FLOPs/token x tokens)", "MFU", "engine", "processes", "precision",
                    "parameters"], rows, "Compute each arm used (MFU is '-' when no hardware peak was declared)"))
@@ -222,21 +242,24 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
             cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
                         and c["reference"] == reference_of(r["model"])), None)
             rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
-                         ", ".join(points(v) for v in r["values"]),
+                         ", ".join(points(v) for v in r["values"]), f"{r.get('collapsed', 0)}/{r['n_seeds']}",
+                         str(r.get("retried", 0)),
                          signed_points(cmp["diff"]) if cmp else "-",
                          interval_text(cmp) if cmp else "-",
-                         cmp["verdict"] if cmp else "(reference)", fmt(r.get("train_seconds"), 1)])
+                         cmp["verdict"] if cmp else ("(floor)" if r["model"] == "floor" else "(reference)"),
+                         fmt(r.get("train_seconds"), 1)])
         level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
-        sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed",
+        sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed", "collapsed", "retried",
                        "diff vs base", f"{level}% CI", "verdict", "train s (mean)"], rows,
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
         rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
-                 interval_text(c), p_text(c.get("p_value"), bootstrap_samples), c["verdict"]] for c in comparisons]
+                 interval_text(c), p_text(c.get("p_value"), bootstrap_samples), fmt(c.get("aso_eps"), 2),
+                 c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else "")] for c in comparisons]
         level = round(100 * comparisons[0]["confidence"])
-        sec.add(Table(["comparison", "task", "paired seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
-                       "verdict"], rows,
-                      f"Paired bootstrap over test examples ({bootstrap_samples} resamples); "
+        sec.add(Table(["comparison", "task", "seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
+                       "ASO eps_min", "verdict"], rows,
+                      f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
                       + _n_comparisons(comparisons)))
     if name := figures.score_bars(scores, out_dir):
         sec.add(Figure(name, "Mean test score per model; error bars: one standard deviation over seeds; "

@@ -3,7 +3,8 @@ number formats the report shares.
 
 Scores are stored as fractions and shown as points (x100), e.g. F1 0.853 -> 85.3 and a difference of
 0.021 -> +2.1. A sentence per comparison says "beat", "was worse than" or "did not differ significantly from",
-with the difference and its confidence interval; a closing line names the best mean per task. This module
+with the difference and its confidence interval, and a caution when a collapsed run is involved; models
+below the floor are named first; a closing line names the best mean per task. This module
 does not decide significance (``results.verdict`` does) and adds no claim the rows do not hold.
 """
 
@@ -57,9 +58,21 @@ def comparison_sentence(row: dict[str, Any]) -> str:
     else:
         text = (f"{a} did not differ significantly from {b} on {task} "
                 f"({signed_points(row['diff'])} {label}, {ci_text(row)})")
-    if row.get("n_seeds", 2) < 2:
+    if row.get("n_seeds", 2) < 2 and row.get("reference") != "floor":
         text += "; one seed only, so the interval covers test-set sampling but not seed variance"
-    return text + "."
+    return text + "." + collapse_caveat(row)
+
+
+def collapse_caveat(row: dict[str, Any]) -> str:
+    """`` Caution: scratch collapsed in 3 of 3 runs ...`` for a comparison that involves collapsed runs."""
+    collapsed = row.get("collapsed") or {}
+    if not collapsed:
+        return ""
+    runs = row.get("runs") or {}
+    parts = [f"{m} collapsed in {n} of {runs.get(m, n)} run{'s' if runs.get(m, n) != 1 else ''}"
+             for m, n in collapsed.items()]
+    return (f" Caution: {' and '.join(parts)} (constant predictions or a loss that did not fall), so this "
+            "difference reflects a failed fine-tuning run, not the encoder.")
 
 
 def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
@@ -77,6 +90,30 @@ def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
     return out
 
 
+def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
+    """Per task with a floor: which models scored below it (called out first: a model below a bag-of-words
+    baseline says more about the set-up than about the encoder)."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in scores):
+        floor = next((r for r in scores if r["task"] == task and r["model"] == "floor"), None)
+        if floor is None:
+            continue
+        below = [r for r in scores if r["task"] == task and r["model"] != "floor" and r["mean"] < floor["mean"]]
+        label = metric_label(floor["metric"])
+        if not below:
+            out.append(f"Every model beat the floor on {task} ({points(floor['mean'])} {label}).")
+            continue
+        named = []
+        for r in below:
+            cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
+                        and c["reference"] == "floor"), None)
+            sure = " (significantly)" if cmp is not None and cmp["verdict"] == "worse" else ""
+            named.append(f"{r['model']} {points(r['mean'])}{sure}")
+        out.append(f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
+                   f"same examples): {', '.join(named)}.")
+    return out
+
+
 def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
     """The summary: one sentence per comparison (significant ones first), then the best mean per task.
 
@@ -89,9 +126,10 @@ def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]
     """
     if not scores:
         return []
-    significant = [r for r in comparisons if r["verdict"] in ("better", "worse")]
-    rest = [r for r in comparisons if r["verdict"] not in ("better", "worse")]
-    lines = [comparison_sentence(r) for r in significant + rest]
+    pairs = [r for r in comparisons if r["reference"] != "floor"]
+    significant = [r for r in pairs if r["verdict"] in ("better", "worse")]
+    rest = [r for r in pairs if r["verdict"] not in ("better", "worse")]
+    lines = floor_sentences(scores, comparisons) + [comparison_sentence(r) for r in significant + rest]
     if not comparisons:
         lines.append("No comparison could be made: the base model and the pretrained arms were not all "
                      "fine-tuned on the same task.")

@@ -1,0 +1,142 @@
+"""The report's opening: one table (models x tasks, mean ± sd over seeds, best in bold, the floor row,
+collapsed runs marked) and one plain-language verdict with its caveats.
+
+The verdict is assembled from the comparison rows (``results.build_tables``) and the run's artifacts only:
+which adaptation arm beat the base model on how many tasks, which models sat below the floor, how many runs
+collapsed, the seeds, whether the MLM head was warmed up, and the pretraining budget as a share of the corpus
+and of published domain-adaptation budgets. When that budget is far below the published ones the verdict says
+in words that the run cannot confirm or refute them. This module decides nothing statistical.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domainbert.report.document import Section, Table
+from domainbert.report.inputs import RunArtifacts
+from domainbert.report.results import BASE_MODEL, FLOOR_MODEL, model_order
+from domainbert.report.summary import ci_text, metric_label, points, signed_points
+
+# Published continued-pretraining budgets, from each paper's reported steps x batch x sequence length.
+# DAPT (Gururangan et al. 2020, appendix B): 12.5k steps of 2,048 sequences of up to 512 tokens.
+PUBLISHED_BUDGETS = {"DAPT (Gururangan et al. 2020)": 12_500 * 2048 * 512}
+# Below this share of the smallest published budget the run is too small to speak to the literature.
+TOO_SMALL_SHARE = 1e-3
+
+
+def score_cell(row: dict[str, Any], best: bool) -> str:
+    """``57.2 ± 1.3``; bold when best; the collapsed runs are marked (``collapsed 2/3``)."""
+    text = points(row["mean"]) + (f" ± {points(row['std'])}" if row["n_seeds"] > 1 else "")
+    if best:
+        text = f"**{text}**"
+    if row.get("collapsed"):
+        text += f" (collapsed {row['collapsed']}/{row['n_seeds']})"
+    if row.get("retried"):
+        text += f" (retried {row['retried']})"
+    return text
+
+
+def headline_table(scores: list[dict[str, Any]], arms: list[str], extra: list[str]) -> Table:
+    tasks = list(dict.fromkeys(r["task"] for r in scores))
+    models = model_order({r["model"] for r in scores}, arms, extra)
+    best = {}
+    for task in tasks:
+        rows = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
+        best[task] = max((r["mean"] for r in rows), default=None)
+    table_rows = []
+    for model in models:
+        cells = [model]
+        for task in tasks:
+            row = next((r for r in scores if r["task"] == task and r["model"] == model), None)
+            cells.append("-" if row is None else score_cell(row, model != FLOOR_MODEL and row["mean"] == best[task]))
+        table_rows.append(cells)
+    labels = [f"{t} ({metric_label(next(r['metric'] for r in scores if r['task'] == t))})" for t in tasks]
+    return Table(["model", *labels], table_rows, "Test score (x100), mean ± sample standard deviation over seeds; "
+                 "best model in bold; floor: a simple baseline trained on the same examples")
+
+
+def _arm_tally(comparisons: list[dict[str, Any]], model: str) -> dict[str, list[dict[str, Any]]]:
+    rows = [c for c in comparisons if c["model"] == model and c["reference"] == BASE_MODEL and c["diff"] is not None]
+    return {v: [c for c in rows if c["verdict"] == v] for v in ("better", "worse", "no significant difference")}
+
+
+def arm_verdicts(comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """One sentence per arm: against the base model, on how many tasks better / worse / no difference."""
+    out = []
+    for arm in arms:
+        tally = _arm_tally(comparisons, arm)
+        n = sum(len(v) for v in tally.values())
+        if not n:
+            continue
+        parts = []
+        for verdict, word in (("better", "beat the base model"), ("worse", "was worse than the base model")):
+            for c in tally[verdict]:
+                parts.append(f"{word} on {c['task']} by {signed_points(c['diff'])} {metric_label(c['metric'])} "
+                             f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else ""))
+        same = tally["no significant difference"]
+        if same:
+            parts.append("did not differ significantly from it on " + ", ".join(
+                c["task"] + (" (collapsed runs involved)" if c.get("collapsed") else "") for c in same))
+        out.append(f"{arm}: " + "; ".join(parts) + ".")
+    return out
+
+
+def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -> list[str]:
+    """The conditions a reader needs before trusting the verdict."""
+    out = []
+    seeds = sorted({r["n_seeds"] for r in scores if r["model"] != FLOOR_MODEL})
+    if seeds:
+        out.append(f"Seeds: {'/'.join(map(str, seeds))} per model and task; the intervals include seed-to-seed "
+                   "variance and test-set sampling.")
+    collapsed = [(r["model"], r["task"], r["collapsed"], r["n_seeds"]) for r in scores if r.get("collapsed")]
+    if collapsed:
+        out.append("Collapsed runs (constant predictions or a loss that did not fall): "
+                   + "; ".join(f"{m} on {t}: {k} of {n}" for m, t, k, n in collapsed)
+                   + ". Differences involving them describe failed runs, not encoders.")
+    else:
+        out.append("No fine-tuning run collapsed.")
+    warm = arts.head_warmup
+    if warm:
+        out.append(f"The base checkpoint has no MLM head: one was trained for {warm['steps']} steps "
+                   f"({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s, encoder frozen) on general text "
+                   "before continued and extended pretraining, and 'before' perplexities are measured through it.")
+    out += budget_caveats(arts, arms)
+    return out
+
+
+def budget_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
+    tokens = [s.get("tokens_consumed") for a, s in arts.pretrain.items() if a in arms and s.get("tokens_consumed")]
+    if not tokens:
+        return []
+    budget = max(tokens)
+    corpus = ((arts.manifest or {}).get("splits") or {}).get("train", {}).get("estimated_tokens")
+    text = f"Pretraining budget: {budget:,} tokens per arm"
+    if corpus:
+        text += f" ({budget / corpus:.2f} passes over the {corpus:,}-token training corpus)"
+    name, published = min(PUBLISHED_BUDGETS.items(), key=lambda kv: kv[1])
+    share = budget / published
+    text += f", {share:.2e} of {name}'s about {published:.1e} tokens."
+    if share < TOO_SMALL_SHARE:
+        text += (" This budget is too small to conclude anything about domain-adaptive pretraining as published: "
+                 "a difference here, or its absence, neither confirms nor contradicts it.")
+    return [text]
+
+
+def headline_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arts: RunArtifacts,
+                     arms: list[str], extra: list[str]) -> Section:
+    sec = Section("Headline")
+    if not scores:
+        return sec.add("No fine-tuning results yet, so no verdict.")
+    sec.add(headline_table(scores, arms, extra))
+    verdict = arm_verdicts(comparisons, arms)
+    below = {r["model"] for r in scores if r["model"] != FLOOR_MODEL and any(
+        f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)}
+    winners = [a for a in arms if _arm_tally(comparisons, a)["better"]]
+    if winners:
+        lead = f"Verdict: {', '.join(winners)} beat the base model on at least one task (details below)."
+    else:
+        lead = "Verdict: no adaptation arm beat the base model on any task at this budget."
+    if below:
+        lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
+    sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms))
+    return sec

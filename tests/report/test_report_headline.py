@@ -1,0 +1,58 @@
+"""The report's headline: the models x tasks table (best in bold, floor row, collapsed runs marked), the
+verdict with its caveats, and the summary sentences about the floor and collapsed runs."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+from report_fixtures import NER_TASK, write_json, write_ner_result
+
+from domainbert.config import load_domain
+from domainbert.paths import RunLayout
+from domainbert.report.compare import render_report
+
+
+@pytest.fixture
+def run(science_run: Path) -> Path:
+    write_ner_result(science_run, "floor", NER_TASK, 0, 10)  # the floor misses 10: between continued and base
+    for seed in (1, 2, 3):  # scratch collapsed on every seed
+        path = science_run / "finetune" / "scratch" / NER_TASK / f"seed-{seed}" / "result.json"
+        result = json.loads(path.read_text())
+        result["collapsed"] = True
+        result["retry"] = {"lr": 1e-5, "first": {"lr": 1e-4}} if seed == 1 else None
+        path.write_text(json.dumps(result))
+    write_json(science_run / "pretrain" / "head-warmup" / "summary.json", {
+        "steps": 40, "tokens": 81920, "wall_seconds": 21.0, "trainable_parameters": 178000,
+        "domain_perplexity_random_head": 45000.0, "domain_perplexity": 90.5,
+        "general_perplexity_random_head": 47000.0, "general_perplexity": 30.25})
+    return science_run
+
+
+def test_headline_table_verdict_and_caveats(run: Path) -> None:
+    cfg = load_domain("science", ["compare.bootstrap_samples=200"])
+    render_report(cfg, RunLayout(run))
+    md = (run / "report" / "report.md").read_text()
+    html = (run / "report" / "report.html").read_text()
+    assert md.index("## Headline") < md.index("## Summary")  # the report opens with it
+    results = json.loads((run / "report" / "results.json").read_text())
+    score = {r["model"]: r for r in results["scores"]}
+    best = score["continued"]
+    cell = f"**{100 * best['mean']:.1f} ± {100 * best['std']:.1f}**"
+    assert f"| continued | {cell} |" in md
+    assert f"<strong>{cell.strip('*')}</strong>" in html
+    assert f"| floor | {100 * score['floor']['mean']:.1f} |" in md  # one deterministic run: no ± and never bold
+    assert "(collapsed 3/3) (retried 1)" in md
+    # The floor sits above base and scratch: both are named, and the floor is compared with every model.
+    assert "Below the floor on science-terms-ner" in md and "base " in md.split("Below the floor on")[1][:200]
+    assert any(c["reference"] == "floor" and c["model"] == "continued" for c in results["comparisons"])
+    # No sentence states the scratch difference without the collapse.
+    for line in md.splitlines():
+        if line.startswith("- scratch") and "base" in line:
+            assert "collapsed in 3 of 3 runs" in line, line
+    assert "Collapsed runs (constant predictions or a loss that did not fall): scratch on science-terms-ner: 3 of 3" in md
+    assert "one was trained for 40 steps (81,920 tokens, 21 s, encoder frozen)" in md
+    assert "too small to conclude" in md  # 40,960 tokens per arm is far below the published budgets
+    assert "| base, MLM head warmed up | 40 | 81,920 |" in md
+    assert "random head 45,000.0 -> 90.5" in md
