@@ -1,4 +1,4 @@
-"""Statistics: mean/std, the paired bootstrap, and compare_models' fast path against the reference."""
+"""Statistics: mean/std, the paired bootstrap, compare_models (fast path, seed-aware draws), ASO and the A/A check."""
 
 from __future__ import annotations
 
@@ -6,11 +6,22 @@ import random
 
 import numpy as np
 import pytest
+from scipy.stats import t as student_t
 from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
-from domainbert.finetune.stats import NO_DIFFERENCE, compare_models, count_metric, mean_std, paired_bootstrap
+from domainbert.finetune.aso import aso_eps
+from domainbert.finetune.stats import (
+    NO_DIFFERENCE,
+    SeedNoise,
+    aa_check,
+    compare_models,
+    count_metric,
+    mean_std,
+    paired_bootstrap,
+    seed_noise_of,
+)
 
 TAGS = ["O", "O", "O", "B-X", "I-X", "B-Y"]
 
@@ -78,15 +89,101 @@ def test_compare_models_single_seed_equals_reference_bootstrap(ner_data):
     assert fast["verdict"] == "a better" and fast["seeds"] == [1] and "test examples (120)" in fast["resampled"]
 
 
-def test_compare_models_averages_paired_seeds(ner_data):
+def test_compare_models_seeds_are_independent_samples(ner_data):
     gold, good, bad, bad2 = ner_data
     a = [result("a", 1, gold, good), result("a", 2, gold, bad2), result("a", 9, gold, good)]
     b = [result("b", 2, gold, bad), result("b", 1, gold, bad2)]
-    out = compare_models(a, b, n_samples=200, seed=0)
-    assert out["seeds"] == [1, 2]  # seed 9 has no partner
-    expected = ((strict_f1(gold, good) - strict_f1(gold, bad2)) + (strict_f1(gold, bad2) - strict_f1(gold, bad))) / 2
-    assert out["diff"] == pytest.approx(expected, abs=1e-12)
-    assert out["a"]["n"] == 2 and out["low"] <= out["diff"] <= out["high"]
+    out = compare_models(a, b, n_samples=300, seed=0)
+    assert (out["seeds"], out["seeds_a"], out["seeds_b"]) == ([1, 2, 9], [1, 2, 9], [1, 2])
+    fa = [strict_f1(gold, p) for p in (good, bad2, good)]
+    fb = [strict_f1(gold, p) for p in (bad2, bad)]
+    assert out["diff"] == pytest.approx(np.mean(fa) - np.mean(fb), abs=1e-12)
+    assert out["per_seed"][2] == [9, pytest.approx(fa[2]), None]
+    assert out["seed_sd"]["a"] == pytest.approx(np.std(fa, ddof=1)) and out["seed_sd"]["b"] == pytest.approx(np.std(fb, ddof=1))
+    # Welch-Satterthwaite df of sd_a^2/3 and sd_b^2/2 with 2 and 1 df
+    va, vb = np.var(fa, ddof=1) / 3, np.var(fb, ddof=1) / 2
+    assert out["seed_df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 1))
+    assert "Welch" in out["method"] and "Student-t" in out["resampled"]
+    assert out["low"] <= out["diff"] <= out["high"] and out["aso_eps"] is not None
+
+
+def test_seed_variance_widens_the_interval(ner_data):
+    """A model that scores well on one seed and collapses on the others (a large seed sd) must not get the
+    tight interval that test sampling alone gives."""
+    gold, good, _, _ = ner_data
+    empty = [["O"] * len(g) for g in gold]
+    a = [result("a", 1, gold, good), result("a", 2, gold, empty), result("a", 3, gold, empty)]
+    b = [result("b", s, gold, empty) for s in (1, 2, 3)]
+    out = compare_models(a, b, n_samples=400, seed=1)
+    examples_only = paired_bootstrap(strict_f1, gold, good, empty, n_samples=400, seed=1)
+    assert out["diff"] == pytest.approx(strict_f1(gold, good) / 3)
+    assert examples_only["significant"] and not out["significant"] and out["verdict"] == NO_DIFFERENCE
+    assert out["high"] - out["low"] > 2 * (examples_only["high"] - examples_only["low"])
+
+
+def test_one_run_sides(ner_data):
+    gold, good, bad, bad2 = ner_data
+    floor = [result("floor", 0, gold, bad)]
+    three = [result("a", s, gold, p) for s, p in ((1, good), (2, bad2), (3, good))]
+    out = compare_models(three, floor, n_samples=300, seed=0)
+    assert out["seed_sd"] == {"a": pytest.approx(out["a"]["std"]), "b": None} and out["seed_df"] == pytest.approx(2)
+    assert "B has one run, taken as deterministic" in out["resampled"] and out["aso_eps"] is not None
+    both = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0)
+    assert both["seed_df"] is None and both["aso_eps"] is None and both["method"] == "paired example bootstrap"
+    assert "seed variance could not be estimated" in both["resampled"]
+    # a known seed sd for a one-run side: the interval is at least about as wide as the t(4) term alone
+    noise = SeedNoise(sd=0.05, df=4, within=0.0)
+    given = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0,
+                           seed_noise=(noise, None))
+    assert given["seed_sd"] == {"a": 0.05, "b": None} and given["seed_df"] == pytest.approx(4)
+    width = given["high"] - given["low"]
+    assert width > both["high"] - both["low"] and width > 0.95 * 2 * student_t.ppf(0.975, 4) * 0.05
+
+
+def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
+    """Runs that differ only by independent per-example flips: all their seed variance is per-example noise,
+    which the example bootstrap already sees, so ``within`` estimates ``sd**2``."""
+    rng = np.random.default_rng(4)
+    gold = [str(x) for x in rng.choice(["p", "q"], 400)]
+    p = rng.uniform(0.2, 1.0, 400)
+    runs = [result("m", s, gold, [g if c else ("q" if g == "p" else "p") for g, c in zip(gold, rng.random(400) < p, strict=True)],
+                   "classification", "accuracy") for s in range(30)]
+    from domainbert.finetune.stats import _scorer
+    _, score = _scorer(runs, None, 2000, 0)
+    noise = seed_noise_of(*score(runs))
+    assert noise.df == 29 and noise.within == pytest.approx(noise.sd**2, rel=0.35)
+    assert noise.within == pytest.approx(np.mean(p * (1 - p)) / 400, rel=0.35)
+
+
+def test_aso_equals_deepsig():
+    deepsig = pytest.importorskip("deepsig")
+    cases = [([0.8, 0.82, 0.79], [0.78, 0.80, 0.77]), ([0.5], [0.4, 0.6, 0.55]), ([0.61, 0.7, 0.64, 0.59], [0.6, 0.66]),
+             ([0.2, 0.0, 0.0], [0.1, 0.12, 0.11])]
+    for a, b in cases:
+        ref = deepsig.aso(a, b, confidence_level=0.95, num_bootstrap_iterations=60, show_progress=False, num_jobs=1,
+                          seed=7)
+        assert aso_eps(a, b, confidence_level=0.95, num_bootstrap_iterations=60, seed=7) == pytest.approx(ref, abs=1e-12)
+    assert aso_eps([0.9, 0.91, 0.92], [0.5, 0.51, 0.52]) == 0.0 and aso_eps([0.5, 0.51, 0.52], [0.9, 0.91, 0.92]) > 0.9
+
+
+def test_aa_check_counts_pairs_and_flags_an_unstable_model():
+    rng = np.random.default_rng(2)
+    gold = [str(x) for x in rng.choice(["p", "q"], 300)]
+
+    def run(model, seed, flip):
+        return result(model, seed, gold, [g if rng.random() > flip else ("q" if g == "p" else "p") for g in gold],
+                      "classification", "accuracy")
+
+    steady = [run(m, s, 0.2) for m in ("m1", "m2", "m3") for s in (1, 2, 3)]
+    out = aa_check(steady, n_samples=300)
+    assert (out["comparisons"], out["skipped"], len(out["groups"])) == (9, 0, 3)
+    assert out["significant"] <= 1 and out["rate"] == out["significant"] / 9
+    unstable = [run("wild", 1, 0.05), run("wild", 2, 0.5), run("wild", 3, 0.5)]
+    out = aa_check(steady + unstable, n_samples=300)
+    wild = next(g for g in out["groups"] if g["model"] == "wild")
+    assert out["comparisons"] == 12 and wild["significant"] >= 2
+    alone = aa_check([run("solo", s, 0.2) for s in (1, 2, 3)], n_samples=100)
+    assert (alone["comparisons"], alone["skipped"], alone["rate"]) == (0, 3, None)
 
 
 def test_compare_models_classification_reference_and_errors():
@@ -99,7 +196,10 @@ def test_compare_models_classification_reference_and_errors():
     ref = paired_bootstrap(lambda g, p: f1_score(g, p, average="macro"), gold, pa, pb, n_samples=150, seed=2)
     for key in ("diff", "low", "high"):
         assert fast[key] == pytest.approx(ref[key], abs=1e-12)
-    with pytest.raises(ValueError, match="share no seed"):
-        compare_models([result("a", 1, gold, pa)], [result("b", 2, gold, pb)])
+    unmatched = compare_models([result("a", 1, gold, pa, "classification", "macro_f1")],
+                               [result("b", 2, gold, pb, "classification", "macro_f1")], n_samples=50)
+    assert unmatched["seeds"] == [1, 2]
+    with pytest.raises(ValueError, match="repeats a seed"):
+        compare_models([result("a", 1, gold, pa), result("a", 1, gold, pb)], [result("b", 2, gold, pb)])
     with pytest.raises(ValueError, match="different gold"):
         compare_models([result("a", 1, gold, pa)], [result("b", 1, gold[::-1], pb)])

@@ -1,27 +1,52 @@
-"""Statistics for comparing fine-tuned models: mean/std over seeds and paired bootstrap intervals.
+"""Statistics for comparing fine-tuned models: mean/std over seeds and seed-aware bootstrap intervals.
 
-What is resampled: the TEST EXAMPLES (sentences for NER, texts for classification). One bootstrap sample
-draws ``n`` example indices with replacement from the ``n`` test examples; the SAME indices are applied to
-the gold answers and to both models' predictions (paired), and, in ``compare_models``, to every seed's
-predictions. The statistic of one sample is the metric difference (model A minus model B) averaged over the
-paired seeds. The interval is the percentile interval of that statistic over ``n_samples`` draws; the
-two-sided p-value is ``2 * min(P(d <= 0), P(d >= 0))`` over the draws (capped at 1). The seeds themselves
-are not resampled: seed variation shows in ``std_a``/``std_b``, and averaging over seeds inside each draw
-makes the interval about the models, not about one lucky seed. When the interval contains 0 the verdict
-is "no significant difference".
+``compare_models`` compares two models on one task from their per-run ``result.json`` dicts. The
+uncertainty of the difference of their mean scores has two sources, and each draw of the statistic
+carries both:
 
-Metrics: NER micro F1 (seqeval strict IOB2) and classification accuracy, macro-F1 and multi-label micro-F1
-are sums of per-example counts, so ``compare_models`` computes them from count matrices (one matrix product
-per model and seed for all draws); ``paired_bootstrap`` takes any ``metric_fn`` and is the reference the
-fast path is tested against (same seed -> same draws -> same numbers).
+* Test-set sampling. ``n`` example indices are drawn with replacement from the ``n`` test examples; the
+  SAME indices go to the gold answers and to every run of both models (the test set is shared, so the
+  examples are paired). Of the spread of these draws, the part that seed-to-seed prediction flips on
+  single examples cause is taken out (it is already in the seed term below, which would otherwise count
+  it twice): the draws are shrunk about their mean to the variance left.
+* Seed-to-seed variance. The runs of one model are a sample of its fine-tuning seeds; runs of two models
+  are NOT paired by seed (seed 1 of A and seed 1 of B share only the data order), so the two sides are
+  independent samples of possibly different sizes. Bootstrapping 3 seeds with replacement understates
+  their variance, so instead each draw adds ``sqrt(sd_a**2/n_a + sd_b**2/n_b) * t``, ``t`` a Student-t
+  variate with Welch-Satterthwaite degrees of freedom: Welch's two-sample t-test, whose heavy tails
+  at 2-4 degrees of freedom are what a 3-seed estimate of the seed variance needs.
+
+The interval is the percentile interval of the draws; the two-sided p-value is
+``2 * min(P(d <= 0), P(d >= 0))`` over the draws (capped at 1). When the interval contains 0 the verdict
+is "no significant difference". A side with a single run (a deterministic floor such as TF-IDF +
+logistic regression) contributes no seed variance; with one run on each side nothing is known about
+seeds and the interval covers test sampling only (``resampled`` says so). ``seed_noise`` lets a caller
+supply a seed variance estimated elsewhere (``aa_check`` does). Calibration (simulated accuracies, 300
+examples with per-example difficulty, seed sd of about 3 points, 3 runs against 3 and against a
+deterministic floor): ``tests/finetune/test_finetune_calibration.py`` bounds the rate of "significant" at
+95% with no true difference and prints the power at a true difference. As a second opinion,
+``aso_eps`` is Almost Stochastic Order (deepsig's ``eps_min``, see ``domainbert.finetune.aso``) of A's
+per-run scores over B's; with 3 runs a side it is far from calibrated (the calibration test prints how often
+it falls below 0.2 with no true difference), so it qualifies a verdict and never replaces it.
+
+Left out: a seed effect shared by both models (e.g. a lucky data order for every model), multiple-
+comparison corrections across tasks and pairs, and non-normal seed distributions beyond what the t tails
+cover (a model that collapses on some seeds has a large sd and so a wide interval, which is the honest
+reading). ``paired_bootstrap`` (any ``metric_fn``, one run per side, examples only) is the reference that
+the fast count-matrix path of ``compare_models`` is tested against.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
+
+from domainbert.finetune.aso import aso_eps
+from domainbert.finetune.counts import count_metric
 
 NO_DIFFERENCE = "no significant difference"
 
@@ -84,148 +109,215 @@ def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: S
     return _interval(diffs, point, confidence)
 
 
-# ---- per-example counts: metrics that are sums over examples ------------------------------------------------
-
-def _ner_counts(gold: list[list[str]], pred: list[list[str]]) -> np.ndarray:
-    """Per sentence: [true positives, predicted entities, gold entities] under seqeval strict IOB2."""
-    from seqeval.scheme import IOB2, Entities
-
-    out = np.zeros((len(gold), 3))
-    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        eg = set(Entities([g], IOB2).entities[0])
-        ep = set(Entities([p], IOB2).entities[0])
-        out[i] = (len(eg & ep), len(ep), len(eg))
-    return out
+ASO_ITERATIONS = 200  # deepsig's default is 1000; 200 keeps a comparison to a few milliseconds
 
 
-def _f1_from(tp: np.ndarray, n_pred: np.ndarray, n_true: np.ndarray) -> np.ndarray:
-    denom = n_pred + n_true
-    return np.divide(2 * tp, denom, out=np.zeros_like(tp, dtype=float), where=denom > 0)
+@dataclass(frozen=True)
+class SeedNoise:
+    """Seed-to-seed noise of ONE run's test score of a model on a task (in the metric's units).
 
-
-def _class_counts(gold: list[Any], pred: list[Any], labels: list[str], multi_label: bool) -> np.ndarray:
-    """Per example and label: [tp, fp, fn] flattened to 3*L columns."""
-    index = {label: j for j, label in enumerate(labels)}
-    out = np.zeros((len(gold), 3, len(labels)))
-    for i, (g, p) in enumerate(zip(gold, pred, strict=True)):
-        gs = set(g) if multi_label else {g}
-        ps = set(p) if multi_label else {p}
-        for label in gs & ps:
-            out[i, 0, index[label]] += 1
-        for label in ps - gs:
-            out[i, 1, index[label]] += 1
-        for label in gs - ps:
-            out[i, 2, index[label]] += 1
-    return out.reshape(len(gold), -1)
-
-
-def count_metric(task_type: str, metric: str, gold: list[Any], pred: list[Any], labels: list[str] | None = None,
-                 multi_label: bool = False) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
-    """Per-example count matrix ``[n, k]`` and a function from summed counts ``[..., k]`` to the metric.
-
-    Supported: NER ``f1`` (micro, strict IOB2); classification ``accuracy``, ``macro_f1`` (single-label:
-    over labels present in gold or predictions, as scikit-learn; multi-label: over all labels) and
-    ``micro_f1``.
+    ``sd``: standard deviation of the full-test score over seeds; ``df``: its degrees of freedom (runs
+    minus one, summed over models when pooled); ``within``: the part of ``sd**2`` made of per-example
+    prediction flips, which the example bootstrap already contains (taken out of it to avoid counting it
+    twice).
     """
-    if task_type == "ner":
-        if metric != "f1":
-            raise ValueError(f"bootstrap of NER metric {metric!r} is not supported (use 'f1')")
-        return _ner_counts(gold, pred), lambda s: _f1_from(s[..., 0], s[..., 1], s[..., 2])
-    if metric == "accuracy":
-        same = [float((sorted(g) if multi_label else g) == (sorted(p) if multi_label else p)) for g, p in zip(gold, pred, strict=True)]
-        return np.asarray(same)[:, None], lambda s: s[..., 0] / len(gold)
-    if labels is None:
-        seen = {x for rows in (gold, pred) for r in rows for x in (r if multi_label else [r])}
-        labels = sorted(seen)
-    counts = _class_counts(gold, pred, labels, multi_label)
-    L = len(labels)
 
-    def per_label(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        s = s.reshape(s.shape[:-1] + (3, L))
-        return s[..., 0, :], s[..., 1, :], s[..., 2, :]
-
-    if metric == "micro_f1":
-        def micro(s: np.ndarray) -> np.ndarray:
-            tp, fp, fn = per_label(s)
-            return _f1_from(tp.sum(-1), (tp + fp).sum(-1), (tp + fn).sum(-1))
-        return counts, micro
-    if metric == "macro_f1":
-        def macro(s: np.ndarray) -> np.ndarray:
-            tp, fp, fn = per_label(s)
-            f1 = _f1_from(tp, tp + fp, tp + fn)
-            if multi_label:
-                return f1.mean(-1)
-            present = (tp + fp + fn) > 0  # scikit-learn's default labels: those in gold or predictions
-            return np.where(present, f1, 0).sum(-1) / np.maximum(present.sum(-1), 1)
-        return counts, macro
-    raise ValueError(f"bootstrap of classification metric {metric!r} is not supported")
+    sd: float
+    df: float
+    within: float
 
 
-def compare_models(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], n_samples: int = 1000,
-                   confidence: float = 0.95, seed: int = 0, metric: str | None = None) -> dict[str, Any]:
-    """Compare two models on one task from their ``result.json`` dicts (one per seed).
-
-    Seeds are paired by their ``seed`` value (only seeds both models have are used); each bootstrap draw
-    resamples test example indices once and applies them to every seed of both models; the statistic is
-    the mean over seeds of (A - B). See the module docstring for details.
-
-    Args:
-        results_a: model A's results for one task (several seeds).
-        results_b: model B's results for the same task.
-        n_samples: bootstrap draws.
-        confidence: interval level.
-        seed: seed of the draws.
-        metric: the metric to compare; defaults to the results' ``primary_metric``.
-
-    Returns:
-        ``model_a``, ``model_b``, ``task``, ``metric``, ``seeds``, ``n_examples``, ``n_samples``,
-        ``a``/``b`` (``mean_std`` of the per-seed test metric), ``per_seed`` ([seed, a, b]),
-        ``diff`` (mean over seeds of A - B on the full test set), ``low``, ``high``, ``p_value``,
-        ``significant``, ``verdict``, ``confidence`` and ``resampled`` (a sentence saying what was resampled).
-
-    Raises:
-        ValueError: no common seed, different tasks, or different test sets.
-    """
-    by_a = {r["seed"]: r for r in results_a}
-    by_b = {r["seed"]: r for r in results_b}
-    seeds = sorted(set(by_a) & set(by_b))
-    if not seeds:
-        raise ValueError("the two models share no seed")
-    first = by_a[seeds[0]]
-    tasks = {r["task"] for r in list(by_a.values()) + list(by_b.values())}
-    if len(tasks) != 1:
-        raise ValueError(f"results of different tasks: {sorted(tasks)}")
-    gold = first["gold"]
-    for r in [by_a[s] for s in seeds] + [by_b[s] for s in seeds]:
-        if r["gold"] != gold:
-            raise ValueError(f"{r['model']} seed {r['seed']} was tested on different gold answers")
+def _scorer(runs: list[dict[str, Any]], metric: str | None, n_samples: int, seed: int):
+    """The metric's name and a function from runs to each run's metric on the full test set ``[S]`` and on every
+    bootstrap draw ``[S, n_samples]`` (the same draws for all runs; classification labels: those of ``runs``)."""
+    first = runs[0]
     metric = metric or first.get("primary_metric") or ("f1" if first["task_type"] == "ner" else "macro_f1")
     multi = bool(first.get("multi_label", False))
     labels = None
     if first["task_type"] != "ner":
-        seen = {x for r in [by_a[s] for s in seeds] + [by_b[s] for s in seeds] for rows in (r["gold"], r["pred"])
-                for row in rows for x in (row if multi else [row])}
-        labels = sorted(seen)
-    draws = bootstrap_indices(len(gold), n_samples, seed)
-    weights = np.zeros((n_samples, len(gold)))
-    np.add.at(weights, (np.arange(n_samples)[:, None], draws), 1.0)
-    diffs = np.zeros(n_samples)
-    point = 0.0
-    per_seed = []
-    for s in seeds:
-        scores = []
-        for r in (by_a[s], by_b[s]):
-            counts, fn = count_metric(first["task_type"], metric, gold, r["pred"], labels, multi)
-            scores.append((float(fn(counts.sum(0))), fn(weights @ counts)))
-        diffs += (scores[0][1] - scores[1][1]) / len(seeds)
-        point += (scores[0][0] - scores[1][0]) / len(seeds)
-        per_seed.append([s, scores[0][0], scores[1][0]])
-    out = _interval(diffs, point, confidence)
+        labels = sorted({x for r in runs for rows in (r["gold"], r["pred"]) for row in rows
+                         for x in (row if multi else [row])})
+    weights = np.zeros((n_samples, len(first["gold"])))
+    np.add.at(weights, (np.arange(n_samples)[:, None], bootstrap_indices(len(first["gold"]), n_samples, seed)), 1.0)
+
+    def score(some: list[dict[str, Any]]) -> tuple[np.ndarray, np.ndarray]:
+        full, boot = [], []
+        for r in some:
+            counts, fn = count_metric(r["task_type"], metric, r["gold"], r["pred"], labels, multi)
+            full.append(float(fn(counts.sum(0))))
+            boot.append(fn(weights @ counts))
+        return np.asarray(full), np.asarray(boot)
+
+    return metric, score
+
+
+def seed_noise_of(full: np.ndarray, boot: np.ndarray) -> SeedNoise | None:
+    """``SeedNoise`` of one model from its runs' full-test and per-draw scores; None with fewer than 2 runs.
+
+    ``within``: the bootstrap variance of each run's deviation from the runs' mean, summed over runs and
+    divided by ``runs - 1`` (the unbiased per-run variance of independent per-example flips).
+    """
+    if len(full) < 2:
+        return None
+    deviation = boot - boot.mean(0)
+    return SeedNoise(sd=float(full.std(ddof=1)), df=len(full) - 1, within=float(deviation.var(axis=1).sum() / (len(full) - 1)))
+
+
+def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> None:
+    if not results_a or not results_b:
+        raise ValueError("each model needs at least one run")
+    for runs in (results_a, results_b):
+        seeds = [r["seed"] for r in runs]
+        if len(set(seeds)) != len(seeds) or len({r["model"] for r in runs}) != 1:
+            raise ValueError(f"one side mixes models or repeats a seed: {[(r['model'], r['seed']) for r in runs]}")
+    tasks = {r["task"] for r in results_a + results_b}
+    if len(tasks) != 1:
+        raise ValueError(f"results of different tasks: {sorted(tasks)}")
+    gold = results_a[0]["gold"]
+    for r in results_a + results_b:
+        if r["gold"] != gold:
+            raise ValueError(f"{r['model']} seed {r['seed']} was tested on different gold answers")
+
+
+def compare_models(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], n_samples: int = 1000,
+                   confidence: float = 0.95, seed: int = 0, metric: str | None = None,
+                   seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None = None) -> dict[str, Any]:
+    """Compare two models on one task from their ``result.json`` dicts (one per run), seed-aware.
+
+    The statistic is mean over A's runs minus mean over B's runs; each draw is an example bootstrap of it
+    plus a Welch Student-t draw of the seed noise (see the module docstring). Seeds need not match.
+
+    Args:
+        results_a: model A's runs on one task (one per seed; a single run is taken as deterministic).
+        results_b: model B's runs on the same task and test set.
+        n_samples: draws.
+        confidence: interval level.
+        seed: seed of the draws.
+        metric: the metric to compare; defaults to the results' ``primary_metric``.
+        seed_noise: per side, a ``SeedNoise`` to use instead of the one estimated from that side's runs.
+
+    Returns:
+        ``model_a``, ``model_b``, ``task``, ``metric``, ``seeds`` (all seeds of either side),
+        ``seeds_a``/``seeds_b``, ``n_examples``, ``n_samples``, ``a``/``b`` (``mean_std`` of the per-run
+        test metric), ``per_seed`` ([seed, a or None, b or None]), ``diff`` (mean of A minus mean of B on
+        the full test set), ``low``, ``high``, ``p_value``, ``significant``, ``verdict``, ``confidence``,
+        ``method``, ``seed_sd`` ({"a", "b"}: sd of one run's score used for the seed term, None for a
+        one-run side), ``seed_df`` (Welch degrees of freedom, None without a seed term), ``aso_eps``
+        (ASO ``eps_min`` of A over B; None when neither side has 2 runs) and ``resampled`` (a sentence
+        saying what was resampled and drawn).
+
+    Raises:
+        ValueError: a side without runs, mixed models or repeated seeds, different tasks or test sets.
+    """
+    runs_a = sorted(results_a, key=lambda r: r["seed"])
+    runs_b = sorted(results_b, key=lambda r: r["seed"])
+    _check_runs(runs_a, runs_b)
+    first = runs_a[0]
+    gold = first["gold"]
+    metric, score = _scorer(runs_a + runs_b, metric, n_samples, seed)
+    full_a, boot_a = score(runs_a)
+    full_b, boot_b = score(runs_b)
+    sizes = (len(runs_a), len(runs_b))
+    noise = [seed_noise_of(full_a, boot_a), seed_noise_of(full_b, boot_b)]
+    for side, given in enumerate(seed_noise or (None, None)):
+        noise[side] = given if given is not None else noise[side]
+
+    point = float(full_a.mean() - full_b.mean())
+    example = boot_a.mean(0) - boot_b.mean(0)
+    terms = [(nz.sd**2 / size, nz.df) for nz, size in zip(noise, sizes, strict=True) if nz is not None and nz.sd > 0]
+    within = sum(nz.within / size for nz, size in zip(noise, sizes, strict=True) if nz is not None)
+    stat, seed_df = example, None
+    if terms:
+        v_seed = sum(v for v, _ in terms)
+        seed_df = v_seed**2 / sum(v**2 / df for v, df in terms)  # Welch-Satterthwaite
+        v_example = float(example.var())
+        shrink = math.sqrt(max(0.0, v_example - within) / v_example) if v_example > 0 else 0.0
+        t = np.random.default_rng([seed, 1]).standard_t(seed_df, n_samples)
+        stat = example.mean() + shrink * (example - example.mean()) + math.sqrt(v_seed) * t
+    out = _interval(stat, point, confidence)
     if out["significant"]:
-        out["verdict"] = f"{first['model'] if point > 0 else by_b[seeds[0]]['model']} better"
-    return {"model_a": first["model"], "model_b": by_b[seeds[0]]["model"], "task": first["task"], "metric": metric,
-            "seeds": seeds, "n_examples": len(gold), "n_samples": n_samples,
-            "a": mean_std([x[1] for x in per_seed]), "b": mean_std([x[2] for x in per_seed]), "per_seed": per_seed,
-            "resampled": (f"test examples ({len(gold)}), drawn with replacement {n_samples} times; the same draws for "
-                          f"both models and all {len(seeds)} paired seeds; statistic = mean over seeds of A - B"),
-            **out}
+        out["verdict"] = f"{first['model'] if point > 0 else runs_b[0]['model']} better"
+    aso = None
+    if max(sizes) >= 2:
+        aso = aso_eps(full_a, full_b, confidence_level=confidence, num_bootstrap_iterations=ASO_ITERATIONS, seed=seed)
+    seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
+    score_a, score_b = dict(zip(seeds_a, full_a.tolist(), strict=True)), dict(zip(seeds_b, full_b.tolist(), strict=True))
+    seeds = sorted(set(seeds_a) | set(seeds_b))
+    return {"model_a": first["model"], "model_b": runs_b[0]["model"], "task": first["task"], "metric": metric,
+            "seeds": seeds, "seeds_a": seeds_a, "seeds_b": seeds_b, "n_examples": len(gold), "n_samples": n_samples,
+            "a": mean_std(full_a), "b": mean_std(full_b),
+            "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
+            "method": "paired example bootstrap + Welch-t seed draw" if terms else "paired example bootstrap",
+            "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
+            "seed_df": seed_df, "aso_eps": aso,
+            "resampled": _resampled(len(gold), n_samples, sizes, noise, seed_df), **out}
+
+
+def _resampled(n: int, n_samples: int, sizes: tuple[int, int], noise: list[SeedNoise | None],
+               seed_df: float | None) -> str:
+    text = (f"test examples ({n}) drawn with replacement {n_samples} times, the same indices for all "
+            f"{sizes[0]} + {sizes[1]} runs of both models; statistic = mean over A's runs - mean over B's runs")
+    if seed_df is None:
+        return text + ("; seed variance could not be estimated (one run per side): the interval covers test "
+                       "sampling only")
+    sides = []
+    for name, nz, size in zip("AB", noise, sizes, strict=True):
+        if nz is None:
+            sides.append(f"{name} has one run, taken as deterministic")
+        else:
+            sides.append(f"{name}: sd {nz.sd:.4f} over {nz.df:g} df, {size} run(s)")
+    return (text + "; the per-example part of seed noise taken out of the example draws; seed noise drawn as "
+            f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df and added to each draw ("
+            + "; ".join(sides) + ")")
+
+
+def aa_check(results: list[dict[str, Any]], n_samples: int = 1000, confidence: float = 0.95, seed: int = 0,
+             metric: str | None = None) -> dict[str, Any]:
+    """A/A check on real results: how often is one model against ITSELF (other seeds) called significant?
+
+    Design: for every task and every model with at least 2 runs on it, each run is compared with each other
+    run of the same model (one run per side, so no true difference). The seed noise of both sides is the
+    ``SeedNoise`` pooled (sd squared weighted by degrees of freedom) over the OTHER models' runs of that
+    task, with this model's own per-example part (``within``). The pair's own runs are kept out of the sd
+    on purpose: estimated from the model's own 3 runs, the sd contains the very difference it judges, and
+    the test can then never reject (vacuous). The check therefore asks whether seed variance is alike
+    across the models of a task; a model whose seeds scatter far more than its neighbours' (e.g. one that
+    collapses on some seeds) is flagged, as it should be. Tasks with a single multi-run model give no
+    comparisons (counted in ``skipped``).
+
+    Returns:
+        ``comparisons``, ``significant``, ``rate`` (None without comparisons), ``skipped`` (pairs without a
+        pooled estimate) and ``groups`` (per task and model: ``task``, ``model``, ``pairs``,
+        ``significant``).
+    """
+    by_group: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    for r in results:
+        by_group.setdefault(r["task"], {}).setdefault(r["model"], []).append(r)
+    draws_seed = seed  # each pair gets its own draws
+    groups, comparisons, significant, skipped = [], 0, 0, 0
+    for task, models in sorted(by_group.items()):
+        models = {m: sorted(rs, key=lambda r: r["seed"]) for m, rs in models.items() if len(rs) >= 2}
+        noise = {}
+        for model, runs in models.items():
+            _, score = _scorer(runs, metric, n_samples, seed)
+            noise[model] = seed_noise_of(*score(runs))
+        for model, runs in sorted(models.items()):
+            others = [nz for m, nz in noise.items() if m != model]
+            pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]
+            if not others:
+                skipped += len(pairs)
+                continue
+            df = sum(nz.df for nz in others)
+            pooled = SeedNoise(sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df,
+                               within=noise[model].within)
+            hits = 0
+            for i, j in pairs:
+                draws_seed += 1
+                out = compare_models([runs[i]], [runs[j]], n_samples=n_samples, confidence=confidence,
+                                     seed=draws_seed, metric=metric, seed_noise=(pooled, pooled))
+                hits += out["significant"]
+            groups.append({"task": task, "model": model, "pairs": len(pairs), "significant": hits})
+            comparisons += len(pairs)
+            significant += hits
+    return {"comparisons": comparisons, "significant": significant,
+            "rate": significant / comparisons if comparisons else None, "skipped": skipped, "groups": groups}
