@@ -66,3 +66,6 @@ class ExecutionOptions(BaseModel):
         None, description="Run pretraining through this deployment (flow-name/deployment-name, e.g. "
                           "domainbert-pretrain/pretrain-gpu) so it lands on the GPU pool; default: in this flow run.")
     refresh_cache: bool = Field(False, description="Ignore cached task results (stages still skip complete outputs).")
+    lock_token: str | None = Field(
+        None, description="Token of the run-folder lock held by the parent pipeline run (set by domain_pipeline "
+                          "for its pretraining deployment; leave empty).")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.stages import (
     DEFAULT_EXECUTION,
@@ -25,9 +26,11 @@ from domainbert.flows.tasks import configured, cross_domain_task
 from prefect import flow, get_run_logger
 
 from domainbert.config import DEFAULT_PROFILE
+from domainbert.runlock import held_token
 
 
 @flow(name="domain-pipeline", log_prints=True)
+@locked
 def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: str = DEFAULT_PROFILE,
                     out: str | None = None, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
     """Run every stage of one domain and return the path of its report.html.
@@ -61,7 +64,8 @@ def _pretrain_on_deployment(spec: RunSpec, execution: ExecutionOptions) -> None:
     """Run the pretrain flow through its deployment (the GPU pool) and wait for it, as a subflow of this run."""
     from prefect.deployments import run_deployment
 
-    inner = execution.model_copy(update={"pretrain_deployment": None})
+    # The GPU worker joins this run's folder lock instead of finding it held.
+    inner = execution.model_copy(update={"pretrain_deployment": None, "lock_token": held_token(spec.out)})
     run = run_deployment(execution.pretrain_deployment, as_subflow=True,
                          parameters={"spec": spec.model_dump(mode="json"), "execution": inner.model_dump(mode="json")})
     if run.state is None or not run.state.is_completed():

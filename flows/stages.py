@@ -14,6 +14,7 @@ import os
 from typing import Any
 
 from domainbert.flows import caching
+from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.tasks import (
@@ -60,6 +61,7 @@ def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
 
 
 @flow(name="domainbert-corpus", log_prints=True)
+@locked
 def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Build the domain corpus, one Prefect task per input shard, and publish its statistics report.
 
@@ -88,6 +90,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
 
 
 @flow(name="domainbert-vocab", log_prints=True)
+@locked
 def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
     spec, cfg, layout = _prepare(spec)
@@ -98,6 +101,7 @@ def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -
 
 
 @flow(name="domainbert-pretrain", log_prints=True)
+@locked
 def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION,
                   arms: list[str] | None = None) -> dict[str, dict]:
     """Pretrain each arm (all arms of the config by default), one after the other.
@@ -115,6 +119,7 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
 
 
 @flow(name="domainbert-finetune", log_prints=True)
+@locked
 def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
@@ -138,6 +143,7 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
 
 
 @flow(name="domainbert-report", log_prints=True)
+@locked
 def report_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
     """Render the comparison report and publish it (Markdown + table) as Prefect artifacts."""
     spec, cfg, layout = _prepare(spec)

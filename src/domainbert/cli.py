@@ -19,6 +19,7 @@ import typer
 from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
 from domainbert.errors import DomainbertError
 from domainbert.paths import RunLayout, available_domains, default_run_dir
+from domainbert.runlock import run_lock
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Domain-adaptive pretraining for BERT-style encoders.")
@@ -52,7 +53,8 @@ def corpus(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.corpus.build import build_corpus
-    build_corpus(cfg, layout)
+    with run_lock(layout.root, f"domainbert corpus {domain}"):
+        build_corpus(cfg, layout)
     typer.echo(f"corpus: {layout.corpus}")
 
 
@@ -62,7 +64,8 @@ def vocab(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.vocab.stage import run_vocab
-    run_vocab(cfg, layout)
+    with run_lock(layout.root, f"domainbert vocab {domain}"):
+        run_vocab(cfg, layout)
     typer.echo(f"vocab: {layout.vocab}")
 
 
@@ -73,9 +76,10 @@ def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.pretrain.stage import pretrain_arm
-    for name in arm or cfg.pretrain.arms:
-        pretrain_arm(cfg, name, layout)
-        typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
+    with run_lock(layout.root, f"domainbert pretrain {domain}"):
+        for name in arm or cfg.pretrain.arms:
+            pretrain_arm(cfg, name, layout)
+            typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
 
 
 @app.command()
@@ -84,7 +88,8 @@ def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
     """Fine-tune every model on every task over the configured seeds."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.finetune.stage import finetune_all
-    finetune_all(cfg, layout)
+    with run_lock(layout.root, f"domainbert finetune {domain}"):
+        finetune_all(cfg, layout)
     typer.echo(f"finetune: {layout.root / 'finetune'}")
 
 
@@ -94,7 +99,8 @@ def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
     """Render the comparison report from a run's artifacts (no retraining)."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.report.compare import render_report
-    path = render_report(cfg, layout)
+    with run_lock(layout.root, f"domainbert report {domain}"):
+        path = render_report(cfg, layout)
     typer.echo(f"report: {path}")
 
 
@@ -129,8 +135,9 @@ def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt =
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
 
-    path = domain_pipeline(domain=str(domain), overrides=list(overrides or []), profile=profile,
-                           out=str(layout.root), execution=ExecutionOptions(dask_local_workers=workers))
+    with run_lock(layout.root, f"domainbert run {domain}"):
+        path = domain_pipeline(domain=str(domain), overrides=list(overrides or []), profile=profile,
+                               out=str(layout.root), execution=ExecutionOptions(dask_local_workers=workers))
     typer.echo(f"report: {path}")
 
 
