@@ -31,6 +31,7 @@ from typing import Any
 import numpy as np
 import torch
 
+from domainbert import signals
 from domainbert.errors import ModelError
 
 logger = logging.getLogger(__name__)
@@ -161,6 +162,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
                 s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
     while step < total and not stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
+            signals.check(f"at fine-tuning step {step}")  # SIGTERM/SIGUSR1: stop here, nothing is written
             t0, c0 = time.perf_counter(), time.process_time()
             model.train()
             if s.frozen:
