@@ -67,6 +67,15 @@ def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
         "training, not arms with different vocabularies.", "",
         "![loss curve](loss_curve.png)", "",
     ]
+    ext = Path(str(p["source"])) / "extension.json"  # the vocab stage's record of what the extended arm adds
+    if arm == "extended" and ext.is_file():
+        import json
+
+        e = json.loads(ext.read_text())
+        how = (f"set by vocab.extension.num_tokens, overriding the recommendation of {e.get('recommended_tokens')}"
+               if e.get("source") == "override" else "the number the vocabulary stage's recommendation gives")
+        lines[-2:-2] = ["## Vocabulary extension", "", f"{e['num_tokens']:,} domain tokens added to the base "
+                        f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.", ""]
     return "\n".join(lines)
 
 

@@ -17,6 +17,7 @@ from typing import Any
 from domainbert.report.document import Figure, Section, Table
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.sections import fmt, not_run
+from domainbert.vocab.report import extension_sentence
 
 FRAGMENTED_ROWS = 10
 
@@ -111,12 +112,14 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                       "Most frequent domain words the base tokenizer cuts into 3+ pieces"))
     ext = v.get("extension")
     if isinstance(ext, dict) and ext:
-        if ext.get("enabled") and ext.get("num_tokens"):
+        if ext.get("enabled") and "method" in ext:
             top = ", ".join(str(t.get("token", t.get("word", t))) if isinstance(t, dict) else str(t)
                             for t in (ext.get("top") or [])[:15])
+            why = extension_sentence(ext, v.get("recommendation") or {}) if "source" in ext else ""
             sec.add(f"Vocabulary extension: {fmt(ext.get('num_tokens'))} tokens added to the base model "
                     f"({fmt(ext.get('candidates'))} candidates; method {ext.get('method', '-')}; new vocabulary "
-                    f"size {fmt(ext.get('vocab_size'))})" + (f"; first tokens: {top}." if top else "."))
+                    f"size {fmt(ext.get('vocab_size'))})" + (f"; first tokens: {top}." if top else ".")
+                    + (f" {why}" if why else ""))
         else:
             sec.add(f"Vocabulary extension: not built (enabled: {fmt(ext.get('enabled'))}, "
                     f"candidates: {fmt(ext.get('candidates'))}).")

@@ -37,7 +37,9 @@ class ReferenceVocab(StrictModel):
 
 class ExtensionConfig(StrictModel):
     enabled: bool = True
-    num_tokens: int = Field(1000, ge=1, description="New tokens added to the base vocabulary (frequency x fragmentation).")
+    num_tokens: int | None = Field(None, ge=0, description="New tokens added to the base vocabulary (the most "
+                                   "frequent x fragmented candidates); default: the recommendation's number, the "
+                                   "words its rule 3 counts. A number here overrides it (the report says so).")
     min_count: int = Field(3, ge=1, description="A candidate word occurs at least this often in the train split.")
 
 

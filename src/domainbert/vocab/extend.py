@@ -3,7 +3,8 @@
 Selection: candidate words are the train split's words under the base tokenizer's normaliser (lower-cased for
 an uncased base), seen at least ``min_count`` times, holding a letter, not already a token, and cut by the
 base tokenizer into 2+ pieces none of which is UNK; they are ranked by ``count x (pieces - 1)`` (the tokens the
-word costs beyond one) and the top ``num_tokens`` are taken.
+word costs beyond one). The vocab stage adds the ones the recommendation counts, or the top
+``vocab.extension.num_tokens`` when the config sets it.
 
 How the tokens are added (the choice matters: transformers' "added tokens" are matched in the raw text before
 the model runs, so ``token`` would also fire inside ``tokens`` unless ``single_word`` is set, and they bypass
@@ -81,7 +82,7 @@ def extend_model(model, new_ids: list[int], piece_ids: list[list[int]]):
     import torch
 
     emb = model.get_input_embeddings()
-    size = max(emb.num_embeddings, max(new_ids) + 1)
+    size = max(emb.num_embeddings, max(new_ids, default=-1) + 1)
     model.resize_token_embeddings(size, mean_resizing=False)
     emb = model.get_input_embeddings()
     out = model.get_output_embeddings()
@@ -96,15 +97,18 @@ def extend_model(model, new_ids: list[int], piece_ids: list[list[int]]):
     return model
 
 
-def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: list[dict], folder: Path) -> dict:
+def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: list[dict], folder: Path,
+                         decision: dict | None = None) -> dict:
     """Write the extended model + tokenizer to ``folder``; returns a summary of what was added.
 
     Args:
         base_ref: the base model reference (``package:...``, a folder or a hub id).
         base_hf: the base transformers tokenizer (its special tokens and length limit are kept).
         base: the base ``TokenizerInfo``.
-        chosen: the selected candidates (``extension_candidates`` rows).
+        chosen: the selected candidates (``extension_candidates`` rows); none gives the base model unchanged.
         folder: the output folder (created).
+        decision: how the number was chosen (``source``: recommendation or override, ``recommended_tokens``),
+            kept in ``extension.json`` so the pretraining model card can state it.
     """
     from transformers import PreTrainedTokenizerFast
 
@@ -121,7 +125,8 @@ def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: li
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     hf.save_pretrained(str(folder))
-    summary = {"method": method, "num_tokens": len(words), "vocab_size": model.get_input_embeddings().num_embeddings,
+    summary = {"method": method, "num_tokens": len(words), **(decision or {}),
+               "vocab_size": model.get_input_embeddings().num_embeddings,
                "tokens": [{"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}
                           for c, i in zip(chosen, new_ids, strict=True)]}
     (folder / "extension.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")

@@ -35,13 +35,16 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
         t: the thresholds.
 
     Returns:
-        ``{"decision": "continue" | "extend" | "scratch", "extend_tokens": N, "reasons": [...], "figures": ...,
-        "thresholds": ...}``.
+        ``{"decision": "continue" | "extend" | "scratch", "extend_tokens": N (0 unless extend), "extend_words":
+        the words rule 3 counts (whatever the decision; the extended arm adds these unless
+        ``vocab.extension.num_tokens`` overrides), "reasons": [...], "figures": ..., "thresholds": ...}``.
     """
     shift, saving = figures["shift"], figures["saving"]
     fertility, unk = figures["fertility"], figures["unk_rate"]
     min_count = t.extend_min_per_million * train_words / 1e6
-    n_extend = sum(1 for c in candidates if c["count"] >= min_count and len(c["pieces"]) >= t.extend_min_pieces)
+    extend_words = [c["word"] for c in candidates
+                    if c["count"] >= min_count and len(c["pieces"]) >= t.extend_min_pieces]
+    n_extend = len(extend_words)
     reasons = [
         f"overlap shift (control - domain) = {shift:+.1%} (continue below {t.continue_max_shift:.0%}, "
         f"scratch from {t.scratch_min_shift:.0%})",
@@ -64,6 +67,7 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
     else:
         decision, why = "continue", "the misfit is spread thin: no frequent word is badly fragmented"
     return {"decision": decision, "choice": decision, "extend_tokens": n_extend if decision == "extend" else 0,
+            "extend_words": extend_words,
             "summary": why, "reasons": reasons,
             "figures": {"shift": shift, "saving": saving, "fertility": fertility, "unk_rate": unk,
                         "train_words": train_words, "extend_candidates": n_extend},

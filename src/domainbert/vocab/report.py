@@ -21,6 +21,32 @@ def pct(x: float) -> str:
     return f"{100 * x:.1f}%"
 
 
+def _and(sizes: list[int]) -> str:
+    items = [f"{s:,}" for s in sizes]
+    return items[0] if len(items) == 1 else ", ".join(items[:-1]) + " and " + items[-1]
+
+
+def _reached(achieved: int, requested: int, what: str) -> str:
+    """"N tokens", saying so when ``what`` supported fewer than requested."""
+    if achieved >= requested:
+        return f"{achieved:,} tokens"
+    return f"{achieved:,} tokens ({what} supports only {achieved:,} of the {requested:,} requested)"
+
+
+def extension_sentence(ext: dict, rec: dict) -> str:
+    """How many tokens the extended model adds and why: the recommendation's number, or the config's override."""
+    n, recommended = ext.get("num_tokens", 0), ext.get("recommended_tokens", 0)
+    if ext.get("source") == "override":
+        return (f"{n:,} tokens added: vocab.extension.num_tokens = {ext.get('requested_tokens'):,} overrides the "
+                f"recommendation ({recommended:,} tokens).")
+    if n == 0:
+        return ("No token added: no word qualifies under the recommendation's rule 3, so the extended model is the "
+                "base model unchanged (set vocab.extension.num_tokens to force an extension).")
+    why = "as recommended" if rec.get("decision") == "extend" else (
+        f"the words the recommendation's rule 3 counts (its decision is {rec.get('decision')})")
+    return f"{n:,} tokens added, {why}."
+
+
 def published_comparison(p, report: dict) -> dict:
     """A published overlap figure beside ours, with a sentence on why they differ."""
     ov = report["overlap"].get(p.reference)
@@ -50,12 +76,14 @@ def _blocks(r: dict) -> list[tuple]:
     decision = rec["decision"] + (f" (extend the vocabulary by {rec['extend_tokens']} tokens)"
                                   if rec["decision"] == "extend" else "")
     b: list[tuple] = [("h2", "Recommendation"), ("p", f"{decision}: {rec['summary']}."), ("ul", rec["reasons"])]
-    t = r["tokenizer"]
+    t, ctl, train = r["tokenizer"], r["control"], r["train"]
     b += [("h2", "Domain tokenizer"),
-          ("p", f"{t['kind']}, {'uncased' if t['lowercase'] else 'cased'}, {t['achieved_vocab_size']:,} tokens "
-                f"(requested {t['vocab_size']:,}), trained on {r['train']['documents']:,} documents, "
-                f"{r['train']['words']:,} words ({r['train']['bytes'] / 1e6:.2f} MB) in {r['train']['train_seconds']:.1f}s. "
-                f"Control: {r['control']['words']:,} words of general text ({r['control']['documents']:,} documents).")]
+          ("p", f"{t['kind']}, {'uncased' if t['lowercase'] else 'cased'}, "
+                f"{_reached(t['achieved_vocab_size'], t['vocab_size'], 'the corpus')}, trained on "
+                f"{train['documents']:,} documents, {train['words']:,} words ({train['bytes'] / 1e6:.2f} MB) in "
+                f"{train['train_seconds']:.1f}s. Control: {ctl['words']:,} words of general text "
+                f"({ctl['documents']:,} documents), "
+                f"{_reached(ctl.get('vocab_size', t['achieved_vocab_size']), t['vocab_size'], 'the control text')}.")]
     rows = []
     for name, ov in r["overlap"].items():
         d, c, m = ov["domain"], ov["control"], ov["domain_matched"]
@@ -72,11 +100,20 @@ def _blocks(r: dict) -> list[tuple]:
     for p in r.get("published", []):
         b.append(("p", p["sentence"]))
     b.append(("img", "overlap_curve.png", "Share of the vocabulary found in each reference, by vocabulary size"))
-    crow = []
-    for name in r["curve"]["domain"]:
-        crow.append([f"{name} (domain)"] + [pct(x) for x in r["curve"]["domain"][name]])
-        crow.append([f"{name} (control)"] + [pct(x) for x in r["curve"]["control"][name]])
-    b.append(("table", ["vocabulary"] + [f"{s:,}" for s in r["curve"]["sizes"]], crow))
+    curve, crow = r["curve"], []
+    for name in curve["domain"]:
+        crow.append([f"{name} (domain)"] + [pct(x) for x in curve["domain"][name]])
+        crow.append([f"{name} (control)"] + [pct(x) for x in curve["control"][name]])
+    ctl_sizes = curve.get("control_sizes", curve["sizes"])
+    b.append(("table", ["vocabulary"] + [f"{s:,}" + (f" (control {c:,})" if c != s else "")
+                                         for s, c in zip(curve["sizes"], ctl_sizes, strict=True)], crow))
+    if curve.get("unreached"):
+        reach = curve["reach"]
+        b.append(("p", f"Requested curve sizes {_and(curve['unreached'])} were not reached: the domain corpus "
+                       f"supports {reach['domain']:,} tokens and the control text {reach['control']:,}, so the "
+                       f"curve stops at {curve['sizes'][-1]:,}" + (f" (control {ctl_sizes[-1]:,})"
+                                                                    if ctl_sizes[-1] != curve["sizes"][-1] else "")
+                       + ". Every size above is the one measured."))
     hrows = [[name, f"{h['fertility']:.3f}", pct(h["split_2plus"]), pct(h["split_3plus"]), f"{100 * h['unk_rate']:.2f}%",
               f"{h['mean_tokens_per_document']:.1f}", f"{h['length_vs_base']:.3f}"] for name, h in r["heldout"].items()]
     first = next(iter(r["heldout"].values()))
@@ -93,13 +130,14 @@ def _blocks(r: dict) -> list[tuple]:
     ext = r["extension"]
     b.append(("h2", "Vocabulary extension"))
     if "method" in ext:
-        b.append(("p", f"{ext['num_tokens']} tokens added ({ext['method']}) out of {ext['candidates']} candidates; "
+        b.append(("p", f"{extension_sentence(ext, rec)} Method {ext['method']}, {ext['candidates']:,} candidates; "
                        f"extended vocabulary {ext['vocab_size']:,}; new embeddings = mean of the base pieces' "
                        f"embeddings (AdaLM). Saved in extended-model/."))
-        b.append(("table", ["token", "count", "base pieces"],
-                  [[x["word"], f"{x['count']:,}", " ".join(x["base_pieces"])] for x in ext["top"]]))
+        if ext["top"]:
+            b.append(("table", ["token", "count", "base pieces"],
+                      [[x["word"], f"{x['count']:,}", " ".join(x["base_pieces"])] for x in ext["top"]]))
     else:
-        b.append(("p", "Not built (disabled or no candidate)."))
+        b.append(("p", "Not built (vocab.extension.enabled is false)."))
     b += [("h2", "Method"), ("pre", OVERLAP_METHOD.strip()), ("pre", RECOMMEND_METHOD.strip())]
     return b
 
@@ -165,7 +203,8 @@ def plot(report: dict, folder: Path) -> None:
     for i, name in enumerate(curve["domain"]):
         color = f"C{i}"
         ax.plot(curve["sizes"], curve["domain"][name], "o-", color=color, label=f"domain vs {name}")
-        ax.plot(curve["sizes"], curve["control"][name], "s--", color=color, label=f"control vs {name}")
+        ax.plot(curve.get("control_sizes", curve["sizes"]), curve["control"][name], "s--", color=color,
+                label=f"control vs {name}")
     ax.set_xlabel("vocabulary size")
     ax.set_ylabel("share of the vocabulary in the reference")
     ax.set_title(f"{report['domain']}: vocabulary overlap by size")

@@ -22,6 +22,7 @@ from domainbert.corpus import store
 from domainbert.errors import DataError
 from domainbert.paths import RunLayout
 from domainbert.vocab import control as ctl
+from domainbert.vocab.config import ExtensionConfig
 from domainbert.vocab.extend import build_extended_model, extension_candidates
 from domainbert.vocab.fertility import (
     count_words,
@@ -94,6 +95,44 @@ def _vocab_at(tok, size: int, cfg: DomainConfig, main_size: int, retrain) -> lis
     return ordered_vocab(tok if size == main_size else retrain(size))
 
 
+def curve_points(requested: list[int], domain_at, control_at, prefix: bool) -> tuple[dict, list[tuple[list, list]]]:
+    """The overlap curve's points: the requested sizes both vocabularies reach, then one point at what they
+    reached when a larger size was requested (a small corpus stops WordPiece and SentencePiece short).
+
+    Args:
+        requested: ``vocab.curve_sizes``.
+        domain_at, control_at: size -> the domain / control vocabulary of that size (tokens in id order),
+            shorter than asked when the text supports fewer tokens.
+        prefix: a smaller vocabulary is a prefix of a larger one (WordPiece), so the last point can put both
+            vocabularies at the size both reached; otherwise each keeps the size it reached.
+
+    Returns:
+        ``({"requested_sizes", "sizes" (the domain vocabulary's achieved size per point), "control_sizes",
+        "unreached" (requested sizes not reached), "reach" ({"domain", "control"}: tokens each reached when a
+        size was not, else None), "domain": {}, "control": {}}, [(domain tokens, control tokens) per point])``.
+    """
+    curve: dict = {"requested_sizes": list(requested), "sizes": [], "control_sizes": [], "unreached": [],
+                   "reach": {"domain": None, "control": None}, "domain": {}, "control": {}}
+    points: list[tuple[list, list]] = []
+    for s in sorted(set(requested)):
+        if curve["unreached"]:  # larger sizes cannot be reached either
+            curve["unreached"].append(s)
+            continue
+        dom, ctl = domain_at(s), control_at(s)
+        if len(dom) < s or len(ctl) < s:
+            curve["unreached"].append(s)
+            curve["reach"] = {"domain": len(dom), "control": len(ctl)}
+            if prefix:
+                common = min(len(dom), len(ctl))
+                dom, ctl = dom[:common], ctl[:common]
+            if len(dom) in curve["sizes"] and len(ctl) in curve["control_sizes"]:
+                continue  # already measured at exactly this size
+        curve["sizes"].append(len(dom))
+        curve["control_sizes"].append(len(ctl))
+        points.append((dom, ctl))
+    return curve, points
+
+
 def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None = None) -> dict:
     """Compute every figure and write the stage's files into ``out`` (see ``run_vocab``)."""
     t, v = cfg.tokenizer, cfg.vocab
@@ -142,26 +181,22 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     targets = [(r.name, r) for r in refs] + [("base", base)]
     forms = {name: ReferenceForms(info) for name, info in targets}
 
-    overlap, curve = {}, {"sizes": list(v.curve_sizes), "domain": {}, "control": {}}
     retrain_dom = lambda s: _train(train_texts, cfg, s)  # noqa: E731
     retrain_ctl = lambda s: _train(ctl_texts, cfg, s)  # noqa: E731
-    dom_curve = {s: _vocab_at(big, s, cfg, size, retrain_dom) for s in v.curve_sizes}
-    ctl_curve = {s: _vocab_at(control_big, s, cfg, size, retrain_ctl) for s in v.curve_sizes}
+    curve, points = curve_points(list(v.curve_sizes), lambda s: _vocab_at(big, s, cfg, size, retrain_dom),
+                                 lambda s: _vocab_at(control_big, s, cfg, size, retrain_ctl), wordpiece)
     style, special = domain.style, domain.special
     dom_forms, ctl_forms = info_forms(domain), info_forms(control)
     matched_forms = dom_forms if matched is domain else info_forms(matched)
-    dom_curve_forms = {s: comparable(dom_curve[s], style, special) for s in v.curve_sizes}
-    ctl_curve_forms = {s: comparable(ctl_curve[s], style, special) for s in v.curve_sizes}
+    dom_curve_forms = [comparable(d, style, special) for d, _ in points]
+    ctl_curve_forms = [comparable(c, style, special) for _, c in points]
+    overlap: dict = {}
     for name, rf in forms.items():
         overlap[name] = {"domain": rf.compare(dom_forms), "control": rf.compare(ctl_forms),
                          "domain_matched": rf.compare(matched_forms)}
         overlap[name]["overlap"] = overlap[name]["domain"]["domain_in_reference"]  # the headline (SciBERT's) figure
-        curve["domain"][name] = [rf.compare(dom_curve_forms[s], reverse=False)["domain_in_reference"]
-                                 for s in v.curve_sizes]
-        curve["control"][name] = [rf.compare(ctl_curve_forms[s], reverse=False)["domain_in_reference"]
-                                  for s in v.curve_sizes]
-    curve["achieved_sizes"] = {"domain": [len(dom_curve[s]) for s in v.curve_sizes],
-                               "control": [len(ctl_curve[s]) for s in v.curve_sizes]}
+        curve["domain"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in dom_curve_forms]
+        curve["control"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in ctl_curve_forms]
 
     log.info("vocab: counting words and tokens of the train split")
     words = count_words(train_texts())
@@ -180,45 +215,47 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
         missing[name] = miss_rows[: v.top_words]
 
     candidates = extension_candidates(words, base, v.extension.min_count)
-    extension: dict = {"enabled": v.extension.enabled, "candidates": len(candidates)}
     heldout_texts = [x for _, x in zip(range(v.heldout_documents), store.iter_texts(corpus, "validation"),
                                        strict=False)]
     if not heldout_texts:
         raise DataError("the corpus validation split is empty (needed for held-out figures)",
                         file=corpus / "validation")
     measured = [(r.name, r) for r in refs] + [("base", base), ("domain", domain)]
-    if v.extension.enabled and candidates:
-        log.info("vocab: extending the base model by %d tokens", min(v.extension.num_tokens, len(candidates)))
-        chosen = candidates[: v.extension.num_tokens]
-        with atomic_output(out / "extended-model", config=config_of(cfg), inputs=inputs) as tmp_ext:
-            summary = build_extended_model(cfg.base_model.name_or_path, base_hf, base, chosen, tmp_ext)
-        from domainbert.models import load_tokenizer
-
-        extended = describe(load_tokenizer(out / "extended-model").backend_tokenizer, "extended")
-        measured.append(("extended", extended))
-        extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
-        extension["top"] = summary["tokens"][: v.top_words]
-
     log.info("vocab: held-out figures on %d validation documents", len(heldout_texts))
     heldout = {name: heldout_stats(info, heldout_texts) for name, info in measured}
     base_len = heldout["base"]["mean_tokens_per_document"]
     for row in heldout.values():
         row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
-
     base_ov = overlap["base"]
     figures = {"shift": base_ov["control"]["domain_in_reference"] - base_ov["domain_matched"]["domain_in_reference"],
                "saving": 1 - heldout["domain"]["length_vs_base"],
                "fertility": heldout["base"]["fertility"], "unk_rate": heldout["base"]["unk_rate"]}
     rec = recommend(figures, candidates, stats.words, v.recommend)
 
+    chosen, extension = choose_extension(v.extension, candidates, rec)
+    if v.extension.enabled:
+        log.info("vocab: extending the base model by %d tokens (%s)", len(chosen), extension["source"])
+        with atomic_output(out / "extended-model", config=config_of(cfg), inputs=inputs) as tmp_ext:
+            summary = build_extended_model(cfg.base_model.name_or_path, base_hf, base, chosen, tmp_ext,
+                                           decision={k: extension[k] for k in ("source", "recommended_tokens")})
+        from domainbert.models import load_tokenizer
+
+        extended = describe(load_tokenizer(out / "extended-model").backend_tokenizer, "extended")
+        heldout["extended"] = row = heldout_stats(extended, heldout_texts)
+        row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
+        extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
+        extension["top"] = summary["tokens"][: v.top_words]
+
     report = {
         "domain": cfg.name, "profile": cfg.profile,
-        "tokenizer": {**t.model_dump(mode="json"), "vocab_size": size, "achieved_vocab_size": domain.tokenizer.get_vocab_size(),
-                      "style": domain.style},
-        "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes,
-                  "train_seconds": stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
+        "tokenizer": {**t.model_dump(mode="json"), "vocab_size": size,
+                      "achieved_vocab_size": domain.tokenizer.get_vocab_size(), "style": domain.style},
+        "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes, "train_seconds":
+                  stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
         "control": {"files": [str(f) for f in files], "documents_available": ctl_docs, "words_available": ctl_words,
                     "documents": ctl_stats.documents, "words": ctl_stats.words,
+                    "vocab_size": control.tokenizer.get_vocab_size(),
+                    "domain_matched_vocab_size": matched.tokenizer.get_vocab_size(),
                     "domain_matched_words": matched_words if matched is not domain else stats.words},
         "references": [{"name": i.name, "source": i.source, "style": i.style, "lowercase": i.lowercase,
                         "vocab_size": i.tokenizer.get_vocab_size()} for _, i in targets],
@@ -232,6 +269,24 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     write_report(report, out)
     log.info("vocab: %s (%.1fs)", rec["decision"], report["seconds"])
     return report
+
+
+def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) -> tuple[list[dict], dict]:
+    """The words the extended model adds: the recommendation's (the candidates that qualify under its rule 3,
+    best first) unless ``vocab.extension.num_tokens`` overrides it with the top ``num_tokens`` candidates.
+
+    Returns the chosen candidates and the ``extension`` entry of the report (``num_tokens`` set to what is
+    actually added; the builder adds ``method`` and ``vocab_size``).
+    """
+    recommended = rec["extend_words"]
+    if ext.num_tokens is None:
+        chosen, source = [c for c in candidates if c["word"] in set(recommended)], "recommendation"
+    else:
+        chosen, source = candidates[: ext.num_tokens], "override"
+    info = {"enabled": ext.enabled, "candidates": len(candidates), "source": source,
+            "recommended_tokens": len(recommended), "requested_tokens": ext.num_tokens,
+            "num_tokens": len(chosen) if ext.enabled else 0}
+    return (chosen if ext.enabled else []), info
 
 
 def config_of(cfg: DomainConfig) -> dict:
