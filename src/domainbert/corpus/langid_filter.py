@@ -208,7 +208,8 @@ class LanguageIdV2(LanguageId):
         out = []
         for i in range(len(texts)):
             if allowance[i] > 0:  # short: kept unless another language leads by more than the allowance
-                out.append((True, "") if lead[i] <= allowance[i] else (False, f"language_{self._model.classes[top[i]]}"))
+                lang = self._model.classes[top[i]]
+                out.append((True, "") if lead[i] <= allowance[i] else (False, f"language_{lang}"))
             else:
                 out.append(self._verdict(self._model.classes[top[i]], float(conf[i])))
         return out
