@@ -5,8 +5,9 @@ random sentences of all shipped corpora that overlap no evaluation text, so they
 with an evaluation text inserted; then 10% exact copies and 10% near copies with one word changed), and measures, each in a fresh process:
 
 * ``full``: the law-style filter stack (unicode, control chars, whitespace, min length, Gopher repetition,
-  symbol ratio, language id) + exact + MinHash near dedup + decontamination against the law and science tasks;
-* ``exact_only``: no filters, exact dedup only;
+  symbol ratio, language id) + exact + MinHash near dedup + decontamination against the law and science tasks
+  + the leakage audit of the finished corpus;
+* ``exact_only``: no filters, exact dedup only (no decontamination, no audit);
 * ``baseline``: what a user might write: ``pandas.read_json(lines=True)`` of everything, ``drop_duplicates``
   on the text, one Parquet file.
 
@@ -55,11 +56,11 @@ def _sentence_pool(tmp: Path) -> tuple[list[str], list[str]]:
             for line in f:
                 sentences += [s for s in re.split(r"(?<=[.!?])\s+|\n+", json.loads(line)["text"]) if len(s) > 20]
     cfg = _config(tmp / "unused.jsonl", "full")
-    build_index(cfg.finetune.tasks, cfg.corpus.decontamination, tmp / "index.npz")
+    sets = eval_texts(cfg.finetune.tasks, list(cfg.corpus.decontamination.splits))
+    build_index(sets.texts, cfg.corpus.decontamination, tmp / "index.npz")
     checked = Decontaminator(tmp / "index.npz", cfg.corpus.decontamination).check_batch(sentences)
     clean = [s for s, c in zip(sentences, checked, strict=True) if c is s]
-    evals = [t for texts in eval_texts(cfg.finetune.tasks, list(cfg.corpus.decontamination.splits)).values()
-             for t in texts if len(t.split()) >= 8]
+    evals = [t for texts in sets.texts.values() for t in texts if len(t.split()) >= 8]
     return clean, evals
 
 
@@ -96,7 +97,8 @@ def _config(data: Path, mode: str):
     src = f"[{{type: local, name: bench, paths: [{data}], format: jsonl}}]"
     overrides = [f"corpus.sources={src}", "corpus.shard_documents=5000"]
     if mode == "exact_only":
-        overrides += ["corpus.filters=[]", "corpus.dedup.near=false", "corpus.decontamination.enabled=false"]
+        overrides += ["corpus.filters=[]", "corpus.dedup.near=false", "corpus.decontamination.enabled=false",
+                      "corpus.decontamination.audit=false"]
     cfg = load_domain("law", overrides)
     science = load_domain("science")
     return cfg.model_copy(update={"finetune": cfg.finetune.model_copy(

@@ -163,8 +163,9 @@ def test_cut_sentences_are_gone_from_the_built_corpus(tmp_path):
         f.writelines(json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate([mixed, clean[3]]))
     task = tmp_path / "task"
     task.mkdir()
-    with gzip.open(task / "test.jsonl.gz", "wt") as f:
-        f.write(json.dumps({"text": eval_text, "label": "x"}) + "\n")
+    for split, text in (("test", eval_text), ("validation", "other text")):
+        with gzip.open(task / f"{split}.jsonl.gz", "wt") as f:
+            f.write(json.dumps({"text": text, "label": "x"}) + "\n")
     cfg = _cfg(tmp_path, sources=[{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]}],
                validation_fraction=0.01)
     m = build_corpus(cfg, RunLayout(tmp_path / "run"))

@@ -8,7 +8,7 @@ import json
 import numpy as np
 
 from domainbert.corpus.config import DecontaminationConfig, DedupConfig
-from domainbert.corpus.decontaminate import Decontaminator, build_index, read_conll_sentences
+from domainbert.corpus.decontaminate import Decontaminator, build_index, eval_texts
 from domainbert.corpus.dedup import SignatureStore, exact_first_mask, lsh_params, near_duplicate_mask
 from domainbert.corpus.hashing import (
     MinHasher,
@@ -71,7 +71,8 @@ def _task(tmp_path):
 
 def test_decontamination_rule(tmp_path):
     cfg = DecontaminationConfig(ngram=8, max_overlap=0.5)
-    summary = build_index([_task(tmp_path)], cfg, tmp_path / "index.npz")
+    sets = eval_texts([_task(tmp_path)], ["validation", "test"])
+    summary = build_index(sets.texts, cfg, tmp_path / "index.npz")
     assert summary["t/test"]["texts"] == 1 and summary["t/validation"]["short_texts"] == 1
     dec = Decontaminator(tmp_path / "index.npz", cfg)
     assert dec.check(BASE.upper() + "!") is None  # whole document overlaps: removed
@@ -85,12 +86,6 @@ def test_decontamination_rule(tmp_path):
     assert dec.check("train text is never indexed at all, not even a little bit here") is not None
     assert dec.removed["t/test"]["documents"] >= 1
     assert dec.removed["t/test"]["sentences"] >= 1 and dec.removed["t/validation"]["sentences"] >= 1
-
-
-def test_conll_reader(tmp_path):
-    path = tmp_path / "test.conll"
-    path.write_text("-DOCSTART-\tO\n\nThe\tO\nlexer\tB-TERM\n\nWorks\tO\n")
-    assert read_conll_sentences(path) == ["The lexer", "Works"]
 
 
 def test_exact_keys_ignore_case_and_spacing_and_count_words_like_split():
@@ -115,23 +110,6 @@ def test_batch_shingles_equal_one_document_at_a_time():
         assert np.array_equal(b, s)
 
 
-def test_decontamination_batch_equals_check(tmp_path):
-    """check_batch sends exactly the documents that check would change through it (long n-gram hits and
-    sentences equal to a short evaluation text), leaves the rest, and counts the same removals."""
-    cfg = DecontaminationConfig(ngram=8, max_overlap=0.5)
-    build_index([_task(tmp_path)], cfg, tmp_path / "index.npz")
-    clean = "A new paragraph on graph colouring for register allocation in optimising compilers, at length."
-    docs = [BASE.upper() + "!", f"{clean}\n{BASE}. {clean} Interest rates rose sharply! More words follow.",
-            clean, f"{clean} Interest rates rose sharply today.", f"{clean}\nInterest rates rose sharply.",
-            "train text is never indexed at all, not even a little bit here", ""]
-    one, batch = Decontaminator(tmp_path / "index.npz", cfg), Decontaminator(tmp_path / "index.npz", cfg)
-    expected = [one.check(d) for d in docs]
-    got = batch.check_batch(docs)
-    assert got == expected and batch.removed == one.removed
-    assert expected[4] == clean  # the short evaluation sentence was found through its k-gram
-    assert [out is doc for doc, out in zip(docs, got, strict=True)] == [False, False, True, True, False, True, True]
-
-
 def test_segment_hashes_equal_whole_segment_ngram_hashes():
     rng = np.random.default_rng(0)
     hashes = rng.integers(0, 2**63, size=300, dtype=np.uint64)
@@ -149,3 +127,48 @@ def test_lsh_params_are_datasketchs_choice():
     for threshold, num_perm in ((0.8, 128), (0.5, 64), (0.9, 256)):
         cfg = DedupConfig(threshold=threshold, num_perm=num_perm)
         assert lsh_params(cfg) == _optimal_param(threshold, num_perm, 0.5, 0.5)
+
+
+def _index(tmp_path, texts: dict[str, list[str]], **kw) -> Decontaminator:
+    cfg = DecontaminationConfig(**{"ngram": 13, **kw})
+    build_index(texts, cfg, tmp_path / "index.npz")
+    return Decontaminator(tmp_path / "index.npz", cfg)
+
+
+def test_short_multi_sentence_texts_are_found_whole_and_inside_documents(tmp_path):
+    """A dictionary entry of two short sentences (under 13 words): the old sentence rule missed it."""
+    entry = "Compiler: a program that translates source code. See Interpreter."
+    dec = _index(tmp_path, {"defs/test": [entry]})
+    intro = "The glossary lists many terms used in this book about programming languages."
+    docs = [entry, f"{intro}\n{entry}\nLinker: combines object files.", entry.upper().replace(" ", "  ")]
+    out = dec.check_batch(docs)
+    assert out[0] is None and out[2] is None  # the whole document was the evaluation text
+    assert out[1] == f"{intro}\nLinker: combines object files."
+    assert dec.removed["defs/test"] == {"documents": 2, "sentences": 2 + 2 + 2}
+
+
+def test_short_text_straddling_two_sentences_cuts_both(tmp_path):
+    """The text ends one sentence and starts the next: both sentences go, their neighbours stay."""
+    dec = _index(tmp_path, {"t/test": ["rates rose sharply. Banks reacted quickly"]})
+    doc = "Markets were calm. In March interest rates rose sharply. Banks reacted quickly to it. Life went on."
+    assert dec.check(doc) == "Markets were calm. Life went on."
+    # the same words split over two documents are no match in either
+    first, second = "In March interest rates rose sharply.", "Banks reacted quickly to it, as expected."
+    assert dec.check_batch([first, second]) == [first, second]
+
+
+def test_texts_under_min_words_remove_only_equal_documents(tmp_path):
+    dec = _index(tmp_path, {"t/test": ["Thank you!", "Good morning everyone there"]}, min_words=4)
+    docs = ["thank you", "Thank you for the long and detailed answer, it helped.",
+            "I said good morning everyone there and left."]
+    out = dec.check_batch(docs)
+    assert out[0] is None and out[1] is docs[1]  # a two-word text only as a whole document
+    assert out[2] is None  # four words: found inside the document (its only sentence)
+
+
+def test_cutting_that_creates_a_new_match_is_checked_again(tmp_path):
+    """Removing a contaminated sentence joins its neighbours; a short text formed by the join goes too."""
+    long_text = " ".join(f"word{i}" for i in range(20))
+    dec = _index(tmp_path, {"t/test": [long_text, "alpha beta. gamma delta"]}, max_overlap=0.9)
+    doc = f"Intro sentence here. Text alpha beta. {long_text}. gamma delta end. Closing words stay."
+    assert dec.check(doc) == "Intro sentence here. Closing words stay."

@@ -2,14 +2,17 @@
 
 Steps (each a plain function, so ``flows/`` can run them as Prefect tasks, mapping the middle one):
 
-1. ``work_dir_for(cfg, layout)`` and ``prepare(cfg, work_dir)``: index the evaluation texts for decontamination;
+1. ``work_dir_for(cfg, layout)`` and ``prepare(cfg, work_dir)``: read the evaluation texts (through the fine-tuning
+   task reader) and index them for decontamination;
 2. ``split_inputs(cfg, work_dir)`` (or the streaming ``iter_input_shards``) and ``process_input_shard(cfg,
    spec, work_dir)`` (``shards``) for each spec: ``build_corpus`` runs them in a process pool of
    ``corpus.workers`` processes while the main process keeps reading the sources (a spawned pool: workers
    share nothing but the files); ``flows/`` may map them over Dask workers that see the same work folder;
 3. ``finish(cfg, layout, work_dir, stats, counts)``: ``merge`` through ``atomic_output``: exact and near
    deduplication across all shards (``dedup``), the train/validation split by a hash of the document id,
-   output shards of ``shard_documents`` documents, ``manifest.json`` and the reports.
+   output shards of ``shard_documents`` documents, the leakage audit of every written document against the
+   evaluation texts (``audit``: a text found verbatim fails the build unless
+   ``corpus.decontamination.allow_leaks``), ``manifest.json`` and the reports.
 
 Resumable: the work folder (``<run>/corpus.work/<fingerprint>``) keeps every processed shard with a stats file
 written last; a restarted build re-reads the sources but skips the shards already done, and, everything being
@@ -38,7 +41,8 @@ from rich.progress import Progress
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
 from domainbert.corpus import report
-from domainbert.corpus.decontaminate import build_index
+from domainbert.corpus.audit import LeakAudit, audit_section
+from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.dedup import (
     SignatureStore,
     exact_first_mask,
@@ -54,7 +58,8 @@ from domainbert.errors import DataError
 log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
 # finished corpus or a half-done work folder of an older algorithm is rebuilt rather than reused.
-ALGORITHM = 2
+ALGORITHM = 3
+EVAL_TEXTS = "eval-texts.json"
 TOKENS_PER_WORD = 1.3
 TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
                  "the vocab stage measures the real fertility")
@@ -64,23 +69,29 @@ def stage_fingerprint(cfg: Any) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
     version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
-    tasks = [[t.name, t.format, t.path, t.text_field, t.text_pair_field] for t in cfg.finetune.tasks]
-    if cfg.corpus.decontamination.enabled:
+    tasks = [[t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
+             for t in cfg.finetune.tasks]
+    if _reads_eval_texts(cfg):
         tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for t in cfg.finetune.tasks
                             if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()))
     return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__,
                        ALGORITHM)
 
 
+def _reads_eval_texts(cfg: Any) -> bool:
+    return cfg.corpus.decontamination.enabled or cfg.corpus.decontamination.audit
+
+
 def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
-    """Build the decontamination index in ``work_dir``; returns what was indexed per task/split."""
+    """Read the evaluation texts into ``work_dir`` (for the audit) and build the decontamination index there;
+    returns what was indexed per task/split."""
+    decon = cfg.corpus.decontamination
     summary_path = work_dir / "decontamination-index.json"
-    if not cfg.corpus.decontamination.enabled:
-        write_json_atomic(summary_path, {})
-        return {}
-    if summary_path.is_file() and (work_dir / INDEX).is_file():
+    if summary_path.is_file() and (work_dir / EVAL_TEXTS).is_file():  # written last: a finished prepare
         return json.loads(summary_path.read_text())
-    summary = build_index(cfg.finetune.tasks, cfg.corpus.decontamination, work_dir / INDEX)
+    sets = eval_texts(cfg.finetune.tasks, list(decon.splits)) if _reads_eval_texts(cfg) else EvalSets()
+    write_json_atomic(work_dir / EVAL_TEXTS, sets.__dict__)
+    summary = build_index(sets.texts, decon, work_dir / INDEX) if decon.enabled else {}
     write_json_atomic(summary_path, summary)
     return summary
 
@@ -255,12 +266,17 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
     totals = {s: {"documents": 0, "words": 0, "bytes": 0} for s in SPLITS}
     per_source: dict[str, dict[str, int]] = {}
     lengths: list[np.ndarray] = []
+    sets = EvalSets(**json.loads((work_dir / EVAL_TEXTS).read_text()))
+    decon = corpus.decontamination
+    audit = LeakAudit(sets.texts, decon.ngram, decon.min_words) if decon.audit else None
     pos = 0
     for base in bases:
         words = np.load(base.with_suffix(".words.npy"))
         mask = keep[pos: pos + len(words)]
         pos += len(words)
         table = read_work_table(base.with_suffix(".arrow")).filter(pa.array(mask))
+        if audit is not None:
+            audit.add(table.column("id").to_pylist(), table.column("text").to_pylist())
         words = words[mask]
         lengths.append(words)
         is_val = np.array([_split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
@@ -279,6 +295,7 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
         _collect_dropped(bases, out_dir / "dropped.jsonl.gz")
     manifest = _manifest(cfg, shard_stats, counts, totals, per_source, exact_removed, near_removed, near_clusters,
                          np.concatenate(lengths), work_dir)
+    manifest["audit"] = audit_section(audit, sets.sources, sets.not_checked, decon, work_dir / "audit.json")
     manifest["shards"] = {s: writers[s].count for s in SPLITS}
     manifest["content_hash"] = _shards_hash(out_dir)
     write_json_atomic(out_dir / "manifest.json", manifest)
@@ -355,7 +372,9 @@ def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any
             "enabled": corpus.decontamination.enabled, "ngram": corpus.decontamination.ngram,
             "rule": (f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "
                      f"{corpus.decontamination.ngram}-grams are in the evaluation index; otherwise cut the "
-                     "sentences covered by a hit or equal to a short evaluation text"),
+                     "sentences holding a hit n-gram or any part of an evaluation text shorter than "
+                     f"{corpus.decontamination.ngram} words found anywhere in the document; a text under "
+                     f"{corpus.decontamination.min_words} words removes only a whole document equal to it"),
             "index": index_summary,
             "documents_removed": sum(c["documents"] for c in decon.values()),
             "sentences_removed": sum(c["sentences"] for c in decon.values()),

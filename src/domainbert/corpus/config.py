@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 
 from domainbert.schema import PathStr, StrictModel
 
@@ -59,6 +59,15 @@ class DecontaminationConfig(StrictModel):
     ngram: int = Field(13, ge=3, description="Word n-gram length indexed from evaluation texts.")
     splits: list[Literal["train", "validation", "test"]] = ["validation", "test"]
     max_overlap: float = Field(0.5, gt=0, le=1, description="Drop a whole document when at least this fraction of its n-grams hit the evaluation index; below it, only the sentences that hit are removed.")
+    min_words: int = Field(4, ge=1, description="Evaluation texts shorter than ngram words are matched as whole word sequences anywhere in a document; those shorter than this only against a whole document (a two-word text occurs in countless unrelated ones).")
+    audit: bool = Field(True, description="After the build, check every evaluation text of the splits against the final corpus (verbatim and n-gram counts in the manifest and report), independently of the decontamination code.")
+    allow_leaks: bool = Field(False, description="Accept evaluation texts the audit finds verbatim in the corpus (shown in red in the report) instead of failing the stage.")
+
+    @model_validator(mode="after")
+    def _min_words_within_ngram(self) -> DecontaminationConfig:
+        if self.min_words > self.ngram:
+            raise ValueError(f"min_words ({self.min_words}) must not exceed ngram ({self.ngram})")
+        return self
 
 
 class CorpusConfig(StrictModel):

@@ -1,128 +1,122 @@
 """Decontamination: remove corpus text that overlaps the domain's evaluation sets.
 
-Every text of the chosen splits (``corpus.decontamination.splits``, by default validation and test) of every
-task in ``finetune.tasks`` is read by the small readers here (CoNLL: a sentence's tokens joined; JSONL,
-optionally gzipped: the text field, and the pair field when set) and indexed as word n-gram hashes
-(``ngram`` words, lowercase ``\\w+`` tokens; see ``words``). Eval texts shorter than ``ngram`` words (but
-at least ``MIN_SHORT_WORDS``) are indexed whole.
+The evaluation texts are every text of the chosen splits (``corpus.decontamination.splits``) of every task in
+``finetune.tasks``, read by ``finetune.tasks.split_texts``, the reader fine-tuning uses (same file names and
+aliases, formats, fields and text pairs). ``eval_texts`` gathers them and never skips quietly: a local task
+whose split is missing or unreadable is an error; a hub task that cannot be read (offline) is listed as not
+checked, which the manifest and the report show.
 
-The rule, per corpus document: if at least ``max_overlap`` of its n-grams hit the index, the whole document
-is removed; otherwise every sentence (split at newlines and sentence-final punctuation) covered by a hit
-n-gram, or equal to a short eval text, is cut out and the rest is kept. Removals are attributed to the
-task/split owning most of the hits. Hub-hosted tasks (``format: hf``) are not read here (offline).
+Texts are matched as lowercase ``\\w+`` words (``words.lower_words``), by their length in words:
+
+* at least ``ngram`` words: their n-gram hashes are indexed; a document n-gram that hits is a match;
+* ``min_words`` to ``ngram - 1`` words: the hash of the whole text; a document's word windows of each indexed
+  length are looked up (only where the window's first ``min_words`` words start some short text), so such a
+  text is found anywhere in a document, across sentence boundaries;
+* fewer than ``min_words`` words: only a whole document equal to the text.
+
+The rule, per document: if at least ``max_overlap`` of its n-grams hit, the whole document is removed;
+otherwise every sentence (split at newlines and sentence-final punctuation) holding a word of a match is cut
+and the rest is kept; a document left without sentences is removed. Cutting can bring two sentences together
+into a new match, so cut documents are checked again until nothing changes. Removals are attributed to the
+task/split owning most of the hits. What this module leaves out: the audit of the finished corpus
+(``audit``, deliberately separate code).
 """
 
 from __future__ import annotations
 
-import gzip
-import json
+import logging
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from domainbert.corpus.config import DecontaminationConfig
-from domainbert.corpus.hashing import doc_ngrams, ngram_hashes, ngram_hashes_at, segment_hashes, sorted_unique
+from domainbert.corpus.hashing import doc_ngrams, ngram_hashes_at, segment_hashes, sorted_unique
 from domainbert.corpus.words import WordBatch, lower_words
 from domainbert.errors import DataError
+from domainbert.finetune.tasks import split_texts
 
-MIN_SHORT_WORDS = 4
+log = logging.getLogger(__name__)
 _SENTENCE_SPLIT = re.compile(r"(\n+|(?<=[.!?])\s+)")
 
 
-def _task_file(folder: Path, split: str, fmt: str) -> Path | None:
-    candidates = {"conll": [f"{split}.conll", f"{split}.txt"], "jsonl": [f"{split}.jsonl.gz", f"{split}.jsonl"],
-                  "csv": [f"{split}.csv"]}.get(fmt, [])
-    return next((folder / c for c in candidates if (folder / c).is_file()), None)
+@dataclass
+class EvalSets:
+    """The evaluation texts by ``"task/split"``, where each came from, and what could not be read (and why)."""
+
+    texts: dict[str, list[str]] = field(default_factory=dict)
+    sources: dict[str, str] = field(default_factory=dict)
+    not_checked: dict[str, str] = field(default_factory=dict)
 
 
-def read_conll_sentences(path: Path) -> list[str]:
-    """Sentences of a CoNLL file (``token<TAB>tag``, blank line between sentences) as space-joined tokens."""
-    sentences, tokens = [], []
-    with open(path, encoding="utf-8") as f:
-        for line in f:
-            line = line.rstrip("\n")
-            if not line.strip() or line.startswith("-DOCSTART-"):
-                if tokens:
-                    sentences.append(" ".join(tokens))
-                tokens = []
-                continue
-            tokens.append(line.split("\t")[0].split(" ")[0])
-    if tokens:
-        sentences.append(" ".join(tokens))
-    return sentences
+def eval_texts(tasks: list[Any], splits: list[str]) -> EvalSets:
+    """Every text of ``splits`` of every task, through the fine-tuning reader.
 
-
-def read_jsonl_texts(path: Path, text_field: str, pair_field: str | None) -> list[str]:
-    """The text (and pair) field of each line of a JSONL(.gz) file; a bad line is a DataError naming it."""
-    opener = gzip.open if path.name.endswith(".gz") else open
-    texts = []
-    with opener(path, "rt", encoding="utf-8") as f:
-        for lineno, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                rec = json.loads(line)
-            except json.JSONDecodeError:
-                raise DataError("evaluation line is not JSON", file=path, line=lineno) from None
-            for field in (text_field, pair_field):
-                if field and isinstance(rec.get(field), str):
-                    texts.append(rec[field])
-    return texts
-
-
-def eval_texts(tasks: list[Any], splits: list[str]) -> dict[str, list[str]]:
-    """``{"task/split": [texts]}`` for the local tasks; hub tasks are skipped."""
-    out: dict[str, list[str]] = {}
+    Raises:
+        DataError: a local task's split is missing, malformed or empty (naming the file or folder).
+    """
+    sets = EvalSets()
     for task in tasks:
-        if task.format == "hf":
-            continue
+        hub = task.format == "hf" and not Path(task.path).exists()
         for split in splits:
-            path = _task_file(Path(task.path), split, task.format)
-            if path is None:
+            owner = f"{task.name}/{split}"
+            try:
+                source, texts = split_texts(task, split)
+            except DataError as exc:
+                if not hub:
+                    raise
+                sets.not_checked[owner] = f"hub dataset not read: {exc}"
+                log.warning("corpus: %s not checked against the corpus: %s", owner, exc)
                 continue
-            if task.format == "conll":
-                out[f"{task.name}/{split}"] = read_conll_sentences(path)
-            elif task.format == "jsonl":
-                out[f"{task.name}/{split}"] = read_jsonl_texts(path, task.text_field, task.text_pair_field)
-    return out
+            if not texts:
+                raise DataError(f"the {split} split is empty: nothing to check the corpus against", file=source)
+            sets.texts[owner], sets.sources[owner] = texts, source
+    return sets
 
 
-def build_index(tasks: list[Any], cfg: DecontaminationConfig, path: Path) -> dict[str, dict[str, int]]:
-    """Index the evaluation texts into ``path`` (.npz); returns what was indexed per task/split."""
-    owners = sorted(eval_texts(tasks, list(cfg.splits)).items())
-    grams, gram_owner, short_owner, short_gram, short_len, short_prefix = [], [], [], [], [], []
+def build_index(texts_by_owner: dict[str, list[str]], cfg: DecontaminationConfig, path: Path) -> dict[str, dict[str, int]]:
+    """Index the evaluation texts (``"task/split" -> texts``) into ``path`` (.npz); returns per task/split how
+    many texts were indexed by each rule and how many n-grams."""
+    owners = sorted(texts_by_owner.items())
+    m = cfg.min_words
+    grams, gram_owner = [], []
+    short: dict[str, list[Any]] = {"grams": [], "lengths": [], "prefix": [], "owners": []}
+    tiny: dict[str, list[Any]] = {"grams": [], "owners": []}
     summary: dict[str, dict[str, int]] = {}
     for code, (name, texts) in enumerate(owners):
         words = lower_words(texts)  # all texts at once; n-grams per text
         lengths, hashes = words.counts, words.hashes
-        g, doc, _ = doc_ngrams(hashes, lengths, cfg.ngram)
+        g, _, _ = doc_ngrams(hashes, lengths, cfg.ngram)
         grams.append(g)
         gram_owner.append(np.full(len(g), code, dtype=np.int32))
-        starts = np.cumsum(lengths) - lengths
-        n_short = 0
-        for i in np.flatnonzero((lengths >= MIN_SHORT_WORDS) & (lengths < cfg.ngram)):
-            h = hashes[starts[i]: starts[i] + lengths[i]]
-            short_gram.append(ngram_hashes(h, len(h))[0])
-            short_prefix.append(ngram_hashes(h[:MIN_SHORT_WORDS], MIN_SHORT_WORDS)[0])
-            short_len.append(len(h))
-            short_owner.append(code)
-            n_short += 1
-        summary[name] = {"texts": len(texts), "short_texts": n_short}
-    g = np.concatenate(grams) if grams else np.zeros(0, dtype=np.uint64)
-    o = np.concatenate(gram_owner) if gram_owner else np.zeros(0, dtype=np.int32)
+        starts = words.offsets()[:-1]
+        whole = segment_hashes(hashes, words.offsets())  # each text as one k-gram of its own length
+        is_short = (lengths >= m) & (lengths < cfg.ngram)
+        is_tiny = (lengths > 0) & (lengths < m)
+        short["grams"].append(whole[is_short])
+        short["lengths"].append(lengths[is_short])
+        short["prefix"].append(ngram_hashes_at(hashes, starts[is_short], m))
+        short["owners"].append(np.full(int(is_short.sum()), code, dtype=np.int32))
+        tiny["grams"].append(whole[is_tiny])
+        tiny["owners"].append(np.full(int(is_tiny.sum()), code, dtype=np.int32))
+        summary[name] = {"texts": len(texts), "ngram_texts": int((lengths >= cfg.ngram).sum()),
+                         "short_texts": int(is_short.sum()), "whole_document_texts": int(is_tiny.sum()),
+                         "ngrams": len(g)}
+    g = _cat(grams, np.uint64)
     order = np.argsort(g, kind="stable")
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, grams=g[order], owners=o[order], short_owners=np.array(short_owner, dtype=np.int32),
-             short_grams=np.array(short_gram, dtype=np.uint64), short_lengths=np.array(short_len, dtype=np.int64),
-             short_prefix=np.array(short_prefix, dtype=np.uint64),
-             names=np.array([n for n, _ in owners]))
-    for name in summary:
-        summary[name]["ngrams"] = 0
-    for code, (name, _) in enumerate(owners):
-        summary[name]["ngrams"] = int((o == code).sum())
+    np.savez(path, grams=g[order], owners=_cat(gram_owner, np.int32)[order],
+             short_grams=_cat(short["grams"], np.uint64), short_lengths=_cat(short["lengths"], np.int64),
+             short_prefix=_cat(short["prefix"], np.uint64), short_owners=_cat(short["owners"], np.int32),
+             tiny_grams=_cat(tiny["grams"], np.uint64), tiny_owners=_cat(tiny["owners"], np.int32),
+             names=np.array([n for n, _ in owners], dtype=str))
     return summary
+
+
+def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+    return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
 
 class HashSet:
@@ -158,10 +152,11 @@ class Decontaminator:
         self.grams, self.owners = data["grams"], data["owners"]
         self.gram_set = HashSet(self.grams)
         short_grams, lengths = data["short_grams"], data["short_lengths"]
-        # short eval texts as whole-text n-gram hashes: by hash (owner) for _cut, by word count for check_batch
+        # short texts' whole-text hashes: owner by hash, and one set per length for the window lookups
         self.short = dict(zip(short_grams.tolist(), data["short_owners"].tolist(), strict=True))
         self.short_by_length = {int(k): HashSet(short_grams[lengths == k]) for k in np.unique(lengths)}
         self.short_prefix = HashSet(data["short_prefix"])
+        self.tiny = dict(zip(data["tiny_grams"].tolist(), data["tiny_owners"].tolist(), strict=True))
         self.names = [str(n) for n in data["names"]]
         self.cfg = cfg
         self.removed = {name: {"documents": 0, "sentences": 0} for name in self.names}
@@ -170,72 +165,124 @@ class Decontaminator:
         pos = np.searchsorted(self.grams, hashes[hit])
         return self.names[int(np.bincount(self.owners[pos]).argmax())]
 
+    def check(self, text: str) -> str | None:
+        """The text with contaminated sentences removed, or ``None`` when the whole document goes."""
+        return self.check_batch([text])[0]
+
     def check_batch(self, texts: list[str], words: WordBatch | None = None) -> list[str | None]:
         """``check`` for many documents: each text unchanged (the same object), cut, or ``None``.
 
-        All documents' n-grams are looked up at once; only documents with a hit, or holding the words of a
-        short evaluation text in a row (its k-gram, for each length k), go through ``_cut`` (a sentence's
-        words are a run of its document's words, so no document is skipped that ``check`` would change).
-        ``words`` may pass in the texts' ``lower_words`` when the caller has them already.
+        ``words`` may pass in the texts' ``lower_words`` when the caller has them already. Documents that were
+        cut are checked again (their remaining sentences may now run into a match) until none changes.
         """
-        words = lower_words(texts) if words is None else words
+        out: list[str | None] = list(texts)
+        todo = np.arange(len(texts))
+        while len(todo):
+            batch = [out[i] for i in todo]
+            checked = self._check_once(batch, lower_words(batch) if words is None else words)
+            words = None
+            again = []
+            for i, before, after in zip(todo.tolist(), batch, checked, strict=True):
+                out[i] = after
+                if after is not None and after is not before:
+                    again.append(i)
+            todo = np.array(again, dtype=np.int64)
+        return out
+
+    def _check_once(self, texts: list[str], words: WordBatch) -> list[str | None]:
+        """One pass: all documents' n-grams and short-text windows are looked up at once; only documents with
+        a match go through ``_cut``."""
         lengths, hashes = words.counts, words.hashes
-        grams, doc, _ = doc_ngrams(hashes, lengths, self.cfg.ngram)
+        n = self.cfg.ngram
+        grams, doc, _ = doc_ngrams(hashes, lengths, n)
         hit = self.gram_set.contains(grams)
+        span_doc, span_start, span_len, span_owner = self._short_matches(hashes, lengths)
         suspect = np.zeros(len(texts), dtype=bool)
         suspect[doc[hit]] = True
+        suspect[span_doc] = True
+        out: list[str | None] = list(texts)
+        offsets = words.offsets()
+        for i, owner in self._whole_document_matches(hashes, lengths, offsets):
+            self.removed[self.names[owner]]["documents"] += 1
+            out[i], suspect[i] = None, False
+        ends = np.cumsum(np.maximum(lengths - n + 1, 0))  # each document's n-grams, in order
+        order = np.argsort(span_doc, kind="stable")
+        span_doc, span_start, span_len, span_owner = (a[order] for a in (span_doc, span_start, span_len, span_owner))
+        for i in np.flatnonzero(suspect):
+            start = ends[i - 1] if i else 0
+            a, b = np.searchsorted(span_doc, [i, i + 1])
+            spans = list(zip((span_start[a:b] - offsets[i]).tolist(), span_len[a:b].tolist(),
+                             span_owner[a:b].tolist(), strict=True))
+            out[i] = self._cut(texts[i], grams[start: ends[i]], hit[start: ends[i]], spans)
+        return out
+
+    def _short_matches(self, hashes: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
+        """Every window of the documents equal to a short evaluation text: (document, first word, length,
+        owner code) arrays."""
+        found: list[tuple[np.ndarray, ...]] = []
         if len(self.short_prefix):
+            m = self.cfg.min_words
             # positions starting like a short eval text (one lookup), then its whole k-gram at those only
-            prefix, prefix_doc, prefix_pos = doc_ngrams(hashes, lengths, MIN_SHORT_WORDS)
-            found = self.short_prefix.contains(prefix)
-            cand_doc, cand_pos = prefix_doc[found], prefix_pos[found]
+            prefix, prefix_doc, prefix_pos = doc_ngrams(hashes, lengths, m)
+            starting = self.short_prefix.contains(prefix)
+            cand_doc, cand_pos = prefix_doc[starting], prefix_pos[starting]
             doc_end = np.cumsum(lengths)[cand_doc]
             for k, index in self.short_by_length.items():
                 fits = cand_pos + k <= doc_end
-                suspect[cand_doc[fits][index.contains(ngram_hashes_at(hashes, cand_pos[fits], k))]] = True
-        ends = np.cumsum(np.maximum(lengths - self.cfg.ngram + 1, 0))  # each document's n-grams, in order
-        out: list[str | None] = list(texts)
-        for i in np.flatnonzero(suspect):
-            start = ends[i - 1] if i else 0
-            out[i] = self._cut(texts[i], grams[start: ends[i]], hit[start: ends[i]])
+                windows = ngram_hashes_at(hashes, cand_pos[fits], k)
+                ok = index.contains(windows)
+                owners = np.array([self.short[h] for h in windows[ok].tolist()], dtype=np.int64)
+                found.append((cand_doc[fits][ok], cand_pos[fits][ok], np.full(int(ok.sum()), k), owners))
+        if not found:
+            return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
+        return tuple(np.concatenate(col).astype(np.int64) for col in zip(*found, strict=True))
+
+    def _whole_document_matches(self, hashes: np.ndarray, lengths: np.ndarray,
+                                offsets: np.ndarray) -> list[tuple[int, int]]:
+        """(document, owner code) of each document whose words are exactly a text under ``min_words`` words."""
+        if not self.tiny:
+            return []
+        docs = np.flatnonzero((lengths > 0) & (lengths < self.cfg.min_words))
+        out = []
+        for k in np.unique(lengths[docs]).tolist():
+            of_k = docs[lengths[docs] == k]
+            for i, h in zip(of_k.tolist(), ngram_hashes_at(hashes, offsets[of_k], k).tolist(), strict=True):
+                if h in self.tiny:
+                    out.append((i, self.tiny[h]))
         return out
 
-    def check(self, text: str) -> str | None:
-        """The text with contaminated sentences removed, or ``None`` when the whole document goes."""
-        grams = ngram_hashes(lower_words([text]).hashes, self.cfg.ngram)
-        return self._cut(text, grams, self.gram_set.contains(grams))
-
-    def _cut(self, text: str, grams: np.ndarray, hit: np.ndarray) -> str | None:
-        """``check`` given the document's n-gram hashes and which of them hit the index.
+    def _cut(self, text: str, grams: np.ndarray, hit: np.ndarray, spans: list[tuple[int, int, int]]) -> str | None:
+        """``check`` of one document given its n-gram hashes, which of them hit the index, and the short-text
+        matches in it (first word, length, owner code).
 
         Sentences never split a word (they break at whitespace), so the document's words are its sentences'
-        words in a row and ``bounds`` places each sentence in the n-gram positions.
+        words in a row and ``bounds`` places each sentence among the document's word positions.
         """
+        if not hit.any() and not spans:
+            return text
+        owner = self._owner(grams, hit) if hit.any() else self.names[spans[0][2]]
+        if len(grams) and hit.mean() >= self.cfg.max_overlap:
+            self.removed[owner]["documents"] += 1
+            return None
         pieces = _SENTENCE_SPLIT.split(text)
         sentences = pieces[0::2]
-        sent_words = lower_words(sentences)
-        bounds = sent_words.offsets()
-        whole = segment_hashes(sent_words.hashes, bounds).tolist()  # each sentence as one k-gram
-        short_hit = [self.short.get(h) if k >= MIN_SHORT_WORDS else None
-                     for h, k in zip(whole, sent_words.counts.tolist(), strict=True)]
-        if not hit.any() and all(s is None for s in short_hit):
-            return text
-        if len(grams) and hit.mean() >= self.cfg.max_overlap:
-            self.removed[self._owner(grams, hit)]["documents"] += 1
-            return None
+        bounds = lower_words(sentences).offsets()
         covered = np.zeros(bounds[-1] + 1, dtype=np.int64)
         starts = np.flatnonzero(hit)
         np.add.at(covered, starts, 1)
         np.add.at(covered, starts + self.cfg.ngram, -1)
+        span_owner = np.full(bounds[-1], -1, dtype=np.int64)  # a cut sentence counts for the short text in it
+        for first, length, code in spans:
+            covered[first] += 1
+            covered[first + length] -= 1
+            span_owner[first: first + length] = code
         covered_words = np.cumsum(covered)[:-1] > 0
         keep: list[str] = []
-        owner = self._owner(grams, hit) if hit.any() else None
         for i, sentence in enumerate(sentences):
-            bad = short_hit[i] is not None or covered_words[bounds[i]:bounds[i + 1]].any()
-            if bad:
-                name = self.names[short_hit[i]] if short_hit[i] is not None else owner
-                owner = owner or name
-                self.removed[name]["sentences"] += 1
+            if covered_words[bounds[i]:bounds[i + 1]].any():
+                codes = span_owner[bounds[i]:bounds[i + 1]]
+                codes = codes[codes >= 0]
+                self.removed[self.names[codes[0]] if len(codes) else owner]["sentences"] += 1
             elif sentence:
                 keep.append(sentence + (pieces[2 * i + 1] if 2 * i + 1 < len(pieces) else ""))
         cleaned = "".join(keep).strip()

@@ -1,7 +1,8 @@
 """The corpus report: ``report.md``, ``report.html`` and ``length_histogram.png`` from the manifest.
 
 Tables of documents, words, bytes and estimated tokens per split and per source, drops per filter and
-reason, duplicates, decontamination per task/split and malformed lines; a histogram of document lengths in
+reason, duplicates, decontamination per task/split, the leakage audit (counts per task/split, examples, what was
+not checked; leaks and gaps in red in the HTML) and malformed lines; a histogram of document lengths in
 words (log-spaced bins). Rendering only: every number comes from the manifest built in ``build``.
 """
 
@@ -40,10 +41,38 @@ def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     rows = [[owner, dc["index"].get(owner, {}).get("texts", "-"), c["documents"], c["sentences"]]
             for owner, c in sorted(dc["by_task_split"].items())]
     tables.append(("Decontamination", ["task/split", "eval texts", "documents removed", "sentences removed"], rows))
+    tables += _audit_tables(m.get("audit"))
     mal = m["malformed_lines"]
     rows = [[src, ", ".join(f"{r}: {n}" for r, n in sorted(v.items()))] for src, v in mal["by_source"].items()]
     tables.append((f"Malformed lines skipped: {mal['total']}", ["source", "reasons"], rows))
     return tables
+
+
+class Red(str):
+    """A cell the HTML report shows in red: a leak the domain allowed, or a split the audit could not check."""
+
+
+def _audit_tables(audit: dict[str, Any] | None) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The leakage audit per task/split (verbatim counts in red when non-zero), its examples, and what was
+    not checked."""
+    if not audit:
+        return []
+    if not audit["enabled"]:
+        return [("Leakage audit", ["audit"], [[Red("switched off (corpus.decontamination.audit: false)")]])]
+    rows, examples = [], []
+    for owner, c in sorted(audit["by_task_split"].items()):
+        rows.append([owner, c["texts"], c["whole_document_texts"], Red(f"{c['verbatim']:,}") if c["verbatim"]
+                     else 0, c["ngram_texts"], c["texts_with_ngram_hits"], f"{c['ngrams_found']:,} / {c['ngrams']:,}",
+                     c["source"]])
+        examples += [[owner, kind, e["document"], e["text"]] for kind, key in (("verbatim", "examples"),
+                     (f"{audit['ngram']}-gram", "ngram_examples")) for e in c[key]]
+    rows += [[owner, Red(f"not checked: {why}"), "-", "-", "-", "-", "-", "-"]
+             for owner, why in sorted(audit["not_checked"].items())]
+    header = ["task/split", "eval texts", f"under {audit['min_words']} words (whole documents only)", "verbatim",
+              f"texts of {audit['ngram']}+ words", "with an n-gram in the corpus", "n-grams found", "read from"]
+    return [(f"Leakage audit: {audit['verbatim']:,} of {audit['texts']:,} evaluation texts in the corpus verbatim"
+             + (" (allowed by corpus.decontamination.allow_leaks)" if audit["verbatim"] else ""), header, rows),
+            ("Leakage audit examples", ["task/split", "found", "document", "evaluation text"], examples)]
 
 
 def _md_table(header: list[str], rows: list[list[Any]]) -> str:
@@ -53,6 +82,8 @@ def _md_table(header: list[str], rows: list[list[Any]]) -> str:
 
 
 def _fmt(v: Any) -> str:
+    if isinstance(v, Red):
+        return f"**{v}**"
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
 
 
@@ -62,7 +93,16 @@ def _summary(m: dict[str, Any]) -> str:
             f"({m['documents']['train']:,} train, {m['documents']['validation']:,} validation); "
             f"{m['words']['total']:,} words, {m['bytes']['total']:,} bytes. Document length in words: median "
             f"{lw['median']}, mean {lw['mean']}, p95 {lw['p95']}, max {lw['max']}. "
-            f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}.")
+            f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}."
+            + _audit_summary(m.get("audit")))
+
+
+def _audit_summary(audit: dict[str, Any] | None) -> str:
+    if not audit or not audit["enabled"]:
+        return " Leakage audit: off." if audit else ""
+    gaps = f" Not checked: {', '.join(sorted(audit['not_checked']))}." if audit["not_checked"] else ""
+    return (f" Leakage audit ({audit['method']}): {audit['verbatim']:,} of {audit['texts']:,} evaluation texts "
+            f"verbatim in the corpus, {audit['texts_with_ngram_hits']:,} with a {audit['ngram']}-gram in it.{gaps}")
 
 
 def import_plotting() -> None:
@@ -91,6 +131,12 @@ def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     fig.savefig(path, dpi=100, metadata={"Software": None})
 
 
+def _html_cell(v: Any) -> str:
+    if isinstance(v, Red):
+        return f"<td style='color:#c00;font-weight:bold'>{html.escape(str(v))}</td>"
+    return f"<td>{html.escape(_fmt(v))}</td>"
+
+
 def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) -> None:
     """Write ``report.md``, ``report.html`` and ``length_histogram.png`` into ``out_dir``."""
     plot_lengths(lengths, out_dir / "length_histogram.png")
@@ -112,7 +158,7 @@ def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) 
             parts.append("<p>(none)</p>")
             continue
         parts.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
-        parts += ["<tr>" + "".join(f"<td>{html.escape(_fmt(v))}</td>" for v in row) + "</tr>" for row in rows]
+        parts += ["<tr>" + "".join(_html_cell(v) for v in row) + "</tr>" for row in rows]
         parts.append("</table>")
     parts.append(f"<p>Content hash of the shards: <code>{manifest['content_hash']}</code></p></body></html>")
     (out_dir / "report.html").write_text("\n".join(parts))

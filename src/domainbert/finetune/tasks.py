@@ -13,7 +13,9 @@ Sources (``TaskConfig.format``):
 
 NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
 (``domainbert.finetune.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
-(``subset_seed``), kept in file order, identical for every model and seed. What this module leaves out:
+(``subset_seed``), kept in file order, identical for every model and seed. ``split_texts`` gives every text of
+a split through the same readers (no subsample), for the corpus stage's decontamination and audit, so what is
+fine-tuned and scored and what is checked against the corpus cannot disagree. What this module leaves out:
 tokenisation and batching (``encoding``) and anything model-related.
 """
 
@@ -181,44 +183,70 @@ def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
     return out
 
 
-def _read_hf(cfg: TaskConfig) -> tuple[dict[str, list[Any]], dict[str, str]]:
+READERS = {"conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}
+
+
+def _open_hf(cfg: TaskConfig, streaming: bool = False) -> Any:
+    """The dataset's splits: a ``save_to_disk`` folder, or ``load_dataset`` (streamed when ``streaming``)."""
     import datasets
 
     try:
         if (Path(cfg.path) / "dataset_dict.json").is_file():  # a DatasetDict saved with save_to_disk
-            ds = datasets.load_from_disk(cfg.path)
-        else:
-            ds = datasets.load_dataset(cfg.path, cfg.hf_config_name)
+            return datasets.load_from_disk(cfg.path)
+        if streaming:
+            return datasets.load_dataset(cfg.path, cfg.hf_config_name, streaming=True)
+        return datasets.load_dataset(cfg.path, cfg.hf_config_name)
     except Exception as exc:  # noqa: BLE001 - datasets raises many types; all mean "cannot load"
         raise DataError(f"cannot load Hugging Face dataset: {exc}", file=cfg.path) from None
+
+
+def _hf_split_name(ds: Any, split: str, cfg: TaskConfig) -> str:
+    name = next((a for a in SPLIT_ALIASES[split] if a in ds), None)
+    if name is None:
+        raise DataError(f"dataset has no {split} split (has: {', '.join(ds)})", file=cfg.path)
+    return name
+
+
+def _check_columns(found: list[str] | None, needed: tuple[str, ...], where: str) -> None:
+    for col in needed if found is not None else ():
+        if col not in found:
+            raise DataError(f"column {col!r} is missing (found: {', '.join(found)})", file=where)
+
+
+def _hf_rows(cfg: TaskConfig, part: Any, where: str) -> list[Any]:
+    """The examples of one split (a ``Dataset``, or a streamed ``IterableDataset`` whose columns and features
+    may be unknown until its first row)."""
+    features = part.features or {}
+    rows: list[Any] = []
+    if cfg.type == "ner":
+        needed = (cfg.tokens_field, cfg.tags_field)
+        _check_columns(part.column_names, needed, where)
+        feat = features.get(cfg.tags_field)
+        names = getattr(getattr(feat, "feature", None), "names", None)
+        allowed = set(cfg.labels)
+        for i, row in enumerate(part):
+            if part.column_names is None and i == 0:
+                _check_columns(list(row), needed, where)
+            tags = [names[t] if names is not None and isinstance(t, int) else str(t) for t in row[cfg.tags_field]]
+            _check_ner(row[cfg.tokens_field], tags, allowed, cfg, where, i)
+            rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme),
+                                   where=f"{where} row {i}"))
+    else:
+        feat = features.get(cfg.label_field)
+        names = getattr(feat, "names", None) or getattr(getattr(feat, "feature", None), "names", None)
+        for i, row in enumerate(part):
+            rows.append(_cls_example(row, cfg, names, where, i))
+    return rows
+
+
+def _read_hf(cfg: TaskConfig) -> tuple[dict[str, list[Any]], dict[str, str]]:
+    ds = _open_hf(cfg)
     splits: dict[str, list[Any]] = {}
     sources: dict[str, str] = {}
     for split in SPLITS:
-        name = next((a for a in SPLIT_ALIASES[split] if a in ds), None)
-        if name is None:
-            raise DataError(f"dataset has no {split} split (has: {', '.join(ds)})", file=cfg.path)
-        part = ds[name]
-        where = f"{cfg.path}[{name}]"
-        sources[split] = where
-        rows: list[Any] = []
-        if cfg.type == "ner":
-            for col in (cfg.tokens_field, cfg.tags_field):
-                if col not in part.column_names:
-                    raise DataError(f"column {col!r} is missing (found: {', '.join(part.column_names)})", file=where)
-            feat = part.features[cfg.tags_field]
-            names = getattr(getattr(feat, "feature", None), "names", None)
-            allowed = set(cfg.labels)
-            for i, row in enumerate(part):
-                tags = [names[t] if names is not None and isinstance(t, int) else str(t) for t in row[cfg.tags_field]]
-                _check_ner(row[cfg.tokens_field], tags, allowed, cfg, where, i)
-                rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme),
-                                       where=f"{where} row {i}"))
-        else:
-            feat = part.features.get(cfg.label_field)
-            names = getattr(feat, "names", None) or getattr(getattr(feat, "feature", None), "names", None)
-            for i, row in enumerate(part):
-                rows.append(_cls_example(row, cfg, names, where, i))
-        splits[split] = rows
+        name = _hf_split_name(ds, split, cfg)
+        sources[split] = f"{cfg.path}[{name}]"
+        splits[split] = _hf_rows(cfg, ds[name], sources[split])
     return splits, sources
 
 
@@ -277,11 +305,10 @@ def load_task(cfg: TaskConfig) -> TaskData:
     if cfg.format == "hf":
         data.splits, data.sources = _read_hf(cfg)
     else:
-        reader = {"conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}[cfg.format]
         for split in SPLITS:
             path = find_split_file(Path(cfg.path), split, cfg.format)
             data.sources[split] = str(path)
-            data.splits[split] = reader(path, cfg)
+            data.splits[split] = READERS[cfg.format](path, cfg)
     for split in SPLITS:
         if not data.splits[split]:
             raise DataError(f"the {split} split is empty", file=data.sources[split])
@@ -289,3 +316,37 @@ def load_task(cfg: TaskConfig) -> TaskData:
     for split in SPLITS:
         data.splits[split] = subsample(data.splits[split], limits[split], cfg.subset_seed)
     return data
+
+
+def example_texts(example: NerExample | ClsExample) -> list[str]:
+    """The texts a model reads from one example: an NER sentence's tokens joined by spaces; a classification
+    example's text, and its pair as a second text when it has one."""
+    if isinstance(example, NerExample):
+        return [" ".join(example.tokens)]
+    return [example.text] + ([example.text_pair] if example.text_pair else [])
+
+
+def split_texts(cfg: TaskConfig, split: str, streaming: bool = True) -> tuple[str, list[str]]:
+    """Every text of one split of a task, read exactly as ``load_task`` reads it (same files, aliases,
+    formats, fields and checks) but all examples, no subsample; for decontamination and its audit.
+
+    Args:
+        cfg: the task's config.
+        split: ``train``, ``validation`` or ``test`` (``dev``/``valid``/``val`` files count as validation).
+        streaming: stream a hub dataset instead of downloading it (a ``save_to_disk`` folder is read as is).
+
+    Returns:
+        ``(source, texts)``: the file (or ``dataset[split]``) read and ``example_texts`` of every example.
+
+    Raises:
+        DataError: a missing split, file or column, or a bad line (the message names the file and line).
+    """
+    if cfg.format == "hf":
+        ds = _open_hf(cfg, streaming=streaming)
+        name = _hf_split_name(ds, split, cfg)
+        source = f"{cfg.path}[{name}]"
+        examples = _hf_rows(cfg, ds[name], source)
+    else:
+        path = find_split_file(Path(cfg.path), split, cfg.format)
+        source, examples = str(path), READERS[cfg.format](path, cfg)
+    return source, [text for example in examples for text in example_texts(example)]
