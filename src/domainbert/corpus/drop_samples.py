@@ -1,0 +1,62 @@
+"""A small sample of the documents each filter dropped, so a user sees a filter's mistakes at a glance.
+
+Counts say how much a filter removed, not whether it was right: a language filter that throws away short
+English definitions shows up only when someone reads what it dropped. Per filter, the sample is the ``k``
+dropped documents with the smallest hash of (source, id), a bottom-k sample: spread over the whole corpus,
+the same whatever the shard boundaries or worker count, and mergeable (the bottom ``k`` of the shards'
+samples is the corpus's). Each example keeps the reason, the source, the id and the first ``MAX_CHARS``
+characters of the original text. Documents removed by decontamination are left out (their text would put
+evaluation data in the report). This module neither filters nor renders the report; ``report_tables`` only
+shapes the rows.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterable
+from typing import Any
+
+K = 5
+MAX_CHARS = 300
+LEFT_OUT = ("decontamination",)
+
+
+def _key(source: str, doc_id: str) -> str:
+    return hashlib.blake2b(f"{source}\x00{doc_id}".encode(), digest_size=8).hexdigest()
+
+
+def shard_sample(ids: list[Any], sources: list[Any], reasons: list[str | None], texts: list[str],
+                 k: int = K) -> dict[str, list[dict[str, Any]]]:
+    """Per filter name, up to ``k`` dropped documents of one shard (``reasons[i]`` is ``"filter:reason"``
+    for a dropped document, None for a kept one)."""
+    by_filter: dict[str, list[dict[str, Any]]] = {}
+    for doc_id, source, reason, text in zip(ids, sources, reasons, texts, strict=True):
+        if reason is None:
+            continue
+        name, _, why = reason.partition(":")
+        if name in LEFT_OUT:
+            continue
+        by_filter.setdefault(name, []).append({"key": _key(str(source), str(doc_id)), "reason": why,
+                                               "source": source, "id": doc_id, "text": text[:MAX_CHARS]})
+    return {name: sorted(rows, key=lambda r: r["key"])[:k] for name, rows in by_filter.items()}
+
+
+def merge(samples: Iterable[dict[str, list[dict[str, Any]]] | None], k: int = K) -> dict[str, list[dict[str, Any]]]:
+    """The corpus's sample per filter from the shards' (a shard processed by an older version has none)."""
+    pooled: dict[str, list[dict[str, Any]]] = {}
+    for sample in samples:
+        for name, rows in (sample or {}).items():
+            pooled.setdefault(name, []).extend(rows)
+    return {name: [{k_: v for k_, v in r.items() if k_ != "key"} for r in sorted(rows, key=lambda r: r["key"])[:k]]
+            for name, rows in pooled.items()}
+
+
+def report_tables(filters: dict[str, dict[str, Any]]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The corpus report's table of sampled drops (``filters`` as in the manifest); none when nothing was
+    sampled."""
+    rows = [[name, ex["reason"], ex["source"], ex["id"], ex["text"].replace("\n", " ")]
+            for name, f in filters.items() for ex in f.get("examples") or []]
+    if not rows:
+        return []
+    return [(f"Dropped documents: a sample of up to {K} per filter (check the filters' mistakes)",
+             ["filter", "reason", "source", "id", f"text (first {MAX_CHARS} characters)"], rows)]
