@@ -3,7 +3,8 @@ cross-domain page over finished runs.
 
 Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
 ``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
-User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback.
+User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback;
+SIGTERM/SIGUSR1 stop a stage gracefully with status 143/138 (``run_cli``, ``domainbert.signals``).
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from typing import Annotated
 
 import typer
 
+from domainbert import signals
 from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
 from domainbert.errors import DomainbertError
 from domainbert.paths import RunLayout, available_domains, default_run_dir
@@ -145,11 +147,34 @@ def main() -> None:
     logging.basicConfig(level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
+    sys.exit(run_cli(None))
+
+
+def run_cli(argv: list[str] | None) -> int:
+    """Run the CLI on ``argv`` (None: ``sys.argv``) and return the exit status; user errors print one line.
+
+    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked);
+    128 + the signal number after a graceful stop on SIGTERM (143) or SIGUSR1 (138), rerun to continue.
+    """
     try:
-        app()
+        with signals.graceful_stop():
+            app(args=argv, prog_name="domainbert")  # click exits through SystemExit, usage errors included
+    except SystemExit as exc:
+        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+    except signals.StopRequested as exc:
+        typer.echo(f"stopped: {exc}", err=True)
+        return signals.exit_code(exc.signum)
     except DomainbertError as exc:
         typer.echo(f"error: {exc}", err=True)
-        sys.exit(2)
+        return 2
+    except BaseException:
+        # A stop signal can surface as another exception (Prefect's flow engine raises its own on SIGTERM).
+        if signals.stop_requested():
+            signum = signals.requested_signal() or 15
+            typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
+            return signals.exit_code(signum)
+        raise
+    return 0
 
 
 if __name__ == "__main__":

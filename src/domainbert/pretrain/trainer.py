@@ -23,6 +23,7 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
+from domainbert import signals
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
@@ -61,6 +62,12 @@ def _sum_across(values: list[float]) -> list[float]:
     t = torch.tensor(values, dtype=torch.float64)
     dist.all_reduce(t)
     return t.tolist()
+
+
+def _stop_agreed(world: int) -> bool:
+    """Whether any rank got a stop signal (all ranks must stop at the same step)."""
+    stop = float(signals.stop_requested())
+    return (_sum_across([stop])[0] if world > 1 else stop) > 0
 
 
 def init_distributed(use_deepspeed: bool) -> None:
@@ -196,7 +203,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
     Returns:
         The summary on rank 0, None on other ranks.
     """
-    with torch_threads(cfg.pretrain.torch_threads):
+    with torch_threads(cfg.pretrain.torch_threads), signals.graceful_stop():
         return _train_arm(cfg, arm, layout, fingerprint=fingerprint, throttle_s=throttle_s)
 
 
@@ -317,6 +324,15 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
             if rank == 0:
                 ckpt.prune_checkpoints(ckpt_root, pcfg.keep_checkpoints)
             window_start = time.perf_counter()  # saving time is not training time
+        if state["step"] < plan.total_steps and _stop_agreed(world):
+            # SIGTERM/SIGUSR1: checkpoint this step (unless just saved) and stop; a rerun resumes here.
+            if state["step"] % pcfg.checkpoint_every:
+                ckpt.save_checkpoint(ckpt_root, state["step"], engine, {**state, "data": stream.state_dict()},
+                                     rank=rank, barrier=_barrier)
+                if rank == 0:
+                    ckpt.prune_checkpoints(ckpt_root, pcfg.keep_checkpoints)
+            metrics.close()
+            raise signals.StopRequested(signals.requested_signal() or 15, f"at pretraining step {state['step']}")
     if progress:
         progress.close()
 

@@ -2,7 +2,8 @@
 
 Started by the ``deepspeed`` launcher, ``torchrun``, Slurm (deploy/slurm/pretrain.sbatch) or ``stage.py``.
 It validates the saved config again (so each rank trains on exactly what the stage checked) and runs
-``trainer.train_arm``. This module does nothing else.
+``trainer.train_arm``. It exits with 128 + the signal number after a graceful stop on SIGTERM/SIGUSR1
+(``domainbert.signals``). This module does nothing else.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pathlib import Path
 
 from domainbert.config import DomainConfig
 from domainbert.paths import RunLayout
+from domainbert.signals import StopRequested, exit_code
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -29,7 +31,11 @@ def main(argv: list[str] | None = None) -> int:
     from domainbert.pretrain.trainer import train_arm
 
     cfg = DomainConfig.model_validate(json.loads(args.config.read_text()))
-    train_arm(cfg, args.arm, RunLayout(args.run_dir), fingerprint=args.fingerprint, throttle_s=args.throttle)
+    try:
+        train_arm(cfg, args.arm, RunLayout(args.run_dir), fingerprint=args.fingerprint, throttle_s=args.throttle)
+    except StopRequested as exc:  # SIGTERM/SIGUSR1: checkpointed at a step boundary
+        logging.getLogger(__name__).warning("%s", exc)
+        return exit_code(exc.signum)
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():

@@ -1,0 +1,75 @@
+"""SIGTERM/SIGUSR1 during pretraining: a checkpoint at the next step boundary, exit 128+signal, exact resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+import torch
+from pretrain_fixtures import make_cfg, write_corpus
+from safetensors.torch import load_file
+
+from domainbert.paths import RunLayout
+from domainbert.pretrain import checkpoint as ckpt
+from domainbert.pretrain.launch import save_run_config, worker_args
+from domainbert.pretrain.stage import pretrain_arm
+
+
+def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
+    config = save_run_config(cfg, layout.root / "cfg.json")
+    cmd = [sys.executable, "-m", "domainbert.pretrain.worker",
+           *worker_args(config, "continued", layout.root, "test-fp", throttle_s=throttle)]
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+
+
+def _trained_steps(layout: RunLayout) -> int:
+    path = layout.pretrain("continued") / "metrics.jsonl"
+    if not path.is_file():
+        return 0
+    steps = [json.loads(line)["step"] for line in path.read_text().splitlines() if '"train"' in line]
+    return max(steps, default=0)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
+def test_stop_signal_checkpoints_exits_and_resumes_exactly(base_model, tmp_path, texts, sig):
+    cfg = make_cfg(base_model, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=5",
+                   "pretrain.log_every=1")  # 12 steps, periodic checkpoints at 5 and 10
+    run = RunLayout(tmp_path / "stopped")
+    write_corpus(run.corpus, texts)
+    proc = _worker(cfg, run, throttle=0.5)
+    deadline = time.time() + 120
+    while time.time() < deadline and _trained_steps(run) < 2:
+        assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
+        time.sleep(0.05)
+    sent = time.monotonic()
+    os.kill(proc.pid, sig)
+    assert proc.wait(timeout=30) == 128 + sig
+    assert time.monotonic() - sent < 5
+    assert not run.pretrained_model("continued").exists()
+    saved = [step for step, _ in ckpt.list_checkpoints(run.pretrain("continued") / "checkpoints")]
+    stopped_at = max(saved)
+    assert 2 <= stopped_at < 12  # with the next line: a checkpoint at the step the signal ended the run
+    assert stopped_at == _trained_steps(run)
+
+    restarted = _worker(cfg, run, throttle=0.0)
+    assert restarted.wait(timeout=300) == 0, restarted.stderr.read().decode()[-2000:]
+    summary = json.loads((run.pretrain("continued") / "summary.json").read_text())
+    assert summary["resumed_from"] == [stopped_at] and summary["steps"] == 12
+
+    torch.set_num_threads(1)
+    whole = RunLayout(tmp_path / "whole")
+    write_corpus(whole.corpus, texts)
+    reference = pretrain_arm(cfg, "continued", whole)
+    for (_, a), (_, b) in zip(summary["loss_curve"], reference["loss_curve"], strict=True):
+        assert a == pytest.approx(b, abs=1e-4)
+    got = load_file(run.pretrained_model("continued") / "model.safetensors")
+    want = load_file(whole.pretrained_model("continued") / "model.safetensors")
+    for key in want:
+        torch.testing.assert_close(got[key], want[key], atol=1e-5, rtol=1e-4, msg=key)

@@ -1,0 +1,55 @@
+"""Graceful stop: SIGTERM during fine-tuning ends the CLI within seconds with exit 143, nothing half-written."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from domainbert import signals
+
+
+def test_signal_sets_the_flag_and_a_second_one_raises():
+    signals.reset()
+    with signals.graceful_stop():
+        os.kill(os.getpid(), signal.SIGUSR1)
+        time.sleep(0.01)
+        assert signals.stop_requested() and signals.requested_signal() == signal.SIGUSR1
+        with pytest.raises(signals.StopRequested) as info:
+            signals.check("here")
+        assert "SIGUSR1 here" in str(info.value) and signals.exit_code(info.value.signum) == 138
+        with pytest.raises(signals.StopRequested, match="second signal"):
+            os.kill(os.getpid(), signal.SIGTERM)
+            time.sleep(0.01)
+    signals.reset()
+    assert signal.getsignal(signal.SIGTERM) is signal.SIG_DFL  # restored
+
+
+@pytest.mark.slow
+def test_sigterm_during_finetuning_exits_143_within_seconds(tmp_path):
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-c", "from domainbert.cli import main; main()", "finetune", "science",
+           "finetune.seeds=[1]", "finetune.epochs=30", "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    lines = []
+    deadline = time.time() + 240
+    for line in proc.stdout:
+        lines.append(line)
+        if "training " in line and " steps" in line:  # the fit loop has started
+            break
+        assert time.time() < deadline, "".join(lines)[-2000:]
+    time.sleep(1.0)
+    sent = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    rest = proc.communicate(timeout=60)[0]
+    assert proc.returncode == 143, "".join(lines)[-1500:] + rest[-1500:]
+    assert time.monotonic() - sent < 5
+    assert "stopped by SIGTERM" in rest and "Traceback" not in rest
+    assert not list(out.glob("finetune/base/*/seed-1/result.json"))  # the interrupted run wrote nothing
+    assert not list(out.glob("finetune/**/*.tmp-*"))
+    assert not (out / ".lock").exists()
