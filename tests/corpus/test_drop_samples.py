@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import logging
 import random
 
 from domainbert.corpus import drop_samples
@@ -33,10 +34,27 @@ def test_sample_is_the_same_whatever_the_shards():
 
 
 def test_report_table_lists_the_examples():
-    filters = {"min_length_v1": {"dropped": 1, "reasons": {"too_few_words": 1},
-                                 "examples": [{"reason": "too_few_words", "source": "a", "id": "x", "text": "a\nb"}]},
-               "symbol_ratio_v1": {"dropped": 0, "reasons": {}}}
-    [(title, header, rows)] = drop_samples.report_tables(filters)
+    examples = {"min_length_v1": [{"reason": "too_few_words", "source": "a", "id": "x", "text": "a\nb"}]}
+    [(title, header, rows)] = drop_samples.report_tables(examples)
     assert "sample" in title and header[0] == "filter"
     assert rows == [["min_length_v1", "too_few_words", "a", "x", "a b"]]
-    assert drop_samples.report_tables({"symbol_ratio_v1": {"dropped": 0, "reasons": {}}}) == []
+    assert drop_samples.report_tables({}) == []
+
+
+def test_build_writes_the_sample_and_a_true_log_line(tmp_path, caplog):
+    from test_build import _cfg, _make_inputs
+
+    from domainbert.corpus.build import build_corpus
+    from domainbert.paths import RunLayout
+
+    known = _make_inputs(tmp_path)
+    layout = RunLayout(tmp_path / "run")
+    caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
+    m = build_corpus(_cfg(tmp_path), layout)
+    sample = m["filter_examples"]["min_length_v1"]
+    assert len(sample) == known["short"] and {(r["text"], r["reason"]) for r in sample} == {
+        ("too short", "too_few_words")}
+    assert "decontamination" not in m["filter_examples"]
+    md = (layout.corpus / "report.md").read_text()
+    assert "Dropped documents: a sample" in md and "| min_length_v1 | too_few_words | b |" in md
+    assert "input shards processed" in caplog.text and "resumed" not in caplog.text  # a fresh build

@@ -40,7 +40,7 @@ from rich.progress import Progress
 
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
-from domainbert.corpus import report
+from domainbert.corpus import drop_samples, report
 from domainbert.corpus.audit import LeakAudit, audit_section
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.dedup import (
@@ -198,7 +198,10 @@ def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[
                 for fut in futures:
                     res = fut.result()
                     results[res["index"]] = res
-    log.info("corpus: %d input shards, %d already processed by an earlier run (resumed)", len(results), resumed)
+    if resumed:  # only a rerun after an interruption finds shards already done
+        log.info("corpus: %d input shards, %d already processed by an earlier run (resumed)", len(results), resumed)
+    else:
+        log.info("corpus: %d input shards processed", len(results))
     return [results[i] for i in sorted(results)]
 
 
@@ -364,6 +367,7 @@ def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any
                                         **per_source.get(name, {"documents": 0, "words": 0, "bytes": 0})})
                     for name in documents_in},
         "filters": filters,
+        "filter_examples": drop_samples.merge(st.get("drop_samples") for st in shard_stats),
         "dedup": {"exact_removed": exact_removed, "near_removed": near_removed, "near_clusters": near_clusters,
                   "threshold": corpus.dedup.threshold, "num_perm": corpus.dedup.num_perm,
                   "ngram": corpus.dedup.ngram, "lsh_bands": bands, "lsh_rows": rows,

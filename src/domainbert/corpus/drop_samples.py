@@ -51,11 +51,11 @@ def merge(samples: Iterable[dict[str, list[dict[str, Any]]] | None], k: int = K)
             for name, rows in pooled.items()}
 
 
-def report_tables(filters: dict[str, dict[str, Any]]) -> list[tuple[str, list[str], list[list[Any]]]]:
-    """The corpus report's table of sampled drops (``filters`` as in the manifest); none when nothing was
-    sampled."""
+def report_tables(examples: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[str], list[list[Any]]]]:
+    """The corpus report's table of sampled drops (``examples``: the manifest's ``filter_examples``, as
+    ``merge`` returns it); none when nothing was sampled."""
     rows = [[name, ex["reason"], ex["source"], ex["id"], ex["text"].replace("\n", " ")]
-            for name, f in filters.items() for ex in f.get("examples") or []]
+            for name, sample in examples.items() for ex in sample]
     if not rows:
         return []
     return [(f"Dropped documents: a sample of up to {K} per filter (check the filters' mistakes)",

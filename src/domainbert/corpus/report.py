@@ -3,7 +3,8 @@
 Tables of documents, words, bytes and estimated tokens per split and per source, drops per filter and
 reason, duplicates, decontamination per task/split, the leakage audit (counts per task/split, examples, what was
 not checked; leaks and gaps in red in the HTML) and malformed lines; a histogram of document lengths in
-words (log-spaced bins). Rendering only: every number comes from the manifest built in ``build``.
+words (log-spaced bins). Rendering only: every number comes from the manifest built in ``build``; the
+sample of dropped documents per filter is shaped by ``drop_samples``.
 """
 
 from __future__ import annotations
@@ -13,6 +14,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from domainbert.corpus import drop_samples
 
 
 def length_summary(lengths: np.ndarray) -> dict[str, Any]:
@@ -32,6 +35,7 @@ def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     rows = [[name, f["dropped"], ", ".join(f"{r}: {n}" for r, n in sorted(f["reasons"].items())) or "-"]
             for name, f in m["filters"].items()]
     tables.append(("Filters (in pipeline order)", ["filter", "dropped", "reasons"], rows))
+    tables += drop_samples.report_tables(m.get("filter_examples") or {})
     d = m["dedup"]
     tables.append(("Deduplication", ["exact duplicates removed", "near-duplicate clusters", "near duplicates removed",
                                      "threshold", "LSH bands x rows"],

@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from domainbert.corpus import drop_samples
 from domainbert.corpus.decontaminate import Decontaminator
 from domainbert.corpus.filters import Pipeline, build_pipeline
 from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts
@@ -85,7 +86,7 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
         work_dir: the build's work folder (holds ``input/``, ``processed/`` and the decontamination index).
 
     Returns:
-        ``{"index", "documents_in", "documents_kept", "filters", "decontamination"}``; the same dict is
+        ``{"index", "documents_in", "documents_kept", "filters", "decontamination", "drop_samples"}``; the same dict is
         saved as ``processed/shard-NNNNN.json`` (written last: its presence means the shard is done).
     """
     work_dir = Path(work_dir)
@@ -138,7 +139,9 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
                                       "text": originals[i]}, ensure_ascii=False) + "\n").encode()
                          for i, t in enumerate(texts) if t is None)
     stats = {"index": index, "documents_in": table.num_rows, "documents_kept": len(kept),
-             "filters": pipeline.dropped, "decontamination": decon.removed if decon else {}}
+             "filters": pipeline.dropped, "decontamination": decon.removed if decon else {},
+             "drop_samples": drop_samples.shard_sample(table.column("id").to_pylist(),
+                                                       table.column("source").to_pylist(), reasons, originals)}
     tmp_json = done.with_suffix(".json.tmp")
     tmp_json.write_text(json.dumps(stats, sort_keys=True))
     os.replace(tmp_json, done)
