@@ -15,7 +15,9 @@ probability of a short text is rarely confident. ``language_id_v2`` adds a lengt
 the same scores: another language may lead the best kept language by up to ``short_margin`` (log score) on a
 text with no evidence, an allowance that shrinks linearly to 0 at ``full_evidence_features`` model features;
 from there on it is v1's rule. A short text is dropped only when another language leads clearly (a German
-sentence of five words still does). Neither component looks at scripts, URLs or markup separately.
+sentence of five words still does). A text with no model feature at all is kept: langid's features miss
+many short English phrases entirely, and such a text (an emoji, a number) is for the length and symbol
+filters to judge. Neither component looks at scripts, URLs or markup separately.
 """
 
 from __future__ import annotations
