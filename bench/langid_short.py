@@ -15,7 +15,8 @@ py3langid's own ``classify`` (top language, and top language with probability >=
 
 Prints one JSON object (also ``bench/results/langid_short.json``): per contender, the false-drop rate per
 English text type and word band, the share of non-English texts kept (per band and per language) and
-texts per second over all scored texts. Run: ``python bench/langid_short.py``.
+texts per second over all scored texts (median, min and max of ``--repeats`` passes). Run:
+``python bench/langid_short.py`` (``--py3langid-path DIR`` after ``pip install --target DIR py3langid``).
 """
 
 from __future__ import annotations
@@ -33,7 +34,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "bench"))
-from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
+from common import emit, git_revision, machine_info, set_offline_env, spread  # noqa: E402
 
 BANDS = [(3, 4), (5, 6), (7, 9), (10, 12)]
 LANGUAGES = ["de", "es", "fr", "it", "pt", "nl", "sv", "da", "pl", "fi", "cs", "ro", "tr", "hu", "id", "ca", "nb",
@@ -120,6 +121,7 @@ def rate(flags: list[bool]) -> float | None:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--per-language", type=int, default=300)
+    parser.add_argument("--repeats", type=int, default=3, help="timed passes over all texts per contender")
     parser.add_argument("--py3langid-path", help="folder holding the py3langid package (pip install --target)")
     args = parser.parse_args()
     set_offline_env()
@@ -131,12 +133,13 @@ def main() -> None:
                     "foreign_texts": {k: len(v) for k, v in foreign.items()}, "contenders": {}}
     for name, fn in contenders(args.py3langid_path).items():
         fn(all_texts[:100])  # loads the model outside the timing
-        start = time.perf_counter()
-        keep = fn(all_texts)
-        seconds = time.perf_counter() - start
+        rates = []
+        for _ in range(args.repeats):
+            start = time.perf_counter()
+            keep = fn(all_texts)
+            rates.append(len(all_texts) / (time.perf_counter() - start))
         flags = dict(zip(all_texts, keep, strict=True))  # equal texts get equal verdicts
-        row: dict = {"texts_per_s": round(len(all_texts) / seconds), "seconds": round(seconds, 3),
-                     "english_false_drop": {}, "foreign_kept": {}}
+        row: dict = {"texts_per_s": spread(rates), "english_false_drop": {}, "foreign_kept": {}}
         dropped_en = [not flags[t] for v in english.values() for t in v]
         row["english_false_drop"]["all"] = rate(dropped_en)
         for kind, texts in english.items():
