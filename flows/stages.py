@@ -10,6 +10,7 @@ local one (``execution.dask_local_workers``).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from typing import Any
 
@@ -123,16 +124,12 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
 def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
-    models = configured(models_task, execution, layout.root)(spec)
-    from domainbert.finetune.stage import FROZEN_SUFFIX
+    configured(models_task, execution, layout.root)(spec)  # the models to compare, recorded in the run's UI
+    from domainbert.finetune.stage import run_list
 
-    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
-    jobs = [{"spec": spec, "model_name": name + FROZEN_SUFFIX if mode == "frozen" else name, "model_ref": ref,
-             "task_name": task.name, "seed": seed, "mode": mode}
-            for task in cfg.finetune.tasks for name, ref in models.items() for mode in modes
-            for seed in cfg.finetune.seeds]
-    get_run_logger().info("fine-tuning %d run(s): %d model(s) x %d task(s) x %d mode(s) x %d seed(s)", len(jobs),
-                          len(models), len(cfg.finetune.tasks), len(modes), len(cfg.finetune.seeds))
+    jobs = [{"spec": spec, **dataclasses.asdict(job)} for job in run_list(cfg, layout)]
+    get_run_logger().info("fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs),
+                          len(cfg.finetune.tasks))
     # One at a time locally (each run already uses every core); spread over workers on a Dask cluster.
     with task_runner(execution, threads=1) as runner:
         futures = []

@@ -107,7 +107,14 @@ def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):
     models = models_to_compare(cfg, layout)
     assert models == {"base": str(tiny_bert), "continued": str(layout.pretrained_model("continued"))}
     results = finetune_all(cfg, layout)
-    assert [(r["model"], r["seed"]) for r in results] == [("base", 1), ("base", 2), ("continued", 1), ("continued", 2)]
+    assert [(r["model"], r["seed"]) for r in results] == [("floor", 0), ("base", 1), ("base", 2), ("continued", 1),
+                                                          ("continued", 2)]
+    floor = results[0]
+    # The floor saw exactly the models' examples and is scored on the same test answers; one word decides the
+    # label in this task, so a bag of words learns it.
+    assert floor["gold"] == results[1]["gold"] and floor["test"]["macro_f1"] == 1.0 and not floor["collapsed"]
+    assert json.loads((layout.finetune("floor", "cls", 0) / "result.json").read_text())["mode"] == "floor"
+    results = results[1:]
     cmp = compare_models(results[2:], results[:2], n_samples=100)
     # the same weights, seeds and data order: identical predictions, a zero difference
     assert (cmp["diff"], cmp["verdict"]) == (0.0, "no significant difference")

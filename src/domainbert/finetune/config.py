@@ -60,6 +60,12 @@ class FinetuneConfig(StrictModel):
     eval_batch_size: int = Field(64, ge=1)
     torch_threads: int | None = Field(None, ge=1, description="CPU threads for torch (None: torch's default). "
                                                                "1 is fastest on a shared, oversubscribed machine.")
+    pooling: Literal["mean", "cls"] = Field(
+        "mean", description="Sequence classification: mean of the encoder's last hidden states for every model "
+                            "(no pooler, so no model has one the others lack), or 'cls': transformers' [CLS] + "
+                            "pooler head.")
+    floor: bool = Field(True, description="Score a simple baseline on every task (TF-IDF + logistic regression, a "
+                                          "CRF for NER) on the same examples, as the 'floor' model.")
     collapse_retry_lr_factor: float | None = Field(
         0.3, gt=0, lt=1, description="A run whose validation predictions collapsed (one class, no entities, a "
         "loss that did not fall) is run again once with its learning rate times this factor, recorded in "

@@ -17,6 +17,7 @@ from domainbert.errors import ModelError
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
+from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.tasks import TaskData
 from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
 from domainbert.models import load_tokenizer, resolve_model_ref
@@ -26,14 +27,25 @@ logger = logging.getLogger(__name__)
 PRIMARY = {"ner": "f1", "classification": "macro_f1"}
 
 
-def load_task_model(ref: str, data: TaskData):
-    """A token- or sequence-classification model with a new head sized for the task's labels."""
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+def load_task_model(ref: str, data: TaskData, pooling: str = "mean"):
+    """A token- or sequence-classification model with a new head sized for the task's labels; a sequence
+    classifier pools the encoder's states by their mean (``pooling.MeanPoolClassifier``) or, with
+    ``pooling="cls"``, is transformers' own (the [CLS] state through the checkpoint's pooler)."""
+    from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification
     from transformers.utils import logging as hf_logging
 
     cfg = data.config
     resolved = resolve_model_ref(ref)
     labels = data.label_list
+    if cfg.type == "classification" and pooling == "mean":
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # an MLM checkpoint's head is not used here
+        try:
+            return MeanPoolClassifier(AutoModel.from_pretrained(resolved), len(labels), cfg.multi_label)
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
+        finally:
+            hf_logging.set_verbosity(verbosity)
     kwargs: dict[str, Any] = {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
                               "label2id": {label: i for i, label in enumerate(labels)}}
     if cfg.type == "classification":
@@ -102,7 +114,8 @@ def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any
     return [sorted(p) for p in pred] if data.config.multi_label else pred
 
 
-def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_length: int) -> dict[str, Any]:
+def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_length: int,
+                 pooling: str = "mean") -> dict[str, Any]:
     """Fine-tune ``model_ref`` on ``data`` and score it.
 
     Args:
@@ -110,6 +123,7 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
         model_ref: a model reference (``domainbert.models.resolve_model_ref``).
         settings: loop settings (seed included).
         max_length: sub-token truncation length.
+        pooling: ``mean`` or ``cls`` (sequence classification only; see ``load_task_model``).
 
     Returns:
         ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
@@ -124,7 +138,7 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
         resolve_model_ref(model_ref)  # a folder without config.json -> ModelError naming it
     tok = _load_tokenizer(model_ref, data)
     torch.manual_seed(settings.seed)  # the head's initialisation depends on the seed only
-    model = load_task_model(model_ref, data)
+    model = load_task_model(model_ref, data, pooling)
     emb = model.get_input_embeddings().num_embeddings
     if len(tok) > emb:
         raise ModelError(f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings",

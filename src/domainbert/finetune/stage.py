@@ -1,7 +1,8 @@
 """The fine-tuning stage: every model x task x seed, one ``result.json`` each, skipped when up to date.
 
 Models compared (``models_to_compare``): the general base, each pretraining arm whose model folder exists,
-then the YAML's ``finetune.extra_models``. With ``finetune.mode: frozen`` (or ``both``) the feature-based runs
+then the YAML's ``finetune.extra_models``; with ``finetune.floor`` each task also gets a floor baseline
+(``floors.run_floor``) stored as model ``floor``, seed 0, with the same result keys. With ``finetune.mode: frozen`` (or ``both``) the feature-based runs
 are stored under ``<model>-frozen``.
 
 ``layout.finetune(model, task, seed)/result.json`` holds:
@@ -26,6 +27,7 @@ import dataclasses
 import json
 import logging
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +45,33 @@ logger = logging.getLogger(__name__)
 
 RESULT = "result.json"
 FROZEN_SUFFIX = "-frozen"
+FLOOR = "floor"  # the floor baseline's model name and mode; one deterministic run, stored as seed 0
+FLOOR_SEED = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One entry of the fine-tuning matrix: what ``finetune_one`` runs and where its result is stored."""
+
+    model_name: str
+    model_ref: str
+    task_name: str
+    seed: int
+    mode: str  # finetune, frozen or floor
+
+
+def run_list(cfg: DomainConfig, layout: RunLayout) -> list[Job]:
+    """The matrix in run order: per task, its floor, then models x modes x seeds (frozen runs stored under
+    ``<model>-frozen``). The one list the stage and the Prefect flows both run."""
+    models = models_to_compare(cfg, layout)
+    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
+    jobs = []
+    for task in cfg.finetune.tasks:
+        if cfg.finetune.floor:
+            jobs.append(Job(FLOOR, FLOOR, task.name, FLOOR_SEED, FLOOR))
+        jobs += [Job(name + FROZEN_SUFFIX if mode == "frozen" else name, ref, task.name, seed, mode)
+                 for name, ref in models.items() for mode in modes for seed in cfg.finetune.seeds]
+    return jobs
 
 
 def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
@@ -106,6 +135,8 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     """
     task = _task(cfg, task_name)
     mode = mode or ("finetune" if cfg.finetune.mode == "both" else cfg.finetune.mode)
+    if mode == FLOOR:
+        return _floor(task, layout, data)
     run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
                                                                      "torch_threads", "eval_batch_size"}),
                "task": task.model_dump(mode="json"), "model": model_name, "model_ref": model_ref, "seed": seed,
@@ -126,7 +157,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
     settings = settings_for(cfg, seed, mode)
-    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length)
+    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
     out["retry"] = None
     factor = cfg.finetune.collapse_retry_lr_factor
     if out["collapse_validation"]["collapsed"] and factor:
@@ -136,7 +167,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         settings = dataclasses.replace(settings, lr=settings.lr * factor)
         logger.warning("%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g", model_name, task_name, seed,
                        "; ".join(first["reasons"]), settings.lr)
-        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length)
+        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
         out["retry"] = {"first": first, "lr": settings.lr}
     out["lr"] = settings.lr
     out["collapsed"] = bool(out["collapse"]["collapsed"])
@@ -144,6 +175,34 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
               "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
               "num_examples": {k: len(v) for k, v in data.splits.items()},
               "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
+    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+        (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+    return result
+
+
+def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None) -> dict[str, Any]:
+    """The task's floor baseline (``floors.run_floor``) stored like a model's result (skipped when up to date)."""
+    from domainbert.finetune.collapse import diagnose
+    from domainbert.finetune.floors import run_floor
+
+    run_cfg = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
+    inputs = {"task_data": data.data_hash if data is not None else task_data_hash(task)}
+    fp = fingerprint(run_cfg, inputs)
+    final = layout.finetune(FLOOR, task.name, FLOOR_SEED)
+    if is_complete(final, fp) and (final / RESULT).is_file():
+        logger.info("%s/%s skipped: up to date", FLOOR, task.name)
+        return json.loads((final / RESULT).read_text())
+    data = data or load_task(task)
+    t0, c0 = time.perf_counter(), time.process_time()
+    out = run_floor(data)
+    collapse = diagnose(task.type, out["gold"], out["pred"], multi_label=task.multi_label)
+    result = {"model": FLOOR, "model_ref": out["floor_method"], "mode": FLOOR, "task": task.name,
+              "task_type": task.type, "multi_label": task.multi_label, "seed": FLOOR_SEED,
+              "primary_metric": PRIMARY[task.type], "num_examples": {k: len(v) for k, v in data.splits.items()},
+              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
+              "collapse": collapse, "collapsed": bool(collapse["collapsed"]), "retry": None, **out}
+    logger.info("floor on %s: test %s %.4f (%s)", task.name, PRIMARY[task.type], out["test"][PRIMARY[task.type]],
+                out["floor_method"])
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
         (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
     return result
@@ -158,18 +217,15 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     Returns:
         The result dicts, in run order.
     """
-    models = models_to_compare(cfg, layout)
-    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
-    runs = [(task, name, ref, mode, seed) for task in cfg.finetune.tasks for name, ref in models.items()
-            for mode in modes for seed in cfg.finetune.seeds]
-    logger.info("fine-tuning matrix: %d models x %d tasks x %d mode(s) x %d seeds = %d runs", len(models),
-                len(cfg.finetune.tasks), len(modes), len(cfg.finetune.seeds), len(runs))
+    jobs = run_list(cfg, layout)
+    logger.info("fine-tuning matrix: %d runs (%d tasks; models x modes x seeds, and a floor per task)", len(jobs),
+                len(cfg.finetune.tasks))
     results = []
     loaded: dict[str, TaskData] = {}
-    for i, (task, name, ref, mode, seed) in enumerate(runs, 1):
-        if task.name not in loaded:
-            loaded = {task.name: load_task(task)}  # one task in memory at a time
-        stored = name + FROZEN_SUFFIX if mode == "frozen" else name
-        logger.info("run %d/%d: %s / %s / seed %d", i, len(runs), stored, task.name, seed)
-        results.append(finetune_one(cfg, layout, stored, ref, task.name, seed, mode=mode, data=loaded[task.name]))
+    for i, job in enumerate(jobs, 1):
+        if job.task_name not in loaded:
+            loaded = {job.task_name: load_task(_task(cfg, job.task_name))}  # one task in memory at a time
+        logger.info("run %d/%d: %s / %s / seed %d", i, len(jobs), job.model_name, job.task_name, job.seed)
+        results.append(finetune_one(cfg, layout, job.model_name, job.model_ref, job.task_name, job.seed,
+                                    mode=job.mode, data=loaded[job.task_name]))
     return results

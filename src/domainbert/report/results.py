@@ -28,8 +28,8 @@ METRIC_LABEL = {"f1": "F1", "macro_f1": "macro-F1", "accuracy": "accuracy", "pre
 # Head-to-head pairs beyond "each against base": (better-if-positive, reference).
 ARM_PAIRS = [("continued", "scratch"), ("extended", "continued")]
 
-# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value"};
-# default_compare_fn wraps stats.compare_models (seeds paired by value, test examples resampled).
+# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", ...};
+# default_compare_fn wraps stats.compare_models (test examples resampled in pairs, seed noise drawn per side).
 CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], dict[str, Any]]
 
 
@@ -41,7 +41,9 @@ def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
 
         out = stats.compare_models(results_a, results_b, n_samples=samples, confidence=confidence, seed=seed,
                                    metric=metric)
-        return {**out, "ci_low": out["low"], "ci_high": out["high"], "n_seeds": len(out["seeds"])}
+        # Runs per side (a floor is one deterministic run); the seeds of the two sides need not match.
+        return {**out, "ci_low": out["low"], "ci_high": out["high"],
+                "n_seeds": min(out["a"]["n"], out["b"]["n"]), "runs_text": f"{out['a']['n']} v {out['b']['n']}"}
 
     return compare
 
@@ -171,5 +173,6 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
                                 "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
                                                                        len(by_model[model_b])))),
                                 "p_value": stat.get("p_value"), "aso_eps": stat.get("aso_eps"),
+                                "runs_text": stat.get("runs_text"),
                                 "resampled": stat.get("resampled"), "verdict": verdict(diff, low, high)})
     return scores, comparisons

@@ -253,11 +253,12 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                        "diff vs base", f"{level}% CI", "verdict", "train s (mean)"], rows,
                       f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
     if comparisons:
-        rows = [[f"{c['model']} vs {c['reference']}", c["task"], str(c["n_seeds"]), signed_points(c["diff"]),
+        rows = [[f"{c['model']} vs {c['reference']}", c["task"], c.get("runs_text") or str(c["n_seeds"]),
+                 signed_points(c["diff"]),
                  interval_text(c), p_text(c.get("p_value"), bootstrap_samples), fmt(c.get("aso_eps"), 2),
                  c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else "")] for c in comparisons]
         level = round(100 * comparisons[0]["confidence"])
-        sec.add(Table(["comparison", "task", "seeds", "difference (points)", f"{level}% CI", "p (two-sided)",
+        sec.add(Table(["comparison", "task", "runs", "difference (points)", f"{level}% CI", "p (two-sided)",
                        "ASO eps_min", "verdict"], rows,
                       f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
                       + _n_comparisons(comparisons)))

@@ -1,0 +1,71 @@
+"""A sequence classifier over the mean of the encoder's last hidden states (``finetune.pooling: mean``).
+
+Why not transformers' ``*ForSequenceClassification``: those classify from the [CLS] position through the
+checkpoint's pooler, and a pooler is not something every model in a comparison has on equal terms. A masked-LM
+model has none (an arm saved from one gets a fresh pooler), a sentence-embedding model such as all-MiniLM was
+trained for mean pooling and carries an unused pooler, and a from-scratch model's is random. Mean pooling over
+the non-padding tokens, then dropout and one linear layer, gives every model the same head on the same kind of
+summary. ``pooling: cls`` keeps the transformers classes.
+
+The module mimics the parts of a transformers model the fine-tuning loop uses: ``forward(**batch)`` returning
+``loss`` (given labels) and ``logits``, ``base_model`` (frozen mode freezes it) and ``get_input_embeddings``.
+It does not save itself as a Hugging Face folder.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class ClassifierOutput:
+    loss: torch.Tensor | None
+    logits: torch.Tensor
+
+
+class MeanPoolClassifier(nn.Module):
+    """``encoder`` (an ``AutoModel``) + masked mean pooling + dropout + linear head.
+
+    Args:
+        encoder: the pretrained encoder without any head.
+        num_labels: output size.
+        multi_label: sigmoid outputs with binary cross-entropy (labels are multi-hot floats); else softmax.
+    """
+
+    def __init__(self, encoder: nn.Module, num_labels: int, multi_label: bool = False) -> None:
+        super().__init__()
+        self.encoder = encoder
+        config = encoder.config
+        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", None) or getattr(config, "dropout", 0.1))
+        self.classifier = nn.Linear(config.hidden_size, num_labels)
+        std = getattr(config, "initializer_range", 0.02)
+        nn.init.normal_(self.classifier.weight, std=std)
+        nn.init.zeros_(self.classifier.bias)
+        self.multi_label = multi_label
+        self.config = config
+
+    @property
+    def base_model(self) -> nn.Module:
+        return self.encoder
+
+    def get_input_embeddings(self) -> nn.Module:
+        return self.encoder.get_input_embeddings()
+
+    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
+                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ClassifierOutput:
+        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
+        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
+        mask = (attention_mask if attention_mask is not None else torch.ones_like(input_ids)).unsqueeze(-1)
+        mask = mask.to(hidden.dtype)
+        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
+        logits = self.classifier(self.dropout(pooled))
+        loss = None
+        if labels is not None:
+            if self.multi_label:
+                loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
+            else:
+                loss = nn.functional.cross_entropy(logits, labels)
+        return ClassifierOutput(loss=loss, logits=logits)
