@@ -42,11 +42,51 @@ def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | N
 @app.command()
 def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains to check (default: all).")] = None,
              profile: ProfileOpt = DEFAULT_PROFILE) -> None:
-    """Validate domain YAMLs (all of domains/ by default)."""
+    """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files.
+
+    Every task is read as fine-tuning will read it (formats, splits, label sets, tag scheme), so a wrong
+    label set is found before the corpus, vocabulary and pretraining stages run. Each problem is one line;
+    any problem exits with status 2.
+    """
+    problems = 0
     for name in domains or available_domains():
-        cfg = load_domain(name, profile=profile)
-        typer.echo(f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
-                   f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}")
+        try:
+            cfg = load_domain(name, profile=profile)
+        except DomainbertError as exc:
+            typer.echo(f"error: {exc}", err=True)
+            problems += 1
+            continue
+        found = _check_inputs(cfg)
+        for line in found:
+            typer.echo(f"error: {line}", err=True)
+        problems += len(found)
+        if not found:
+            typer.echo(f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
+                       f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}")
+    if problems:
+        raise typer.Exit(2)
+
+
+def _check_inputs(cfg: DomainConfig) -> list[str]:
+    """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
+    from domainbert.corpus.sources import expand_paths
+    from domainbert.finetune.tasks import load_task
+
+    found = []
+    for source in cfg.corpus.sources:
+        if source.type == "local":
+            try:
+                expand_paths(source)  # a glob or file that matches nothing names the source
+            except DomainbertError as exc:
+                found.append(str(exc))
+    for task in cfg.finetune.tasks:
+        if task.format == "hf":
+            continue
+        try:
+            load_task(task)
+        except DomainbertError as exc:
+            found.append(f"task {task.name!r}: {exc}")
+    return found
 
 
 @app.command()
