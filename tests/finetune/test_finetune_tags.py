@@ -27,9 +27,44 @@ def test_bioes_to_iob2(tags, expected):
     assert to_iob2(tags, "BIOES") == expected
 
 
-def test_iob2_is_unchanged_even_when_ill_formed():
-    tags = ["O", "I-PER", "B-LOC"]
-    assert to_iob2(tags, "IOB2") == tags
+def test_ill_formed_iob2_is_repaired_and_counted():
+    repairs = [0]
+    assert to_iob2(["O", "I-PER", "I-PER", "B-LOC", "I-PER"], "IOB2", repairs) == ["O", "B-PER", "I-PER", "B-LOC",
+                                                                                    "B-PER"]
+    assert repairs == [2]
+    assert to_iob2(["B-PER", "I-PER", "O"], "IOB2", repairs) == ["B-PER", "I-PER", "O"] and repairs == [2]
+    iob1 = [0]
+    to_iob2(["I-PER", "O", "I-LOC"], "IOB1", iob1)
+    assert iob1 == [0]  # IOB1 opens entities with I-: the scheme, not a repair
+
+
+def test_gold_file_repairs_warn_once_with_the_count(tmp_path, caplog):
+    import logging
+
+    from domainbert.finetune.config import TaskConfig
+    from domainbert.finetune.tasks import read_conll
+
+    path = tmp_path / "train.conll"
+    path.write_text("a\tO\nb\tI-TERM\n\nc\tI-TERM\nd\tO\n")
+    cfg = TaskConfig(name="t", type="ner", format="conll", path=str(tmp_path), labels=["O", "B-TERM", "I-TERM"])
+    with caplog.at_level(logging.WARNING):
+        examples = read_conll(path, cfg)
+    assert [ex.tags for ex in examples] == [["O", "B-TERM"], ["B-TERM", "O"]]
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1 and str(path) in warnings[0].getMessage() and " 2 " in warnings[0].getMessage()
+
+
+def test_predictions_are_repaired_like_gold():
+    import numpy as np
+
+    from domainbert.finetune.ner import decode_ner
+    from domainbert.finetune.tasks import NerExample
+
+    id2label = ["O", "B-TERM", "I-TERM"]
+    logits = [np.eye(3)[[0, 0, 2, 2]]]  # positions 1..2 hold the words: O, I-TERM, I-TERM
+    features = [{"word_index": [0, 1, 2], "first_positions": [1, 2, 3]}]
+    examples = [NerExample(tokens=["x", "y", "z"], tags=["O", "B-TERM", "I-TERM"], where="t")]
+    assert decode_ner(logits, features, examples, id2label) == [["O", "B-TERM", "I-TERM"]]
 
 
 def test_converted_entities_match_seqeval_reading_of_the_source_scheme():

@@ -5,19 +5,24 @@ get -100 (ignored by the loss). Decoding reads the prediction at each word's fir
 ``max_length`` (or that tokenise to nothing) are predicted ``O``, so predictions always have the gold length
 and the evaluation is over the full gold sentences.
 
-Metrics are seqeval's, in strict IOB2 mode (an entity counts only when its type and both boundaries match;
-ill-formed predicted spans such as an ``I-X`` after ``O`` are not entities): micro precision/recall/F1,
-macro F1 and a per-type table. ``ner_metrics`` calls seqeval on the word-level tag lists exactly as a user
+Metrics are seqeval's, in strict IOB2 mode (an entity counts only when its type and both boundaries match):
+micro precision/recall/F1, macro F1 and a per-type table. A predicted ``I-X`` that does not continue an
+``X`` entity is repaired to ``B-X`` at decoding, by the rule the gold tags were repaired with when read
+(``tags.to_iob2``), so gold and predictions are judged alike. ``ner_metrics`` calls seqeval on the word-level tag lists exactly as a user
 would, so its numbers are seqeval's numbers.
 """
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import numpy as np
 
+from domainbert.finetune.tags import to_iob2
 from domainbert.finetune.tasks import NerExample
+
+log = logging.getLogger(__name__)
 
 IGNORE = -100
 
@@ -57,14 +62,18 @@ def encode_ner(examples: list[NerExample], tokenizer: Any, label2id: dict[str, i
 
 def decode_ner(logits: list[np.ndarray], features: list[dict[str, Any]], examples: list[NerExample],
                id2label: list[str]) -> list[list[str]]:
-    """Word-level IOB2 predictions from per-sentence token logits (each ``[seq, labels]``)."""
+    """Word-level IOB2 predictions from per-sentence token logits (each ``[seq, labels]``), ill-formed
+    ``I-`` tags repaired."""
     out = []
+    repairs = [0]
     for sent_logits, feat, ex in zip(logits, features, examples, strict=True):
         row = sent_logits.argmax(-1)
         tags = ["O"] * len(ex.tokens)
         for wid, pos in zip(feat["word_index"], feat["first_positions"], strict=True):
             tags[wid] = id2label[int(row[pos])]
-        out.append(tags)
+        out.append(to_iob2(tags, "IOB2", repairs))
+    if repairs[0]:
+        log.info("%d predicted 'I-X' tags not continuing an X entity repaired to 'B-X'", repairs[0])
     return out
 
 

@@ -7,11 +7,17 @@ Everything downstream (the model's label set, the loss, seqeval's strict IOB2 ev
   type) opens one and becomes ``B-X``; a ``B-X`` (IOB1 uses it only between two adjacent ``X`` entities) stays.
 - BIOES -> IOB2: ``S-X`` -> ``B-X``, ``E-X`` -> ``I-X``; ``B``, ``I`` and ``O`` are unchanged.
 
-This module does not repair ill-formed input beyond that: an ``I-X`` after ``O`` in IOB2 input is kept as is
-(seqeval's strict mode then drops it, exactly as it would on the raw file).
+- Ill-formed IOB2 (and BIOES) input: an ``I-X`` that does not continue an ``X`` entity (sentence start,
+  after ``O``, after another type) is repaired to ``B-X`` (the IOB1 rule), and the repairs are counted so
+  the reader can warn once per file (``warn_repairs``). Without the repair seqeval's strict mode would
+  silently drop such an entity from the gold set. Predictions are repaired the same way (``ner.decode_ner``).
 """
 
 from __future__ import annotations
+
+import logging
+
+log = logging.getLogger(__name__)
 
 SCHEME_PREFIXES = {"IOB1": ("B", "I"), "IOB2": ("B", "I"), "BIOES": ("B", "I", "E", "S")}
 
@@ -56,10 +62,13 @@ def check_label_set(labels: list[str], scheme: str) -> str | None:
     return None
 
 
-def to_iob2(tags: list[str], scheme: str) -> list[str]:
-    """Convert one sentence's tags from ``scheme`` to IOB2 (see the module docstring for the rules)."""
-    if scheme == "IOB2":
-        return list(tags)
+def to_iob2(tags: list[str], scheme: str, repairs: list[int] | None = None) -> list[str]:
+    """Convert one sentence's tags from ``scheme`` to IOB2 (see the module docstring for the rules).
+
+    Args:
+        repairs: a one-item counter; each ill-formed ``I-X`` repaired to ``B-X`` adds 1 (IOB1's ``I-X``
+            openings are the scheme, not repairs, and are not counted).
+    """
     out: list[str] = []
     prev_kind = ""
     for tag in tags:
@@ -68,12 +77,18 @@ def to_iob2(tags: list[str], scheme: str) -> list[str]:
             out.append("O")
             prev_kind = ""
             continue
-        if scheme == "BIOES":
-            new = {"S": "B", "E": "I"}.get(prefix, prefix)
-        elif prefix == "I" and kind != prev_kind:
+        new = {"S": "B", "E": "I"}.get(prefix, prefix) if scheme == "BIOES" else prefix
+        if new == "I" and kind != prev_kind:
             new = "B"
-        else:
-            new = prefix
+            if repairs is not None and scheme != "IOB1":
+                repairs[0] += 1
         out.append(f"{new}-{kind}")
         prev_kind = kind
     return out
+
+
+def warn_repairs(where: object, count: int, what: str = "tags") -> None:
+    """One warning for a file (or prediction set) whose ill-formed ``I-`` tags were repaired."""
+    if count:
+        log.warning("%s: %d %s 'I-X' not continuing an X entity repaired to 'B-X' (ill-formed IOB2)",
+                    where, count, what)

@@ -33,7 +33,7 @@ from typing import Any
 
 from domainbert.errors import DataError
 from domainbert.finetune.config import TaskConfig
-from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2
+from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
@@ -90,10 +90,12 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
     tokens: list[str] = []
     tags: list[str] = []
     start = 0
+    repairs = [0]  # ill-formed I- tags repaired to B- (one warning for the file)
 
     def flush() -> None:
         if tokens:
-            out.append(NerExample(tokens=list(tokens), tags=to_iob2(tags, cfg.tag_scheme), where=f"{path}:{start}"))
+            out.append(NerExample(tokens=list(tokens), tags=to_iob2(tags, cfg.tag_scheme, repairs),
+                                  where=f"{path}:{start}"))
         tokens.clear()
         tags.clear()
 
@@ -116,6 +118,7 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
             tokens.append(token)
             tags.append(tag)
     flush()
+    warn_repairs(path, repairs[0])
     return out
 
 
@@ -224,13 +227,15 @@ def _hf_rows(cfg: TaskConfig, part: Any, where: str) -> list[Any]:
         feat = features.get(cfg.tags_field)
         names = getattr(getattr(feat, "feature", None), "names", None)
         allowed = set(cfg.labels)
+        repairs = [0]
         for i, row in enumerate(part):
             if part.column_names is None and i == 0:
                 _check_columns(list(row), needed, where)
             tags = [names[t] if names is not None and isinstance(t, int) else str(t) for t in row[cfg.tags_field]]
             _check_ner(row[cfg.tokens_field], tags, allowed, cfg, where, i)
-            rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme),
+            rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme, repairs),
                                    where=f"{where} row {i}"))
+        warn_repairs(where, repairs[0])
     else:
         feat = features.get(cfg.label_field)
         names = getattr(feat, "names", None) or getattr(getattr(feat, "feature", None), "names", None)
