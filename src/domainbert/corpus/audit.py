@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -146,9 +147,11 @@ class LeakAudit:
         self.table[self.unique >> np.uint64(42)] = True
         self.gram_found = np.zeros(len(self.unique), dtype=bool)
         self.ngram_examples: dict[str, list[dict[str, Any]]] = {o: [] for o in self.owners}
+        self.seconds = 0.0  # time spent in ``add`` (logged by the build, kept out of the manifest)
 
     def add(self, ids: list[str], texts: list[str]) -> None:
         """Check one batch of corpus documents (their ids name them in the examples)."""
+        start = time.perf_counter()
         cps = normalise(texts)
         newlines = np.flatnonzero(cps == _NL)
         if self.patterns:
@@ -166,6 +169,7 @@ class LeakAudit:
             for k in new[:EXAMPLES * len(self.owners)].tolist():
                 doc = int(np.searchsorted(newlines, first[maybe[k]], side="right")) - 1
                 self._ngram_example(int(slot[k]), ids[doc])
+        self.seconds += time.perf_counter() - start
 
     def _verbatim(self, i: int, doc_id: str) -> None:
         owner, text = self.texts[i]

@@ -298,6 +298,8 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
         _collect_dropped(bases, out_dir / "dropped.jsonl.gz")
     manifest = _manifest(cfg, shard_stats, counts, totals, per_source, exact_removed, near_removed, near_clusters,
                          np.concatenate(lengths), work_dir)
+    if audit is not None:
+        log.info("corpus: leakage audit of %d evaluation texts took %.1f s", len(audit.texts), audit.seconds)
     manifest["audit"] = audit_section(audit, sets.sources, sets.not_checked, decon, work_dir / "audit.json")
     manifest["shards"] = {s: writers[s].count for s in SPLITS}
     manifest["content_hash"] = _shards_hash(out_dir)
