@@ -81,3 +81,15 @@ def test_compare_command_renders_the_page_from_run_folders(science_run: Path, tm
     assert f"| law | {LAW_TASK} | continued | 3 |" in md and "science" in md
     one = CliRunner().invoke(app, ["compare", str(law), "--out", str(tmp_path / "x")])
     assert one.exit_code != 0 and "at least two runs" in str(one.exception)
+
+
+def test_cross_domain_page_shows_the_floor(tmp_path: Path) -> None:
+    law = tmp_path / "runs" / "law"
+    _law_run(law)
+    floor = write_cls_result(law, "floor", LAW_TASK, 0, 10)  # 10 wrong: above both models (28-30 wrong)
+    out = tmp_path / "cross"
+    render_cross_domain({"law": law}, out, compare=CompareConfig(bootstrap_samples=200))
+    md = (out / "report.md").read_text()
+    assert f"| law | {LAW_TASK} | floor | 1 | {100 * floor:.1f} | - | 0/1 |" in md
+    assert f"Below the floor on {LAW_TASK} ({100 * floor:.1f} macro-F1" in md
+    assert f"| law | {LAW_TASK} | base vs floor |" in md

@@ -28,7 +28,7 @@ from domainbert.report.document import Document, Figure, Section, Table, to_html
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt, std_text
-from domainbert.report.summary import comparison_sentence, interval_text, points, signed_points
+from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
 
 log = logging.getLogger(__name__)
@@ -118,20 +118,23 @@ def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: C
         elif not key:
             summary.add(f"{domain}: fine-tuned, but no model could be compared with the base model.")
         else:
-            summary.add(f"{domain}:", [comparison_sentence(c) for c in key])
+            mine = [r for r in all_scores if r["domain"] == domain]
+            summary.add(f"{domain}:", floor_sentences(mine, [c for c in all_cmps if c["domain"] == domain])
+                        + [comparison_sentence(c) for c in key])
 
-    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r)]
-                   for r in all_scores]
+    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
+                    f"{r.get('collapsed', 0)}/{r['n_seeds']}"] for r in all_scores]
     cmp_rows = [[c["domain"], c["task"], f"{c['model']} vs {c['reference']}", signed_points(c["diff"]),
                  interval_text(c), c["verdict"]] for c in all_cmps]
     level = round(100 * compare.confidence)
     results = Section("Fine-tuning results")
     if scores_rows:
-        results.add(Table(["domain", "task", "model", "seeds", "mean (x100)", "std"], scores_rows,
-                          "Test score (F1 for NER, macro-F1 for classification), mean and std over seeds"))
+        results.add(Table(["domain", "task", "model", "seeds", "mean (x100)", "std", "collapsed"], scores_rows,
+                          "Test score (F1 for NER, macro-F1 for classification), mean and std over seeds; floor: "
+                          "a simple baseline on the same examples"))
     if cmp_rows:
         results.add(Table(["domain", "task", "comparison", "difference (points)", f"{level}% CI", "verdict"],
-                          cmp_rows, f"Paired bootstrap ({compare.bootstrap_samples} resamples) per domain"))
+                          cmp_rows, f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain"))
     if name := figures.domain_bars(all_scores, tmp):
         results.add(Figure(name, "Mean test score per domain, task and model; error bars: one std over seeds"))
     if not scores_rows:
