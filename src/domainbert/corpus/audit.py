@@ -125,23 +125,17 @@ class LeakAudit:
         self.automaton = ahocorasick.Automaton()
         self.patterns: dict[str, list[int]] = {}
         self.words = np.zeros(len(self.texts), dtype=np.int64)
-        gram_text, grams = [], []
-        for i, (_, text) in enumerate(self.texts):
-            norm = _to_str(normalise([text]))[1:-2]  # " w1 ... wk " without the newlines around it
+        cps = normalise([text for _, text in self.texts])  # all texts at once, one "document" each
+        for i, norm in enumerate(_to_str(cps).split("\n")[1:-1]):  # each " w1 ... wk " (" " for no words)
             self.words[i] = norm.count(" ") - 1
-            if self.words[i] <= 0:
-                continue
-            key = norm if self.words[i] >= min_words else f"\n{norm}\n"
-            self.patterns.setdefault(key, []).append(i)
-            g, _ = _ngram_hashes(normalise([text]), ngram)
-            grams.append(g)
-            gram_text.append(np.full(len(g), i, dtype=np.int64))
+            if self.words[i] > 0:
+                self.patterns.setdefault(norm if self.words[i] >= min_words else f"\n{norm}\n", []).append(i)
         for key, ids in self.patterns.items():
             self.automaton.add_word(key, (len(key), ids))
         if self.patterns:
             self.automaton.make_automaton()
-        self.gram_text = np.concatenate(gram_text) if gram_text else np.zeros(0, dtype=np.int64)
-        all_grams = np.concatenate(grams) if grams else np.zeros(0, dtype=np.uint64)
+        all_grams, first = _ngram_hashes(cps, ngram)
+        self.gram_text = np.searchsorted(np.flatnonzero(cps == _NL), first, side="right") - 1
         self.unique, self.gram_slot = np.unique(all_grams, return_inverse=True)
         self.table = np.zeros(1 << 22, dtype=bool)
         self.table[self.unique >> np.uint64(42)] = True
