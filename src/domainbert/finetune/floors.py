@@ -149,26 +149,27 @@ def run_floor(data: TaskData) -> dict[str, Any]:
 
     Returns:
         ``validation`` and ``test`` metrics (the models' metric functions), ``gold``/``pred`` (test answers in
-        test-file order, as ``runner.gold_of``), ``train_seconds`` (every grid fit, feature extraction
-        included), ``train_examples``, ``num_parameters`` (= ``trainable_parameters``: the
-        logistic weights and intercepts, or the CRF's nonzero feature weights), ``history`` (empty),
-        ``best_step``/``steps`` (0), ``stopped_early`` (False), ``floor_method``, ``floor_params`` (the chosen
-        grid point) and ``floor_search`` (each grid point's validation primary metric).
+        test-file order, as ``runner.gold_of``), ``train_seconds`` and ``train_cpu_seconds`` (every grid
+        point's fit plus feature extraction; validation scoring excluded), ``train_examples``,
+        ``num_parameters`` (= ``trainable_parameters``: the logistic weights and intercepts, or the CRF's
+        nonzero feature weights), ``history`` (empty), ``best_step``/``steps`` (0), ``stopped_early`` (False),
+        ``floor_method``, ``floor_params`` (the chosen grid point) and ``floor_search`` (each grid point's
+        validation primary metric).
     """
     ner = data.config.type == "ner"
     primary = PRIMARY[data.config.type]
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     if ner:
         feats = {split: [sentence_features(ex.tokens) for ex in data.splits[split]] for split in data.splits}
         grid, fit = CRF_GRID, (lambda p: _ner_fit(data, p, feats))
     else:
         grid, fit = CLS_GRID, (lambda p: _cls_fit(data, p))
-    train_seconds = time.perf_counter() - t0
+    train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
     val_gold = gold_of(data, "validation")
     best: tuple[float, dict[str, Any], dict[str, Any], Callable, int] | None = None
     search = []
     for params in grid:
-        t1 = time.perf_counter()
+        t1, c1 = time.perf_counter(), time.process_time()
         # One BLAS/OpenMP thread: on these small sparse problems more threads only add contention (the
         # machine is shared with the models' runs) and could reorder floating-point sums.
         with warnings.catch_warnings(), threadpool_limits(1):
@@ -176,6 +177,7 @@ def run_floor(data: TaskData) -> dict[str, Any]:
             warnings.simplefilter("ignore")
             predict, n_weights = fit(params)
         train_seconds += time.perf_counter() - t1
+        train_cpu += time.process_time() - c1
         metrics = score(data, val_gold, predict("validation"))
         search.append({"params": params, primary: metrics[primary]})
         logger.info("floor %s %s: validation %s %.4f", data.config.name, params, primary, metrics[primary])
@@ -190,6 +192,6 @@ def run_floor(data: TaskData) -> dict[str, Any]:
     logger.info("floor %s: chose %s, test %s %.4f (%.1f s)", data.config.name, params, primary, test[primary],
                 train_seconds)
     return {"validation": val_metrics, "test": test, "gold": gold, "pred": pred, "history": [], "best_step": 0,
-            "steps": 0, "stopped_early": False, "train_seconds": train_seconds, "train_examples": n_train,
-            "num_parameters": n_weights, "trainable_parameters": n_weights,
+            "steps": 0, "stopped_early": False, "train_seconds": train_seconds, "train_cpu_seconds": train_cpu,
+            "train_examples": n_train, "num_parameters": n_weights, "trainable_parameters": n_weights,
             "floor_method": CRF_METHOD if ner else CLS_METHOD, "floor_params": params, "floor_search": search}
