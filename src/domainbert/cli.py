@@ -9,6 +9,7 @@ SIGTERM/SIGUSR1 stop a stage gracefully with status 143/138 (``run_cli``, ``doma
 
 from __future__ import annotations
 
+import glob
 import logging
 import os
 import sys
@@ -19,7 +20,7 @@ import typer
 
 from domainbert import signals
 from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
-from domainbert.errors import DomainbertError
+from domainbert.errors import ConfigError, DomainbertError
 from domainbert.paths import RunLayout, available_domains, default_run_dir
 from domainbert.runlock import run_lock
 
@@ -35,7 +36,14 @@ OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory 
 def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None) -> tuple[DomainConfig, RunLayout]:
     cfg = load_domain(domain, overrides or [], profile=profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
-    layout.root.mkdir(parents=True, exist_ok=True)
+    try:
+        layout.root.mkdir(parents=True, exist_ok=True)
+        probe = layout.root / f".write-test-{os.getpid()}"
+        probe.touch()
+        probe.unlink()
+    except OSError as exc:  # a file, a read-only folder or file system, no space
+        raise ConfigError(f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root,
+                          field="--out") from None
     return cfg, layout
 
 
@@ -79,6 +87,12 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
                 expand_paths(source)  # a glob or file that matches nothing names the source
             except DomainbertError as exc:
                 found.append(str(exc))
+    files = [(f"vocab.references[{r.name}]", r.path) for r in cfg.vocab.references if r.path]
+    files += [("vocab.control_corpus", p) for p in cfg.vocab.control_corpus]
+    files += [("pretrain.general_eval_corpus", p) for p in cfg.pretrain.general_eval_corpus]
+    for field, path in files:
+        if not glob.glob(str(path)):
+            found.append(f"{path}: {field}: not found")
     for task in cfg.finetune.tasks:
         if task.format == "hf":
             continue
@@ -152,7 +166,6 @@ def compare(runs: Annotated[list[str], typer.Argument(help="Finished runs as DOM
             out: Annotated[Path, typer.Option("--out", "-o", help="Folder of the cross-domain page.")] = Path(
                 "runs/cross-domain")) -> None:
     """Render the cross-domain page over finished runs (no training; each run must have its report inputs)."""
-    from domainbert.errors import ConfigError
     from domainbert.report.cross_domain import render_cross_domain
 
     folders: dict[str, Path] = {}

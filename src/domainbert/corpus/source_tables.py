@@ -110,6 +110,11 @@ def _documents_table(batch: pa.RecordBatch, source: LocalSource, start: int) -> 
     text = batch.column(source.text_field)
     if not pa.types.is_string(text.type) or text.null_count:
         raise _NotPlain
+    try:
+        # Arrow's JSON reader does not check UTF-8; the Python reader skips (and counts) such lines.
+        batch.validate(full=True)
+    except pa.ArrowInvalid:
+        raise _NotPlain from None
     n = batch.num_rows
     if source.id_field in names:
         ids = batch.column(source.id_field)

@@ -24,12 +24,13 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import io
 import json
 import random
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import IO, Any
 
 from domainbert.errors import DataError
 from domainbert.finetune.config import TaskConfig
@@ -77,10 +78,20 @@ def find_split_file(folder: Path, split: str, fmt: str) -> Path:
     raise DataError(f"no {split} file in the task folder (looked for {names}, ...)", file=folder)
 
 
-def _open_text(path: Path):
-    if path.suffix == ".gz":
-        return io.TextIOWrapper(gzip.open(path, "rb"), encoding="utf-8")
-    return open(path, encoding="utf-8")
+@contextmanager
+def _open_text(path: Path) -> Iterator[Iterator[str]]:
+    """The file's lines, decoded one by one so that bytes that are not UTF-8 are a DataError naming the line."""
+    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as raw:
+        yield _utf8_lines(raw, path)
+
+
+def _utf8_lines(raw: IO[bytes], path: Path) -> Iterator[str]:
+    for lineno, line in enumerate(raw, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8",
+                            file=path, line=lineno) from None
 
 
 def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:

@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
@@ -87,11 +88,15 @@ class DocumentCursor:
         key = (epoch, shard, group)
         if self._cache_key != key:
             path = self.paths[self._order(len(self.paths), epoch)[shard]]
-            parquet = pq.ParquetFile(path)
-            if group >= parquet.num_row_groups:
-                return None
-            real_group = self._order(parquet.num_row_groups, epoch, shard)[group]
-            texts = parquet.read_row_group(real_group, columns=["text"]).column("text").to_pylist()
+            try:
+                parquet = pq.ParquetFile(path)
+                if group >= parquet.num_row_groups:
+                    return None
+                real_group = self._order(parquet.num_row_groups, epoch, shard)[group]
+                texts = parquet.read_row_group(real_group, columns=["text"]).column("text").to_pylist()
+            except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
+                raise DataError(f"cannot read corpus shard (truncated or corrupt; delete the corpus folder to "
+                                f"rebuild it): {str(exc).splitlines()[0]}", file=path) from None
             self._cache = [texts[i] for i in self._order(len(texts), epoch, shard, real_group)]
             self._cache_key = key
         return self._cache
