@@ -1,6 +1,8 @@
 # domainbert image. CPU by default:
 #   docker build -t domainbert .
 #   docker run --rm -v "$PWD/runs:/app/runs" domainbert run science
+# The image runs as the unprivileged user `domainbert` (uid 1000); give it a runs/ folder it can write
+# (`mkdir -p runs`, owned by uid 1000, or `docker run --user "$(id -u):$(id -g)" ...`).
 # GPU (CUDA): start from an image that already has Python and a CUDA build of torch, and skip the torch pin:
 #   docker build -t domainbert:cuda --build-arg BASE_IMAGE=pytorch/pytorch:2.9.1-cuda12.8-cudnn9-runtime \
 #       --build-arg TORCH_SPEC= .
@@ -38,6 +40,11 @@ RUN pip install .
 COPY domains ./domains
 COPY corpora ./corpora
 COPY prefect.yaml* ./
+
+# Not root: a compromised dependency or a crafted input cannot take over the container's host mounts as root.
+RUN useradd --create-home --uid 1000 --shell /usr/sbin/nologin domainbert \
+    && mkdir -p /app/runs && chown domainbert:domainbert /app/runs
+USER domainbert
 
 ENTRYPOINT ["domainbert"]
 CMD ["--help"]
