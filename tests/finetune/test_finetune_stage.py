@@ -139,3 +139,16 @@ def test_length_grouped_batches_are_a_seeded_permutation():
     assert sorted(i for b in a for i in b) == list(range(10))
     for batch in a:
         assert lengths[batch[0]] >= lengths[batch[-1]]
+
+
+def test_a_task_can_set_its_own_lr_and_epochs(tiny_bert, tasks_dir):
+    from domainbert.finetune.stage import _task, settings_for
+
+    tasks = [{"name": "ner", "type": "ner", "format": "conll", "path": str(tasks_dir / "ner"),
+              "labels": ["O", "B-TERM", "I-TERM"], "lr": 3e-4, "epochs": 5},
+             {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
+              "labels": ["tech", "plain"]}]
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.tasks=" + json.dumps(tasks), "finetune.lr=1e-4")
+    ner, cls = (settings_for(cfg, 1, "finetune", _task(cfg, name)) for name in ("ner", "cls"))
+    assert (ner.lr, ner.epochs) == (3e-4, 5) and (cls.lr, cls.epochs) == (1e-4, 4)
+    assert settings_for(cfg, 1, "frozen", _task(cfg, "ner")).lr == cfg.finetune.frozen_lr

@@ -30,6 +30,8 @@ class TaskConfig(StrictModel):
     label_separator: str = Field("|", description="Multi-label CSV: separator between the labels of one cell.")
     subset_seed: int = Field(0, description="Seed of the fixed subsample taken by max_*_examples "
                                             "(the same for every model and seed).")
+    lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
+    epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
 
     @model_validator(mode="after")
     def _ner_needs_conll_or_hf(self) -> TaskConfig:

@@ -107,9 +107,12 @@ def _model_input_hash(ref: str) -> str:
     return str(record["content_hash"]) if record else resolved
 
 
-def settings_for(cfg: DomainConfig, seed: int, mode: str) -> TrainSettings:
+def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | None = None) -> TrainSettings:
+    """The loop settings of one run: ``finetune``'s, with the task's own lr and epochs where it sets them."""
     ft = cfg.finetune
-    return TrainSettings(epochs=ft.epochs, lr=ft.frozen_lr if mode == "frozen" else ft.lr, batch_size=ft.batch_size,
+    lr = ft.frozen_lr if mode == "frozen" else (task.lr if task is not None and task.lr else ft.lr)
+    epochs = task.epochs if task is not None and task.epochs else ft.epochs
+    return TrainSettings(epochs=epochs, lr=lr, batch_size=ft.batch_size,
                          eval_batch_size=ft.eval_batch_size, warmup_ratio=ft.warmup_ratio,
                          weight_decay=ft.weight_decay, max_grad_norm=ft.max_grad_norm,
                          patience=ft.early_stopping_patience, evals_per_epoch=ft.evals_per_epoch,
@@ -156,7 +159,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
 
         torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
-    settings = settings_for(cfg, seed, mode)
+    settings = settings_for(cfg, seed, mode, task)
     out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
     out["retry"] = None
     factor = cfg.finetune.collapse_retry_lr_factor
