@@ -42,6 +42,15 @@ def test_verbatim_matches_word_aligned_across_sentences_not_across_documents():
     assert [e["document"] for e in r["examples"]] == ["d0", "d3"]
 
 
+def test_long_text_is_verbatim_only_when_all_of_it_is_in_one_document():
+    words = LONG.split()
+    head, tail = " ".join(words[:10]), " ".join(words[10:])
+    docs = [f"{head} and then something else entirely", f"{head} {tail}".upper(), f"x {LONG} y"]
+    r = _audit({"t/test": [LONG]}, docs[:1], ngram=8)["t/test"]
+    assert r["verbatim"] == 0 and r["texts_with_ngram_hits"] == 1  # its first 8 words, not all of it
+    assert [e["document"] for e in _audit({"t/test": [LONG]}, docs, ngram=8)["t/test"]["examples"]] == ["d1"]
+
+
 def test_ngram_counts_per_text():
     words = LONG.split()
     half = " ".join(words[:12])  # 12 words: 5 of the text's 8-grams, nothing verbatim

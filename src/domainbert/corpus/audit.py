@@ -9,9 +9,11 @@ pattern never matches across two documents or inside a word.
 
 * Verbatim: a text of at least ``min_words`` words leaks when ``" w1 ... wk "`` occurs in a document; a
   shorter one when a whole document equals it (``"\\n w1 ... wk \\n"``); all patterns are searched at once
-  with Aho-Corasick (``pyahocorasick``).
+  with Aho-Corasick (``pyahocorasick``), a text longer than ``ngram`` words by its first ``ngram`` words,
+  confirmed by a substring test on the document.
 * N-grams: every window of ``ngram`` words of a text, hashed from its normalised characters (polynomial
-  hashes modulo 2^64 of the words, a weighted sum of those), is looked up among the same windows of the corpus; a text counts once it has one hit.
+  hashes modulo 2^64 of the words, a weighted sum of those), is looked up among the same windows of the
+  corpus; a text counts once it has one hit.
 
 ``LeakAudit`` takes the corpus batch by batch (``add``) and sums up per task/split (``result``): texts,
 verbatim hits, texts with an n-gram hit, n-grams found, a few examples with the document id; ``audit_section``
@@ -84,6 +86,14 @@ def normalise(texts: list[str]) -> np.ndarray:
     return cps[keep]
 
 
+def _nth_space(text: str, n: int) -> int:
+    """The index of the (n + 1)th space of ``text``: the end of its n-th word when it starts with a space."""
+    at = 0
+    for _ in range(n):
+        at = text.index(" ", at + 1)
+    return at
+
+
 def _to_str(cps: np.ndarray) -> str:
     return cps.tobytes().decode("utf-32-le", "surrogatepass")
 
@@ -126,10 +136,16 @@ class LeakAudit:
         self.patterns: dict[str, list[int]] = {}
         self.words = np.zeros(len(self.texts), dtype=np.int64)
         cps = normalise([text for _, text in self.texts])  # all texts at once, one "document" each
-        for i, norm in enumerate(_to_str(cps).split("\n")[1:-1]):  # each " w1 ... wk " (" " for no words)
+        self.norms = _to_str(cps).split("\n")[1:-1]  # each " w1 ... wk " (" " for no words)
+        for i, norm in enumerate(self.norms):
             self.words[i] = norm.count(" ") - 1
-            if self.words[i] > 0:
-                self.patterns.setdefault(norm if self.words[i] >= min_words else f"\n{norm}\n", []).append(i)
+            if self.words[i] >= min_words:
+                # a long text by its first n words only (the automaton's memory grows with the patterns'
+                # characters); a hit is confirmed against the whole document in ``add``
+                key = norm if self.words[i] <= ngram else norm[: _nth_space(norm, ngram) + 1]
+                self.patterns.setdefault(key, []).append(i)
+            elif self.words[i] > 0:
+                self.patterns.setdefault(f"\n{norm}\n", []).append(i)
         for key, ids in self.patterns.items():
             self.automaton.add_word(key, (len(key), ids))
         if self.patterns:
@@ -149,10 +165,12 @@ class LeakAudit:
         cps = normalise(texts)
         newlines = np.flatnonzero(cps == _NL)
         if self.patterns:
-            for end, (length, found) in self.automaton.iter(_to_str(cps)):
+            joined = _to_str(cps)
+            for end, (length, found) in self.automaton.iter(joined):
                 doc = int(np.searchsorted(newlines, end - length + 1, side="right")) - 1
                 for i in found:
-                    self._verbatim(i, ids[doc])
+                    if len(self.norms[i]) <= length or self.norms[i] in joined[newlines[doc]: newlines[doc + 1]]:
+                        self._verbatim(i, ids[doc])
         if len(self.unique):
             grams, first = _ngram_hashes(cps, self.ngram)
             maybe = np.flatnonzero(self.table[grams >> np.uint64(42)])
