@@ -113,7 +113,7 @@ def _ngram_hashes(cps: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
     with np.errstate(over="ignore"):
         chars *= _powers(int(_BASE), int(lengths.max()))[rank]
         words = _mix(np.add.reduceat(chars, offsets) ^ lengths.astype(np.uint64) * _MUL)
-        doc = np.cumsum(cps == _NL)[starts]
+        doc = np.searchsorted(np.flatnonzero(cps == _NL), starts)  # fewer documents than characters
         m = len(words) - n + 1
         inside = doc[:m] == doc[n - 1:]
         weights = _powers(int(_MUL), n)
