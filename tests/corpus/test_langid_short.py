@@ -22,6 +22,9 @@ SHORT_ENGLISH = [
     "British Gas owner suffers £1.1bn loss", "@user Thank you so much Adam!",
     "Offshore wind energy investment quadruples despite Covid-19 slump",
 ]
+# Tweets whose flag emoji (4-byte UTF-8) alone made langid's byte n-grams say Chinese or Russian.
+EMOJI_ENGLISH = ["Thank you Andrew Jackson! #POTUS7 #USA\U0001F1FA\U0001F1F8 http",
+                 "#NYCStrong #USA\U0001F1FA\U0001F1F8 http"]
 # Ordinary short sentences in other languages, written for this test.
 SHORT_OTHER = [
     "Der Vertrag ist nichtig.", "Je ne sais pas pourquoi.", "¿Dónde está la biblioteca?",
@@ -41,6 +44,14 @@ def test_short_english_kept_by_v2_and_dropped_by_v1():
     v2 = comp("language_id_v2", languages=["en"], min_confidence=0.5)
     assert not any(keep for keep, _ in v1.filter_batch(SHORT_ENGLISH))  # the texts the issue is about
     assert v2.filter_batch(SHORT_ENGLISH) == [(True, "")] * len(SHORT_ENGLISH)
+
+
+def test_emoji_are_not_language_evidence():
+    v1 = comp("language_id_v1", languages=["en"])
+    v2 = comp("language_id_v2", languages=["en"])
+    assert not any(keep for keep, _ in v1.filter_batch(EMOJI_ENGLISH))
+    assert v2.filter_batch(EMOJI_ENGLISH) == [(True, "")] * len(EMOJI_ENGLISH)
+    assert v2.filter("Das Wetter ist heute sch\u00f6n \u2600\ufe0f") == (False, "language_de")
 
 
 def test_short_non_english_still_dropped():

@@ -17,12 +17,15 @@ text with no evidence, an allowance that shrinks linearly to 0 at ``full_evidenc
 from there on it is v1's rule. A short text is dropped only when another language leads clearly (a German
 sentence of five words still does). A text with no model feature at all is kept: langid's features miss
 many short English phrases entirely, and such a text (an emoji, a number) is for the length and symbol
-filters to judge. Neither component looks at scripts, URLs or markup separately.
+filters to judge. v2 also blanks emoji and pictographic symbols before scoring: they carry no language,
+and their 4-byte UTF-8 sequences look like Chinese or Japanese to a byte n-gram model. Neither component
+looks at URLs or markup separately.
 """
 
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 from typing import ClassVar
 
@@ -180,6 +183,11 @@ class LanguageId(filters.Component):
         return True, ""
 
 
+# Emoji, pictographs, dingbats, arrows and the joiners/selectors/keycaps that build emoji sequences.
+_SYMBOLS = re.compile("[\U0001F000-\U0001FFFF\u2190-\u21FF\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF"
+                      "\uFE00-\uFE0F\u200D\u20E3]+")
+
+
 class LanguageOptionsV2(LanguageOptions):
     short_margin: float = Field(8.0, ge=0, description="Log-score lead another language may have over the best "
                                 "kept language on a text with no evidence, and the text is still kept.")
@@ -199,7 +207,7 @@ class LanguageIdV2(LanguageId):
 
     def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
         o = self.options
-        logp, features = self._model.scores_batch([t[: o.max_chars] for t in texts])
+        logp, features = self._model.scores_batch([_SYMBOLS.sub(" ", t[: o.max_chars]) for t in texts])
         if not len(texts):
             return []
         top = logp.argmax(axis=1)
