@@ -69,9 +69,10 @@ class FinetuneConfig(StrictModel):
     floor: bool = Field(True, description="Score a simple baseline on every task (TF-IDF + logistic regression, a "
                                           "CRF for NER) on the same examples, as the 'floor' model.")
     collapse_retry_lr_factor: float | None = Field(
-        0.3, gt=0, lt=1, description="A run whose validation predictions collapsed (one class, no entities, a "
-        "loss that did not fall) is run again once with its learning rate times this factor, recorded in "
-        "result.json; None: no retry.")
+        3.0, gt=0, description="A run whose validation predictions collapsed (one class, no entities, a loss that "
+        "did not fall) is run again once with its learning rate times this factor, recorded in result.json. Above "
+        "1 (the default) for runs stuck on the majority answer, which is how small fine-tuning budgets fail; below "
+        "1 for runs that diverge. None: no retry.")
     length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
                                                           "this many batches (as transformers' group_by_length).")
 

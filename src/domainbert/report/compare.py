@@ -97,7 +97,7 @@ def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out
         "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
         "word features for NER.",
         "A run is marked collapsed when its predictions are (nearly) constant or its training loss did not fall; "
-        "a run whose validation predictions collapsed is run once more at a lower learning rate, and the report "
+        "a run whose validation predictions collapsed is run once more at another learning rate, and the report "
         "counts those retries.",
         "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
     ])
