@@ -66,7 +66,7 @@ def test_continued_starts_from_the_warmed_head_with_its_own_lr_and_keeps_the_bas
     warm = json.loads((layout.pretrain("head-warmup") / "summary.json").read_text())
     assert summary["start_head"] == "warmed-up"
     # "before" is the warmed-up model, measured on the same held-out sequences and masks.
-    assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-4)
+    assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-3)
     assert summary["lr"] == 1e-4 and summary["warmup_ratio"] == 0.06  # the literature default for continued
     assert summary["pooler"] == "base checkpoint's"
     model = AutoModelForSequenceClassification.from_pretrained(layout.pretrained_model("continued"), num_labels=2)

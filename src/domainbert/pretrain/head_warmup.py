@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -138,6 +139,7 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
     for q in model.parameters():
         q.requires_grad_(id(q) in trainable)
     texts = read_jsonl_texts(files, hw.max_documents)
+    random.Random(p.seed).shuffle(texts)  # files are often sorted (by headword, part of speech): mix them
     data = pack_texts(tokenizer, texts, p.seq_len)
     if data is None:
         raise ConfigError("the MLM-head warm-up corpus fills no sequence", field="pretrain.head_warmup.corpus")
@@ -150,7 +152,8 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
     if p.general_eval_corpus:
         evals["general"] = pack_texts(tokenizer, read_jsonl_texts(p.general_eval_corpus, p.eval_documents), p.seq_len)
     with torch_threads(p.torch_threads):
-        before = {k: evaluate(engine, b, spec, p.seed, device) for k, b in evals.items()}
+        before = {k: evaluate(engine, b, spec, p.seed, device) for k, b in evals.items()}  # the random head
+        _unigram_bias(head, data.input_ids, len(tokenizer))
         t0, n, curve = time.perf_counter(), data.input_ids.shape[0], []
         for step in range(hw.steps):
             rows = torch.arange(step * p.batch_size, (step + 1) * p.batch_size) % n
@@ -172,6 +175,17 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
             "domain_perplexity_random_head": before.get("domain"), "domain_perplexity": after.get("domain"),
             "general_perplexity_random_head": before.get("general"), "general_perplexity": after.get("general"),
             "loss_curve": curve}
+
+
+def _unigram_bias(head, input_ids: torch.Tensor, vocab: int) -> None:
+    """Start the output bias at the log unigram frequencies of the warm-up text (add-one smoothed), the best
+    context-free guess, so the steps go to the transform that reads the encoder's states."""
+    bias = getattr(getattr(head, "predictions", head), "bias", None)
+    if bias is None or bias.shape[0] < vocab:
+        return
+    counts = torch.bincount(input_ids.flatten(), minlength=bias.shape[0]).double() + 1.0
+    with torch.no_grad():
+        bias.copy_((counts / counts.sum()).log().to(bias.dtype))
 
 
 def copy_warm_head(model, warm_folder: Path, extended_folder: Path) -> None:
