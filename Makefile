@@ -12,7 +12,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export TOKENIZERS_PARALLELISM ?= false
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test bench lint clean
+.PHONY: setup demo test test-fast bench lint clean
 
 setup: $(VENV)/.installed
 
@@ -30,6 +30,10 @@ demo: setup
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+# The everyday lane: no DeepSpeed launches, no Prefect server, nothing marked slow.
+test-fast: setup
+	$(BIN)/python -m pytest -m "not slow and not deepspeed and not server" $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/corpus_build.py
