@@ -207,21 +207,22 @@ class LanguageIdV2(LanguageId):
 
     def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
         o = self.options
-        logp, features = self._model.scores_batch([_SYMBOLS.sub(" ", t[: o.max_chars]) for t in texts])
-        if not len(texts):
+        if not texts:
             return []
+        heads = [t[: o.max_chars] for t in texts]
+        logp, features = self._model.scores_batch([h if h.isascii() else _SYMBOLS.sub(" ", h) for h in heads])
+        best = logp.max(axis=1)
         top = logp.argmax(axis=1)
-        lead = logp.max(axis=1) - (logp[:, self._keep_idx].max(axis=1) if len(self._keep_idx) else -np.inf)
+        lead = best - (logp[:, self._keep_idx].max(axis=1) if len(self._keep_idx) else -np.inf)
         allowance = o.short_margin * np.maximum(0.0, 1.0 - features / o.full_evidence_features)
-        probs = np.exp(logp - logp.max(axis=1, keepdims=True))
-        conf = probs[np.arange(len(texts)), top] / probs.sum(axis=1)
-        out = []
-        for i in range(len(texts)):
-            if allowance[i] > 0:  # short: kept unless another language leads by more than the allowance
-                lang = self._model.classes[top[i]]
-                out.append((True, "") if lead[i] <= allowance[i] else (False, f"language_{lang}"))
+        conf = 1.0 / np.exp(logp - best[:, None]).sum(axis=1)  # normalised probability of the top language
+        classes, out = self._model.classes, []
+        # plain lists: indexing numpy arrays element by element costs more than the decisions themselves
+        for t, ld, allow, c in zip(top.tolist(), lead.tolist(), allowance.tolist(), conf.tolist(), strict=True):
+            if allow > 0:  # short: kept unless another language leads by more than the allowance
+                out.append((True, "") if ld <= allow else (False, f"language_{classes[t]}"))
             else:
-                out.append(self._verdict(self._model.classes[top[i]], float(conf[i])))
+                out.append(self._verdict(classes[t], c))
         return out
 
 
