@@ -153,7 +153,6 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
         evals["general"] = pack_texts(tokenizer, read_jsonl_texts(p.general_eval_corpus, p.eval_documents), p.seq_len)
     with torch_threads(p.torch_threads):
         before = {k: evaluate(engine, b, spec, p.seed, device) for k, b in evals.items()}  # the random head
-        _unigram_bias(head, data.input_ids, len(tokenizer))
         t0, n, curve = time.perf_counter(), data.input_ids.shape[0], []
         for step in range(hw.steps):
             rows = torch.arange(step * p.batch_size, (step + 1) * p.batch_size) % n
@@ -175,17 +174,6 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
             "domain_perplexity_random_head": before.get("domain"), "domain_perplexity": after.get("domain"),
             "general_perplexity_random_head": before.get("general"), "general_perplexity": after.get("general"),
             "loss_curve": curve}
-
-
-def _unigram_bias(head, input_ids: torch.Tensor, vocab: int) -> None:
-    """Start the output bias at the log unigram frequencies of the warm-up text (add-one smoothed), the best
-    context-free guess, so the steps go to the transform that reads the encoder's states."""
-    bias = getattr(getattr(head, "predictions", head), "bias", None)
-    if bias is None or bias.shape[0] < vocab:
-        return
-    counts = torch.bincount(input_ids.flatten(), minlength=bias.shape[0]).double() + 1.0
-    with torch.no_grad():
-        bias.copy_((counts / counts.sum()).log().to(bias.dtype))
 
 
 def copy_warm_head(model, warm_folder: Path, extended_folder: Path) -> None:
