@@ -3,8 +3,8 @@
     .venv/bin/python bench/study.py science            # about an hour on 2 cores
     .venv/bin/python bench/study.py law --budget-tokens 400000 --train-examples 800 --seeds 1 2 3 4 5
 
-Runs corpus, vocab, MLM-head warm-up and the pretraining arms, fine-tuning (floors included) and the report
-in this process (no Prefect), into ``--out`` (default ``runs/study-<domain>``; finished stages are skipped on
+Runs ``domainbert run`` (corpus, vocab, MLM-head warm-up and the pretraining arms, fine-tuning with floors on
+``--workers`` processes, the report) into ``--out`` (default ``runs/study-<domain>``; finished stages are skipped on
 a rerun), then prints and writes ``bench/results/study-<domain>.json``:
 - per arm: domain and general perplexity before and after (the warmed-up base as "before" for the
   checkpoint-based arms), tokens, seconds;
@@ -18,7 +18,9 @@ What it leaves out: timing comparisons with other tools (the other benchmarks do
 from __future__ import annotations
 
 import argparse
-import logging
+import json
+import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -68,30 +70,23 @@ def main() -> None:
     parser.add_argument("--epochs", type=float, default=3)
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
     parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--workers", type=int, default=2, help="Fine-tuning processes (domainbert run --workers).")
     args = parser.parse_args()
     set_offline_env()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(message)s")
 
     from domainbert.config import load_domain
-    from domainbert.corpus.build import build_corpus
-    from domainbert.finetune.stage import finetune_all
     from domainbert.finetune.stats import aa_check
     from domainbert.paths import RunLayout
-    from domainbert.pretrain.stage import pretrain_arm
-    from domainbert.report.compare import render_report, results_table  # noqa: F401 - render writes results.json
     from domainbert.report.inputs import load_run
-    from domainbert.vocab.stage import run_vocab
 
     cfg = load_domain(args.domain, study_overrides(args))
     layout = RunLayout(args.out or Path("runs") / f"study-{cfg.name}")
-    seconds: dict[str, float] = {}
-    for name, step in (("corpus", lambda: build_corpus(cfg, layout)), ("vocab", lambda: run_vocab(cfg, layout)),
-                       ("pretrain", lambda: [pretrain_arm(cfg, arm, layout) for arm in cfg.pretrain.arms]),
-                       ("finetune", lambda: finetune_all(cfg, layout)), ("report", lambda: render_report(cfg, layout))):
-        t0 = time.perf_counter()
-        step()
-        seconds[name] = round(time.perf_counter() - t0, 1)
-    import json
+    # The pipeline as a user runs it (Prefect, fine-tuning on --workers processes); finished stages are skipped.
+    t0 = time.perf_counter()
+    cli = str(Path(sys.executable).with_name("domainbert"))
+    subprocess.run([cli, "run", args.domain, *study_overrides(args), "--out", str(layout.root),
+                    "--workers", str(args.workers)], check=True)
+    seconds = {"pipeline": round(time.perf_counter() - t0, 1)}
 
     tables = json.loads((layout.report / "results.json").read_text())
     arts = load_run(layout, list(cfg.pretrain.arms))
