@@ -33,6 +33,13 @@ def test_sample_is_the_same_whatever_the_shards():
             assert row["text"] == texts[i][: drop_samples.MAX_CHARS] and "key" not in row
 
 
+def test_documents_decontamination_cut_are_left_out():
+    ids, sources, reasons, texts = _docs(200)
+    recut = {i for i, r in enumerate(reasons) if r == "min_length_v1:too_few_words"}
+    sample = drop_samples.shard_sample(ids, sources, reasons, texts, recut=recut)
+    assert "min_length_v1" not in sample and "language_id_v2" in sample
+
+
 def test_report_table_lists_the_examples():
     examples = {"min_length_v1": [{"reason": "too_few_words", "source": "a", "id": "x", "text": "a\nb"}]}
     [(title, header, rows)] = drop_samples.report_tables(examples)

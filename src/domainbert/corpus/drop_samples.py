@@ -5,8 +5,9 @@ English definitions shows up only when someone reads what it dropped. Per filter
 dropped documents with the smallest hash of (source, id), a bottom-k sample: spread over the whole corpus,
 the same whatever the shard boundaries or worker count, and mergeable (the bottom ``k`` of the shards'
 samples is the corpus's). Each example keeps the reason, the source, the id and the first ``MAX_CHARS``
-characters of the original text. Documents removed by decontamination are left out (their text would put
-evaluation data in the report). This module neither filters nor renders the report; ``report_tables`` only
+characters of the original text. Documents decontamination removed, or cut sentences from before a filter
+dropped what was left, are left out (their text would put evaluation data in the report, and the filter
+did not judge it). This module neither filters nor renders the report; ``report_tables`` only
 shapes the rows.
 """
 
@@ -26,15 +27,16 @@ def _key(source: str, doc_id: str) -> str:
 
 
 def shard_sample(ids: list[Any], sources: list[Any], reasons: list[str | None], texts: list[str],
-                 k: int = K) -> dict[str, list[dict[str, Any]]]:
+                 recut: set[int] | None = None, k: int = K) -> dict[str, list[dict[str, Any]]]:
     """Per filter name, up to ``k`` dropped documents of one shard (``reasons[i]`` is ``"filter:reason"``
-    for a dropped document, None for a kept one)."""
+    for a dropped document, None for a kept one; ``recut``: the documents decontamination cut sentences from
+    before the filters saw them again, left out like decontamination's own drops)."""
     by_filter: dict[str, list[dict[str, Any]]] = {}
-    for doc_id, source, reason, text in zip(ids, sources, reasons, texts, strict=True):
+    for i, (doc_id, source, reason, text) in enumerate(zip(ids, sources, reasons, texts, strict=True)):
         if reason is None:
             continue
         name, _, why = reason.partition(":")
-        if name in LEFT_OUT:
+        if name in LEFT_OUT or (recut and i in recut):
             continue
         by_filter.setdefault(name, []).append({"key": _key(str(source), str(doc_id)), "reason": why,
                                                "source": source, "id": doc_id, "text": text[:MAX_CHARS]})

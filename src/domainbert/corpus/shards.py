@@ -141,7 +141,8 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     stats = {"index": index, "documents_in": table.num_rows, "documents_kept": len(kept),
              "filters": pipeline.dropped, "decontamination": decon.removed if decon else {},
              "drop_samples": drop_samples.shard_sample(table.column("id").to_pylist(),
-                                                       table.column("source").to_pylist(), reasons, originals)}
+                                                       table.column("source").to_pylist(), reasons, originals,
+                                                       set(cut) if decon is not None else None)}
     tmp_json = done.with_suffix(".json.tmp")
     tmp_json.write_text(json.dumps(stats, sort_keys=True))
     os.replace(tmp_json, done)
