@@ -73,6 +73,7 @@ def test_stage_labels_achieved_sizes_and_extends_by_the_recommendation(tmp_path,
     curve = report["curve"]
     reach = min(curve["reach"]["domain"], curve["reach"]["control"])
     assert 200 < reach < 20000 and curve["sizes"] == [100, 200, reach] and curve["unreached"] == [20000, 30000]
+    assert report["control"]["vocab_size"] == report["tokenizer"]["achieved_vocab_size"] == 200
     md = (layout.vocab / "report.md").read_text()
     header = next(line for line in md.splitlines() if line.startswith("| vocabulary |"))
     assert header == f"| vocabulary | 100 | 200 | {reach:,} |"
@@ -100,7 +101,7 @@ def test_model_card_states_an_override(tmp_path, tiny_base, control_file):
 
 
 def test_report_states_an_override_and_the_size_a_small_corpus_reached():
-    from domainbert.vocab.report import _reached, extension_sentence
+    from domainbert.vocab.report import _control_size, _reached, extension_sentence
 
     ext = {"source": "override", "num_tokens": 1000, "requested_tokens": 1000, "recommended_tokens": 116}
     assert "overrides the recommendation (116 tokens)" in extension_sentence(ext, {"decision": "extend"})
@@ -108,3 +109,6 @@ def test_report_states_an_override_and_the_size_a_small_corpus_reached():
     assert extension_sentence(ext, {"decision": "extend"}) == "116 tokens added, as recommended."
     assert _reached(10780, 30522, "the corpus") == "10,780 tokens (the corpus supports only 10,780 of the 30,522 requested)"
     assert _reached(30522, 30522, "the corpus") == "30,522 tokens"
+    assert _control_size({"vocab_size": 27879}, {"achieved_vocab_size": 27879}) == (
+        "27,879 tokens, the domain vocabulary's size")
+    assert "the control text supports only 228" in _control_size({"vocab_size": 228}, {"achieved_vocab_size": 299})

@@ -33,6 +33,16 @@ def _reached(achieved: int, requested: int, what: str) -> str:
     return f"{achieved:,} tokens ({what} supports only {achieved:,} of the {requested:,} requested)"
 
 
+def _control_size(ctl: dict, t: dict) -> str:
+    """The control vocabulary's size against the domain vocabulary's, which it is meant to equal."""
+    n, domain = ctl.get("vocab_size", t["achieved_vocab_size"]), t["achieved_vocab_size"]
+    if n == domain:
+        return f"{n:,} tokens, the domain vocabulary's size"
+    if n < domain:
+        return f"{n:,} tokens (the control text supports only {n:,}; the domain vocabulary has {domain:,})"
+    return f"{n:,} tokens (the domain vocabulary has {domain:,})"
+
+
 def extension_sentence(ext: dict, rec: dict) -> str:
     """How many tokens the extended model adds and why: the recommendation's number, or the config's override."""
     n, recommended = ext.get("num_tokens", 0), ext.get("recommended_tokens", 0)
@@ -82,8 +92,7 @@ def _blocks(r: dict) -> list[tuple]:
                 f"{_reached(t['achieved_vocab_size'], t['vocab_size'], 'the corpus')}, trained on "
                 f"{train['documents']:,} documents, {train['words']:,} words ({train['bytes'] / 1e6:.2f} MB) in "
                 f"{train['train_seconds']:.1f}s. Control: {ctl['words']:,} words of general text "
-                f"({ctl['documents']:,} documents), "
-                f"{_reached(ctl.get('vocab_size', t['achieved_vocab_size']), t['vocab_size'], 'the control text')}.")]
+                f"({ctl['documents']:,} documents), {_control_size(ctl, t)}.")]
     rows = []
     for name, ov in r["overlap"].items():
         d, c, m = ov["domain"], ov["control"], ov["domain_matched"]

@@ -169,7 +169,9 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     ctl_texts = lambda: ctl.take_words(lambda: ctl.iter_control_texts(files), ctl_words, matched_words)  # noqa: E731
     ctl_stats = TextStats()
     control_big = _train(ctl_texts, cfg, top, ctl_stats)
-    control_tok = finish(truncate_wordpiece(control_big, size), t.kind) if wordpiece else control_big
+    # the control is compared size for size: when the corpus stopped the domain vocabulary short, so is it
+    achieved = domain_tok.get_vocab_size()
+    control_tok = finish(truncate_wordpiece(control_big, min(size, achieved)), t.kind) if wordpiece else control_big
     control = describe(control_tok, "control", lowercase=t.lowercase)
     matched = domain
     if stats.words > ctl_words:  # more domain text than control text: compare size-matched vocabularies
