@@ -23,6 +23,11 @@ def run(science_run: Path) -> Path:
         result["collapsed"] = True
         result["retry"] = {"lr": 1e-5, "first": {"lr": 1e-4}} if seed == 1 else None
         path.write_text(json.dumps(result))
+    manifest = json.loads((science_run / "corpus" / "manifest.json").read_text())
+    manifest["audit"] = {"enabled": True, "allow_leaks": False, "not_checked": {"hub-task/test": "offline"},
+                         "by_task_split": {f"{NER_TASK}/test": {"texts": 400, "verbatim": 0,
+                                                                "texts_with_ngram_hits": 2}}}
+    write_json(science_run / "corpus" / "manifest.json", manifest)
     write_json(science_run / "pretrain" / "head-warmup" / "summary.json", {
         "steps": 40, "tokens": 81920, "wall_seconds": 21.0, "trainable_parameters": 178000,
         "domain_perplexity_random_head": 45000.0, "domain_perplexity": 90.5,
@@ -56,3 +61,5 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
     assert "too small to conclude" in md  # 40,960 tokens per arm is far below the published budgets
     assert "| base, MLM head warmed up | 40 | 81,920 |" in md
     assert "random head 45,000.0 -> 90.5" in md
+    assert "0 evaluation text(s) found verbatim. Not checked: hub-task/test (offline)." in md
+    assert f"| {NER_TASK}/test | 400 | 0 | 2 |" in md

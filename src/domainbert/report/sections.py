@@ -105,6 +105,7 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path, filter_o
         dedup = {k: dedup[k] for k in ordered(list(dedup))}
         sec.add(Table(["deduplication", "value"], flat_pairs(dedup), "Exact and near-duplicate removal"))
     sec.add(*decontamination_blocks(m.get("decontamination")))
+    sec.add(*audit_blocks(m.get("audit")))
     for plot in arts.corpus_plots:
         name = f"corpus_{plot.name}"
         shutil.copyfile(plot, out_dir / name)
@@ -133,6 +134,24 @@ def decontamination_blocks(decon: Any) -> list[str | Table]:
     else:
         blocks.append(Table(["decontamination", "value"], flat_pairs(decon), "Decontamination counts"))
     return blocks
+
+
+def audit_blocks(audit: Any) -> list[str | Table]:
+    """The corpus stage's leakage audit (``corpus/audit.py``): evaluation texts still in the corpus, per split."""
+    if not isinstance(audit, dict) or not audit.get("enabled", True):
+        return ["Leakage audit: not run (no audit in the manifest, or disabled)."]
+    rows = [[name, fmt(a.get("texts")), fmt(a.get("verbatim")), fmt(a.get("texts_with_ngram_hits"))]
+            for name, a in (audit.get("by_task_split") or {}).items() if isinstance(a, dict)]
+    verbatim = sum(int(a.get("verbatim") or 0) for a in (audit.get("by_task_split") or {}).values()
+                   if isinstance(a, dict))
+    text = (f"Leakage audit of the finished corpus: {verbatim} evaluation text(s) found verbatim"
+            + (" (allowed by the domain config)." if verbatim and audit.get("allow_leaks") else "."))
+    unchecked = audit.get("not_checked") or []
+    if unchecked:
+        items = unchecked.items() if isinstance(unchecked, dict) else [(u, "") for u in unchecked]
+        text += " Not checked: " + ", ".join(f"{k} ({v})" if v else str(k) for k, v in items) + "."
+    return [text, Table(["evaluation set", "texts", "verbatim in corpus", "texts with an n-gram in corpus"], rows,
+                        "Independent check of every evaluation text against the final corpus")]
 
 
 def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Section:
