@@ -148,14 +148,18 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     primary = PRIMARY[data.config.type]
     val_gold = gold_of(data, "validation")
 
+    val_preds: list[list[Any]] = []  # every evaluation's predictions: the kept weights' are reused below
+
     def evaluate() -> dict[str, Any]:
-        pred = predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id)
-        return score(data, val_gold, pred)
+        val_preds.append(predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id))
+        return score(data, val_gold, val_preds[-1])
 
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
     gold = gold_of(data, "test")
     pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id)
-    val_pred = predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id)
+    # The kept weights are those of the best evaluation, so its validation predictions are theirs.
+    steps = [entry["step"] for entry in out["history"]]
+    val_pred = val_preds[steps.index(out["best_step"])]
     out["validation"] = out.pop("best")
     out["test"] = score(data, gold, pred)
     out["gold"], out["pred"] = gold, pred
