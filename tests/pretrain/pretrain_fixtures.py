@@ -77,6 +77,6 @@ def tiny_bert(tokenizer, folder: Path) -> Path:
 def make_cfg(base: Path, *overrides: str, domain: str = "science"):
     """The shipped domain YAML with a tiny model and budget."""
     return load_domain(domain, overrides=[
-        f"base_model.name_or_path={base}", "pretrain.seq_len=32", "pretrain.batch_size=4",
+        "pretrain.arms=[continued, extended, scratch]", f"base_model.name_or_path={base}", "pretrain.seq_len=32", "pretrain.batch_size=4",
         "pretrain.budget_tokens=1024", "pretrain.eval_documents=10", "pretrain.log_every=2",
         "pretrain.checkpoint_every=4", "pretrain.scratch_size=base_config", *overrides])

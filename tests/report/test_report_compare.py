@@ -21,7 +21,7 @@ from domainbert.report.compare import render_report, report_markdown, results_ta
 
 @pytest.fixture
 def cfg() -> DomainConfig:
-    return load_domain("science", ["compare.bootstrap_samples=200"])
+    return load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, extended, scratch]"])
 
 
 def _scores(root: Path, model: str) -> list[float]:

@@ -55,7 +55,8 @@ def test_cross_domain_page_over_three_runs(science_run: Path, tmp_path: Path) ->
 def test_cross_domain_links_rendered_reports_and_rerenders_on_change(science_run: Path, tmp_path: Path) -> None:
     from domainbert.config import load_domain
 
-    render_report(load_domain("science", ["compare.bootstrap_samples=200"]), RunLayout(science_run))
+    render_report(load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, extended, scratch]"]),
+                  RunLayout(science_run))
     out = tmp_path / "cross"
     render_cross_domain({"science": science_run}, out, compare=CompareConfig(bootstrap_samples=200))
     md = (out / "report.md").read_text()

@@ -36,7 +36,7 @@ def run(science_run: Path) -> Path:
 
 
 def test_headline_table_verdict_and_caveats(run: Path) -> None:
-    cfg = load_domain("science", ["compare.bootstrap_samples=200"])
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, extended, scratch]"])
     render_report(cfg, RunLayout(run))
     md = (run / "report" / "report.md").read_text()
     html = (run / "report" / "report.html").read_text()
