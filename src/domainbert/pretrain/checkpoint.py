@@ -160,11 +160,13 @@ def resume(root: Path, engine, *, fingerprint: str, rank: int = 0, barrier=None
     checkpoint is removed: a run never resumes from another recipe. Returns None when there is nothing to
     resume from.
     """
-    for step, folder in reversed(list_checkpoints(root)):
+    candidates = list(reversed(list_checkpoints(root)))
+    for i, (step, folder) in enumerate(candidates):
         try:
             state = verify_checkpoint(folder)
         except CheckpointError as exc:
-            log.warning("checkpoint step %d is unusable, falling back to the previous one: %s", step, exc)
+            fallback = "falling back to the previous one" if i + 1 < len(candidates) else "no earlier one: starting over"
+            log.warning("checkpoint step %d is unusable, %s: %s", step, fallback, exc)
             continue
         if state.get("fingerprint") != fingerprint:
             log.warning("checkpoints in %s belong to a different configuration; starting over", root)
