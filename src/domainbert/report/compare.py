@@ -90,8 +90,10 @@ def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out
         f"Each difference is model minus reference with a {round(100 * cfg.compare.confidence)}% interval that "
         f"includes seed-to-seed variance as well as test-set sampling ({cfg.compare.bootstrap_samples} draws, "
         f"seed {cfg.compare.seed})" + (f": {resampled}" if resampled else "") + ".",
-        "Almost Stochastic Order (deepsig) over the per-seed scores is shown as a second opinion: eps_min below "
-        "0.5 means the model is stochastically better than its reference, near 0 clearly so.",
+        "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion: eps_min is an "
+        "upper confidence bound on how far the model falls short of stochastically dominating its reference; "
+        "below 0.2 it is almost stochastically better. With a few seeds the bound is wide and reads 1.0 unless "
+        "one model wins on every seed, so 1.0 there means 'cannot tell', not 'worse'.",
         "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
         "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
         "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "

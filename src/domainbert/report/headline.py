@@ -75,7 +75,7 @@ def arm_verdicts(comparisons: list[dict[str, Any]], arms: list[str]) -> list[str
                              f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else ""))
         same = tally["no significant difference"]
         if same:
-            parts.append("did not differ significantly from it on " + ", ".join(
+            parts.append("did not differ significantly from the base model on " + ", ".join(
                 c["task"] + (" (collapsed runs involved)" if c.get("collapsed") else "") for c in same))
         out.append(f"{arm}: " + "; ".join(parts) + ".")
     return out
@@ -138,5 +138,7 @@ def headline_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
         lead = "Verdict: no adaptation arm beat the base model on any task at this budget."
     if below:
         lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
+    elif any(r["model"] == FLOOR_MODEL for r in scores):
+        lead += " Every model's mean is above the floor on every task (significance in the summary)."
     sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms))
     return sec

@@ -101,7 +101,16 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
         below = [r for r in scores if r["task"] == task and r["model"] != "floor" and r["mean"] < floor["mean"]]
         label = metric_label(floor["metric"])
         if not below:
-            out.append(f"Every model beat the floor on {task} ({points(floor['mean'])} {label}).")
+            vs_floor = [c for c in comparisons if c["task"] == task and c["reference"] == "floor"]
+            sure = [c["model"] for c in vs_floor if c["verdict"] == "better"]
+            unsure = [c["model"] for c in vs_floor if c["verdict"] != "better"]
+            text = f"Every model's mean is above the floor on {task} ({points(floor['mean'])} {label})"
+            if unsure:
+                text += (f"; significantly for {', '.join(sure) or 'none'}, not significantly for "
+                         f"{', '.join(unsure)} (the seeds' spread leaves the interval across 0)")
+            else:
+                text += ", each significantly"
+            out.append(text + ".")
             continue
         named = []
         for r in below:
