@@ -80,3 +80,11 @@ def test_arm_optim_overrides_the_default(base_model, layout):
     assert summary["lr"] == 3e-4 and summary["start_head"] == "checkpoint"
     assert cfg.pretrain.for_arm("scratch").lr == 5e-4
     assert make_cfg(base_model, "pretrain.lr=2e-4").pretrain.for_arm("scratch").lr == 2e-4
+
+
+def test_base_with_its_head_needs_no_warmup_corpus(base_model, layout, tmp_path):
+    # The control corpus is the forgetting set itself: fine, since nothing is warmed up.
+    only = tmp_path / "general.jsonl"
+    only.write_text('{"text": "a general sentence"}\n')
+    cfg = make_cfg(base_model, f"vocab.control_corpus=[{only}]", f"pretrain.general_eval_corpus=[{only}]")
+    assert ensure_head_warmup(cfg, layout) is None

@@ -104,16 +104,20 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
     hw = cfg.pretrain.head_warmup
     if hw.enabled == "off":
         return None
+    model = None
+    if hw.enabled == "auto":  # decided before anything else: a checkpoint with its head needs no warm-up corpus
+        model, info = _load_with_info(cfg.base_model.name_or_path)
+        if not head_missing(info):
+            log.info("the base checkpoint has its MLM head: no warm-up")
+            return None
     files = warmup_corpus(cfg)
     fp = _fingerprint(cfg, files)
     folder = warmup_dir(layout) / "model"
     if is_complete(folder, fp):
         log.info("MLM-head warm-up skipped: up to date (%s)", folder)
         return folder
-    model, info = _load_with_info(cfg.base_model.name_or_path)
-    if hw.enabled == "auto" and not head_missing(info):
-        log.info("the base checkpoint has its MLM head: no warm-up")
-        return None
+    if model is None:
+        model, _ = _load_with_info(cfg.base_model.name_or_path)
     tokenizer = load_tokenizer(cfg.base_model.name_or_path)
     summary = train_head(cfg, layout, model, tokenizer, files)
     write_json_atomic(warmup_dir(layout) / "summary.json", summary)
