@@ -152,3 +152,29 @@ def test_a_task_can_set_its_own_lr_and_epochs(tiny_bert, tasks_dir):
     ner, cls = (settings_for(cfg, 1, "finetune", _task(cfg, name)) for name in ("ner", "cls"))
     assert (ner.lr, ner.epochs) == (3e-4, 5) and (cls.lr, cls.epochs) == (1e-4, 4)
     assert settings_for(cfg, 1, "frozen", _task(cfg, "ner")).lr == cfg.finetune.frozen_lr
+
+
+def test_report_uses_only_current_results_and_lists_the_rest(tmp_path, tiny_bert, tasks_dir):
+    from domainbert.finetune.stage import expected_results
+    from domainbert.report.compare import render_report
+
+    one_task = "finetune.tasks=" + json.dumps([{"name": "cls", "type": "classification", "format": "jsonl",
+                                                "path": str(tasks_dir / "cls"), "labels": ["tech", "plain"]}])
+    cfg = make_cfg(tiny_bert, tasks_dir, one_task, "pretrain.arms=[continued]", "finetune.seeds=[1, 2]",
+                   "finetune.epochs=1")
+    layout = RunLayout(tmp_path / "run")
+    finetune_all(cfg, layout)  # floor and base; the continued arm was never trained
+    states = {(e["model"], e["seed"]): e["state"] for e in expected_results(cfg, layout)}
+    assert states == {("floor", 0): "current", ("base", 1): "current", ("base", 2): "current",
+                      ("continued", 1): "missing", ("continued", 2): "missing"}
+    render_report(cfg, layout)
+    md = (layout.report / "report.md").read_text()
+    assert "Results: 3 of the 5 this config asks for; missing: continued/cls/seed-1, continued/cls/seed-2." in md
+    # Another learning rate makes the stored model runs stale: they leave the tables, the floor stays.
+    changed = make_cfg(tiny_bert, tasks_dir, one_task, "pretrain.arms=[continued]", "finetune.seeds=[1, 2]",
+                       "finetune.epochs=1", "finetune.lr=0.001")
+    assert {e["state"] for e in expected_results(changed, layout) if e["model"] == "base"} == {"stale"}
+    render_report(changed, layout)
+    md = (layout.report / "report.md").read_text()
+    assert "left out as stale (made with another config or input): base/cls/seed-1, base/cls/seed-2" in md
+    assert "| base |" not in md.split("## Headline")[1].split("## This run")[0]

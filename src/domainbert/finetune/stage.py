@@ -60,10 +60,11 @@ class Job:
     mode: str  # finetune, frozen or floor
 
 
-def run_list(cfg: DomainConfig, layout: RunLayout) -> list[Job]:
+def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None = None) -> list[Job]:
     """The matrix in run order: per task, its floor, then models x modes x seeds (frozen runs stored under
-    ``<model>-frozen``). The one list the stage and the Prefect flows both run."""
-    models = models_to_compare(cfg, layout)
+    ``<model>-frozen``). The one list the stage, the Prefect flows and the report's check all use; ``models``
+    defaults to ``models_to_compare``."""
+    models = models if models is not None else models_to_compare(cfg, layout)
     modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
     jobs = []
     for task in cfg.finetune.tasks:
@@ -138,15 +139,10 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     """
     task = _task(cfg, task_name)
     mode = mode or ("finetune" if cfg.finetune.mode == "both" else cfg.finetune.mode)
+    job = Job(model_name, model_ref, task_name, seed, mode)
+    run_cfg, inputs, fp = run_record(cfg, job, data.data_hash if data is not None else None)
     if mode == FLOOR:
-        return _floor(task, layout, data)
-    run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
-                                                                     "torch_threads", "eval_batch_size"}),
-               "task": task.model_dump(mode="json"), "model": model_name, "model_ref": model_ref, "seed": seed,
-               "mode": mode}
-    inputs = {"task_data": data.data_hash if data is not None else task_data_hash(task),
-              "model": _model_input_hash(model_ref)}
-    fp = fingerprint(run_cfg, inputs)
+        return _floor(task, layout, data, (run_cfg, inputs, fp))
     final = layout.finetune(model_name, task_name, seed)
     if is_complete(final, fp) and (final / RESULT).is_file():
         logger.info("%s/%s/seed-%d skipped: up to date", model_name, task_name, seed)
@@ -183,14 +179,51 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     return result
 
 
-def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None) -> dict[str, Any]:
+def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
+    """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
+    task = _task(cfg, job.task_name)
+    inputs = {"task_data": data_hash or task_data_hash(task)}
+    if job.mode == FLOOR:
+        run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
+    else:
+        run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
+                                                                         "torch_threads", "eval_batch_size"}),
+                   "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
+                   "seed": job.seed, "mode": job.mode}
+        inputs["model"] = _model_input_hash(job.model_ref)
+    return run_cfg, inputs, fingerprint(run_cfg, inputs)
+
+
+def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
+    """Every result the config asks for (each configured arm counts, trained or not) and its state:
+    ``current`` (recorded with the fingerprint this config gives), ``stale`` (another config or input),
+    ``unrecorded`` (a result.json without its record: written by hand or damaged) or ``missing``."""
+    models = {"base": cfg.base_model.name_or_path,
+              **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms}, **cfg.finetune.extra_models}
+    hashes: dict[str, str] = {}
+    out = []
+    for job in run_list(cfg, layout, models):
+        folder = layout.finetune(job.model_name, job.task_name, job.seed)
+        record = read_record(folder)
+        if not (folder / RESULT).is_file():
+            state = "missing"
+        elif record is None:
+            state = "unrecorded"
+        else:
+            if job.task_name not in hashes:
+                hashes[job.task_name] = task_data_hash(_task(cfg, job.task_name))
+            state = "current" if record.get("fingerprint") == run_record(cfg, job, hashes[job.task_name])[2] else "stale"
+        out.append({"model": job.model_name, "task": job.task_name, "seed": job.seed, "state": state})
+    return out
+
+
+def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None,
+           record: tuple[dict, dict[str, str], str]) -> dict[str, Any]:
     """The task's floor baseline (``floors.run_floor``) stored like a model's result (skipped when up to date)."""
     from domainbert.finetune.collapse import diagnose
     from domainbert.finetune.floors import run_floor
 
-    run_cfg = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
-    inputs = {"task_data": data.data_hash if data is not None else task_data_hash(task)}
-    fp = fingerprint(run_cfg, inputs)
+    run_cfg, inputs, fp = record
     final = layout.finetune(FLOOR, task.name, FLOOR_SEED)
     if is_complete(final, fp) and (final / RESULT).is_file():
         logger.info("%s/%s skipped: up to date", FLOOR, task.name)

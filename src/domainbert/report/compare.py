@@ -49,10 +49,35 @@ def _tables(cfg: DomainConfig, arts: RunArtifacts, compare_fn: CompareFn | None)
                           list(cfg.finetune.extra_models), compare_fn)
 
 
-def _report_config(cfg: DomainConfig) -> dict[str, Any]:
+def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
+    # The result check is part of the key: a config change that makes results stale re-renders the page.
     return {"domain": cfg.name, "compare": cfg.compare.model_dump(mode="json"), "arms": list(cfg.pretrain.arms),
             "tasks": [t.name for t in cfg.finetune.tasks], "extra_models": list(cfg.finetune.extra_models),
-            "report_format": REPORT_FORMAT}
+            "result_check": arts.result_check, "report_format": REPORT_FORMAT}
+
+
+def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
+    """The run's artifacts with the fine-tuning results checked against what this config asks for
+    (``stage.expected_results``): stale results and results of models or seeds outside the config are left
+    out of every table; missing, stale, unrecorded and left-out ones are listed in ``arts.result_check``."""
+    from domainbert.finetune.stage import expected_results
+
+    arts = load_run(layout, list(cfg.pretrain.arms))
+    states = {(e["model"], e["task"], e["seed"]): e["state"] for e in expected_results(cfg, layout)}
+    check: dict[str, list[str]] = {"missing": [], "stale": [], "unrecorded": [], "not in this config": []}
+    kept = []
+    for r in arts.finetune:
+        state = states.get((r["model"], r["task"], r["seed"]), "not in this config")
+        if state in ("stale", "not in this config"):
+            check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
+            continue
+        if state == "unrecorded":
+            check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
+        kept.append(r)
+    check["missing"] = [f"{m}/{t}/seed-{seed}" for (m, t, seed), st in states.items() if st == "missing"]
+    arts.finetune = kept
+    arts.result_check = {"expected": len(states), **check}
+    return arts
 
 
 def found_text(arts: RunArtifacts) -> str:
@@ -133,8 +158,8 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     Raises:
         DataError: an artifact exists but cannot be read.
     """
-    arts = load_run(layout, list(cfg.pretrain.arms))
-    config = _report_config(cfg)
+    arts = checked_run(cfg, layout)
+    config = _report_config(cfg, arts)
     fp = fingerprint(config, arts.input_hashes, __version__)
     html_path = layout.report / "report.html"
     if is_complete(layout.report, fp) and html_path.is_file():
@@ -152,8 +177,8 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
 def report_markdown(cfg: DomainConfig, layout: RunLayout) -> str:
     """The report as Markdown: the rendered ``report.md`` when up to date, else rendered afresh (in memory;
     its figures go to a temporary folder)."""
-    arts = load_run(layout, list(cfg.pretrain.arms))
-    fp = fingerprint(_report_config(cfg), arts.input_hashes, __version__)
+    arts = checked_run(cfg, layout)
+    fp = fingerprint(_report_config(cfg, arts), arts.input_hashes, __version__)
     md = layout.report / "report.md"
     if is_complete(layout.report, fp) and md.is_file():
         return md.read_text(encoding="utf-8")
@@ -169,8 +194,8 @@ def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
         Rows with ``task``, ``metric``, ``model``, ``n_seeds``, ``mean``, ``std`` (fractions), and
         ``reference``, ``diff``, ``ci_low``, ``ci_high``, ``verdict`` (None for the reference itself).
     """
-    arts = load_run(layout, list(cfg.pretrain.arms))
-    fp = fingerprint(_report_config(cfg), arts.input_hashes, __version__)
+    arts = checked_run(cfg, layout)
+    fp = fingerprint(_report_config(cfg, arts), arts.input_hashes, __version__)
     saved = layout.report / "results.json"
     if is_complete(layout.report, fp) and saved.is_file():  # the rendered report's numbers, no second bootstrap
         tables = json.loads(saved.read_text())

@@ -95,6 +95,7 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
                    + ". Differences involving them describe failed runs, not encoders.")
     else:
         out.append("No fine-tuning run collapsed.")
+    out.append(result_check_text(arts.result_check))
     warm = arts.head_warmup
     if warm:
         out.append(f"The base checkpoint has no MLM head: one was trained for {warm['steps']} steps "
@@ -102,6 +103,28 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
                    "before continued and extended pretraining, and 'before' perplexities are measured through it.")
     out += budget_caveats(arts, arms)
     return out
+
+
+def result_check_text(check: dict[str, Any]) -> str:
+    """Which expected results the tables use, and which are missing, stale or unrecorded."""
+    if not check:
+        return "Results were not checked against the config."
+    def listed(names: list[str]) -> str:
+        return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
+
+    missing, stale, loose, other = (check.get(k) or [] for k in ("missing", "stale", "unrecorded",
+                                                                  "not in this config"))
+    text = f"Results: {check['expected'] - len(missing) - len(stale)} of the {check['expected']} this config asks for"
+    parts = []
+    if missing:
+        parts.append(f"missing: {listed(missing)}")
+    if stale:
+        parts.append(f"left out as stale (made with another config or input): {listed(stale)}")
+    if other:
+        parts.append(f"left out as not part of this config: {listed(other)}")
+    if loose:
+        parts.append(f"used but unverified (no record beside result.json): {listed(loose)}")
+    return text + ("; " + "; ".join(parts) if parts else ", all current") + "."
 
 
 def budget_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
@@ -126,7 +149,7 @@ def headline_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
                      arms: list[str], extra: list[str]) -> Section:
     sec = Section("Headline")
     if not scores:
-        return sec.add("No fine-tuning results yet, so no verdict.")
+        return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
     sec.add(headline_table(scores, arms, extra))
     verdict = arm_verdicts(comparisons, arms)
     below = {r["model"] for r in scores if r["model"] != FLOOR_MODEL and any(

@@ -62,6 +62,7 @@ class RunArtifacts:
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     finetune: list[dict[str, Any]] = field(default_factory=list)
     head_warmup: dict[str, Any] | None = None  # pretrain/head-warmup/summary.json when the MLM head was warmed up
+    result_check: dict[str, Any] = field(default_factory=dict)  # expected results and the missing/stale ones
     input_hashes: dict[str, str] = field(default_factory=dict)
 
 
