@@ -130,7 +130,12 @@ def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetun
         xs = range(len(rows_t))
         means = [100 * r["mean"] for r in rows_t]
         stds = [100 * r["std"] for r in rows_t]
-        ax.bar(xs, means, yerr=stds, capsize=6, color="#8fb3d9", edgecolor="#335", label="mean +- std")
+        # The floor (a baseline, not a model) is grey and hatched so it reads as a reference line.
+        colors = ["#cccccc" if r["model"] == "floor" else "#8fb3d9" for r in rows_t]
+        hatches = ["//" if r["model"] == "floor" else "" for r in rows_t]
+        bars = ax.bar(xs, means, yerr=stds, capsize=6, color=colors, edgecolor="#335", label="mean +- std")
+        for bar, hatch in zip(bars, hatches, strict=True):
+            bar.set_hatch(hatch)
         for x, r in zip(xs, rows_t, strict=True):
             ax.scatter([x] * len(r["values"]), [100 * v for v in r["values"]], color="#222", s=12, zorder=3)
         ax.set_xticks(list(xs), [r["model"] for r in rows_t], rotation=20)
