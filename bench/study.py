@@ -96,7 +96,9 @@ def main() -> None:
         "overrides": study_overrides(args), "stage_seconds": seconds, "run_folder": str(layout.root),
         "arms": arm_figures(arts), "tasks": task_figures(tables["scores"], tables["comparisons"]),
         "collapsed_runs": sum(1 for r in models if r.get("collapsed")), "runs": len(models),
-        "aa_check": aa_check(models, n_samples=cfg.compare.bootstrap_samples, confidence=cfg.compare.confidence),
+        # Collapsed runs (all zeros) would pool a seed spread of 0 into the other models' noise: left out.
+        "aa_check": aa_check([r for r in models if not r.get("collapsed")], n_samples=cfg.compare.bootstrap_samples,
+                             confidence=cfg.compare.confidence),
         "report": str(layout.report / "report.html"),
     }
     emit(result, f"study-{cfg.name}")
