@@ -72,8 +72,9 @@ def load_tokenizer(ref: str | Path):
         raise ModelError(f"cannot load tokenizer: {exc}", file=resolved) from None
 
 
-def load_mlm_model(ref: str | Path):
-    """Load ``AutoModelForMaskedLM``; a checkpoint without an MLM head gets a new one tied to the embeddings."""
+def load_mlm_model(ref: str | Path, *, with_info: bool = False):
+    """Load ``AutoModelForMaskedLM``; a checkpoint without an MLM head gets a new one tied to the embeddings.
+    With ``with_info``, returns ``(model, loading_info)`` (its ``missing_keys`` name what was newly initialised)."""
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 
@@ -81,7 +82,7 @@ def load_mlm_model(ref: str | Path):
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" notice is expected for a head-less base
     try:
-        model = AutoModelForMaskedLM.from_pretrained(resolved)
+        model = AutoModelForMaskedLM.from_pretrained(resolved, output_loading_info=with_info)
     except OSError as exc:
         raise ModelError(f"cannot load model: {exc}", file=resolved) from None
     finally:

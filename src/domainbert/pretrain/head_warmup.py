@@ -30,7 +30,7 @@ from domainbert import __version__
 from domainbert.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
 from domainbert.config import resolved_dict
 from domainbert.errors import ConfigError
-from domainbert.models import load_tokenizer, resolve_model_ref
+from domainbert.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.masking import apply_mask, step_generator
@@ -70,18 +70,6 @@ def warmup_corpus(cfg) -> list[str]:
     return kept
 
 
-def _load_with_info(ref: str):
-    from transformers import AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
-
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
-        return AutoModelForMaskedLM.from_pretrained(resolve_model_ref(ref), output_loading_info=True)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-
-
 def head_missing(info: dict[str, Any]) -> bool:
     """True when loading left the MLM head's weights to random initialisation."""
     return any(k.startswith(HEAD_KEYS) or ".predictions.transform." in k for k in info.get("missing_keys", []))
@@ -106,7 +94,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
         return None
     model = None
     if hw.enabled == "auto":  # decided before anything else: a checkpoint with its head needs no warm-up corpus
-        model, info = _load_with_info(cfg.base_model.name_or_path)
+        model, info = load_mlm_model(cfg.base_model.name_or_path, with_info=True)
         if not head_missing(info):
             log.info("the base checkpoint has its MLM head: no warm-up")
             return None
@@ -117,7 +105,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
         log.info("MLM-head warm-up skipped: up to date (%s)", folder)
         return folder
     if model is None:
-        model, _ = _load_with_info(cfg.base_model.name_or_path)
+        model, _ = load_mlm_model(cfg.base_model.name_or_path, with_info=True)
     tokenizer = load_tokenizer(cfg.base_model.name_or_path)
     summary = train_head(cfg, layout, model, tokenizer, files)
     write_json_atomic(warmup_dir(layout) / "summary.json", summary)
