@@ -91,6 +91,16 @@ def make_input(path: Path, megabytes: float, seed: int = 0) -> int:
     return n
 
 
+def append_huge_document(path: Path, megabytes: float) -> None:
+    """Append one document of about ``megabytes`` MB of ordinary words on a single line, written in pieces."""
+    words = "the contract shall terminate upon written notice to the other party "
+    with open(path, "a") as out:
+        out.write('{"id": "huge", "text": "')
+        for _ in range(int(megabytes * 1e6 / len(words))):
+            out.write(words)
+        out.write('"}\n')
+
+
 def _config(data: Path, mode: str):
     from domainbert.config import load_domain
 
@@ -139,6 +149,9 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--sizes", type=float, nargs="+", default=[50, 500], help="input sizes in MB")
     parser.add_argument("--modes", nargs="+", default=["full", "exact_only", "baseline"])
+    parser.add_argument("--huge-document-mb", type=float, default=0,
+                        help="also append one document (a single JSONL line) of this many MB: peak memory must not "
+                             "grow with it (it is over corpus.max_document_bytes and skipped)")
     parser.add_argument("--one", nargs=3, metavar=("MODE", "DATA", "OUT"), help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.one:
@@ -150,8 +163,10 @@ def main() -> None:
         for size in args.sizes:
             data = Path(tmp) / f"input-{size:g}MB.jsonl"
             docs = make_input(data, size)
+            if args.huge_document_mb:
+                append_huge_document(data, args.huge_document_mb)
             mb = data.stat().st_size / 1e6
-            entry: dict = {"input_mb": round(mb, 1), "documents": docs}
+            entry: dict = {"input_mb": round(mb, 1), "documents": docs, "huge_document_mb": args.huge_document_mb}
             for mode in args.modes:
                 out = Path(tmp) / f"out-{size:g}-{mode}"
                 out.mkdir()

@@ -71,3 +71,16 @@ def test_other_fields_types_and_caps_match_the_python_reader(tmp_path):
         plain, docs = _both(_src([tmp_path / f for f in files], max_documents=cap))
         assert docs == plain, files
     assert len(_both(_src([tmp_path / "extra.jsonl"], max_documents=3))[1]) == 3
+
+
+def test_documents_over_the_size_cap_are_skipped_the_same_on_both_paths(tmp_path, monkeypatch):
+    monkeypatch.setattr(source_tables, "BLOCK_BYTES", 4096)
+    lines = _lines(40) + [json.dumps({"id": "mid", "text": "m" * 3000}),  # inside a block, over the cap
+                          json.dumps({"id": "big", "text": "b" * 100_000})] + _lines(40, start=40)  # over a block
+    (tmp_path / "a.jsonl").write_text("\n".join(lines) + "\n")
+    source = _src([tmp_path / "a.jsonl"])
+    a, b = MalformedCounter(0, max_document_bytes=2048), MalformedCounter(0, max_document_bytes=2048)
+    plain = list(iter_source(source, a))
+    docs = pa.concat_tables(list(iter_source_tables(source, b))).to_pylist()
+    assert [d["id"] for d in docs] == [d["id"] for d in plain] == [f"d{i}" for i in range(80)]
+    assert a.by_source == b.by_source == {"s": {"over_max_document_bytes": 2}}

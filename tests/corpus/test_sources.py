@@ -92,3 +92,35 @@ def test_malformed_line_is_error_or_counted(tmp_path, bad, reason):
     docs, counter = _read(_src([path]), limit=1)
     assert [d["text"] for d in docs] == ["first doc", "no id here", "after"]
     assert counter.total == 1 and counter.by_source == {"s": {reason: 1}}
+
+
+@pytest.mark.parametrize("fmt,ext,build", [
+    ("jsonl", "jsonl", lambda big: JSONL + json.dumps({"text": big}).encode() + b'\n{"text": "after"}\n'),
+    ("text_lines", "txt", lambda big: b"first doc\n" + big.encode() + b"\nafter\n"),
+    ("text_blocks", "txt", lambda big: b"first doc\n\n" + (big[:600] + "\n") .encode() * 4 + b"\nafter\n"),
+])
+def test_a_document_over_the_size_cap_is_skipped_counted_and_never_an_error(tmp_path, fmt, ext, build):
+    path = tmp_path / f"d.{ext}.gz"
+    path.write_bytes(gzip.compress(build("word " * 2000)))
+    counter = MalformedCounter(0, max_document_bytes=2048)
+    docs = list(iter_source(_src([path], format=fmt), counter))
+    assert docs[-1]["text"] == "after" and "word word" not in "".join(d["text"] for d in docs)
+    assert counter.total == 0 and counter.by_source == {"s": {"over_max_document_bytes": 1}}
+
+
+def test_a_line_at_the_cap_is_kept(tmp_path):
+    line = json.dumps({"text": "x" * 100}).encode()
+    path = tmp_path / "d.jsonl"
+    path.write_bytes(line + b"\n" + line)  # the last line has no newline
+    docs = list(iter_source(_src([path]), MalformedCounter(0, max_document_bytes=len(line))))
+    assert len(docs) == 2
+    counter = MalformedCounter(0, max_document_bytes=len(line) - 1)
+    assert list(iter_source(_src([path]), counter)) == [] and counter.by_source["s"]["over_max_document_bytes"] == 2
+
+
+def test_csv_field_over_the_cap_is_one_clear_error(tmp_path):
+    path = tmp_path / "c.csv"
+    path.write_text("text\n" + "y" * 5000 + "\n")
+    with pytest.raises(DataError, match="field larger") as err:
+        list(iter_source(_src([path]), MalformedCounter(0, max_document_bytes=2048)))
+    assert str(path) in str(err.value)

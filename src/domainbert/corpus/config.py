@@ -78,6 +78,7 @@ class CorpusConfig(StrictModel):
     validation_fraction: float = Field(0.02, gt=0, lt=0.5)
     shard_documents: int = Field(5000, ge=1)
     max_malformed_lines: int = Field(0, ge=0, description="Malformed input lines skipped (and counted) before failing.")
+    max_document_bytes: int = Field(16 << 20, ge=1024, description="A document (line, text block or CSV field) over this many bytes is skipped with a warning and counted, so memory stays bounded whatever one input looks like.")
     seed: int = 13
     workers: int = Field(2, ge=1, description="Processes that clean, filter and hash input shards in parallel.")
     write_dropped: bool = Field(False, description="Also write dropped documents with their reason to dropped.jsonl.gz.")

@@ -48,7 +48,7 @@ def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     tables += _audit_tables(m.get("audit"))
     mal = m["malformed_lines"]
     rows = [[src, ", ".join(f"{r}: {n}" for r, n in sorted(v.items()))] for src, v in mal["by_source"].items()]
-    tables.append((f"Malformed lines skipped: {mal['total']}", ["source", "reasons"], rows))
+    tables.append((f"Input lines skipped ({mal['total']} malformed; see the reasons)", ["source", "reasons"], rows))
     return tables
 
 

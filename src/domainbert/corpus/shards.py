@@ -48,7 +48,7 @@ def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Itera
     source, malformed lines) as it goes. Shards already processed (a resumed build) are not rewritten.
     """
     corpus = cfg.corpus
-    malformed = MalformedCounter(corpus.max_malformed_lines)
+    malformed = MalformedCounter(corpus.max_malformed_lines, corpus.max_document_bytes)
     counts.setdefault("documents_in", {})
     folder = work_dir / INPUT
     folder.mkdir(parents=True, exist_ok=True)

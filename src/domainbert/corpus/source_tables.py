@@ -8,7 +8,9 @@ else goes through ``iter_source``'s Python readers: other formats, a text templa
 records with more fields (their ``meta``), and any file the fast path stops on - a line that is not JSON, a
 record without the text field, an id that changes type. In that case the Python reader takes over the file
 after the documents already produced, and it is what names the bad file and line and counts the skip.
-Memory stays at a block (1 MB) plus one chunk of documents.
+A line longer than a block stops Arrow (it never buffers past one), so the Python reader reads past it in
+pieces. Memory stays at a block (1 MB) plus one chunk of documents, or one document of at most
+``corpus.max_document_bytes``.
 """
 
 from __future__ import annotations
@@ -86,7 +88,7 @@ def _jsonl_tables(path: Path, source: LocalSource, malformed: MalformedCounter, 
         with open_binary(path) as stream:
             reader = pj.open_json(stream, read_options=pj.ReadOptions(block_size=BLOCK_BYTES))
             for batch in reader:
-                table = _documents_table(batch, source, start + done)
+                table = _documents_table(batch, source, start + done, malformed.max_document_bytes)
                 done += table.num_rows
                 yield table
                 if limit is not None and done >= limit:
@@ -102,7 +104,7 @@ def _jsonl_tables(path: Path, source: LocalSource, malformed: MalformedCounter, 
     yield from _chunks(docs)
 
 
-def _documents_table(batch: pa.RecordBatch, source: LocalSource, start: int) -> pa.Table:
+def _documents_table(batch: pa.RecordBatch, source: LocalSource, start: int, max_bytes: int) -> pa.Table:
     """A parsed block as documents, or ``_NotPlain`` when the Python reader would treat it differently."""
     names = set(batch.schema.names)
     if not names <= {source.text_field, source.id_field} or source.text_field not in names:
@@ -115,6 +117,9 @@ def _documents_table(batch: pa.RecordBatch, source: LocalSource, start: int) -> 
         batch.validate(full=True)
     except pa.ArrowInvalid:
         raise _NotPlain from None
+    if len(text) and pc.max(pc.binary_length(text)).as_py() > max_bytes // 2:
+        # Near the size cap the Python reader decides (on the raw line, escapes included) and counts the skip.
+        raise _NotPlain
     n = batch.num_rows
     if source.id_field in names:
         ids = batch.column(source.id_field)

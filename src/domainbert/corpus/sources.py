@@ -9,7 +9,11 @@ stable id: its own ``id_field`` value when present, else ``<source>:<position in
 
 Malformed input (a line that is not JSON, a missing text field, bytes that are not UTF-8) is skipped and
 counted by ``MalformedCounter`` up to ``max_malformed_lines`` in total, then it is a ``DataError`` naming the
-file and line. A corrupt compressed stream and a glob that matches nothing are always errors.
+file and line. A corrupt compressed stream and a glob that matches nothing are always errors. Memory is
+bounded whatever one input looks like: a line (or text block) longer than ``max_document_bytes`` is read past
+in 1 MB pieces, never held whole, and skipped with a warning, counted as ``over_max_document_bytes`` (not
+against ``max_malformed_lines``: it is well-formed, only too large); CSV fields have the same cap, and a JSON
+array file (loaded whole) may be at most ``MAX_JSON_FILE_BYTES``.
 This module does no cleaning: see ``filters``.
 """
 
@@ -21,6 +25,7 @@ import glob
 import gzip
 import io
 import json
+import logging
 import lzma
 import zlib
 from collections.abc import Iterator
@@ -32,17 +37,33 @@ import orjson
 from domainbert.corpus.config import HFSource, LocalSource, SourceConfig
 from domainbert.errors import DataError
 
+logger = logging.getLogger(__name__)
+
 COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zstd")
 _MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
 
 
-class MalformedCounter:
-    """Counts skipped malformed lines across all sources; raises once the allowance is used up."""
+OVERSIZE = "over_max_document_bytes"
+MAX_JSON_FILE_BYTES = 1 << 30
+_PIECE = 1 << 20
 
-    def __init__(self, limit: int) -> None:
+
+class MalformedCounter:
+    """Counts skipped lines across all sources (raising once the malformed allowance is used up) and holds
+    the reader's cap on one document's size."""
+
+    def __init__(self, limit: int, max_document_bytes: int = 16 << 20) -> None:
         self.limit = limit
+        self.max_document_bytes = max_document_bytes
         self.total = 0
         self.by_source: dict[str, dict[str, int]] = {}
+
+    def oversize(self, source: str, file: str | Path, line: int | None) -> None:
+        """Record one document skipped for its size (warned, never an error)."""
+        logger.warning("%s:%s: document over corpus.max_document_bytes=%d skipped (source %r)", file, line,
+                       self.max_document_bytes, source)
+        counts = self.by_source.setdefault(source, {})
+        counts[OVERSIZE] = counts.get(OVERSIZE, 0) + 1
 
     def skip(self, source: str, reason: str, file: str | Path, line: int | None) -> None:
         """Record one skipped line, or raise ``DataError`` when more than ``limit`` were skipped."""
@@ -102,16 +123,36 @@ def detect_format(path: Path, declared: str) -> str:
 _READ_ERRORS = (OSError, EOFError, zlib.error, lzma.LZMAError)
 
 
-def _lines(path: Path) -> Iterator[tuple[int, bytes]]:
-    """Numbered raw lines of a (possibly compressed) file; a corrupt stream is a DataError naming the line."""
+def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
+    """Numbered raw lines of a (possibly compressed) file, ``None`` for a line over ``max_bytes`` (read past in
+    pieces, never held whole); a corrupt stream is a DataError naming the line."""
     lineno = 0
     try:
         with open_binary(path) as f:
-            for lineno, raw in enumerate(f, start=1):  # noqa: B007 - lineno is used in the error below
-                yield lineno, raw
+            while raw := f.readline(max_bytes + 1):
+                lineno += 1
+                if len(raw) <= max_bytes or raw.endswith(b"\n") and len(raw) == max_bytes + 1:
+                    yield lineno, raw
+                    continue
+                while not raw.endswith(b"\n") and (raw := f.readline(_PIECE)):
+                    pass
+                yield lineno, None
     except _READ_ERRORS as exc:
         raise DataError(f"cannot read (corrupt or truncated compressed data?): {exc}", file=path,
                         line=lineno + 1) from None
+
+
+def _whole_file(path: Path) -> bytes:
+    """A JSON array file's bytes, at most ``MAX_JSON_FILE_BYTES`` (read with that cap, so never more)."""
+    try:
+        with open_binary(path) as f:
+            data = f.read(MAX_JSON_FILE_BYTES + 1)
+    except _READ_ERRORS as exc:
+        raise DataError(f"cannot read (corrupt or truncated compressed data?): {exc}", file=path) from None
+    if len(data) > MAX_JSON_FILE_BYTES:
+        raise DataError(f"a JSON array source is loaded whole and this one is over {MAX_JSON_FILE_BYTES} bytes; "
+                        "write it as JSONL (one document per line)", file=path)
+    return data
 
 
 def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> Iterator[tuple[int, dict[str, Any]]]:
@@ -130,7 +171,7 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
             raise DataError(f"cannot read Parquet file: {exc}", file=path) from None
         return
     if fmt == "json":
-        text = b"".join(raw for _, raw in _lines(path))
+        text = _whole_file(path)
         try:
             data = json.loads(text)
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
@@ -159,20 +200,11 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
             if line.strip():
                 yield lineno, {"text": line.rstrip("\r\n")}
     elif fmt == "text_blocks":
-        block: list[str] = []
-        start = 0
-        for lineno, line in decoded:
-            if line.strip():
-                start = start or lineno
-                block.append(line.rstrip("\r\n"))
-            elif block:
-                yield start, {"text": "\n".join(block)}
-                block, start = [], 0
-        if block:
-            yield start, {"text": "\n".join(block)}
+        yield from _blocks(decoded, path, source, malformed)
     elif fmt in ("csv", "tsv"):
         # csv needs text with universal newlines; records may span lines, so the row number is reported.
         stream = io.TextIOWrapper(open_binary(path), encoding="utf-8", newline="")
+        csv.field_size_limit(malformed.max_document_bytes)
         try:
             reader = csv.DictReader(stream, delimiter="\t" if fmt == "tsv" else ",")
             for row, rec in enumerate(reader, start=2):
@@ -187,6 +219,32 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
         raise DataError(f"unknown format {fmt!r}", file=path)
 
 
+def _blocks(decoded: Iterator[tuple[int, str]], path: Path, source: str,
+            malformed: MalformedCounter) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Blank-line separated blocks; one growing past ``max_document_bytes`` is dropped (and counted) as it
+    grows, so it is never held whole."""
+    block: list[str] = []
+    start, size, over = 0, 0, False
+    for lineno, line in decoded:
+        if line.strip():
+            start = start or lineno
+            size += len(line)
+            if size > malformed.max_document_bytes and not over:
+                over, block = True, []
+            if not over:
+                block.append(line.rstrip("\r\n"))
+            continue
+        if over:
+            malformed.oversize(source, path, start)
+        elif block:
+            yield start, {"text": "\n".join(block)}
+        block, start, size, over = [], 0, 0, False
+    if over:
+        malformed.oversize(source, path, start)
+    elif block:
+        yield start, {"text": "\n".join(block)}
+
+
 def _loads(line: str) -> Any:
     """``json.loads``, through orjson (a prefect dependency, several times faster) when it can parse the line;
     what orjson refuses but Python accepts (NaN, integers over 64 bits) goes to ``json.loads``."""
@@ -197,7 +255,10 @@ def _loads(line: str) -> Any:
 
 
 def _decoded_lines(path: Path, source: str, malformed: MalformedCounter) -> Iterator[tuple[int, str]]:
-    for lineno, raw in _lines(path):
+    for lineno, raw in _lines(path, malformed.max_document_bytes):
+        if raw is None:
+            malformed.oversize(source, path, lineno)
+            continue
         try:
             yield lineno, raw.decode("utf-8")
         except UnicodeDecodeError:
