@@ -67,12 +67,12 @@ def main() -> None:
 
     def ours_memory() -> float:
         start = time.perf_counter()
-        train_tokenizer(iter(texts), "wordpiece", args.vocab_size, lowercase=True, min_frequency=2)
+        train_tokenizer(texts, "wordpiece", args.vocab_size, lowercase=True, min_frequency=2)
         return time.perf_counter() - start
 
     def ours_stream() -> float:
         start = time.perf_counter()
-        train_tokenizer(iter_texts(tmp / "corpus", "train"), "wordpiece", args.vocab_size, lowercase=True)
+        train_tokenizer(lambda: iter_texts(tmp / "corpus", "train"), "wordpiece", args.vocab_size, lowercase=True)
         return time.perf_counter() - start
 
     runs: dict[str, list[float]] = {"tokenizers": [], "domainbert_memory": [], "domainbert_stream": []}
@@ -84,7 +84,7 @@ def main() -> None:
     for k in runs:
         train[k]["mb_per_s"] = round(mb / train[k]["median"], 3)
 
-    tok = train_tokenizer(iter(texts), "wordpiece", args.vocab_size, lowercase=True)
+    tok = train_tokenizer(texts, "wordpiece", args.vocab_size, lowercase=True)
     cfg = TokenizerConfig(kind="wordpiece", vocab_size=args.vocab_size, lowercase=True)
     save_tokenizer(tok, cfg, tmp / "tokenizer")
     hf = AutoTokenizer.from_pretrained(str(tmp / "tokenizer"))

@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 import json
+import os
+import shutil
+import subprocess
+import sys
 
 import pytest
 from transformers import AutoTokenizer
 from vocab_fixtures import make_texts, write_corpus
 
-from domainbert.artifacts import read_record
+from domainbert.artifacts import RECORD, read_record
 from domainbert.config import load_domain
 from domainbert.errors import DataError
 from domainbert.models import load_mlm_model
@@ -22,13 +26,17 @@ SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
 
 
 def _cfg(tiny_base, control_file, *extra):
+    return load_domain("science", _overrides(tiny_base, control_file, *extra))
+
+
+def _overrides(tiny_base, control_file, *extra):
     refs = f"[{{name: tiny, path: {tiny_base / 'vocab.txt'}}}]"
-    return load_domain("science", [
+    return [
         "tokenizer.vocab_size=300", "tokenizer.min_frequency=1", "vocab.curve_sizes=[150, 300]",
         f"vocab.references={refs}", f"base_model.name_or_path={tiny_base}", f"vocab.control_corpus=[{control_file}]",
         "vocab.heldout_documents=10", "vocab.extension.num_tokens=3", "vocab.extension.min_count=2",
         "vocab.published=[{name: Paper, reference: tiny, overlap: 0.42, vocab_size: 31090, corpus_words: 3.17e9}]",
-        *extra])
+        *extra]
 
 
 @pytest.mark.slow
@@ -62,6 +70,41 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
     again = run_vocab(_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
     assert read_record(layout.vocab)["finished_at"] == finished  # skipped: up to date
     assert again["overlap"] == report["overlap"]
+
+
+_RUN_VOCAB = """
+import json, sys
+from pathlib import Path
+from domainbert.config import load_domain
+from domainbert.paths import RunLayout
+from domainbert.vocab.stage import run_vocab
+run_vocab(load_domain("science", json.loads(sys.argv[2])), RunLayout(Path(sys.argv[1])))
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("kind,sizes", [("wordpiece", ()), ("sentencepiece_unigram", ("tokenizer.vocab_size=120",
+                                                                                      "vocab.curve_sizes=[60, 120]"))])
+def test_same_inputs_give_a_byte_identical_tokenizer_and_extended_model(tmp_path, corpus, control_file, tiny_base,
+                                                                        kind, sizes):
+    # Two processes with different hash seeds: Python's set and dict order and the tokenizers library's own
+    # hash maps must not leak into the ids.
+    overrides = _overrides(tiny_base, control_file, f"tokenizer.kind={kind}", *sizes)
+    folders = []
+    for seed in ("1", "2"):
+        layout = RunLayout(tmp_path / f"run-{seed}")
+        shutil.copytree(corpus, layout.corpus)
+        done = subprocess.run([sys.executable, "-c", _RUN_VOCAB, str(layout.root), json.dumps(overrides)],
+                              env={**os.environ, "PYTHONHASHSEED": seed}, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr[-2000:]
+        folders.append(layout)
+    for pick in (lambda lay: lay.tokenizer, lambda lay: lay.extended_model):
+        a, b = (pick(lay) for lay in folders)
+        files = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file() and p.name != RECORD)
+        assert files and files == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file() and p.name != RECORD)
+        for name in files:
+            assert (a / name).read_bytes() == (b / name).read_bytes(), name
+    assert read_record(folders[0].tokenizer)["content_hash"] == read_record(folders[1].tokenizer)["content_hash"]
 
 
 def test_too_small_or_empty_corpus(tmp_path, control_file, tiny_base):

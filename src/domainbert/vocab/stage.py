@@ -84,7 +84,7 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
 
 def _train(texts_fn, cfg: DomainConfig, size: int, stats: TextStats | None = None):
     t = cfg.tokenizer
-    return train_tokenizer(texts_fn(), t.kind, size, t.lowercase, t.min_frequency, stats)
+    return train_tokenizer(texts_fn, t.kind, size, t.lowercase, t.min_frequency, stats)
 
 
 def _vocab_at(tok, size: int, cfg: DomainConfig, main_size: int, retrain) -> list[str]:

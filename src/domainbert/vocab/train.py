@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,8 +86,8 @@ def empty_tokenizer(kind: str, lowercase: bool) -> Tokenizer:
     return tok
 
 
-def _trainer(kind: str, vocab_size: int, min_frequency: int):
-    specials = _special_list(kind)
+def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: list[str] = ()):
+    specials = _special_list(kind) + list(seeded)
     if kind == "wordpiece":
         return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
                                          special_tokens=specials, continuing_subword_prefix="##",
@@ -99,12 +99,13 @@ def _trainer(kind: str, vocab_size: int, min_frequency: int):
                                show_progress=False)
 
 
-def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase: bool,
+def train_tokenizer(texts: Iterable[str] | Callable[[], Iterable[str]], kind: str, vocab_size: int, lowercase: bool,
                     min_frequency: int = 2, stats: TextStats | None = None) -> Tokenizer:
-    """Train a tokenizer of ``kind`` on streamed ``texts``.
+    """Train a tokenizer of ``kind`` on streamed ``texts``; the same text always gives the same file.
 
     Args:
-        texts: the training text, consumed once (a generator is fine).
+        texts: the training text: a callable returning a fresh iterable (a generator is fine), or a list.
+            WordPiece reads it twice (see ``continuing_pieces``), the other kinds once.
         kind: ``wordpiece``, ``sentencepiece_unigram`` or ``sentencepiece_bpe``.
         vocab_size: requested size, special tokens included (the trainer may stop short on little text).
         lowercase: lower-case in the normaliser (and strip accents, for WordPiece).
@@ -118,12 +119,17 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
         DataError: when the text is empty.
     """
     stats = stats if stats is not None else TextStats()
+    make = texts if callable(texts) else lambda: texts
     tok = empty_tokenizer(kind, lowercase)
     start = time.perf_counter()
     if kind == "sentencepiece_unigram":
-        tok = _train_spm_unigram(tok, counting(texts, stats), vocab_size)
+        tok = _train_spm_unigram(tok, counting(make(), stats), vocab_size)
+    elif kind == "wordpiece":
+        seeded = continuing_pieces(make(), lowercase)
+        tok.train_from_iterator(counting(make(), stats), _trainer(kind, vocab_size, min_frequency, seeded))
+        tok = _without_added(tok, set(seeded))
     else:
-        tok.train_from_iterator(counting(texts, stats), _trainer(kind, vocab_size, min_frequency))
+        tok.train_from_iterator(counting(make(), stats), _trainer(kind, vocab_size, min_frequency))
     stats.seconds = time.perf_counter() - start
     if stats.documents == 0 or stats.words == 0:
         raise DataError("the training text is empty: no documents to train a tokenizer on")
@@ -131,6 +137,27 @@ def train_tokenizer(texts: Iterable[str], kind: str, vocab_size: int, lowercase:
     log.info("trained %s tokenizer: %d tokens from %d documents (%.1f MB) in %.1fs", kind, tok.get_vocab_size(),
              stats.documents, stats.bytes / 1e6, stats.seconds)
     return tok
+
+
+def continuing_pieces(texts: Iterable[str], lowercase: bool) -> list[str]:
+    """The one-character ``##`` pieces WordPiece training creates on ``texts``, sorted.
+
+    ``tokenizers``' trainer numbers these pieces in the iteration order of a hash map, and breaks ties between
+    equally frequent merges by id, so two trainings on the same text can give different vocabularies
+    (huggingface/tokenizers#1794). Passed to the trainer as leading special tokens in sorted order, they get
+    fixed ids and training is deterministic. This pass counts words and stops before any merge.
+    """
+    tok = empty_tokenizer("wordpiece", lowercase)
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=1, special_tokens=[],
+                                                             continuing_subword_prefix="##", show_progress=False))
+    return sorted(t for t in tok.get_vocab() if t.startswith("##") and len(t) == 3)
+
+
+def _without_added(tok: Tokenizer, pieces: set[str]) -> Tokenizer:
+    """``tok`` with ``pieces`` kept in the model's vocabulary but no longer registered as added tokens."""
+    data = json.loads(tok.to_str())
+    data["added_tokens"] = [t for t in data["added_tokens"] if t["content"] not in pieces]
+    return Tokenizer.from_str(json.dumps(data))
 
 
 def _train_spm_unigram(empty: Tokenizer, texts: Iterator[str], vocab_size: int) -> Tokenizer:
