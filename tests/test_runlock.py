@@ -121,3 +121,42 @@ def test_out_that_is_a_file_is_a_user_error(tmp_path):
     with pytest.raises(DomainbertError, match="cannot write to the run folder"):
         with run_lock(target / "sub", "x"):
             pass
+
+
+RACER = """
+import sys, time
+from pathlib import Path
+from domainbert import runlock
+alive = runlock._alive
+runlock._alive = lambda holder: time.sleep(0.2) or alive(holder)  # every racer sees the stale lock first
+go = Path(sys.argv[2])
+while not go.exists():
+    time.sleep(0.001)
+try:
+    with runlock.run_lock(sys.argv[1], "racer"):
+        start = time.monotonic()
+        time.sleep(0.6)
+        print("held", start, time.monotonic(), flush=True)
+except runlock.RunLocked:
+    print("locked", flush=True)
+"""
+
+
+@pytest.mark.slow
+def test_racers_taking_over_one_stale_lock_never_hold_it_together(tmp_path):
+    dead = subprocess.Popen([sys.executable, "-c", "pass"])
+    dead.wait()
+    for round_ in range(3):
+        run, go = tmp_path / f"run-{round_}", tmp_path / f"go-{round_}"
+        run.mkdir()
+        (run / LOCK).write_text(json.dumps({"pid": dead.pid, "host": socket.gethostname(), "token": "old",
+                                            "command": "crashed run", "started": "earlier"}))
+        racers = [subprocess.Popen([sys.executable, "-c", RACER, str(run), str(go)], stdout=subprocess.PIPE,
+                                   text=True) for _ in range(5)]
+        time.sleep(3)  # let them import and wait for the start
+        go.touch()
+        lines = [r.communicate(timeout=60)[0].split() for r in racers]
+        held = sorted((float(line[1]), float(line[2])) for line in lines if line and line[0] == "held")
+        assert held and all(line and line[0] in ("held", "locked") for line in lines), lines
+        assert all(end <= nxt for (_, end), (nxt, _) in zip(held, held[1:], strict=False)), held  # never together
+        assert not (run / LOCK).exists()

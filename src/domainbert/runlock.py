@@ -3,7 +3,8 @@
 The lock file holds the holder's pid, host, process start time, start time, command and a random token. A
 second run into the same folder fails at once with one line naming the holder (``RunLocked``). A lock
 left by a process that is gone (same host: no such pid, or the pid now belongs to a newer process) is taken
-over with a warning; a lock from another host cannot be checked and is reported as held.
+over with a warning, by one process only when several try at once; a lock from another host cannot be
+checked and is reported as held.
 
 Re-entrant: within a process the same folder may be locked again (the pipeline flow runs every stage flow
 in one process), and a process given the holder's token (a pretraining deployment started by the pipeline
@@ -13,6 +14,7 @@ This module does not wait or retry: schedulers retry a failed run.
 
 from __future__ import annotations
 
+import fcntl
 import json
 import logging
 import os
@@ -89,21 +91,23 @@ def _create(path: Path, record: dict[str, Any]) -> bool:
 
 
 def _take_over(path: Path, stale: dict[str, Any]) -> bool:
-    """Move a dead holder's lock aside; False if another process got there first."""
-    aside = path.with_name(f"{LOCK}.stale-{os.getpid()}-{uuid.uuid4().hex[:8]}")
-    try:
-        os.rename(path, aside)
-    except FileNotFoundError:
-        return False
-    try:
-        moved = json.loads(aside.read_text())
-    except (OSError, ValueError):
-        moved = {}
-    if moved.get("token") != stale.get("token"):  # a live lock was created in between: put it back
-        os.rename(aside, path)
-        return False
-    aside.unlink(missing_ok=True)
-    return True
+    """Remove a dead holder's lock; False if another process got there first.
+
+    Take-overs are serialised by an exclusive ``flock`` on ``.lock.guard``, and the lock is removed only if it
+    still holds the dead holder's token: nothing else replaces a lock that exists (creation fails when it
+    does, and a dead holder cannot release), so two processes taking over the same stale lock never both win
+    and a live lock is never moved, even for an instant.
+    """
+    with open(path.with_name(f"{LOCK}.guard"), "a") as guard:
+        fcntl.flock(guard, fcntl.LOCK_EX)
+        try:
+            current = read_lock(path.parent)
+            if current is None or current.get("token") != stale.get("token"):
+                return False
+            path.unlink(missing_ok=True)
+            return True
+        finally:
+            fcntl.flock(guard, fcntl.LOCK_UN)
 
 
 def _acquire(root: Path, command: str, token: str | None) -> tuple[str, bool]:
