@@ -53,3 +53,53 @@ def test_misspelt_key_in_a_domain_file(tmp_path):
 def test_missing_domain_file(tmp_path):
     missing = tmp_path / "nowhere.yaml"
     assert_user_error(run_cli("validate", str(missing)), str(missing), "not found")
+
+
+def test_version_prints_the_package_version():
+    from domainbert import __version__
+
+    proc = run_cli("--version")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == f"domainbert {__version__}"
+
+
+def test_unknown_profile_lists_the_profiles_the_file_defines(tmp_path):
+    data = yaml.safe_load((domains_dir() / "science.yaml").read_text())
+    data["profiles"]["gpu"] = {}
+    path = tmp_path / "science.yaml"
+    path.write_text(yaml.safe_dump(data))
+    proc = run_cli("corpus", str(path), "--profile", "ofline", "--out", str(tmp_path / "run"))
+    assert_user_error(proc, "unknown profile 'ofline'", "this domain has: full, gpu, offline")
+    assert len(proc.stderr.strip().splitlines()) == 1
+    assert "unknown profile" not in run_cli("validate", str(path), "--profile", "gpu").stderr  # a name it has
+
+
+def _complete(*words: str) -> list[str]:
+    env = {**os.environ, "_DOMAINBERT_COMPLETE": "complete_bash", "COMP_WORDS": " ".join(("domainbert", *words)),
+           "COMP_CWORD": str(len(words))}
+    proc = subprocess.run([sys.executable, "-m", "domainbert.cli"], capture_output=True, text=True, env=env,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.split()
+
+
+def test_shell_completion_of_commands_domains_and_profiles(tmp_path):
+    assert set(_complete("co")) == {"corpus", "compare"}
+    assert _complete("pretrain", "sci") == ["science"]
+    assert _complete("pretrain", "science", "--profile", "") == ["full", "offline"]
+    proc = run_cli("--show-completion", "bash")
+    assert proc.returncode == 0 and "_DOMAINBERT_COMPLETE=complete_bash" in proc.stdout, proc.stdout
+
+
+def test_report_on_a_folder_without_a_run_is_one_line(tmp_path):
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    other = tmp_path / "other"
+    (other / "notes").mkdir(parents=True)
+    (other / "notes" / "todo.txt").write_text("not a run\n")
+    for folder in (empty, other):
+        proc = run_cli("report", "science", "--out", str(folder))
+        assert_user_error(proc, str(folder), "nothing to report", "corpus/manifest.json",
+                          "finetune/<model>/<task>/seed-*/result.json")
+        assert len(proc.stderr.strip().splitlines()) == 1
+        assert not (folder / "report").exists()

@@ -18,19 +18,54 @@ from typing import Annotated
 
 import typer
 
-from domainbert import signals
+from domainbert import __version__, signals
 from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
 from domainbert.errors import ConfigError, DomainbertError
 from domainbert.paths import RunLayout, available_domains, default_run_dir
 from domainbert.runlock import run_lock
 
-app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Domain-adaptive pretraining for BERT-style encoders.")
 
-DomainArg = Annotated[str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.")]
+
+def _complete_domain(incomplete: str) -> list[str]:
+    return [name for name in available_domains() if name.startswith(incomplete)]
+
+
+def _complete_profile(ctx: typer.Context, incomplete: str) -> list[str]:
+    """The profiles the domain on the command line defines (offline and full when it cannot be read)."""
+    import yaml
+
+    from domainbert.paths import resolve_domain_file
+
+    names = ["full", "offline"]
+    try:
+        data = yaml.safe_load(resolve_domain_file(str(ctx.params.get("domain") or "")).read_text(encoding="utf-8"))
+        names = sorted((data or {}).get("profiles") or names)
+    except Exception:  # noqa: BLE001 - completion must never fail
+        pass
+    return [name for name in names if name.startswith(incomplete)]
+
+
+DomainArg = Annotated[str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.",
+                                          autocompletion=_complete_domain)]
 OverridesArg = Annotated[list[str] | None, typer.Argument(help="Overrides such as pretrain.max_steps=50.")]
-ProfileOpt = Annotated[str, typer.Option("--profile", "-p", help="Profile: offline (shipped samples) or full.")]
+ProfileOpt = Annotated[str, typer.Option("--profile", "-p", autocompletion=_complete_profile,
+                                         help="A profile the domain YAML defines under profiles: (offline: the "
+                                              "shipped samples; full: the real data); checked against the file.")]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<domain>/).")]
+
+
+def _print_version(value: bool) -> None:
+    if value:
+        typer.echo(f"domainbert {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
+                                                help="Print the version and exit.")] = False) -> None:
+    """Domain-adaptive pretraining for BERT-style encoders."""
 
 
 def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None) -> tuple[DomainConfig, RunLayout]:
@@ -154,7 +189,8 @@ def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
            out: OutOpt = None) -> None:
     """Render the comparison report from a run's artifacts (no retraining)."""
     cfg, layout = _setup(domain, overrides, profile, out)
-    from domainbert.report.compare import render_report
+    from domainbert.report.compare import render_report, require_run_outputs
+    require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
         path = render_report(cfg, layout)
     typer.echo(f"report: {path}")

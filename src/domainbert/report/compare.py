@@ -21,6 +21,7 @@ from typing import Any
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
 from domainbert.config import DomainConfig
+from domainbert.errors import DataError
 from domainbert.finetune.config import CompareConfig
 from domainbert.paths import RunLayout
 from domainbert.report import sections
@@ -78,6 +79,22 @@ def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
     arts.finetune = kept
     arts.result_check = {"expected": len(states), **check}
     return arts
+
+
+def require_run_outputs(cfg: DomainConfig, layout: RunLayout) -> None:
+    """Refuse a folder that holds no output of any stage (empty, or not a run folder): its report would be empty.
+
+    A partial run (a corpus only, fine-tuning not yet done) is fine; its report says what was not run.
+
+    Raises:
+        DataError: naming the folder and the outputs looked for.
+    """
+    arts = load_run(layout, list(cfg.pretrain.arms))
+    if arts.manifest is None and arts.vocab is None and not arts.pretrain and not arts.finetune:
+        raise DataError("nothing to report: none of corpus/manifest.json, vocab/report.json, "
+                        f"pretrain/{{{','.join(cfg.pretrain.arms)}}}/summary.json, "
+                        "finetune/<model>/<task>/seed-*/result.json is here (not a run folder, or no stage has "
+                        "run: run the stages or `domainbert run` into it first)", file=layout.root)
 
 
 def found_text(arts: RunArtifacts) -> str:
