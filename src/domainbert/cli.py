@@ -232,6 +232,24 @@ def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt =
     typer.echo(f"report: {path}")
 
 
+@app.command()
+def push(domain: DomainArg,
+         arm: Annotated[str, typer.Option("--arm", help="The arm to push (continued, extended, scratch) or 'corpus'.")],
+         repo: Annotated[str, typer.Option("--repo", help="Hub repository id, e.g. 'my-org/science-bert'.")],
+         overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None,
+         private: Annotated[bool, typer.Option(help="Create the repository private.")] = False,
+         dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded; send nothing.")] = False,
+         ) -> None:
+    """Upload a finished arm (its card with the run's fine-tuning scores) or the corpus to the Hugging Face Hub.
+
+    The token is read from the HF_TOKEN environment variable only."""
+    cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.hub import publish
+    paths = publish(cfg, layout, arm, repo, private=private, dry_run=dry_run)
+    verb = "would upload" if dry_run else "uploaded"
+    typer.echo(f"{verb} {len(paths)} files to {repo}: {', '.join(paths[:8])}{' ...' if len(paths) > 8 else ''}")
+
+
 def main() -> None:
     logging.basicConfig(level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"),
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")

@@ -19,6 +19,7 @@ from pydantic import Field, ValidationError
 from domainbert.corpus.config import CorpusConfig
 from domainbert.errors import ConfigError
 from domainbert.finetune.config import CompareConfig, FinetuneConfig
+from domainbert.hub_config import HubConfig
 from domainbert.paths import resolve_domain_file
 from domainbert.pretrain.config import BaseModelConfig, PretrainConfig
 from domainbert.schema import StrictModel
@@ -41,6 +42,7 @@ class DomainConfig(StrictModel):
     pretrain: PretrainConfig
     finetune: FinetuneConfig
     compare: CompareConfig = CompareConfig()
+    hub: HubConfig = HubConfig()
 
 
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

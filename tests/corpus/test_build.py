@@ -9,6 +9,7 @@ import random
 from pathlib import Path
 
 import pytest
+from huggingface_hub import DatasetCard
 
 from domainbert.config import load_domain
 from domainbert.corpus.build import build_corpus, prepare, stage_fingerprint
@@ -87,6 +88,11 @@ def test_build_counts_outputs_and_skip(tmp_path, caplog):
     for name in ("report.md", "report.html", "length_histogram.png", "_domainbert.json"):
         assert (layout.corpus / name).is_file()
     assert "exact duplicates removed" in (layout.corpus / "report.md").read_text()
+    card = DatasetCard.load(layout.corpus / "README.md")  # the Hub dataset card, as the Hub parses it
+    assert card.data.task_categories == ["fill-mask"] and card.data.language == ["en"]
+    assert card.data.size_categories == ["n<1K"] and "| a | 300 |" in card.text and str(tmp_path) not in str(card)
+    assert f"| min_length_v1 | {known['short']} | too_few_words: {known['short']} |" in card.text
+    assert f"{known['contaminated']} documents dropped" in card.text
     assert not (layout.root / "corpus.work" / stage_fingerprint(_cfg(tmp_path))[:16]).exists()
     caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
     assert build_corpus(_cfg(tmp_path), layout) == m

@@ -59,6 +59,26 @@ def test_wordpiece_folder_loads_with_autotokenizer(tmp_path):
     assert hf.model_max_length == 512
 
 
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_wordpiece_folder_names_a_class_transformers_4_knows_and_ships_a_consistent_vocab_txt(tmp_path, lowercase):
+    import json
+
+    from transformers import BertTokenizerFast
+
+    texts = make_texts(150, 0) + ["Naïve Café uses the MICRO-processor's cache."] * 3
+    tok = train_tokenizer(texts, "wordpiece", 250, lowercase, 1)
+    save_tokenizer(tok, TokenizerConfig(kind="wordpiece", vocab_size=250, lowercase=lowercase), tmp_path / "tok")
+    config = json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())
+    assert config["tokenizer_class"] == "BertTokenizerFast" and config["do_lower_case"] is lowercase
+    lines = (tmp_path / "tok" / "vocab.txt").read_text().splitlines()
+    assert lines == [tok.id_to_token(i) for i in range(tok.get_vocab_size())]
+    # BERT's tokenizer built from vocab.txt alone (what transformers 4.x's slow path reads) encodes as ours does
+    from_vocab = BertTokenizerFast(vocab={t: i for i, t in enumerate(lines)}, do_lower_case=lowercase)
+    loaded = AutoTokenizer.from_pretrained(str(tmp_path / "tok"))
+    for text in ["Naïve Café uses the MICRO-processor's cache.", texts[0]]:
+        assert from_vocab(text)["input_ids"] == loaded(text)["input_ids"] == tok.encode(text).ids
+
+
 @pytest.mark.parametrize("kind", ["sentencepiece_unigram", "sentencepiece_bpe"])
 def test_cased_sentencepiece_folder_is_usable_by_bert_mlm(tmp_path, kind):
     texts = [t.replace("the", "The") for t in make_texts(200, 4)]
@@ -68,6 +88,10 @@ def test_cased_sentencepiece_folder_is_usable_by_bert_mlm(tmp_path, kind):
     assert (hf.cls_token, hf.sep_token, hf.mask_token, hf.pad_token, hf.unk_token) == (
         "<s>", "</s>", "<mask>", "<pad>", "<unk>")
     assert hf.pad_token_id == 0
+    import json
+
+    assert json.loads((tmp_path / "tok" / "tokenizer_config.json").read_text())["tokenizer_class"] == \
+        "PreTrainedTokenizerFast"  # a class transformers 4.x and 5.x both load from tokenizer.json
     enc = hf(["The microprocessor kernel"], return_offsets_mapping=True)
     ids = enc["input_ids"][0]
     assert ids[0] == hf.cls_token_id and ids[-1] == hf.sep_token_id

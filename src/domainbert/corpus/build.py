@@ -54,6 +54,7 @@ from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_
 from domainbert.corpus.sources import input_fingerprint
 from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
 from domainbert.errors import DataError
+from domainbert.hub import dataset_card
 
 log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
@@ -305,6 +306,7 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
     manifest["content_hash"] = _shards_hash(out_dir)
     write_json_atomic(out_dir / "manifest.json", manifest)
     report.write_reports(out_dir, manifest, np.concatenate(lengths))
+    (out_dir / "README.md").write_text(dataset_card(cfg, manifest))  # the Hub dataset card (``push`` rebuilds it)
     return manifest
 
 

@@ -16,6 +16,12 @@ class BaseModelConfig(StrictModel):
 
     name_or_path: str
     lowercase: bool = True
+    hub_id: str | None = Field(None, description="The Hub id this checkpoint is (for model cards' base_model) when "
+                                                 "name_or_path is a package or a folder.")
+
+    def recipe(self) -> dict:
+        """What training depends on (for fingerprints): everything but the card-only ``hub_id``."""
+        return self.model_dump(mode="json", exclude={"hub_id"})
 
 
 class DeepSpeedConfig(StrictModel):

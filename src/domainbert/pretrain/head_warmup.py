@@ -35,6 +35,7 @@ from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.masking import apply_mask, step_generator
 from domainbert.pretrain.model import MLMObjective, prediction_head
+from domainbert.vocab.train import make_portable
 
 log = logging.getLogger(__name__)
 NAME = "head-warmup"
@@ -77,7 +78,7 @@ def head_missing(info: dict[str, Any]) -> bool:
 
 def _fingerprint(cfg, files: list[str]) -> str:
     p = cfg.pretrain
-    config = {"head_warmup": resolved_dict(p.head_warmup), "base_model": resolved_dict(cfg.base_model),
+    config = {"head_warmup": resolved_dict(p.head_warmup), "base_model": cfg.base_model.recipe(),
               "batch_size": p.batch_size, "seq_len": p.seq_len, "precision": p.precision, "seed": p.seed,
               "mask": [p.mask_rate, p.mask_token_prob, p.random_token_prob, p.whole_word_mask]}
     return fingerprint(config, {f: file_hash(Path(f)) for f in files}, __version__)
@@ -112,6 +113,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
     with atomic_output(folder, config={"head_warmup": resolved_dict(hw)}, fp=fp) as tmp:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
+        make_portable(Path(tmp))
     log.info("MLM-head warm-up: %d steps in %.1f s, domain perplexity %.1f -> %.1f; wrote %s", summary["steps"],
              summary["wall_seconds"], summary["domain_perplexity_random_head"] or float("nan"),
              summary["domain_perplexity"] or float("nan"), folder)

@@ -13,6 +13,7 @@ from typing import Any
 
 from domainbert.artifacts import atomic_output, write_json_atomic
 from domainbert.config import resolved_dict
+from domainbert.vocab.train import make_portable
 
 log = logging.getLogger(__name__)
 WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
@@ -28,55 +29,15 @@ def strip_wrappers(weights: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
-    if value is None:
-        return "n/a"
-    if isinstance(value, float):
-        return f"{value:,.{digits}f}"
-    return f"{value:,}" if isinstance(value, int) else str(value)
-
-
 def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
-    """README.md of the model folder."""
-    p = summary
-    lines = [
-        "---", "library_name: transformers", "pipeline_tag: fill-mask", f"tags: [domainbert, {cfg.name}, {arm}]", "---",
-        "", f"# domainbert {cfg.name} / {arm}", "",
-        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from `{p['source']}`.", "",
-        "## Data", "",
-        f"In-domain corpus of the `{cfg.name}` domain (profile `{cfg.profile}`), train split, packed into "
-        f"sequences of {', '.join(str(ph[2]) for ph in p['seq_len_phases'])} tokens"
-        f"{' (documents concatenated, [SEP]-separated)' if p['packing'] else ' (one document per sequence)'}.",
-        "", "## Budget", "",
-        f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
-        "optimizer steps (every arm of a domain gets the same budget)",
-        f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
-        f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
-        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
-        f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
-        f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
-        "", "## Figures", "",
-        "| metric | before | after |", "|---|---|---|",
-        f"| domain perplexity (validation) | {_fmt(p['domain_perplexity_before'])} | {_fmt(p['domain_perplexity'])} |",
-        f"| general perplexity (forgetting) | {_fmt(p['general_perplexity_before'])} | {_fmt(p['general_perplexity'])} |",
-        "", f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
-        f"- real tokens/s: {_fmt(p['real_tokens_per_s'], 0)}; real-token fraction: {_fmt(p['real_token_fraction'], 3)}",
-        f"- training FLOPs/token (est.): {_fmt(p['flops_per_token'], 0)}; MFU: {_fmt(p['mfu'], 4)}",
-        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s", "",
-        "Perplexities are MLM perplexities under each model's own tokenizer: compare an arm before and after "
-        "training, not arms with different vocabularies.", "",
-        "![loss curve](loss_curve.png)", "",
-    ]
-    ext = Path(str(p["source"])) / "extension.json"  # the vocab stage's record of what the extended arm adds
-    if arm == "extended" and ext.is_file():
-        import json
+    """README.md of the model folder (``hub.model_card``; the fine-tuning scores are added when pushed)."""
+    import json
 
-        e = json.loads(ext.read_text())
-        how = (f"set by vocab.extension.num_tokens, overriding the recommendation of {e.get('recommended_tokens')}"
-               if e.get("source") == "override" else "the number the vocabulary stage's recommendation gives")
-        lines[-2:-2] = ["## Vocabulary extension", "", f"{e['num_tokens']:,} domain tokens added to the base "
-                        f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.", ""]
-    return "\n".join(lines)
+    from domainbert.hub import model_card as hub_card
+
+    ext = Path(str(summary["source"])) / "extension.json"  # the vocab stage's record of what extended adds
+    extension = json.loads(ext.read_text()) if arm == "extended" and ext.is_file() else None
+    return hub_card(cfg, arm, summary, extension=extension)
 
 
 def plot_loss(curve: list[list[float]], path: Path) -> None:
@@ -139,6 +100,7 @@ def write_outputs(cfg, arm: str, layout, model, tokenizer, weights: dict[str, An
                        fp=fingerprint) as tmp:
         model.save_pretrained(tmp, state_dict=state_dict)
         tokenizer.save_pretrained(tmp)
+        make_portable(Path(tmp))
         plot_loss(summary["loss_curve"], tmp / "loss_curve.png")
         (tmp / "README.md").write_text(model_card(cfg, arm, summary))
     log.info("wrote %s", layout.pretrained_model(arm))

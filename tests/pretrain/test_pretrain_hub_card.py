@@ -1,0 +1,82 @@
+"""The model card of a pretrained arm, read back with huggingface_hub's own card classes; push without a token."""
+
+from __future__ import annotations
+
+import pytest
+from huggingface_hub import ModelCard
+from pretrain_fixtures import make_cfg
+
+from domainbert.errors import DomainbertError
+from domainbert.hub import model_card, push_folder
+from domainbert.pretrain.stage import pretrain_arm, read_summary
+
+SCORES = [{"model": "continued", "task": "science-subject", "task_type": "classification", "metric": "macro_f1",
+           "mean": 0.7861, "n_seeds": 3, "collapsed": 0},
+          {"model": "continued", "task": "science-terms-ner", "task_type": "ner", "metric": "f1", "mean": 0.296,
+           "n_seeds": 3, "collapsed": 1},
+          {"model": "base", "task": "science-subject", "task_type": "classification", "metric": "macro_f1",
+           "mean": 0.784, "n_seeds": 3, "collapsed": 0}]
+
+
+@pytest.mark.slow
+def test_card_has_hub_metadata_the_scores_and_no_local_path(base_model, layout, tmp_path):
+    cfg = make_cfg(base_model, "base_model.hub_id=org/tiny-bert", "hub.license=apache-2.0",
+                   "hub.datasets=[org/foldoc]")
+    pretrain_arm(cfg, "continued", layout)
+    written = ModelCard.load(layout.pretrained_model("continued") / "README.md")  # as pretraining wrote it
+    assert written.data.base_model == "org/tiny-bert" and written.data.eval_results is None
+
+    card = ModelCard(model_card(cfg, "continued", read_summary(layout, "continued"), SCORES))
+    data = card.data
+    assert (data.base_model, data.license, data.language, data.datasets) == ("org/tiny-bert", "apache-2.0", ["en"],
+                                                                            ["org/foldoc"])
+    assert data.pipeline_tag == "fill-mask" and {"domainbert", "science", "continued"} <= set(data.tags)
+    got = {(r.dataset_name, r.task_type, r.metric_type, r.metric_value) for r in data.eval_results}
+    assert got == {("science-subject", "text-classification", "macro_f1", 78.61),
+                   ("science-terms-ner", "token-classification", "f1", 29.6)}  # continued's rows only
+    assert "1 collapsed" in str(card) and str(tmp_path) not in str(card) and str(base_model) not in str(card)
+
+
+def test_scratch_has_no_base_model_and_a_packaged_base_is_named_by_its_hub_id(base_model):
+    from domainbert.config import load_domain
+    from domainbert.hub import base_model_id
+
+    assert base_model_id(load_domain("science")) == "sentence-transformers/all-MiniLM-L6-v2"
+    assert base_model_id(make_cfg(base_model)) is None  # a local folder is not a Hub id
+    assert base_model_id(load_domain("science", ["base_model.name_or_path=bert-base-uncased"],
+                                     profile="full")) == "bert-base-uncased"
+
+
+def test_push_dry_run_lists_the_upload_and_a_real_push_needs_a_token(tmp_path, monkeypatch):
+    folder = tmp_path / "model"
+    (folder / "sub").mkdir(parents=True)
+    for name in ("config.json", "model.safetensors", "_domainbert.json", "README.md", "sub/x.txt"):
+        (folder / name).write_text("{}")
+    assert push_folder(folder, "org/m", "card", dry_run=True) == ["README.md", "config.json", "model.safetensors",
+                                                                  "sub/x.txt"]
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    with pytest.raises(DomainbertError, match="HF_TOKEN"):
+        push_folder(folder, "org/m", "card")
+    monkeypatch.setenv("HF_TOKEN", "hf_fake")
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    with pytest.raises(DomainbertError, match="HF_HUB_OFFLINE"):
+        push_folder(folder, "org/m", "card")
+
+
+@pytest.mark.slow
+def test_push_command_dry_run_and_its_user_errors(base_model, layout, capsys, monkeypatch):
+    from domainbert.cli import run_cli
+
+    pretrain_arm(make_cfg(base_model), "continued", layout)
+    args = ["push", "science", "--arm", "continued", "--repo", "org/science-tiny", "--out", str(layout.root)]
+    assert run_cli([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "would upload" in out and "README.md" in out and "model.safetensors" in out and "_domainbert" not in out
+    monkeypatch.delenv("HF_TOKEN", raising=False)
+    assert run_cli(args) == 2
+    err = capsys.readouterr().err.strip()
+    assert "HF_TOKEN" in err and "\n" not in err and "Traceback" not in err
+    assert run_cli([*args[:3], "scratch", *args[4:], "--dry-run"]) == 2  # scratch is not an arm of the offline demo
+    assert "unknown arm 'scratch'" in capsys.readouterr().err
+    assert run_cli([*args[:3], "extended", *args[4:], "--dry-run"]) == 2  # not pretrained here
+    assert "no finished model" in capsys.readouterr().err
