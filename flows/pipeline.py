@@ -3,7 +3,7 @@ and the cross-domain report).
 
 ``domain_pipeline`` is what ``domainbert run DOMAIN`` and the ``domain-pipeline`` deployment call. It runs
 the stage flows as subflows in order (corpus -> vocab -> pretrain -> finetune -> report); each stage task
-is cached on a content hash of its inputs (see ``caching``), and each stage also skips complete outputs, so
+is cached on the stage's own fingerprint (see ``caching``), the one the stage skips complete outputs on, so
 a rerun after a change recomputes exactly what changed. Without ``PREFECT_API_URL`` Prefect starts an
 embedded local API; with it, the run is recorded on that server.
 """

@@ -25,6 +25,7 @@ from domainbert.flows.tasks import (
     corpus_split_task,
     corpus_task,
     finetune_task,
+    head_warmup_task,
     models_task,
     pretrain_task,
     report_task,
@@ -72,7 +73,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
     a merge task deduplicates across shards and writes the corpus atomically.
     """
     spec, cfg, layout = _prepare(spec)
-    if not caching.corpus_done(layout):
+    if not caching.corpus_state(cfg, layout).current:
         plan = configured(corpus_split_task, execution, layout.root)(spec)
         shard = configured(corpus_shard_task, execution, layout.root)
         get_run_logger().info("corpus: %d input shard(s) in %s", len(plan["shards"]), plan["work_dir"])
@@ -95,7 +96,8 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
 def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
     spec, cfg, layout = _prepare(spec)
-    report = configured(vocab_task, execution, layout.root, refresh=not caching.vocab_done(layout))(spec)
+    current = caching.vocab_state(cfg, layout).current
+    report = configured(vocab_task, execution, layout.root, refresh=not current)(spec)
     publish_markdown_file(layout.vocab / "report.md", artifact_key(cfg.name, "vocab"),
                           f"Vocabulary fit for {cfg.name}")
     return report
@@ -112,9 +114,12 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """
     spec, cfg, layout = _prepare(spec)
     summaries = {}
-    for arm in arms or list(cfg.pretrain.arms):
+    arms = arms or list(cfg.pretrain.arms)
+    if any(arm != "scratch" for arm in arms):  # first: the checkpoint-based arms' fingerprints read its result
+        configured(head_warmup_task, execution, layout.root, retries=execution.pretrain_retries)(spec)
+    for arm in arms:
         run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries,
-                         refresh=not caching.pretrain_done(layout, arm))
+                         refresh=not caching.pretrain_state(cfg, layout, arm).current)
         summaries[arm] = run(spec, arm, execution.gpu_concurrency_limit)
     return summaries
 
@@ -127,15 +132,16 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     configured(models_task, execution, layout.root)(spec)  # the models to compare, recorded in the run's UI
     from domainbert.finetune.stage import run_list
 
-    jobs = [{"spec": spec, **dataclasses.asdict(job)} for job in run_list(cfg, layout)]
+    jobs = run_list(cfg, layout)
     get_run_logger().info("fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs),
                           len(cfg.finetune.tasks))
     # One at a time locally (each run already uses every core); spread over workers on a Dask cluster.
     with task_runner(execution, threads=1) as runner:
         futures = []
         for job in jobs:
-            done = caching.finetune_done(layout, job["model_name"], job["task_name"], job["seed"])
-            futures.append(runner.submit(configured(finetune_task, execution, layout.root, refresh=not done), job))
+            run = configured(finetune_task, execution, layout.root,
+                             refresh=not caching.finetune_state(cfg, layout, job).current)
+            futures.append(runner.submit(run, {"spec": spec, **dataclasses.asdict(job)}))
         return [f.result() for f in futures]
 
 

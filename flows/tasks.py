@@ -1,8 +1,8 @@
-"""Prefect tasks around the stage functions: retries with backoff, content-hash caching, JSON results.
+"""Prefect tasks around the stage functions: retries with backoff, caching on the stages' fingerprints, JSON results.
 
 Each task receives a ``RunSpec`` (plain data), rebuilds the domain config and run layout, calls one stage
 function and returns its JSON summary. Results are serialised as JSON (never pickled) into the configured
-result storage; cache keys come from ``caching``. ``configured`` applies the run's ``ExecutionOptions``
+result storage; cache keys are the stages' own fingerprints (``caching``). ``configured`` applies the run's ``ExecutionOptions``
 (storage, retries, cache refresh) to a task at flow time. User errors (``DomainbertError``) never retry.
 Stage loggers (``domainbert.*``) are forwarded to the Prefect log while a stage runs.
 """
@@ -137,6 +137,18 @@ def vocab_task(spec: RunSpec) -> dict:
     cfg = spec.config()
     with stage_logs_to_prefect():
         return run_vocab(cfg, spec.layout(cfg))
+
+
+@task(name="head-warmup", tags=["gpu"], **COMMON)
+def head_warmup_task(spec: RunSpec) -> str | None:
+    """Warm up the base checkpoint's MLM head when it needs it (``ensure_head_warmup``, skipped when up to date);
+    returns the warmed model folder. Run before the arms, whose fingerprints read its result."""
+    from domainbert.pretrain.head_warmup import ensure_head_warmup
+
+    cfg = spec.config()
+    with stage_logs_to_prefect():
+        folder = ensure_head_warmup(cfg, spec.layout(cfg))
+    return str(folder) if folder is not None else None
 
 
 @task(name="pretrain-arm", cache_key_fn=caching.pretrain_key, tags=["gpu"], **COMMON)

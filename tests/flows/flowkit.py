@@ -225,3 +225,36 @@ def prefect_worker(pool: str, env: dict[str, str], log_path: Path, cwd: Path) ->
         yield proc
     finally:
         stop_group(proc)
+
+
+# --- reading a server back -------------------------------------------------------------------------------
+
+def api_client(url: str):
+    from prefect.client.orchestration import SyncPrefectClient
+
+    return SyncPrefectClient(url)
+
+
+def task_states(url: str, since: float) -> dict[str, list[str]]:
+    """Task-run state names by task name (``corpus``, ``pretrain-arm``, ...) for runs started after ``since``."""
+    from prefect.client.schemas.filters import TaskRunFilter, TaskRunFilterStartTime
+    from prefect.types import DateTime
+
+    states: dict[str, list[str]] = {}
+    with api_client(url) as client:
+        runs = client.read_task_runs(task_run_filter=TaskRunFilter(
+            start_time=TaskRunFilterStartTime(after_=DateTime.fromtimestamp(since))), limit=200)
+    for run in runs:
+        states.setdefault(run.name.rsplit("-", 1)[0], []).append(run.state.name if run.state else "?")
+    return states
+
+
+def run_logged(cmd: list[str], env: dict[str, str], log: Path, timeout: float = 900) -> None:
+    """Run ``cmd`` from the repository in its own process group, output appended to ``log``; assert it succeeds."""
+    with open(log, "ab") as f:
+        proc = subprocess.Popen(cmd, stdout=f, stderr=subprocess.STDOUT, env=env, cwd=REPO, start_new_session=True)
+    try:
+        rc = proc.wait(timeout=timeout)
+    finally:
+        stop_group(proc)
+    assert rc == 0, log.read_text(errors="replace")[-5000:]

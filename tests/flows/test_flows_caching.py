@@ -67,14 +67,46 @@ def test_a_source_file_edit_moves_the_corpus_key(tiny_domain: Path, tmp_path: Pa
     assert _keys(domain, tmp_path)["corpus"] != before
 
 
-def test_done_checks_need_a_complete_output(tiny_domain: Path, tmp_path: Path) -> None:
-    layout = RunSpec(domain=str(tiny_domain), out=str(tmp_path)).layout()
-    assert not caching.corpus_done(layout)
+def test_a_stage_is_current_only_when_complete_with_its_own_fingerprint(tiny_domain: Path, tmp_path: Path) -> None:
+    from domainbert.corpus.build import stage_fingerprint
+
+    spec = RunSpec(domain=str(tiny_domain), out=str(tmp_path))
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    assert not caching.corpus_state(cfg, layout).current
     layout.corpus.mkdir(parents=True)
     (layout.corpus / "manifest.json").write_text("{}")
-    assert not caching.corpus_done(layout)  # files without the completion record do not count
+    assert not caching.corpus_state(cfg, layout).current  # files without the completion record do not count
     (layout.corpus / RECORD).write_text(json.dumps({"content_hash": "x", "fingerprint": "f"}))
-    assert caching.corpus_done(layout)
+    assert not caching.corpus_state(cfg, layout).current  # recorded for other inputs
+    (layout.corpus / RECORD).write_text(json.dumps({"content_hash": "x", "fingerprint": stage_fingerprint(cfg)}))
+    assert caching.corpus_state(cfg, layout) == caching.StageState(f"corpus-{stage_fingerprint(cfg)}", True)
+
+
+def test_keys_are_the_stage_fingerprints(tiny_domain: Path, tmp_path: Path) -> None:
+    from domainbert.corpus.build import stage_fingerprint
+    from domainbert.finetune.stage import Job, run_record
+    from domainbert.pretrain.stage import arm_fingerprint
+    from domainbert.vocab.stage import vocab_record
+
+    spec = RunSpec(domain=str(tiny_domain), out=str(tmp_path))
+    cfg = spec.config()
+    layout = spec.layout(cfg)
+    keys = _keys(tiny_domain, tmp_path)
+    assert keys["corpus"] == "corpus-" + stage_fingerprint(cfg)
+    assert keys["vocab"] == "vocab-" + vocab_record(cfg, layout)[2]
+    assert keys["pretrain"] == "pretrain-" + arm_fingerprint(cfg, "continued", layout)
+    assert keys["finetune"] == "finetune-" + run_record(cfg, Job("base", "package:x", "terms-ner", 1, "finetune"))[2]
+
+
+def test_settings_a_stage_ignores_leave_its_key_alone(tiny_domain: Path, tmp_path: Path) -> None:
+    base = _keys(tiny_domain, tmp_path)
+    # Thread counts change speed, not results; the corpus reads only what decontamination needs of a task.
+    assert _changed(base, _keys(tiny_domain, tmp_path, "pretrain.torch_threads=1")) == set()
+    assert _changed(base, _keys(tiny_domain, tmp_path, "finetune.torch_threads=1")) == set()
+    budget = tmp_path / "budget.yaml"
+    budget.write_text(tiny_domain.read_text().replace("max_train_examples: 24", "max_train_examples: 20"))
+    assert _changed(base, _keys(budget, tmp_path)) == {"finetune"}
 
 
 def test_result_storage_and_artifact_keys(tmp_path: Path) -> None:

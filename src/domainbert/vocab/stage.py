@@ -60,6 +60,13 @@ def _inputs(cfg: DomainConfig, corpus: Path) -> dict[str, str]:
     return inputs
 
 
+def vocab_record(cfg: DomainConfig, layout: RunLayout) -> tuple[dict, dict[str, str], str]:
+    """(config, inputs, fingerprint) the vocabulary folder is recorded with: what makes it current."""
+    config = {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
+    inputs = _inputs(cfg, layout.corpus)
+    return config, inputs, fingerprint(config, inputs, __version__)
+
+
 def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     """Run the vocabulary stage for ``cfg`` and return the report dict (also saved as report.json).
 
@@ -71,9 +78,7 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
         DataError: empty or too-small corpus, malformed reference, casing mismatch, missing control text.
     """
     store.shard_paths(layout.corpus, "train")  # a clear error before anything else when the corpus is missing
-    config = {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
-    inputs = _inputs(cfg, layout.corpus)
-    fp = fingerprint(config, inputs, __version__)
+    config, inputs, fp = vocab_record(cfg, layout)
     if is_complete(layout.vocab, fp):
         log.info("vocab: skipped: up to date (%s)", layout.vocab)
         return json.loads((layout.vocab / "report.json").read_text())
