@@ -233,6 +233,18 @@ def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt =
 
 
 @app.command()
+def plan(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None,
+         estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
+         workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1) -> None:
+    """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
+    fine-tuning runs, and an estimated time on this machine. Runs nothing."""
+    cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.run_plan import estimate_seconds, render, stage_plans
+    plans = stage_plans(cfg, layout)
+    typer.echo(render(plans, estimate_seconds(cfg, plans, workers) if estimate else None))
+
+
+@app.command()
 def push(domain: DomainArg,
          arm: Annotated[str, typer.Option("--arm", help="The arm to push (continued, extended, scratch) or 'corpus'.")],
          repo: Annotated[str, typer.Option("--repo", help="Hub repository id, e.g. 'my-org/science-bert'.")],

@@ -1,0 +1,168 @@
+"""What a run will do before it starts (``domainbert plan``): stages, budgets, run counts and a time estimate.
+
+For each stage it says whether it will run, is up to date (skipped) or will rerun because its recorded
+fingerprint no longer matches the config and inputs; a stage after one that will run is listed as running
+after it (its inputs do not exist yet). Per pretraining arm: optimizer steps, tokens and training FLOPs (the
+same per-token estimate the trainer reports). Fine-tuning: the number of runs and how many are current.
+
+The time estimate is a calibration, not a promise: a few real forward and backward steps of the base
+architecture (random weights, this machine, ``torch_threads``) give seconds per token at the pretraining and
+the fine-tuning lengths, multiplied by the tokens each stage will train on (every sequence counted at full
+length; evaluation passes not included). Corpus and vocabulary time is not estimated (it depends on the input
+files, not on the model). This module trains nothing that is kept.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from domainbert.artifacts import is_complete, read_record
+
+
+@dataclass
+class StagePlan:
+    name: str
+    status: str  # "will run", "up to date", "will rerun: ..." or "after <stage>"
+    detail: dict[str, Any] = field(default_factory=dict)
+
+
+def _status(folder: Path, fp: str | None, upstream: str | None) -> str:
+    if upstream is not None:
+        return f"after {upstream}"
+    if fp is not None and is_complete(folder, fp):
+        return "up to date"
+    return "will rerun: config or inputs changed" if read_record(folder) is not None else "will run"
+
+
+def _arch(cfg: Any):
+    """The base architecture on the meta device (no weights read, no memory), or None when unreachable."""
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from domainbert.models import resolve_model_ref
+
+    try:
+        config = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
+    except Exception:  # noqa: BLE001 - offline with a Hub id: the plan says n/a instead of failing
+        return None
+    with torch.device("meta"):
+        return AutoModelForMaskedLM.from_config(config)
+
+
+def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
+    """Every stage of a ``domainbert run`` with its status and sizes."""
+    from domainbert.corpus.build import stage_fingerprint
+    from domainbert.finetune.stage import FLOOR, expected_results
+    from domainbert.pretrain.plan import make_plan
+    from domainbert.pretrain.stage import arm_fingerprint
+
+    plans = [StagePlan("corpus", _status(Path(layout.corpus), stage_fingerprint(cfg), None))]
+    upstream = None if plans[0].status == "up to date" else "corpus"
+    vocab_record = read_record(Path(layout.vocab))
+    vocab_fp = None
+    if upstream is None:
+        from domainbert.vocab import stage as vocab_stage
+
+        if hasattr(vocab_stage, "vocab_record"):
+            vocab_fp = vocab_stage.vocab_record(cfg, layout)[2]
+        elif vocab_record is not None:
+            vocab_fp = vocab_record.get("fingerprint")
+    plans.append(StagePlan("vocab", _status(Path(layout.vocab), vocab_fp, upstream)))
+    upstream = upstream or (None if plans[-1].status == "up to date" else "vocab")
+    model = _arch(cfg)
+    for arm in cfg.pretrain.arms:
+        pcfg = cfg.pretrain.for_arm(arm)
+        plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
+        fp = None
+        if upstream is None:
+            try:
+                fp = arm_fingerprint(cfg, arm, layout)
+            except Exception:  # noqa: BLE001 - a start point that does not exist yet: the arm will run
+                fp = None
+        detail: dict[str, Any] = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
+        if model is not None:
+            from domainbert.pretrain.model import flops_per_token
+
+            per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+            detail["flops"] = per_token * plan.planned_tokens
+        plans.append(StagePlan(f"pretrain {arm}", _status(Path(layout.pretrained_model(arm)), fp, upstream), detail))
+    states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
+    counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded")}
+    # an arm that will be (re)trained changes, so do its fine-tuning runs; the base model's stay current
+    retrained = {p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ")
+                 and p.status != "up to date"}
+    todo = [r["task"] for r in states if r["state"] != "current" or r["model"] in retrained]
+    status = "up to date" if not todo else f"will run {len(todo)} of {len(states)}"
+    status += f" (after {upstream})" if upstream and todo else ""
+    plans.append(StagePlan("finetune", status, {"runs": len(states), "floors": len(cfg.finetune.tasks),
+                                                "todo_tasks": todo, **counts}))
+    return plans
+
+
+def _seconds_per_token(model_ref: str, seq_len: int, batch: int, steps: int = 2) -> float:
+    """Seconds per token of a training step (forward, backward, optimizer) of the architecture, measured."""
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from domainbert.models import resolve_model_ref
+
+    config = AutoConfig.from_pretrained(resolve_model_ref(model_ref))
+    model = AutoModelForMaskedLM.from_config(config)
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    ids = torch.randint(5, config.vocab_size, (batch, seq_len))
+    times = []
+    for _ in range(steps + 1):  # the first step warms up allocations
+        t0 = time.perf_counter()
+        model(input_ids=ids, labels=ids).loss.backward()
+        opt.step()
+        opt.zero_grad()
+        times.append(time.perf_counter() - t0)
+    return min(times[1:]) / (batch * seq_len)
+
+
+def estimate_seconds(cfg: Any, plans: list[StagePlan], workers: int = 1) -> dict[str, float]:
+    """Seconds each model stage that will run should take on this machine (calibrated; see the module)."""
+    import torch
+
+    from domainbert.finetune.tasks import load_task
+
+    if cfg.pretrain.torch_threads:
+        torch.set_num_threads(cfg.pretrain.torch_threads)
+    ref = cfg.base_model.name_or_path
+    out: dict[str, float] = {}
+    pretrain_rate = _seconds_per_token(ref, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
+    for p in plans:
+        if p.name.startswith("pretrain ") and p.status != "up to date":
+            out[p.name] = p.detail["tokens"] * pretrain_rate
+    ft = next(p for p in plans if p.name == "finetune")
+    if ft.detail["todo_tasks"]:
+        ft_rate = _seconds_per_token(ref, cfg.finetune.max_length, min(cfg.finetune.batch_size, 8))
+        per_run = {}
+        for task in cfg.finetune.tasks:
+            epochs = task.epochs or cfg.finetune.epochs
+            per_run[task.name] = len(load_task(task).splits["train"]) * epochs * cfg.finetune.max_length * ft_rate
+        out["finetune"] = sum(per_run[t] for t in ft.detail["todo_tasks"]) / max(1, workers)
+    return out
+
+
+def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
+    """The plan as plain text, one line per stage."""
+    lines = []
+    for p in plans:
+        d = p.detail
+        sizes = ""
+        if "steps" in d:
+            flops = f", {d['flops']:.2e} FLOPs" if "flops" in d else ", FLOPs n/a (base config unreachable)"
+            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
+        elif "runs" in d:
+            sizes = (f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "
+                     f"{d['missing']} missing")
+        est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
+        lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
+    if seconds:
+        lines.append(f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine (calibrated "
+                     "with a few training steps of the base architecture; corpus and vocabulary not included)")
+    return "\n".join(lines)

@@ -1,0 +1,58 @@
+"""``domainbert plan``: stage statuses from the recorded fingerprints, budgets and FLOPs, a time estimate."""
+
+from __future__ import annotations
+
+import math
+import shutil
+
+from pretrain_fixtures import make_cfg
+
+from domainbert.artifacts import atomic_output
+from domainbert.corpus.build import stage_fingerprint
+from domainbert.models import load_mlm_model
+from domainbert.pretrain.model import flops_per_token
+from domainbert.pretrain.plan import make_plan
+from domainbert.run_plan import estimate_seconds, render, stage_plans
+
+
+def _record_corpus(cfg, layout, tmp_path):
+    """The fixture corpus, recorded as the corpus stage records a finished build of ``cfg``."""
+    shutil.move(layout.corpus, tmp_path / "shards")
+    with atomic_output(layout.corpus, config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)) as tmp:
+        shutil.copytree(tmp_path / "shards", tmp, dirs_exist_ok=True)
+
+
+def test_plan_follows_the_recorded_fingerprints_and_counts_budget_and_flops(base_model, layout, tmp_path):
+    cfg = make_cfg(base_model, "pretrain.arms=[continued]")
+    plans = {p.name: p for p in stage_plans(cfg, layout)}
+    assert plans["corpus"].status == "will run"  # a corpus folder without the stage's record
+    assert plans["vocab"].status == plans["pretrain continued"].status == "after corpus"
+    runs = len(cfg.finetune.seeds) * len(cfg.finetune.tasks) * 2  # base and continued
+    assert plans["finetune"].status == f"will run {runs} of {runs} (after corpus)"
+    pcfg = cfg.pretrain.for_arm("continued")
+    plan = make_plan(pcfg)
+    detail = plans["pretrain continued"].detail
+    assert (detail["steps"], detail["tokens"]) == (plan.total_steps, plan.planned_tokens)
+    per_token = flops_per_token(load_mlm_model(str(base_model)), pcfg.seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+    assert math.isclose(detail["flops"], per_token * plan.planned_tokens)
+
+    _record_corpus(cfg, layout, tmp_path)
+    plans = {p.name: p for p in stage_plans(cfg, layout)}
+    assert plans["corpus"].status == "up to date" and plans["vocab"].status == "will run"
+    assert plans["pretrain continued"].status == "after vocab"
+    changed = make_cfg(base_model, "pretrain.arms=[continued]", "corpus.dedup.threshold=0.7")
+    assert stage_plans(changed, layout)[0].status == "will rerun: config or inputs changed"
+
+    seconds = estimate_seconds(cfg, stage_plans(cfg, layout), workers=2)
+    assert set(seconds) == {"pretrain continued", "finetune"} and all(0 < s < math.inf for s in seconds.values())
+    text = render(stage_plans(cfg, layout), seconds)
+    assert "pretrain continued   after vocab" in text and "estimated model time" in text
+
+
+def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
+    from domainbert.cli import run_cli
+
+    assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate",
+                    "--out", str(layout.root)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split()[0] for line in lines] == ["corpus", "vocab", "pretrain", "pretrain", "finetune"]
