@@ -80,3 +80,35 @@ def make_cfg(base: Path, *overrides: str, domain: str = "science"):
         "pretrain.arms=[continued, extended, scratch]", f"base_model.name_or_path={base}", "pretrain.seq_len=32", "pretrain.batch_size=4",
         "pretrain.budget_tokens=1024", "pretrain.eval_documents=10", "pretrain.log_every=2",
         "pretrain.checkpoint_every=4", "pretrain.scratch_size=base_config", *overrides])
+
+
+def hf_zero_config(stage: int, offload: bool = False) -> dict:
+    """A DeepSpeed config as the Hugging Face DeepSpeed guide writes it for the Trainer: "auto" wherever the
+    Trainer fills a value (its ZeRO-2 and ZeRO-3 examples)."""
+    zero: dict = {"stage": stage, "overlap_comm": True, "contiguous_gradients": True, "reduce_bucket_size": "auto"}
+    if stage == 2:
+        zero.update({"allgather_partitions": True, "allgather_bucket_size": 2e8, "reduce_scatter": True})
+    else:
+        zero.update({"sub_group_size": 1e9, "stage3_prefetch_bucket_size": "auto",
+                     "stage3_param_persistence_threshold": "auto", "stage3_max_live_parameters": 1e9,
+                     "stage3_max_reuse_distance": 1e9, "stage3_gather_16bit_weights_on_model_save": True})
+    if offload:
+        zero["offload_optimizer"] = {"device": "cpu", "pin_memory": True}
+        if stage == 3:
+            zero["offload_param"] = {"device": "cpu", "pin_memory": True}
+    return {
+        "fp16": {"enabled": "auto", "loss_scale": 0, "loss_scale_window": 1000, "initial_scale_power": 16,
+                 "hysteresis": 2, "min_loss_scale": 1},
+        "bf16": {"enabled": "auto"},
+        "optimizer": {"type": "AdamW", "params": {"lr": "auto", "betas": "auto", "eps": "auto",
+                                                  "weight_decay": "auto"}},
+        "scheduler": {"type": "WarmupDecayLR", "params": {"warmup_min_lr": "auto", "warmup_max_lr": "auto",
+                                                          "warmup_num_steps": "auto", "total_num_steps": "auto"}},
+        "zero_optimization": zero,
+        "gradient_accumulation_steps": "auto",
+        "gradient_clipping": "auto",
+        "steps_per_print": 2000,
+        "train_batch_size": "auto",
+        "train_micro_batch_size_per_gpu": "auto",
+        "wall_clock_breakdown": False,
+    }

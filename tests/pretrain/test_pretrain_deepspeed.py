@@ -9,7 +9,7 @@ import socket
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg
+from pretrain_fixtures import hf_zero_config, make_cfg
 from safetensors.torch import load_file
 
 from domainbert.models import load_mlm_model
@@ -31,8 +31,12 @@ def _ds_cfg(base_model, stage: int, *extra: str):
                     f"pretrain.launch.master_port={_free_port()}", *extra)
 
 
-def test_zero2_two_processes(base_model, layout):
-    summary = pretrain_arm(_ds_cfg(base_model, 2), "continued", layout)
+def test_zero2_two_processes_from_a_hugging_face_json(base_model, layout, tmp_path):
+    """ZeRO-2 from a DeepSpeed JSON written for the Hugging Face Trainer, "auto" wherever it fills a value
+    (gradient_clipping "auto" once failed inside DeepSpeed with a TypeError)."""
+    user = tmp_path / "zero2.json"
+    user.write_text(json.dumps(hf_zero_config(2)))
+    summary = pretrain_arm(_ds_cfg(base_model, 0, f"pretrain.deepspeed.config_file={user}"), "continued", layout)
     # Two ranks of 4 x 32 tokens per step: the 1024-token budget takes 4 steps.
     assert (summary["world_size"], summary["zero_stage"], summary["engine"]) == (2, 2, "deepspeed")
     assert summary["steps"] == 4 and summary["tokens_consumed"] == 1024

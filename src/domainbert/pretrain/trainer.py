@@ -172,7 +172,9 @@ def build_engine(objective, pcfg, total_steps: int, world: int):
     if pcfg.deepspeed.enabled:
         from domainbert.pretrain.ds_config import build_ds_config
 
-        return DeepSpeedEngine(objective, build_ds_config(pcfg, world), pcfg, total_steps)
+        ds_config = build_ds_config(pcfg, world, total_steps=total_steps,
+                                    hidden_size=objective.model.config.hidden_size)
+        return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
     if world > 1:
         objective = torch.nn.parallel.DistributedDataParallel(objective)
     return TorchEngine(objective, pcfg, total_steps)
@@ -359,7 +361,8 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
         "next_sentence_prediction": pcfg.next_sentence_prediction, **nsp_last,
         "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch", "attention": attention,
         "torch_threads": torch.get_num_threads(),
-        "zero_stage": pcfg.deepspeed.zero_stage if pcfg.deepspeed.enabled else None,
+        "zero_stage": (engine.ds_config.get("zero_optimization", {}).get("stage", 0)  # a user's file may set it
+                       if pcfg.deepspeed.enabled else None),
         "parameters": count_parameters(model), "vocab_size": len(tokenizer),
         "resumed_from": state.get("resumed_from", []), "lr": pcfg.lr, "warmup_ratio": pcfg.warmup_ratio,
         "start_head": start_head(cfg, arm, layout),
