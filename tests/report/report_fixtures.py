@@ -32,6 +32,11 @@ def write_json(path: Path, obj: Any) -> None:
     path.write_text(json.dumps(obj, indent=1))
 
 
+# What every result.json holds besides the scores (artifact_types.FinetuneResult).
+_RUN_FIELDS = {"model_ref": "fixture", "num_examples": {"train": 100, "validation": 20, "test": 60},
+               "collapse": {"collapsed": False, "reasons": []}, "collapsed": False, "wall_seconds": 2.0}
+
+
 def write_ner_result(root: Path, model: str, task: str, seed: int, misses: int,
                      f1: float | None = None) -> float:
     """Write one NER result.json; returns the stored test F1 (seqeval's unless ``f1`` is given)."""
@@ -41,7 +46,7 @@ def write_ner_result(root: Path, model: str, task: str, seed: int, misses: int,
         "model": model, "mode": "finetune", "task": task, "task_type": "ner", "seed": seed,
         "primary_metric": "f1", "test": {"f1": score, "precision": 1.0, "recall": score, "macro_f1": score},
         "validation": {"f1": score}, "gold": GOLD_TAGS, "pred": pred, "train_seconds": 1.5,
-        "examples_per_s": 100.0})
+        "examples_per_s": 100.0, **_RUN_FIELDS})
     return score
 
 
@@ -55,13 +60,19 @@ def write_cls_result(root: Path, model: str, task: str, seed: int, wrong: int, n
     write_json(root / "finetune" / model / task / f"seed-{seed}" / "result.json", {
         "model": model, "mode": "finetune", "task": task, "task_type": "classification", "seed": seed,
         "primary_metric": "macro_f1", "test": {"macro_f1": macro, "accuracy": acc}, "validation": {"macro_f1": macro},
-        "gold": gold, "pred": pred, "train_seconds": 1.0, "examples_per_s": 50.0})
+        "gold": gold, "pred": pred, "train_seconds": 1.0, "examples_per_s": 50.0, **_RUN_FIELDS})
     return macro
 
 
 def write_corpus(root: Path) -> None:
     """A manifest.json with the fields ``domainbert.corpus.build`` writes (the ones the report reads)."""
     write_json(root / "corpus" / "manifest.json", {
+        "domain": "law", "profile": "offline", "documents_in": 950, "documents_out": 1272,
+        "documents": {"train": 1234, "validation": 38, "total": 1272},
+        "words": {"train": 56789, "validation": 1700, "total": 58489},
+        "bytes": {"train": 345678, "validation": 10400, "total": 356078},
+        "estimated_tokens": {"train": 71234, "validation": 2100}, "shards": {"train": 1, "validation": 1},
+        "malformed_lines": {"total": 0, "by_source": {}},
         "splits": {"train": {"documents": 1234, "words": 56789, "bytes": 345678, "estimated_tokens": 71234},
                    "validation": {"documents": 38, "words": 1700, "bytes": 10400, "estimated_tokens": 2100}},
         "sources": {"scancode-licenses": {"documents_in": 950, "documents": 900, "words": 40000, "bytes": 250000,
@@ -89,6 +100,7 @@ def _overlap(domain_in: float, control_in: float) -> dict[str, Any]:
 def write_vocab(root: Path) -> None:
     """A vocab report.json with the fields ``domainbert.vocab.stage`` writes (the ones the report reads)."""
     write_json(root / "vocab" / "report.json", {
+        "domain": "science", "profile": "offline", "tokenizer": {"kind": "wordpiece", "vocab_size": 30522},
         "recommendation": {"decision": "extend", "extend_tokens": 412, "summary": "add the 412 most costly words",
                            "reasons": ["overlap shift (control - domain) = +7.5%", "base fertility 1.520"]},
         "overlap": {"bert-base-uncased": _overlap(0.613, 0.688), "base": _overlap(0.611, 0.690)},
@@ -109,7 +121,8 @@ def write_vocab(root: Path) -> None:
 def write_pretrain(root: Path, arm: str, before: float, after: float) -> None:
     folder = root / "pretrain" / arm
     write_json(folder / "summary.json", {
-        "arm": arm, "steps": 20, "tokens_consumed": 40960, "real_tokens_per_s": 812.5, "real_token_fraction": 0.97,
+        "arm": arm, "source": "fixture", "planned_steps": 20, "budget_tokens": 40960, "lr": 1e-4, "warmup_ratio": 0.06,
+        "vocab_size": 30522, "steps": 20, "tokens_consumed": 40960, "real_tokens_per_s": 812.5, "real_token_fraction": 0.97,
         "final_loss": 4.321, "domain_perplexity": after, "domain_perplexity_before": before,
         "general_perplexity": 55.5, "general_perplexity_before": 40.25, "flops_per_token": 1.2e7, "mfu": None,
         "wall_seconds": 50.4, "loss_curve": [[i, 8.0 - 0.2 * i] for i in range(1, 21)], "engine": "torch",

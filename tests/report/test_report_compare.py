@@ -78,7 +78,7 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     assert ("| SciBERT SciVocab | bert-base-uncased | 42.0% | 31,090 | 3,170,000,000 | 61.3% | 30,522 | 56,789 | 68.8% | "
             in md)
     assert "SciBERT SciVocab reported that 42.0% of its vocabulary" in md
-    assert "| continued | 20 | 40,960 | - | 4.321 | 30.0 -> 12.5 | 40.2 -> 55.5 |" in md
+    assert "| continued | 20 | 40,960 | 1.00e-04 | 4.321 | 30.0 -> 12.5 | 40.2 -> 55.5 |" in md
     assert "Not run: arm(s) extended" in md
     assert "| continued | 50.4 | 812.5 | 0.970 | 1.200e+07 | 4.915e+11 | - | torch | 1 | fp32 | 1,234,567 |" in md
     # The HTML is one self-contained file: every image is embedded.
@@ -157,6 +157,6 @@ def test_unreadable_artifact_is_a_data_error_naming_the_file(cfg: DomainConfig, 
         render_report(cfg, RunLayout(science_run))
     write_json(science_run / "finetune" / "base" / NER_TASK / "seed-9" / "result.json", {"model": "base"})
     (science_run / "pretrain" / "continued" / "metrics.jsonl").write_text("")
-    with pytest.raises(DataError, match="lacks task, seed"):
+    with pytest.raises(DataError, match=r"seed-9/result\.json.*not a valid FinetuneResult: model_ref: Field required"):
         render_report(cfg, RunLayout(science_run))
     assert not (science_run / "report").exists()  # nothing half-written

@@ -39,6 +39,7 @@ import pyarrow.compute as pc
 from rich.progress import Progress
 
 from domainbert import __version__
+from domainbert.artifact_types import CorpusManifest, validate_artifact
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
 from domainbert.corpus import drop_samples, report
 from domainbert.corpus.audit import LeakAudit, audit_section
@@ -304,6 +305,7 @@ def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, A
     manifest["audit"] = audit_section(audit, sets.sources, sets.not_checked, decon, work_dir / "audit.json")
     manifest["shards"] = {s: writers[s].count for s in SPLITS}
     manifest["content_hash"] = _shards_hash(out_dir)
+    manifest = validate_artifact(CorpusManifest, manifest).model_dump(mode="json")
     write_json_atomic(out_dir / "manifest.json", manifest)
     report.write_reports(out_dir, manifest, np.concatenate(lengths))
     (out_dir / "README.md").write_text(dataset_card(cfg, manifest))  # the Hub dataset card (``push`` rebuilds it)

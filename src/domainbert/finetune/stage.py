@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from domainbert.artifact_types import FinetuneResult, dump_artifact
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, read_record
 from domainbert.config import DomainConfig
 from domainbert.errors import ConfigError
@@ -40,6 +41,7 @@ from domainbert.finetune.tasks import TaskData, load_task, task_data_hash
 from domainbert.finetune.trainer import TrainSettings
 from domainbert.models import resolve_model_ref
 from domainbert.paths import RunLayout
+from domainbert.progress import tagged
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +122,7 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
                          length_group_size=ft.length_group_size, seed=seed, frozen=mode == "frozen")
 
 
+@tagged("{model_name}/{task_name}/seed-{seed}")  # log lines of parallel runs told apart
 def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_ref: str, task_name: str, seed: int,
                  *, mode: str | None = None, data: TaskData | None = None) -> dict[str, Any]:
     """Fine-tune one model on one task with one seed; write ``result.json`` (skipped when up to date).
@@ -175,7 +178,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
               "num_examples": {k: len(v) for k, v in data.splits.items()},
               "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
-        (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+        (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
     return result
 
 
@@ -240,7 +243,7 @@ def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None,
     logger.info("floor on %s: test %s %.4f (%s)", task.name, PRIMARY[task.type], out["test"][PRIMARY[task.type]],
                 out["floor_method"])
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
-        (tmp / RESULT).write_text(json.dumps(result, indent=1) + "\n")
+        (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
     return result
 
 

@@ -11,6 +11,7 @@ import logging
 from pathlib import Path
 from typing import Any
 
+from domainbert.artifact_types import PretrainSummary, validate_artifact
 from domainbert.artifacts import atomic_output, write_json_atomic
 from domainbert.config import resolved_dict
 from domainbert.vocab.train import make_portable
@@ -95,7 +96,7 @@ def write_outputs(cfg, arm: str, layout, model, tokenizer, weights: dict[str, An
         summary["pooler"] = "base checkpoint's" if pooler else "none (the base has none)"
     else:
         summary["pooler"] = "trained" if any("pooler" in k for k in state_dict) else "new (initialised at fine-tuning)"
-    write_json_atomic(out_dir / "summary.json", summary)
+    write_json_atomic(out_dir / "summary.json", validate_artifact(PretrainSummary, summary).model_dump(mode="json"))
     with atomic_output(Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)},
                        fp=fingerprint) as tmp:
         model.save_pretrained(tmp, state_dict=state_dict)

@@ -15,6 +15,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from domainbert.artifact_types import (
+    Artifact,
+    CorpusManifest,
+    FinetuneResult,
+    PretrainSummary,
+    VocabReport,
+    load_artifact,
+)
 from domainbert.artifacts import file_hash
 from domainbert.errors import DataError
 from domainbert.paths import RunLayout
@@ -77,10 +85,12 @@ def _note(arts: RunArtifacts, path: Path) -> None:
         arts.input_hashes[path.relative_to(arts.root).as_posix()] = file_hash(path)
 
 
-def _stage_json_and_plots(arts: RunArtifacts, folder: Path, name: str) -> tuple[Any, list[Path]]:
-    """A stage's JSON artifact and, when it exists, the PNG plots beside it (all noted as inputs)."""
+def _stage_json_and_plots(arts: RunArtifacts, folder: Path, name: str,
+                          kind: type[Artifact]) -> tuple[Any, list[Path]]:
+    """A stage's JSON artifact (checked as ``kind``) and, when it exists, the PNG plots beside it (all noted as
+    inputs)."""
     path = folder / name
-    data = read_json(path)
+    data = load_artifact(kind, path)
     _note(arts, path)
     plots = sorted(folder.glob("*.png")) if data is not None else []
     for plot in plots:
@@ -99,11 +109,11 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         The artifacts; stages that have not run are None or empty.
 
     Raises:
-        DataError: an artifact file exists but is not valid JSON, or a result lacks model/task/seed.
+        DataError: an artifact file exists but is not valid JSON or does not fit its type (``artifact_types``).
     """
     arts = RunArtifacts(root=layout.root)
-    arts.manifest, arts.corpus_plots = _stage_json_and_plots(arts, layout.corpus, "manifest.json")
-    arts.vocab, arts.vocab_plots = _stage_json_and_plots(arts, layout.vocab, "report.json")
+    arts.manifest, arts.corpus_plots = _stage_json_and_plots(arts, layout.corpus, "manifest.json", CorpusManifest)
+    arts.vocab, arts.vocab_plots = _stage_json_and_plots(arts, layout.vocab, "report.json", VocabReport)
 
     pretrain_root = layout.root / "pretrain"
     if arms is None:
@@ -113,7 +123,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     _note(arts, warm_path)
     for arm in arms:
         summary_path = layout.pretrain(arm) / "summary.json"
-        summary = read_json(summary_path)
+        summary = load_artifact(PretrainSummary, summary_path)
         if summary is None:
             continue
         arts.pretrain[arm] = summary
@@ -125,11 +135,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
         if not _is_final(path.parent):
             continue
-        result = read_json(path)
-        missing = [k for k in ("model", "task", "seed") if k not in (result or {})]
-        if missing:
-            raise DataError(f"fine-tuning result lacks {', '.join(missing)}", file=path)
-        arts.finetune.append(result)
+        arts.finetune.append(load_artifact(FinetuneResult, path))
         _note(arts, path)
     log.info("report inputs: corpus=%s vocab=%s arms=%s finetune results=%d", arts.manifest is not None,
              arts.vocab is not None, sorted(arts.pretrain), len(arts.finetune))
