@@ -1,20 +1,28 @@
 """Typed flow parameters: what a run is (``RunSpec``) and how it executes (``ExecutionOptions``).
 
 Both are pydantic models so the Prefect UI builds proper run forms from their JSON schema, and so a task
-that runs in another process (a Dask worker, a GPU worker) receives plain data it can rebuild the domain
-config from. Stage settings themselves stay in the domain YAML and its overrides; these models only say
+that runs in another process (a Dask worker, a GPU worker) receives plain data. The domain config is resolved
+once, at the start of a run (``start_run``): the profile and overrides applied to the YAML, saved as
+``<run>/config.resolved.json`` and carried in ``RunSpec.resolved_config`` to every task, subflow and worker,
+which validate it again into a ``DomainConfig``; editing the YAML during a run changes nothing in that run.
+Stage settings themselves stay in the domain YAML and its overrides; these models only say
 which domain, where the run lives and where the work runs (the trainer launcher is
 ``pretrain.launch`` in the domain config, set by an override such as ``pretrain.launch.launcher=deepspeed``). Nothing here imports a stage.
 """
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
-from domainbert.paths import RunLayout, default_run_dir
+from domainbert.artifacts import write_json_atomic
+from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain, resolved_dict
+from domainbert.paths import RunLayout, default_run_dir, resolve_domain_file
+
+RESOLVED_CONFIG = "config.resolved.json"
 
 
 class RunSpec(BaseModel):
@@ -26,9 +34,14 @@ class RunSpec(BaseModel):
     overrides: list[str] = Field(default_factory=list, description="Overrides such as pretrain.max_steps=50.")
     profile: str = Field(DEFAULT_PROFILE, description="Profile: offline (shipped samples) or full.")
     out: str | None = Field(None, description="Run folder (default runs/<domain>/ in the worker's cwd).")
+    resolved_config: dict[str, Any] | None = Field(
+        None, description="The domain config as resolved at the start of the run (set by the flows; leave empty).")
 
     def config(self) -> DomainConfig:
-        """The resolved domain config (raises ConfigError naming the file and field)."""
+        """The run's domain config: the one resolved at the start of the run, else the YAML's now (raises
+        ConfigError naming the file and field)."""
+        if self.resolved_config is not None:
+            return DomainConfig.model_validate(self.resolved_config)
         return load_domain(self.domain, list(self.overrides), profile=self.profile)
 
     def layout(self, cfg: DomainConfig | None = None) -> RunLayout:
@@ -40,8 +53,31 @@ class RunSpec(BaseModel):
         return RunLayout(root.resolve())
 
     def resolved(self) -> RunSpec:
-        """A copy whose ``out`` is absolute (what tasks in other processes receive)."""
-        return self.model_copy(update={"out": str(self.layout().root)})
+        """A copy whose config is resolved and whose ``out`` is absolute (what tasks in other processes
+        receive); a spec already resolved is returned as it is."""
+        if self.resolved_config is not None and self.out and Path(self.out).is_absolute():
+            return self
+        cfg = self.config()
+        return self.model_copy(update={"out": str(self.layout(cfg).root), "resolved_config": resolved_dict(cfg)})
+
+
+def start_run(spec: RunSpec) -> RunSpec:
+    """Resolve the domain config once for a run and save it as ``<run>/config.resolved.json`` (atomically, with
+    the YAML path, profile and overrides it came from); returns the resolved spec the run passes on.
+
+    A spec resolved already (a stage flow inside ``domain_pipeline``, the pretraining deployment) is returned
+    as it is and nothing is written: the run started earlier.
+    """
+    if spec.resolved_config is not None:
+        return spec.resolved()
+    spec = spec.resolved()
+    root = spec.layout().root
+    root.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(root / RESOLVED_CONFIG, {
+        "domain_file": str(resolve_domain_file(spec.domain)), "profile": spec.profile,
+        "overrides": list(spec.overrides), "resolved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+        "config": spec.resolved_config})
+    return spec
 
 
 class ExecutionOptions(BaseModel):

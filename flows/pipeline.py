@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from domainbert.flows.locking import locked
-from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.options import RESOLVED_CONFIG, ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
     DEFAULT_EXECUTION,
     corpus_flow,
@@ -45,9 +45,10 @@ def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: st
     Returns:
         The absolute path of the run's report.html.
     """
-    spec = RunSpec(domain=domain, overrides=list(overrides or []), profile=profile, out=out).resolved()
+    # The config is resolved here, once: every stage gets it, however the YAML changes during the run.
+    spec = start_run(RunSpec(domain=domain, overrides=list(overrides or []), profile=profile, out=out))
     logger = get_run_logger()
-    logger.info("domain %s (profile %s) -> %s", domain, profile, spec.out)
+    logger.info("domain %s (profile %s) -> %s (config: %s)", domain, profile, spec.out, RESOLVED_CONFIG)
     corpus_flow(spec, execution)
     vocab_flow(spec, execution)
     if execution.pretrain_deployment:

@@ -2,7 +2,8 @@
 
 Each flow takes a ``RunSpec`` (domain, overrides, profile, run folder) and ``ExecutionOptions`` (storage,
 retries, Dask, launcher) as typed parameters, so each can be deployed and run on its own from the UI, and
-``domain_pipeline`` calls them in order as subflows. Wiring only: the work is in the stage functions.
+``domain_pipeline`` calls them in order as subflows, passing the config it resolved at the start of the run.
+Wiring only: the work is in the stage functions.
 Parallel work (corpus shards, fine-tuning runs) goes through a task runner picked at run time: a thread
 pool by default, or Prefect's Dask task runner on a Dask cluster (``execution.dask_address``) or a
 local one (``execution.dask_local_workers``).
@@ -16,7 +17,7 @@ from typing import Any
 
 from domainbert.flows import caching
 from domainbert.flows.locking import locked
-from domainbert.flows.options import ExecutionOptions, RunSpec
+from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.tasks import (
     configured,
@@ -55,7 +56,7 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
 
 
 def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
-    spec = spec.resolved()
+    spec = start_run(spec)  # resolved once: inside domain_pipeline, the pipeline's config
     cfg = spec.config()
     layout = spec.layout(cfg)
     layout.root.mkdir(parents=True, exist_ok=True)

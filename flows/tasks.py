@@ -1,7 +1,8 @@
 """Prefect tasks around the stage functions: retries with backoff, caching on the stages' fingerprints, JSON results.
 
-Each task receives a ``RunSpec`` (plain data), rebuilds the domain config and run layout, calls one stage
-function and returns its JSON summary. Results are serialised as JSON (never pickled) into the configured
+Each task receives a ``RunSpec`` (plain data) carrying the config resolved at the start of the run, validates
+it again into a ``DomainConfig`` (never re-reading the YAML), calls one stage function and returns its JSON
+summary. Results are serialised as JSON (never pickled) into the configured
 result storage; cache keys are the stages' own fingerprints (``caching``). ``configured`` applies the run's ``ExecutionOptions``
 (storage, retries, cache refresh) to a task at flow time. User errors (``DomainbertError``) never retry.
 Stage loggers (``domainbert.*``) are forwarded to the Prefect log while a stage runs.
