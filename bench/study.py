@@ -1,7 +1,7 @@
 """A domain at a study budget: every stage for real, then the figures a reviewer asks for, as JSON.
 
-    .venv/bin/python bench/study.py science            # about an hour on 2 cores
-    .venv/bin/python bench/study.py law --budget-tokens 400000 --train-examples 800 --seeds 1 2 3 4 5
+    .venv/bin/python bench/study.py science
+    .venv/bin/python bench/study.py law --budget-tokens 400000 --seeds 1 2 3 4 5 --override pretrain.precision=bf16
 
 Runs ``domainbert run`` (corpus, vocab, MLM-head warm-up and the pretraining arms, fine-tuning with floors on
 ``--workers`` processes, the report) into ``--out`` (default ``runs/study-<domain>``; finished stages are skipped on

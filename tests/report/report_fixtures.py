@@ -1,5 +1,6 @@
 """Builders of tiny run folders for the report tests: the stages' artifact files written by hand with the contract's
-fields (``BRIEF.md``, "Artifacts each stage writes"), so the report is tested without training anything.
+fields (the stage modules' docstrings; README.md, "What the pipeline does"), so the report is tested without training
+anything.
 
 NER predictions are built so the scores are known: every test sentence has one TERM entity; a model that
 "misses" k sentences predicts only O there (no false positives), so recall = (n - k) / n, precision = 1.

@@ -117,8 +117,8 @@ class PretrainConfig(StrictModel):
         False, description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.")
     sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    compile: bool = Field(False, description="torch.compile the encoder (GPU; on a 2-core CPU it compiled for minutes "
-                          "and then stepped slower, measured).")
+    compile: bool = Field(False, description="torch.compile the encoder (for GPUs; on a CPU compiling takes long and "
+                          "the steps are not faster).")
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
     checkpoint_every: int = Field(100, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
@@ -127,8 +127,7 @@ class PretrainConfig(StrictModel):
     general_eval_corpus: list[PathStr] = Field(default_factory=list, description="General text for forgetting (perplexity).")
     torch_threads: int | None = Field(
         None, ge=1, description="CPU threads for torch during training (None: torch's default, one per core). On a "
-        "CPU shared with other busy processes 1 thread was 3-4x faster than 2 on 2 cores (measured); not part of the "
-        "recipe.")
+        "CPU shared with other busy processes fewer threads than cores can be faster; not part of the recipe.")
     peak_tflops: float | None = Field(None, gt=0, description="Declared peak of the hardware (MFU denominator).")
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     launch: LaunchConfig = LaunchConfig()

@@ -1,8 +1,7 @@
 """Dropout with cheaper random masks for training on a CPU.
 
-PyTorch's CPU dropout draws one Bernoulli sample per element from its generator (about 11 ns each for fp32,
-15 ns for bf16 on the 2-core reference machine); with a small encoder, drawing masks was about a third of a
-bf16 training step. Here one 64-bit draw (``random_`` over the full int64 range) gives four 16-bit lanes, and
+PyTorch's CPU dropout draws one Bernoulli sample per element from its generator; with a small encoder,
+drawing masks is a large share of a bf16 training step. Here one 64-bit draw (``random_`` over the full int64 range) gives four 16-bit lanes, and
 an element is kept when its lane is at or above a threshold: four times fewer generator calls. The keep
 probability is quantised to 1/65536 (p = 0.1 becomes 6554/65536 = 0.100006), and kept values are scaled by
 the inverse of that exact probability, so the expectation is unchanged. Masks come from torch's default

@@ -127,7 +127,8 @@ def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
             copy_warm_head(model, warm, Path(source))
     with contextlib.suppress(Exception):
         model.set_attn_implementation("sdpa")
-    # transformers 5: keep our own loss normalisation under accumulation (see BRIEF).
+    # accepts_loss_kwargs lets transformers normalise the loss over the whole accumulated batch
+    # (num_items_in_batch); off, the loss stays the micro-batch mean that the engine scales under accumulation.
     model.accepts_loss_kwargs = False
     return model, tokenizer, source
 
@@ -139,8 +140,8 @@ def training_attention(model: nn.Module, device: torch.device, autocast_dtype: t
     SDPA has no fused kernel with dropout and falls back to its math path, which upcasts the low-precision
     heads to fp32 (head-layout copies) and adds a scale multiplication and a "safe" softmax
     (isneginf/all/where) around the same matmul-softmax-dropout-matmul that transformers' eager attention runs
-    directly. Measured on a 2-core Xeon (MiniLM, 16 x 128, one thread, interleaved): bf16 steps 15-33% faster
-    with eager; fp32 steps within noise of SDPA, so fp32 keeps SDPA. On a CPU the dropout masks are drawn by
+    directly, so bf16 steps are faster with eager; fp32 steps are not, so fp32 keeps SDPA. On a CPU the
+    dropout masks are drawn by
     ``cpu_dropout`` (its eager attention under autocast, its dropout modules everywhere), a quarter of the
     generator calls of PyTorch's own dropout.
     """

@@ -87,8 +87,8 @@ def heldout_stats(info: TokenizerInfo, texts: list[str]) -> dict[str, float]:
     }
 
 
-# BERT's pre-tokenisation as a regex (runs of letters and digits; each other non-space character alone), four
-# times faster than calling the pre-tokeniser per document; it differs only on non-ASCII symbols (BERT keeps
+# BERT's pre-tokenisation as a regex (runs of letters and digits; each other non-space character alone),
+# faster than calling the pre-tokeniser per document; it differs only on non-ASCII symbols (BERT keeps
 # a symbol that is not punctuation, such as "\u20ac", attached to its neighbours).
 _WORD_RE = re.compile(r"[^\W_]+|[^\w\s]|_")
 
