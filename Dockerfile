@@ -33,10 +33,10 @@ RUN if [ -n "$TORCH_SPEC" ]; then \
     fi
 
 # Dependencies first (cached layer), then the project itself.
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md constraints.txt ./
 COPY src ./src
 COPY flows ./flows
-RUN pip install .
+RUN pip install -c constraints.txt ".[all]"
 COPY domains ./domains
 COPY corpora ./corpora
 COPY prefect.yaml* ./

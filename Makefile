@@ -18,11 +18,12 @@ setup: $(VENV)/.installed
 
 # torch==2.13.0 goes in first: it lies on local disk as a CPU wheel, and a range that admits newer
 # releases would otherwise pull a multi-GB CUDA build.
-$(VENV)/.installed: pyproject.toml
+# constraints.txt pins the rest of the stack to the versions the suite passed with.
+$(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
 	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
 	touch $@
 
 demo: setup
