@@ -148,7 +148,9 @@ class DeepSpeedEngine:
     """
 
     def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg, total_steps: int) -> None:
-        import deepspeed
+        from domainbert.extras import require
+
+        deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
 
         self.ds_config = ds_config
         offload = ds_config.get("zero_optimization", {}).get("offload_optimizer", {}).get("device") == "cpu"
