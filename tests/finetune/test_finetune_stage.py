@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 import json
 import random
+import re
 import shutil
 from pathlib import Path
 
@@ -63,10 +64,15 @@ def make_cfg(model: Path, tasks_dir: Path, *extra: str):
                                    "finetune.batch_size=8", "finetune.max_length=24", *extra])
 
 
-def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_dir):
+def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_dir, caplog):
     cfg = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=6")
     layout = RunLayout(tmp_path / "run")
+    caplog.set_level("INFO", logger="domainbert")
     res = finetune_one(cfg, layout, "base", str(tiny_bert), "ner", 1)
+    # Every line of the run says which run it is (parallel workers' lines interleave).
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("domainbert.finetune")]
+    assert lines and all(line.startswith("[base/ner/seed-1] ") for line in lines), lines
+    assert any(re.match(r"\[base/ner/seed-1\] step \d+/\d+ loss .* examples/s, ETA \d+s\)", line) for line in lines)
     path = layout.finetune("base", "ner", 1) / "result.json"
     assert json.loads(path.read_text())["test"] == res["test"]
     assert (res["model"], res["task"], res["task_type"], res["seed"], res["primary_metric"]) == ("base", "ner", "ner", 1, "f1")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import datetime
 import json
+import re
 
 import pytest
 from pretrain_fixtures import make_cfg, tiny_bert, unigram_tokenizer, wordpiece_tokenizer
@@ -16,9 +18,21 @@ SUMMARY_FIELDS = {"arm", "steps", "tokens_consumed", "real_tokens_per_s", "real_
                   "domain_perplexity", "general_perplexity", "flops_per_token", "mfu", "wall_seconds", "loss_curve"}
 
 
-def test_continued_arm_writes_model_summary_metrics_and_skips_rerun(base_model, layout, caplog):
+def test_continued_arm_writes_model_summary_metrics_and_skips_rerun(base_model, layout, caplog, monkeypatch):
+    from domainbert.pretrain import trainer
+
+    monkeypatch.setattr(trainer, "stderr_is_terminal", lambda: False)  # as under a Prefect worker or Slurm
+    monkeypatch.setenv("DOMAINBERT_PROGRESS_SECONDS", "3600")
+    monkeypatch.setenv("DOMAINBERT_PROGRESS_STEPS", "4")
+    caplog.set_level("INFO", logger="domainbert.pretrain.trainer")
     cfg = make_cfg(base_model)
     summary = pretrain_arm(cfg, "continued", layout)
+    progress = [r.getMessage() for r in caplog.records if r.getMessage().startswith("pretrain continued: step")]
+    assert [line.split(",")[0] for line in progress] == [  # the first step, every 4th, the last
+        "pretrain continued: step 1/8 (12%)", "pretrain continued: step 4/8 (50%)",
+        "pretrain continued: step 8/8 (100%)"]
+    assert re.fullmatch(r"pretrain continued: step 4/8 \(50%\), 512/1,024 tokens, loss \d+\.\d{4}, [\d,]+ "
+                        r"tokens/s, ETA \d+s", progress[1]), progress[1]
     assert SUMMARY_FIELDS <= set(summary)
     # 1024 tokens at 4 x 32 per step: 8 steps, every position a real token (packing).
     assert summary["steps"] == 8 and summary["tokens_consumed"] == 1024
@@ -37,6 +51,8 @@ def test_continued_arm_writes_model_summary_metrics_and_skips_rerun(base_model, 
     records = [json.loads(line) for line in (layout.pretrain("continued") / "metrics.jsonl").read_text().splitlines()]
     evals = [r for r in records if r["kind"] == "eval"]
     assert [r["step"] for r in evals] == [0, 8]
+    for record in records:  # a wall-clock time on every record, not a TensorBoard scalar
+        assert datetime.datetime.fromisoformat(record["time"]).tzinfo == datetime.UTC
     assert any((layout.pretrain("continued") / "tensorboard").iterdir())
     on_disk = json.loads((layout.pretrain("continued") / "summary.json").read_text())
     assert on_disk["final_loss"] == summary["final_loss"]
@@ -114,6 +130,37 @@ def test_checkpoints_of_another_config_are_not_resumed(base_model, layout):
     assert [s for s, _ in list_checkpoints(layout.pretrain("continued") / "checkpoints")] == [4]
     summary = pretrain_arm(make_cfg(base_model, "pretrain.lr=1.0e-4"), "continued", layout)
     assert summary["resumed_from"] == [] and summary["steps"] == 8
+
+
+def test_a_resumed_run_logs_each_step_once(base_model, layout):
+    """A crash after step 8 with the newest usable checkpoint at step 4: the rerun replays steps 5-8, and neither
+    metrics.jsonl nor TensorBoard shows them twice."""
+    import shutil
+
+    from tensorboard.backend.event_processing.event_accumulator import EventAccumulator
+
+    from domainbert.pretrain.checkpoint import list_checkpoints
+
+    cfg = make_cfg(base_model, "pretrain.log_every=1", "pretrain.checkpoint_every=2", "pretrain.keep_checkpoints=3")
+    first = pretrain_arm(cfg, "continued", layout)
+    arm = layout.pretrain("continued")
+    checkpoints = dict(list_checkpoints(arm / "checkpoints"))
+    assert sorted(checkpoints) == [2, 4, 6]
+    shutil.rmtree(checkpoints[6])
+    shutil.rmtree(layout.pretrained_model("continued"))
+    (arm / "summary.json").unlink()
+    second = pretrain_arm(cfg, "continued", layout)
+    assert second["resumed_from"] == [4] and second["steps"] == 8
+
+    records = [json.loads(line) for line in (arm / "metrics.jsonl").read_text().splitlines()]
+    assert [r["step"] for r in records if r["kind"] == "train"] == list(range(1, 9))
+    assert [r["step"] for r in records if r["kind"] == "eval"] == [0, 8]
+    events = EventAccumulator(str(arm / "tensorboard"))
+    events.Reload()
+    assert [e.step for e in events.Scalars("train/loss")] == list(range(1, 9))
+    assert [e.step for e in events.Scalars("eval/domain_perplexity")] == [0, 8]
+    for (step, loss), event in zip(first["loss_curve"], events.Scalars("train/loss"), strict=True):
+        assert event.step == step and event.value == pytest.approx(loss, abs=1e-4)
 
 
 def test_torch_threads_apply_to_training_only_and_do_not_change_the_fingerprint(base_model, layout):

@@ -32,6 +32,7 @@ import numpy as np
 import torch
 
 from domainbert import signals
+from domainbert.progress import ProgressLine, duration
 from domainbert.errors import ModelError
 
 logger = logging.getLogger(__name__)
@@ -160,6 +161,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
     params = [p for p in model.parameters() if p.requires_grad]
     logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), total,
                 s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
+    lines = ProgressLine(total)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while step < total and not stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
             signals.check(f"at fine-tuning step {step}")  # SIGTERM/SIGUSR1: stop here, nothing is written
@@ -185,9 +187,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
                 curve.append(losses[-1])
             tail = (tail + [losses[-1]])[-window:]
             step += 1
-            if step % max(1, total // 10) == 0:
-                logger.info("step %d/%d loss %.4f (%.1f examples/s)", step, total, np.mean(losses[-20:]),
-                            seen / train_seconds)
+            if lines.due(step) or step % max(1, total // 10) == 0:
+                logger.info("step %d/%d loss %.4f (%.1f examples/s, ETA %s)", step, total, np.mean(losses[-20:]),
+                            seen / train_seconds, duration(lines.eta_s(step)))
             if step % eval_every == 0 or step == total:
                 metrics = evaluate()
                 entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),

@@ -10,6 +10,7 @@ This module does not decide whether a run is needed (``stage.py`` does) nor star
 from __future__ import annotations
 
 import contextlib
+import datetime
 import json
 import logging
 import math
@@ -24,6 +25,7 @@ import torch
 import torch.distributed as dist
 
 from domainbert import signals
+from domainbert.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
@@ -126,7 +128,11 @@ def evaluate(engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: 
 
 
 class MetricsLog:
-    """metrics.jsonl + TensorBoard, rank 0 only; on resume, records after the checkpoint are dropped."""
+    """metrics.jsonl + TensorBoard, rank 0 only; each record gets ``time`` (UTC, ISO 8601).
+
+    On resume from step N, records after N are dropped from metrics.jsonl and TensorBoard hides its events
+    from step N + 1 on (``purge_step``), so the steps the resumed run replays are not shown twice.
+    """
 
     def __init__(self, folder: Path, enabled: bool, resume_step: int | None) -> None:
         self.enabled = enabled
@@ -142,11 +148,13 @@ class MetricsLog:
         self.path.write_text("".join(line + "\n" for line in kept))
         from torch.utils.tensorboard import SummaryWriter
 
-        self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"))
+        purge = resume_step + 1 if resume_step is not None else None
+        self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"), purge_step=purge)
 
     def write(self, record: dict[str, Any]) -> None:
         if not self.enabled:
             return
+        record = {**record, "time": datetime.datetime.now(datetime.UTC).isoformat(timespec="milliseconds")}
         with self.path.open("a") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
         for key, value in record.items():
@@ -267,6 +275,9 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
     nsp_window = [0.0, 0.0, 0]  # NSP loss sum (per pair), correct, pairs since the last log
     nsp_last: dict[str, float | None] = {"nsp_loss": None, "nsp_accuracy": None}
     progress = _progress(rank == 0, plan.total_steps, state["step"], arm)
+    # Not a terminal (a Prefect worker, Slurm, a pipe): a progress line every so often instead of tqdm's bar.
+    lines = ProgressLine(plan.total_steps, state["step"]) if rank == 0 and not stderr_is_terminal() else None
+    tokens_at_start = state["tokens"]
     engine.module.train()
     while state["step"] < plan.total_steps:
         step = state["step"]
@@ -305,6 +316,12 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
         if progress:
             progress.update(1)
             progress.set_postfix(loss=f"{loss_value:.3f}")
+        if lines and lines.due(state["step"]):
+            log.info("pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s", arm,
+                     state["step"], plan.total_steps, 100 * state["step"] / plan.total_steps, f"{state['tokens']:,}",
+                     f"{plan.planned_tokens:,}", loss_value,
+                     f"{(state['tokens'] - tokens_at_start) / lines.elapsed():,.0f}",
+                     duration(lines.eta_s(state["step"])))
         if state["step"] % pcfg.log_every == 0 or state["step"] == plan.total_steps:
             now = time.perf_counter()
             tps = window_tokens / max(now - window_start, 1e-9)

@@ -1,0 +1,124 @@
+"""Watching long work where people watch it (a Prefect worker's log, a Slurm output file, ``tail -f``).
+
+- ``ProgressLine`` decides when a training loop logs a progress line: on the first step, then every
+  ``DOMAINBERT_PROGRESS_SECONDS`` seconds (default 30) and, if set, every ``DOMAINBERT_PROGRESS_STEPS`` steps,
+  and on the last step; it also gives the rate and the ETA. Loops use it when their output is not a terminal
+  (a terminal has tqdm's bar).
+- ``tagged(template)`` decorates a function so that every log record emitted while it runs, in its thread or
+  task (a ``contextvars`` variable), starts with ``[<template filled from its arguments>]``: fine-tuning runs
+  tag their lines ``[model/task/seed-N]`` so that parallel workers' lines can be told apart.
+
+Neither changes what is trained or written; this module does nothing else.
+"""
+
+from __future__ import annotations
+
+import contextvars
+import functools
+import inspect
+import logging
+import os
+import sys
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+F = TypeVar("F", bound=Callable[..., Any])
+_tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("domainbert_log_tag", default=None)
+
+
+def _env_number(name: str, default: float) -> float:
+    try:
+        return max(0.0, float(os.environ.get(name, default)))
+    except ValueError:
+        return default
+
+
+def stderr_is_terminal() -> bool:
+    stream = sys.stderr
+    return bool(getattr(stream, "isatty", None) and stream.isatty())
+
+
+class ProgressLine:
+    """When to log a progress line, and the rate and ETA since the loop (re)started.
+
+    Args:
+        total: steps of the whole run.
+        initial: the step the loop starts from (a resumed run).
+        every_s: seconds between lines (default ``DOMAINBERT_PROGRESS_SECONDS`` or 30; 0: every step).
+        every_steps: also a line every this many steps (default ``DOMAINBERT_PROGRESS_STEPS`` or 0: off).
+    """
+
+    def __init__(self, total: int, initial: int = 0, *, every_s: float | None = None,
+                 every_steps: int | None = None) -> None:
+        self.total, self.initial = total, initial
+        self.every_s = _env_number("DOMAINBERT_PROGRESS_SECONDS", 30.0) if every_s is None else every_s
+        self.every_steps = int(_env_number("DOMAINBERT_PROGRESS_STEPS", 0) if every_steps is None else every_steps)
+        self.start = self.last = time.monotonic()
+        self.lines = 0
+
+    def due(self, step: int) -> bool:
+        """Whether ``step`` (just finished) gets a line; records it when so."""
+        now = time.monotonic()
+        due = (self.lines == 0 or step >= self.total or now - self.last >= self.every_s
+               or (self.every_steps > 0 and step % self.every_steps == 0))
+        if due:
+            self.last, self.lines = now, self.lines + 1
+        return due
+
+    def elapsed(self) -> float:
+        return max(time.monotonic() - self.start, 1e-9)
+
+    def eta_s(self, step: int) -> float | None:
+        done = step - self.initial
+        return (self.total - step) * self.elapsed() / done if done > 0 else None
+
+
+def duration(seconds: float | None) -> str:
+    """``1h02m``, ``3m05s``, ``42s``; ``?`` when unknown."""
+    if seconds is None:
+        return "?"
+    s = int(round(seconds))
+    if s >= 3600:
+        return f"{s // 3600}h{s % 3600 // 60:02d}m"
+    if s >= 60:
+        return f"{s // 60}m{s % 60:02d}s"
+    return f"{s}s"
+
+
+def tagged(template: str) -> Callable[[F], F]:
+    """Decorator: records logged while the function runs start with ``[template]``, filled from its arguments
+    (``str.format`` with the bound arguments, defaults included)."""
+    def wrap(fn: F) -> F:
+        signature = inspect.signature(fn)
+
+        @functools.wraps(fn)
+        def inner(*args: Any, **kwargs: Any) -> Any:
+            bound = signature.bind(*args, **kwargs)
+            bound.apply_defaults()
+            token = _tag.set(template.format(**bound.arguments))
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _tag.reset(token)
+        return inner  # type: ignore[return-value]
+    return wrap
+
+
+def current_tag() -> str | None:
+    return _tag.get()
+
+
+_factory = logging.getLogRecordFactory()
+
+
+def _tagging_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+    record = _factory(*args, **kwargs)
+    tag = _tag.get()
+    if tag and isinstance(record.msg, str):
+        record.msg = f"[{tag.replace('%', '%%') if record.args else tag}] {record.msg}"
+    return record
+
+
+if getattr(logging.getLogRecordFactory(), "__name__", "") != "_tagging_factory":
+    logging.setLogRecordFactory(_tagging_factory)
