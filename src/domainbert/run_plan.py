@@ -16,10 +16,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
-
-from domainbert.artifacts import is_complete, read_record
 
 
 @dataclass
@@ -27,14 +24,6 @@ class StagePlan:
     name: str
     status: str  # "will run", "up to date", "will rerun: ..." or "after <stage>"
     detail: dict[str, Any] = field(default_factory=dict)
-
-
-def _status(folder: Path, fp: str | None, upstream: str | None) -> str:
-    if upstream is not None:
-        return f"after {upstream}"
-    if fp is not None and is_complete(folder, fp):
-        return "up to date"
-    return "will rerun: config or inputs changed" if read_record(folder) is not None else "will run"
 
 
 def _arch(cfg: Any):
@@ -53,52 +42,39 @@ def _arch(cfg: Any):
 
 
 def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
-    """Every stage of a ``domainbert run`` with its status and sizes."""
-    from domainbert.corpus.build import stage_fingerprint
+    """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
     from domainbert.finetune.stage import FLOOR, expected_results
     from domainbert.pretrain.plan import make_plan
-    from domainbert.pretrain.stage import arm_fingerprint
+    from domainbert.stage_state import corpus_state, pretrain_state, status, vocab_state
 
-    plans = [StagePlan("corpus", _status(Path(layout.corpus), stage_fingerprint(cfg), None))]
+    plans = [StagePlan("corpus", status(corpus_state(cfg, layout), layout.corpus))]
     upstream = None if plans[0].status == "up to date" else "corpus"
-    vocab_record = read_record(Path(layout.vocab))
-    vocab_fp = None
-    if upstream is None:
-        from domainbert.vocab import stage as vocab_stage
-
-        if hasattr(vocab_stage, "vocab_record"):
-            vocab_fp = vocab_stage.vocab_record(cfg, layout)[2]
-        elif vocab_record is not None:
-            vocab_fp = vocab_record.get("fingerprint")
-    plans.append(StagePlan("vocab", _status(Path(layout.vocab), vocab_fp, upstream)))
-    upstream = upstream or (None if plans[-1].status == "up to date" else "vocab")
+    vocab = f"after {upstream}" if upstream else status(vocab_state(cfg, layout), layout.vocab)
+    plans.append(StagePlan("vocab", vocab))
+    upstream = upstream or (None if vocab == "up to date" else "vocab")
     model = _arch(cfg)
     for arm in cfg.pretrain.arms:
         pcfg = cfg.pretrain.for_arm(arm)
         plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
-        fp = None
-        if upstream is None:
-            try:
-                fp = arm_fingerprint(cfg, arm, layout)
-            except Exception:  # noqa: BLE001 - a start point that does not exist yet: the arm will run
-                fp = None
+        folder = layout.pretrained_model(arm)
         detail: dict[str, Any] = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
         if model is not None:
             from domainbert.pretrain.model import flops_per_token
 
             per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
             detail["flops"] = per_token * plan.planned_tokens
-        plans.append(StagePlan(f"pretrain {arm}", _status(Path(layout.pretrained_model(arm)), fp, upstream), detail))
+        arm_status = f"after {upstream}" if upstream else status(pretrain_state(cfg, layout, arm), folder)
+        plans.append(StagePlan(f"pretrain {arm}", arm_status, detail))
     states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
     counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded")}
     # an arm that will be (re)trained changes, so do its fine-tuning runs; the base model's stay current
     retrained = {p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ")
                  and p.status != "up to date"}
     todo = [r["task"] for r in states if r["state"] != "current" or r["model"] in retrained]
-    status = "up to date" if not todo else f"will run {len(todo)} of {len(states)}"
-    status += f" (after {upstream})" if upstream and todo else ""
-    plans.append(StagePlan("finetune", status, {"runs": len(states), "floors": len(cfg.finetune.tasks),
-                                                "todo_tasks": todo, **counts}))
+    ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states)}"
+    ft_status += f" (after {upstream})" if upstream and todo else ""
+    plans.append(StagePlan("finetune", ft_status, {"runs": len(states), "floors": len(cfg.finetune.tasks),
+                                                   "todo_tasks": todo, **counts}))
     return plans
 
 

@@ -13,6 +13,7 @@ import html
 import json
 from pathlib import Path
 
+from domainbert.artifact_types import VocabReport, validate_artifact
 from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
 from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
 
@@ -240,6 +241,8 @@ def plot(report: dict, folder: Path) -> None:
 def write_report(report: dict, folder: Path) -> None:
     """Write report.json, the plots, report.md and report.html into ``folder``."""
     folder.mkdir(parents=True, exist_ok=True)
+    checked = json.loads(json.dumps(report, default=str))  # tuples and paths as JSON has them
+    validate_artifact(VocabReport, checked, folder / "report.json")
     (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
     plot(report, folder)
     title = f"Vocabulary report: {report['domain']} ({report['profile']})"

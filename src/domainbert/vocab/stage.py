@@ -62,7 +62,7 @@ def _inputs(cfg: DomainConfig, corpus: Path) -> dict[str, str]:
 
 def vocab_record(cfg: DomainConfig, layout: RunLayout) -> tuple[dict, dict[str, str], str]:
     """(config, inputs, fingerprint) the vocabulary folder is recorded with: what makes it current."""
-    config = {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
+    config = config_of(cfg)
     inputs = _inputs(cfg, layout.corpus)
     return config, inputs, fingerprint(config, inputs, __version__)
 
@@ -297,4 +297,6 @@ def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) ->
 
 
 def config_of(cfg: DomainConfig) -> dict:
-    return {k: getattr(cfg, k).model_dump(mode="json") for k in ("tokenizer", "vocab", "base_model")}
+    """What the vocabulary depends on (the base model's card-only ``hub_id`` left out)."""
+    return {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "vocab": cfg.vocab.model_dump(mode="json"),
+            "base_model": cfg.base_model.recipe()}

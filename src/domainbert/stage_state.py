@@ -1,0 +1,74 @@
+"""Whether each stage's output is current: the stage's own fingerprint and the record in its output folder.
+
+One place for the question "is this stage done for this config and these inputs?": the Prefect flows use
+``key`` as the task's cache key and ``current`` to decide whether a cached result may be trusted, and
+``domainbert plan`` uses the same answers to say what will run. A stage is current when its output folder is
+complete with exactly the fingerprint the stage computes now (``artifacts.is_complete``). This module never
+imports Prefect and runs nothing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from domainbert.artifacts import is_complete, read_record
+from domainbert.config import DomainConfig
+from domainbert.errors import DomainbertError
+from domainbert.paths import RunLayout
+
+
+@dataclass(frozen=True)
+class StageState:
+    """A stage's cache key (None when its inputs are not there yet) and whether its output is current."""
+
+    key: str | None
+    current: bool
+
+
+UNKNOWN = StageState(None, False)  # the stage itself reports the missing input when it runs
+
+
+def corpus_state(cfg: DomainConfig, layout: RunLayout) -> StageState:
+    from domainbert.corpus.build import stage_fingerprint
+
+    fp = stage_fingerprint(cfg)
+    return StageState(f"corpus-{fp}", is_complete(layout.corpus, fp))
+
+
+def vocab_state(cfg: DomainConfig, layout: RunLayout) -> StageState:
+    from domainbert.vocab.stage import vocab_record
+
+    fp = vocab_record(cfg, layout)[2]
+    return StageState(f"vocab-{fp}", is_complete(layout.vocab, fp))
+
+
+def pretrain_state(cfg: DomainConfig, layout: RunLayout, arm: str) -> StageState:
+    from domainbert.pretrain.stage import arm_fingerprint
+
+    try:
+        fp = arm_fingerprint(cfg, arm, layout)
+    except DomainbertError:  # e.g. the extended arm before the vocab stage has run
+        return UNKNOWN
+    done = is_complete(layout.pretrained_model(arm), fp) and (layout.pretrain(arm) / "summary.json").is_file()
+    return StageState(f"pretrain-{fp}", done)
+
+
+def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Any) -> StageState:
+    """``job``: a ``finetune.stage.Job`` (model, reference, task, seed, mode)."""
+    from domainbert.finetune.stage import RESULT, run_record
+
+    try:
+        fp = run_record(cfg, job)[2]
+    except DomainbertError:  # an unknown task: the stage says so
+        return UNKNOWN
+    folder = layout.finetune(job.model_name, job.task_name, job.seed)
+    return StageState(f"finetune-{fp}", is_complete(folder, fp) and (folder / RESULT).is_file())
+
+
+def status(state: StageState, folder) -> str:
+    """``up to date``, ``will rerun: config or inputs changed`` (a record with another fingerprint) or
+    ``will run``."""
+    if state.current:
+        return "up to date"
+    return "will rerun: config or inputs changed" if read_record(folder) is not None else "will run"
