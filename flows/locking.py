@@ -13,7 +13,6 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from domainbert.flows.options import ExecutionOptions, RunSpec
-
 from domainbert.runlock import run_lock
 
 F = TypeVar("F", bound=Callable[..., Any])

@@ -12,6 +12,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from prefect import flow, get_run_logger
+
+from domainbert.config import DEFAULT_PROFILE
 from domainbert.flows.locking import locked
 from domainbert.flows.options import RESOLVED_CONFIG, ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
@@ -23,9 +26,6 @@ from domainbert.flows.stages import (
     vocab_flow,
 )
 from domainbert.flows.tasks import configured, cross_domain_task
-from prefect import flow, get_run_logger
-
-from domainbert.config import DEFAULT_PROFILE
 from domainbert.runlock import held_token
 
 

@@ -15,6 +15,9 @@ import dataclasses
 import os
 from typing import Any
 
+from prefect import flow, get_run_logger
+from prefect.task_runners import ThreadPoolTaskRunner
+
 from domainbert.flows import caching
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
@@ -32,8 +35,6 @@ from domainbert.flows.tasks import (
     report_task,
     vocab_task,
 )
-from prefect import flow, get_run_logger
-from prefect.task_runners import ThreadPoolTaskRunner
 
 DEFAULT_EXECUTION = ExecutionOptions()
 
@@ -41,7 +42,9 @@ DEFAULT_EXECUTION = ExecutionOptions()
 def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
     """The task runner for parallel tasks: Dask (remote or local cluster) or a thread pool."""
     if opts.dask_address or opts.dask_local_workers:
-        from prefect_dask import DaskTaskRunner
+        from domainbert.extras import require
+
+        DaskTaskRunner = require("prefect_dask", "dask", "--dask-address / --dask-workers").DaskTaskRunner
 
         if opts.dask_address:
             return DaskTaskRunner(address=opts.dask_address)

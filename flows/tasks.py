@@ -16,14 +16,14 @@ from contextlib import contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
 
-from domainbert.flows import caching
-from domainbert.flows.launch import LAUNCH_LOG, follow_log
-from domainbert.flows.options import ExecutionOptions, RunSpec
 from prefect import get_run_logger, task
 from prefect.filesystems import RemoteFileSystem
 from prefect.tasks import exponential_backoff
 
 from domainbert.errors import DomainbertError
+from domainbert.flows import caching
+from domainbert.flows.launch import LAUNCH_LOG, follow_log
+from domainbert.flows.options import ExecutionOptions, RunSpec
 
 
 def _retry_unless_user_error(_task: Any, _task_run: Any, state: Any) -> bool:
@@ -201,7 +201,6 @@ def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str
 def report_task(spec: RunSpec) -> str:
     """Render report.html and publish the report and results table as Prefect artifacts."""
     from domainbert.flows.publish import publish_report
-
     from domainbert.report.compare import render_report
 
     cfg = spec.config()
@@ -216,7 +215,6 @@ def report_task(spec: RunSpec) -> str:
 def cross_domain_task(runs: dict[str, str], out_dir: str) -> str:
     """Render the cross-domain page over finished runs and publish it; returns the path of its report.html."""
     from domainbert.flows.publish import publish_cross_domain
-
     from domainbert.report.cross_domain import render_cross_domain
 
     with stage_logs_to_prefect():

@@ -5,12 +5,11 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from domainbert.artifacts import RECORD
 from domainbert.flows import caching
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.publish import artifact_key
 from domainbert.flows.tasks import result_storage
-
-from domainbert.artifacts import RECORD
 
 
 def _keys(domain: Path, out: Path, *overrides: str) -> dict[str, str]:

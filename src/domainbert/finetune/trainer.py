@@ -32,8 +32,8 @@ import numpy as np
 import torch
 
 from domainbert import signals
-from domainbert.progress import ProgressLine, duration
 from domainbert.errors import ModelError
+from domainbert.progress import ProgressLine, duration
 
 logger = logging.getLogger(__name__)
 

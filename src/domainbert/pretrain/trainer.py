@@ -25,7 +25,6 @@ import torch
 import torch.distributed as dist
 
 from domainbert import signals
-from domainbert.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream, pack_texts, read_jsonl_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
@@ -33,6 +32,7 @@ from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import make_plan
 from domainbert.pretrain.preflight import run_preflight
+from domainbert.progress import ProgressLine, duration, stderr_is_terminal
 
 log = logging.getLogger(__name__)
 EVAL_BATCH = 16
@@ -85,8 +85,9 @@ def init_distributed(use_deepspeed: bool) -> None:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 os.environ["MASTER_PORT"] = str(s.getsockname()[1])
-        import deepspeed
+        from domainbert.extras import require
 
+        deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
     elif int(os.environ.get("WORLD_SIZE", "1")) > 1:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
@@ -146,8 +147,11 @@ class MetricsLog:
             kept = [line for line in self.path.read_text().splitlines()
                     if line.strip() and json.loads(line).get("step", 0) <= resume_step]
         self.path.write_text("".join(line + "\n" for line in kept))
-        from torch.utils.tensorboard import SummaryWriter
-
+        try:
+            from torch.utils.tensorboard import SummaryWriter
+        except ImportError:  # TensorBoard is the [tracking] extra; metrics.jsonl is written either way
+            log.info("TensorBoard is not installed (pip install 'domainbert[tracking]'): metrics.jsonl only")
+            return
         purge = resume_step + 1 if resume_step is not None else None
         self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"), purge_step=purge)
 
@@ -158,7 +162,7 @@ class MetricsLog:
         with self.path.open("a") as f:
             f.write(json.dumps(record, sort_keys=True) + "\n")
         for key, value in record.items():
-            if key != "step" and isinstance(value, (int, float)) and value is not None:
+            if self.writer and key != "step" and isinstance(value, (int, float)) and value is not None:
                 self.writer.add_scalar(f"{record.get('kind', 'train')}/{key}", value, record["step"])
 
     def close(self) -> None:
