@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import math
 import random
 import re
 import shutil
@@ -184,3 +185,36 @@ def test_report_uses_only_current_results_and_lists_the_rest(tmp_path, tiny_bert
     md = (layout.report / "report.md").read_text()
     assert "left out as stale (made with another config or input): base/cls/seed-1, base/cls/seed-2" in md
     assert "| base |" not in md.split("## Headline")[1].split("## This run")[0]
+
+
+def test_bf16_autocast_trains_and_device_is_a_speed_setting(tmp_path, tiny_bert, tasks_dir):
+    from domainbert.finetune.stage import Job, run_record
+
+    fp32 = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=1", "finetune.precision=fp32")
+    bf16 = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=1", "finetune.precision=bf16")
+    layout = RunLayout(tmp_path / "run")
+    a = finetune_one(fp32, layout, "fp32", str(tiny_bert), "ner", 1)
+    b = finetune_one(bf16, layout, "bf16", str(tiny_bert), "ner", 1)
+    assert b["history"] and all(math.isfinite(h["loss"]) for h in b["history"])
+    assert a["history"][0]["loss"] != b["history"][0]["loss"]  # autocast really ran in bf16
+    assert abs(a["history"][0]["loss"] - b["history"][0]["loss"]) < 0.05 * a["history"][0]["loss"]
+    job = Job("base", str(tiny_bert), "ner", 1, "finetune")
+    on_cpu = make_cfg(tiny_bert, tasks_dir, "finetune.device=cpu")
+    assert run_record(on_cpu, job)[2] == run_record(make_cfg(tiny_bert, tasks_dir), job)[2]  # device: speed only
+    assert run_record(bf16, job)[2] != run_record(fp32, job)[2]  # precision changes the numbers
+
+
+def test_a_gpu_that_is_not_there_or_fp16_on_cpu_is_one_clear_error(tmp_path, tiny_bert, tasks_dir):
+    import torch
+
+    from domainbert.errors import ModelError
+    from domainbert.finetune.trainer import resolve_device
+
+    assert resolve_device("auto", "auto") == ((torch.device("cuda"), torch.bfloat16) if torch.cuda.is_available()
+                                              and torch.cuda.is_bf16_supported() else (torch.device("cpu"), None))
+    if not torch.cuda.is_available():
+        cfg = make_cfg(tiny_bert, tasks_dir, "finetune.device=cuda", "finetune.epochs=1")
+        with pytest.raises(ModelError, match="no CUDA device"):
+            finetune_one(cfg, RunLayout(tmp_path / "run"), "base", str(tiny_bert), "ner", 1)
+        with pytest.raises(ModelError, match="fp16 needs a CUDA device"):
+            resolve_device("cpu", "fp16")

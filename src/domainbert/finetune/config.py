@@ -75,6 +75,12 @@ class FinetuneConfig(StrictModel):
         "1 for runs that diverge. None: no retry.")
     length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
                                                           "this many batches (as transformers' group_by_length).")
+    device: str = Field("auto", description="Where fine-tuning runs: 'auto' (the first CUDA GPU when there is one, "
+                                            "else the CPU), 'cpu', 'cuda' or 'cuda:N'. A speed setting: not part of a "
+                                            "result's fingerprint.")
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto", description="Mixed precision by autocast: 'auto' is bf16 on a GPU that supports it and fp32 "
+                            "otherwise (the CPU default); fp16 uses a gradient scaler (GPU only).")
 
 
 class CompareConfig(StrictModel):

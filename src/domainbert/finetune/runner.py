@@ -19,7 +19,7 @@ from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.tasks import TaskData
-from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
+from domainbert.finetune.trainer import TrainSettings, fit, predict_logits, resolve_device
 from domainbert.models import load_tokenizer, resolve_model_ref
 
 logger = logging.getLogger(__name__)
@@ -106,8 +106,8 @@ def score(data: TaskData, gold: list[Any], pred: list[Any]) -> dict[str, Any]:
 
 
 def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any]], batch_size: int,
-            pad_id: int) -> list[Any]:
-    logits = predict_logits(model, features, batch_size, pad_id)
+            pad_id: int, dtype: Any = None) -> list[Any]:
+    logits = predict_logits(model, features, batch_size, pad_id, dtype)
     if data.config.type == "ner":
         return decode_ner(logits, features, data.splits[split], data.label_list)
     pred = decode_classification(np.stack(logits), data.label_list, data.config.multi_label)
@@ -150,13 +150,16 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
 
     val_preds: list[list[Any]] = []  # every evaluation's predictions: the kept weights' are reused below
 
+    _, dtype = resolve_device(settings.device, settings.precision)  # fit places the model
+
     def evaluate() -> dict[str, Any]:
-        val_preds.append(predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id))
+        val_preds.append(predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id,
+                                 dtype))
         return score(data, val_gold, val_preds[-1])
 
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
     gold = gold_of(data, "test")
-    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id)
+    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id, dtype)
     # The kept weights are those of the best evaluation, so its validation predictions are theirs.
     steps = [entry["step"] for entry in out["history"]]
     val_pred = val_preds[steps.index(out["best_step"])]

@@ -119,7 +119,8 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
                          eval_batch_size=ft.eval_batch_size, warmup_ratio=ft.warmup_ratio,
                          weight_decay=ft.weight_decay, max_grad_norm=ft.max_grad_norm,
                          patience=ft.early_stopping_patience, evals_per_epoch=ft.evals_per_epoch,
-                         length_group_size=ft.length_group_size, seed=seed, frozen=mode == "frozen")
+                         length_group_size=ft.length_group_size, seed=seed, frozen=mode == "frozen",
+                         device=ft.device, precision=ft.precision)
 
 
 @tagged("{model_name}/{task_name}/seed-{seed}")  # log lines of parallel runs told apart
@@ -190,7 +191,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
         run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
     else:
         run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
-                                                                         "torch_threads", "eval_batch_size"}),
+                                                                         "torch_threads", "eval_batch_size",
+                                                                         "device"}),
                    "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
                    "seed": job.seed, "mode": job.mode}
         inputs["model"] = _model_input_hash(job.model_ref)

@@ -16,7 +16,12 @@ the data order. What it does:
   primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
   without improvement. The test split is never seen here.
 
-It leaves out mixed precision, gradient accumulation and multi-device training (fine-tuning runs are small).
+- Device and precision: ``resolve_device`` picks the GPU when there is one (``finetune.device: auto``) and the
+  loop runs the forward pass under ``torch.autocast`` in bf16 or fp16 (``finetune.precision``; fp16 with a
+  gradient scaler). On the CPU in fp32 (the offline default and the tested path) nothing changes.
+
+It leaves out gradient accumulation and multi-device training (one process per run; parallel runs are
+separate processes, ``domainbert run --workers``).
 """
 
 from __future__ import annotations
@@ -52,6 +57,30 @@ class TrainSettings:
     length_group_size: int = 50
     seed: int = 1
     frozen: bool = False
+    device: str = "cpu"
+    precision: str = "fp32"
+
+
+def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dtype | None]:
+    """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``.
+
+    Raises:
+        ModelError: a CUDA device was asked for on a machine without one, or fp16 on the CPU.
+    """
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"finetune.device is {device!r} but torch sees no CUDA device (use 'auto' or 'cpu')")
+    if precision == "auto":
+        precision = "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp16" and dev.type != "cuda":
+        raise ModelError("finetune.precision fp16 needs a CUDA device (use bf16 or fp32 on the CPU)")
+    return dev, {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def _to(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, torch.Tensor]:
+    return batch if dev.type == "cpu" else {k: v.to(dev, non_blocking=True) for k, v in batch.items()}
 
 
 def length_grouped_batches(lengths: list[int], batch_size: int, group_size: int,
@@ -86,19 +115,22 @@ def collate(features: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tens
 
 @torch.no_grad()
 def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch_size: int,
-                   pad_id: int) -> list[np.ndarray]:
-    """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order.
+                   pad_id: int, dtype: torch.dtype | None = None) -> list[np.ndarray]:
+    """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order, on
+    the model's device under autocast to ``dtype`` (None: fp32).
 
     Examples are batched by length (sorted) so that padding is small; the order of the output is restored.
     """
     model.eval()
+    dev = next(model.parameters()).device
     order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
     out: list[np.ndarray | None] = [None] * len(features)
     for start in range(0, len(order), batch_size):
         idx = order[start:start + batch_size]
         batch = collate([features[i] for i in idx], pad_id)
         batch.pop("labels")
-        logits = model(**batch).logits.float().numpy()
+        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+            logits = model(**_to(batch, dev)).logits.float().cpu().numpy()
         for row, i in zip(logits, idx, strict=True):
             out[i] = row[: len(features[i]["input_ids"])] if row.ndim == 2 else row
     return out  # type: ignore[return-value]
@@ -138,6 +170,9 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
         excluded), ``loss_start``/``loss_end`` (mean training loss of the first and last tenth of the steps),
         ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
     """
+    dev, dtype = resolve_device(s.device, s.precision)
+    model.to(dev)
+    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
     if s.frozen:
         for p in model.base_model.parameters():
             p.requires_grad_(False)
@@ -169,14 +204,23 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
             model.train()
             if s.frozen:
                 model.base_model.eval()
-            batch = collate([train[i] for i in batch_idx], pad_id)
-            loss = model(**batch).loss
+            batch = _to(collate([train[i] for i in batch_idx], pad_id), dev)
+            with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+                loss = model(**batch).loss
             if not torch.isfinite(loss):
                 raise ModelError(f"fine-tuning loss is {loss.item()} at step {step + 1}: the model's weights are "
                                  "damaged or the learning rate is too high; no result was written")
-            loss.backward()
+            if scaler is not None:
+                scaler.scale(loss).backward()
+                scaler.unscale_(opt)
+            else:
+                loss.backward()
             torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
-            opt.step()
+            if scaler is not None:
+                scaler.step(opt)
+                scaler.update()
+            else:
+                opt.step()
             sched.step()
             opt.zero_grad(set_to_none=True)
             train_seconds += time.perf_counter() - t0
