@@ -106,3 +106,20 @@ def test_bad_newest_checkpoint_falls_back_to_the_previous_one(base_model, layout
     assert summary["resumed_from"] == [2]
     assert "sha256 mismatch" in caplog.text and "refused to load" in caplog.text
     assert not marker.exists()
+
+
+def test_every_kept_checkpoint_loads_with_from_pretrained(base_model, layout):
+    from transformers import AutoModelForMaskedLM, AutoTokenizer
+
+    cfg = make_cfg(base_model, "pretrain.checkpoint_every=2", "pretrain.keep_checkpoints=2")
+    pretrain_arm(cfg, "continued", layout)
+    kept = ckpt.list_checkpoints(layout.pretrain("continued") / "checkpoints")
+    assert [s for s, _ in kept] == [4, 6]
+    for _, folder in kept:
+        model, info = AutoModelForMaskedLM.from_pretrained(str(folder), output_loading_info=True)
+        assert not info["missing_keys"] and not info["unexpected_keys"], info
+        saved = load_file(str(folder / "model.safetensors"))
+        emb = next(k for k in saved if k.endswith("word_embeddings.weight"))
+        torch.testing.assert_close(model.state_dict()[emb], saved[emb])
+        tok = AutoTokenizer.from_pretrained(str(folder))
+        assert tok("a kernel")["input_ids"][0] == tok.cls_token_id and len(tok) == model.config.vocab_size

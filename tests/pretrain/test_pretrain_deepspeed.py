@@ -57,6 +57,13 @@ def test_zero3_checkpoint_consolidates_and_resumes(base_model, layout):
     assert step == 2 and sorted(p.name for p in (folder / "ds").iterdir())[0].startswith("zero_pp_rank_0")
     consolidated = consolidate_zero_checkpoint(folder)
     assert consolidated["bert.encoder.layer.1.output.dense.weight"].shape == (128, 256)
+    # The kept ZeRO-3 checkpoint also loads with from_pretrained: its gathered weights are the consolidated ones.
+    from transformers import AutoModelForMaskedLM
+
+    hf, info = AutoModelForMaskedLM.from_pretrained(str(folder), output_loading_info=True)
+    assert not info["missing_keys"] and not info["unexpected_keys"]
+    torch.testing.assert_close(hf.state_dict()["bert.encoder.layer.1.output.dense.weight"],
+                               consolidated["bert.encoder.layer.1.output.dense.weight"])
 
     # Lose the result, keep the checkpoint: the rerun resumes at step 2 and ends where the first run did.
     shutil.rmtree(layout.pretrained_model("continued"))

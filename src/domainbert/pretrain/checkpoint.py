@@ -1,5 +1,7 @@
 """Resumable checkpoints: ``checkpoints/step-<N>/`` with the engine state (weights as safetensors, optimizer,
-scheduler; or DeepSpeed's per-rank shards), each rank's RNG states, and ``trainer_state.json`` (step, tokens,
+scheduler; or DeepSpeed's per-rank shards), the model's config, tokenizer and (for DeepSpeed, gathered)
+Hugging Face weights so that every kept checkpoint loads with ``from_pretrained``, each rank's RNG states,
+and ``trainer_state.json`` (step, tokens,
 loss curve, step-0 evaluations, data position) written LAST by rank 0: a folder without it is incomplete
 (the process was killed while saving) and is ignored and removed. The newest complete ``keep`` checkpoints
 are kept. ``trainer_state.json`` also lists the size and sha256 of every file of the checkpoint; a checkpoint
@@ -100,8 +102,12 @@ def latest_checkpoint(root: Path) -> Path | None:
 
 
 def save_checkpoint(root: Path, step: int, engine, trainer_state: dict[str, Any], *, rank: int = 0,
-                    barrier=None) -> Path:
-    """Write checkpoint ``step`` (every rank calls this) and prune old ones (rank 0)."""
+                    barrier=None, hf_view=None) -> Path:
+    """Write checkpoint ``step`` (every rank calls this) and prune old ones (rank 0).
+
+    ``hf_view(folder)``, called on every rank after the engine's files, writes what makes the folder load with
+    ``from_pretrained`` (config, tokenizer and, for DeepSpeed, the gathered weights; rank 0 writes).
+    """
     folder = root / f"step-{step}"
     if rank == 0 and folder.exists():
         shutil.rmtree(folder)  # an incomplete leftover of a killed run
@@ -109,6 +115,8 @@ def save_checkpoint(root: Path, step: int, engine, trainer_state: dict[str, Any]
         barrier()
     folder.mkdir(parents=True, exist_ok=True)
     engine.save(folder)
+    if hf_view is not None:
+        hf_view(folder)
     torch.save(rng_state(), folder / f"rng-rank{rank}.pt")
     if barrier:
         barrier()

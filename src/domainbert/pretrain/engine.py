@@ -108,7 +108,9 @@ class TorchEngine:
         if dist.is_available() and dist.is_initialized() and dist.get_rank() != 0:
             return  # DDP replicas are identical: rank 0 writes, every rank reads
         folder.mkdir(parents=True, exist_ok=True)
-        save_model(self.module, str(folder / "model.safetensors"))  # handles tied weights
+        # The Hugging Face model's own key names (handles tied weights): the checkpoint folder, with the config
+        # and tokenizer the trainer writes beside it, loads with from_pretrained.
+        save_model(self.hf_model(), str(folder / "model.safetensors"))
         torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
                     "micro_steps": self.micro_steps,
                     "scaler": self.scaler.state_dict() if self.scaler else None}, folder / "optimizer.pt")
@@ -126,7 +128,11 @@ class TorchEngine:
         except (SafetensorError, OSError) as exc:
             raise CheckpointError(f"cannot read (truncated or corrupt): {exc}", file=weights_path) from None
         state = safe_torch_load(folder / "optimizer.pt")
-        load_model(self.module, str(weights_path))  # handles the tied weights save_model wrote once
+        try:
+            load_model(self.hf_model(), str(weights_path))  # handles the tied weights save_model wrote once
+        except RuntimeError as exc:
+            raise CheckpointError(f"weights do not fit the model: {str(exc).splitlines()[0]}",
+                                  file=weights_path) from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.micro_steps = state["micro_steps"]
@@ -135,6 +141,13 @@ class TorchEngine:
 
     def export_state_dict(self) -> dict[str, torch.Tensor]:
         return {k: v.detach().cpu() for k, v in self.module.state_dict().items()}
+
+    def hf_model(self) -> nn.Module:
+        """The Hugging Face model inside the objective (under a DDP wrapper when there is one)."""
+        module = self.module
+        while not hasattr(module, "head_attr") and hasattr(module, "module"):
+            module = module.module
+        return module.model
 
 
 class DeepSpeedEngine:

@@ -170,6 +170,30 @@ class MetricsLog:
             self.writer.close()
 
 
+def loadable_view(engine, tokenizer, rank: int):
+    """``save_checkpoint``'s ``hf_view``: config and tokenizer beside the weights (the torch engine saves them
+    under the model's own key names); DeepSpeed's shards are gathered into a ``model.safetensors``."""
+    from domainbert.pretrain.engine import TorchEngine
+    from domainbert.pretrain.outputs import strip_wrappers
+    from domainbert.vocab.train import make_portable
+
+    def write(folder: Path) -> None:
+        # Every rank takes part in DeepSpeed's gather (ZeRO-3 partitions); rank 0 writes.
+        weights = None if isinstance(engine, TorchEngine) else strip_wrappers(engine.export_state_dict())
+        if rank != 0:
+            return
+        objective_of(engine).model.config.save_pretrained(folder)
+        if weights is not None:
+            from safetensors.torch import save_file
+
+            save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / "model.safetensors"),
+                      metadata={"format": "pt"})
+        tokenizer.save_pretrained(folder)
+        make_portable(Path(folder))
+
+    return write
+
+
 def objective_of(engine) -> MLMObjective:
     """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
     module = engine.module
@@ -243,6 +267,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
     objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision),
                              nsp=pcfg.next_sentence_prediction)
     engine = build_engine(objective, pcfg, plan.total_steps, world)
+    hf_view = loadable_view(engine, tokenizer, rank)
     spec = masking_spec(pcfg, tokenizer)
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
@@ -343,7 +368,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
             time.sleep(throttle_s)
         if state["step"] % pcfg.checkpoint_every == 0 and state["step"] < plan.total_steps:
             ckpt.save_checkpoint(ckpt_root, state["step"], engine, {**state, "data": stream.state_dict()},
-                                 rank=rank, barrier=_barrier)
+                                 rank=rank, barrier=_barrier, hf_view=hf_view)
             if rank == 0:
                 ckpt.prune_checkpoints(ckpt_root, pcfg.keep_checkpoints)
             window_start = time.perf_counter()  # saving time is not training time
@@ -351,7 +376,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
             # SIGTERM/SIGUSR1: checkpoint this step (unless just saved) and stop; a rerun resumes here.
             if state["step"] % pcfg.checkpoint_every:
                 ckpt.save_checkpoint(ckpt_root, state["step"], engine, {**state, "data": stream.state_dict()},
-                                     rank=rank, barrier=_barrier)
+                                     rank=rank, barrier=_barrier, hf_view=hf_view)
                 if rank == 0:
                     ckpt.prune_checkpoints(ckpt_root, pcfg.keep_checkpoints)
             metrics.close()
