@@ -84,10 +84,11 @@ def _seconds_per_token(model_ref: str, seq_len: int, batch: int, steps: int = 2)
     from transformers import AutoConfig, AutoModelForMaskedLM
 
     from domainbert.models import resolve_model_ref
+    from domainbert.optim import adamw, param_groups
 
     config = AutoConfig.from_pretrained(resolve_model_ref(model_ref))
     model = AutoModelForMaskedLM.from_config(config)
-    opt = torch.optim.AdamW(model.parameters(), lr=1e-5)
+    opt = adamw(param_groups(model, 0.01), lr=1e-5)  # the step the stages take
     ids = torch.randint(5, config.vocab_size, (batch, seq_len))
     times = []
     for _ in range(steps + 1):  # the first step warms up allocations

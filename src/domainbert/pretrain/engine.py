@@ -18,26 +18,9 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from domainbert.optim import adamw, linear_warmup_decay, param_groups
+
 log = logging.getLogger(__name__)
-
-
-def linear_schedule(warmup_steps: int, total_steps: int):
-    """LambdaLR factor: 0 -> 1 over warmup, then linearly to 0 at ``total_steps``."""
-    def factor(step: int) -> float:
-        if warmup_steps > 0 and step < warmup_steps:
-            return (step + 1) / warmup_steps
-        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
-    return factor
-
-
-def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
-    """No weight decay on biases and LayerNorm weights (BERT's recipe)."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        if not p.requires_grad:
-            continue
-        (no_decay if p.ndim < 2 or "LayerNorm" in name or "norm" in name.lower() else decay).append(p)
-    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
 class Engine(Protocol):
@@ -66,11 +49,10 @@ class TorchEngine:
         self.module = module
         self.accum = pcfg.grad_accum
         self.max_grad_norm = pcfg.max_grad_norm
-        # The fused kernel (CPU and CUDA) is several times faster than the per-tensor loop; the HF Trainer uses it too.
-        self.optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
-                                           betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps, fused=True)
+        self.optimizer = adamw(param_groups(module, pcfg.weight_decay), lr=pcfg.lr, betas=tuple(pcfg.adam_betas),
+                               eps=pcfg.adam_eps)
         warmup = int(pcfg.warmup_ratio * total_steps)
-        self.scheduler = torch.optim.lr_scheduler.LambdaLR(self.optimizer, linear_schedule(warmup, total_steps))
+        self.scheduler = linear_warmup_decay(self.optimizer, warmup, total_steps)
         self.micro_steps = 0
         self.scaler = torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
 
@@ -175,7 +157,7 @@ class DeepSpeedEngine:
             optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
                                           betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps)
         warmup = int(pcfg.warmup_ratio * total_steps)
-        scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup, total_steps))
+        scheduler = linear_warmup_decay(optimizer, warmup, total_steps)
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
         self.module = self.engine.module

@@ -1,0 +1,48 @@
+"""The one optimizer and learning-rate schedule set-up of pretraining and fine-tuning.
+
+AdamW without weight decay on biases and normalisation weights (BERT's recipe), the fused kernel where torch
+has one for the parameters' device, and a linear warmup then linear decay to zero (BERT, RoBERTa and
+transformers' ``get_linear_schedule_with_warmup``, as a ``LambdaLR`` factor so its state is a plain dict).
+DeepSpeed's CPU Adam takes the same parameter groups (``pretrain/engine.py``). This module trains nothing.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import torch
+from torch import nn
+
+
+def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
+    """Trainable parameters in two groups: decayed, and biases and normalisation weights (no decay)."""
+    decay, no_decay = [], []
+    for name, p in model.named_parameters():
+        if not p.requires_grad:
+            continue
+        (no_decay if p.ndim < 2 or "norm" in name.lower() else decay).append(p)
+    return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
+
+
+def linear_schedule(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
+    """``LambdaLR`` factor: 0 -> 1 over ``warmup_steps``, then linearly to 0 at ``total_steps``."""
+    def factor(step: int) -> float:
+        if warmup_steps > 0 and step < warmup_steps:
+            return (step + 1) / warmup_steps
+        return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+    return factor
+
+
+def adamw(groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999),
+          eps: float = 1e-8) -> torch.optim.Optimizer:
+    """AdamW with the fused kernel (CPU and CUDA), or the default one where torch has no fused kernel."""
+    try:
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True)
+    except (RuntimeError, TypeError, ValueError):
+        return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
+
+
+def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
+                        total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup_steps, total_steps))
