@@ -24,7 +24,6 @@ from __future__ import annotations
 import csv
 import gzip
 import hashlib
-import json
 import random
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -35,6 +34,7 @@ from typing import IO, Any
 from domainbert.errors import DataError
 from domainbert.finetune.config import TaskConfig
 from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
+from domainbert.jsonl import iter_records
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
@@ -172,19 +172,7 @@ def _cls_example(row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, 
 
 
 def read_jsonl(path: Path, cfg: TaskConfig) -> list[ClsExample]:
-    out = []
-    with _open_text(path) as f:
-        for lineno, raw in enumerate(f, 1):
-            if not raw.strip():
-                continue
-            try:
-                row = json.loads(raw)
-            except json.JSONDecodeError as exc:
-                raise DataError(f"invalid JSON ({exc.msg})", file=path, line=lineno) from None
-            if not isinstance(row, dict):
-                raise DataError("a JSONL record must be an object", file=path, line=lineno)
-            out.append(_cls_example(row, cfg, None, path, lineno))
-    return out
+    return [_cls_example(row, cfg, None, path, lineno) for lineno, row in iter_records(path)]
 
 
 def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:

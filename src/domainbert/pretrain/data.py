@@ -14,10 +14,9 @@ This module does not mask; ``masking.py`` does.
 from __future__ import annotations
 
 import glob
-import gzip
-import json
 from collections.abc import Iterable
 from dataclasses import dataclass, field
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
@@ -28,6 +27,7 @@ import torch
 
 from domainbert.corpus import store
 from domainbert.errors import DataError
+from domainbert.jsonl import iter_texts
 
 BLOCK_DOCS = 64  # documents tokenized per call: large enough for the fast tokenizer's batching, small state
 
@@ -235,21 +235,10 @@ def pack_texts(tokenizer, texts: Iterable[str], length: int, max_sequences: int 
 
 def read_jsonl_texts(patterns: list[str], limit: int) -> list[str]:
     """The ``text`` fields of the first ``limit`` records of JSONL(.gz) files matching ``patterns``."""
-    texts: list[str] = []
+    paths = []
     for pattern in patterns:
-        paths = sorted(glob.glob(pattern))
-        if not paths:
+        matched = sorted(glob.glob(pattern))
+        if not matched:
             raise DataError("general evaluation corpus not found", file=pattern, field="pretrain.general_eval_corpus")
-        for path in paths:
-            opener = gzip.open if path.endswith(".gz") else open
-            with opener(path, "rt", encoding="utf-8") as f:
-                for line_no, line in enumerate(f, 1):
-                    if not line.strip():
-                        continue
-                    try:
-                        texts.append(json.loads(line)["text"])
-                    except (json.JSONDecodeError, KeyError, TypeError):
-                        raise DataError("expected a JSON object with a 'text' field", file=path, line=line_no) from None
-                    if len(texts) >= limit:
-                        return texts
-    return texts
+        paths += matched
+    return list(islice(iter_texts(paths), limit))

@@ -25,6 +25,7 @@ from domainbert.artifact_types import (
 )
 from domainbert.artifacts import file_hash
 from domainbert.errors import DataError
+from domainbert.jsonl import read_records
 from domainbert.paths import RunLayout
 
 log = logging.getLogger(__name__)
@@ -39,22 +40,6 @@ def read_json(path: Path) -> Any | None:
         return json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise DataError(f"not valid JSON ({exc.msg})", file=path, line=exc.lineno) from None
-
-
-def read_jsonl(path: Path) -> list[dict[str, Any]]:
-    """The records of a JSON-lines file (empty when it does not exist); blank lines are skipped."""
-    if not path.is_file():
-        return []
-    records = []
-    with open(path, encoding="utf-8") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                records.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise DataError(f"not valid JSON ({exc.msg})", file=path, line=lineno) from None
-    return records
 
 
 @dataclass
@@ -129,7 +114,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         arts.pretrain[arm] = summary
         _note(arts, summary_path)
         metrics_path = layout.pretrain(arm) / "metrics.jsonl"
-        arts.metrics[arm] = read_jsonl(metrics_path)
+        arts.metrics[arm] = read_records(metrics_path)
         _note(arts, metrics_path)
 
     for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 import glob
 import gzip
-import json
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
 from domainbert.errors import DataError
+from domainbert.jsonl import iter_texts
 
 
 def control_files(patterns: list[str]) -> list[Path]:
@@ -33,22 +33,11 @@ def control_files(patterns: list[str]) -> list[Path]:
 def iter_control_texts(files: list[Path]) -> Iterator[str]:
     """Stream the documents of the control files."""
     for path in files:
-        opener = gzip.open if path.suffix == ".gz" else open
-        is_jsonl = ".jsonl" in path.name or ".json" in path.name
-        with opener(path, "rt", encoding="utf-8") as f:
-            for lineno, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                if not is_jsonl:
-                    yield line.rstrip("\n")
-                    continue
-                try:
-                    text = json.loads(line)["text"]
-                except (json.JSONDecodeError, KeyError, TypeError):
-                    raise DataError("control corpus: not a JSON object with a 'text' field", file=path,
-                                    line=lineno) from None
-                if text:
-                    yield text
+        if ".jsonl" in path.name or ".json" in path.name:
+            yield from (text for text in iter_texts([path]) if text)
+            continue
+        with gzip.open(path, "rt", encoding="utf-8") if path.suffix == ".gz" else open(path, encoding="utf-8") as f:
+            yield from (line.rstrip("\n") for line in f if line.strip())
 
 
 def count_words(texts: Iterable[str]) -> tuple[int, int]:
