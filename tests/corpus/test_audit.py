@@ -101,7 +101,7 @@ def test_allowed_leak_is_built_and_shown_in_red(tmp_path, small_domain):
     assert audit["verbatim"] == 1 and audit["by_task_split"]["defs/test"]["examples"][0]["document"] == "doc30"
     assert audit["by_task_split"]["defs/validation"]["verbatim"] == 0
     html = (layout.corpus / "report.html").read_text()
-    assert "<td style='color:#c00;font-weight:bold'>1</td>" in html and "allowed by" in html
+    assert '<td class="alert">1</td>' in html and "allowed by" in html
     assert "Kernel: the core of an operating system. See Process." in (layout.corpus / "report.md").read_text()
 
 
@@ -113,5 +113,5 @@ def test_unreachable_hub_task_is_a_warning_in_the_report(tmp_path, small_domain)
     assert set(m["audit"]["not_checked"]) == {"remote/validation", "remote/test"}
     assert set(m["audit"]["by_task_split"]) == {"defs/validation", "defs/test"}
     html = (tmp_path / "run" / "corpus" / "report.html").read_text()
-    assert "<td style='color:#c00;font-weight:bold'>not checked: hub dataset not read" in html
+    assert '<td class="alert">not checked: hub dataset not read' in html
     assert "Not checked: remote/test, remote/validation." in html

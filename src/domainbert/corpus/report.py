@@ -2,20 +2,20 @@
 
 Tables of documents, words, bytes and estimated tokens per split and per source, drops per filter and
 reason, duplicates, decontamination per task/split, the leakage audit (counts per task/split, examples, what was
-not checked; leaks and gaps in red in the HTML) and malformed lines; a histogram of document lengths in
+not checked; leaks and gaps in red in the HTML) and skipped input lines; a histogram of document lengths in
 words (log-spaced bins). Rendering only: every number comes from the manifest built in ``build``; the
 sample of dropped documents per filter is shaped by ``drop_samples``.
 """
 
 from __future__ import annotations
 
-import html
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from domainbert.corpus import drop_samples
+from domainbert.report.document import Alert, Document, Figure, Section, Table, to_html, to_markdown
 
 
 def length_summary(lengths: np.ndarray) -> dict[str, Any]:
@@ -52,25 +52,21 @@ def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     return tables
 
 
-class Red(str):
-    """A cell the HTML report shows in red: a leak the domain allowed, or a split the audit could not check."""
-
-
 def _audit_tables(audit: dict[str, Any] | None) -> list[tuple[str, list[str], list[list[Any]]]]:
     """The leakage audit per task/split (verbatim counts in red when non-zero), its examples, and what was
     not checked."""
     if not audit:
         return []
     if not audit["enabled"]:
-        return [("Leakage audit", ["audit"], [[Red("switched off (corpus.decontamination.audit: false)")]])]
+        return [("Leakage audit", ["audit"], [[Alert("switched off (corpus.decontamination.audit: false)")]])]
     rows, examples = [], []
     for owner, c in sorted(audit["by_task_split"].items()):
-        rows.append([owner, c["texts"], c["whole_document_texts"], Red(f"{c['verbatim']:,}") if c["verbatim"]
+        rows.append([owner, c["texts"], c["whole_document_texts"], Alert(f"{c['verbatim']:,}") if c["verbatim"]
                      else 0, c["ngram_texts"], c["texts_with_ngram_hits"], f"{c['ngrams_found']:,} / {c['ngrams']:,}",
                      c["source"]])
         examples += [[owner, kind, e["document"], e["text"]] for kind, key in (("verbatim", "examples"),
                      (f"{audit['ngram']}-gram", "ngram_examples")) for e in c[key]]
-    rows += [[owner, Red(f"not checked: {why}"), "-", "-", "-", "-", "-", "-"]
+    rows += [[owner, Alert(f"not checked: {why}"), "-", "-", "-", "-", "-", "-"]
              for owner, why in sorted(audit["not_checked"].items())]
     header = ["task/split", "eval texts", f"under {audit['min_words']} words (whole documents only)", "verbatim",
               f"texts of {audit['ngram']}+ words", "with an n-gram in the corpus", "n-grams found", "read from"]
@@ -79,15 +75,9 @@ def _audit_tables(audit: dict[str, Any] | None) -> list[tuple[str, list[str], li
             ("Leakage audit examples", ["task/split", "found", "document", "evaluation text"], examples)]
 
 
-def _md_table(header: list[str], rows: list[list[Any]]) -> str:
-    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
-    lines += ["| " + " | ".join(_fmt(v) for v in row) + " |" for row in rows]
-    return "\n".join(lines)
-
-
-def _fmt(v: Any) -> str:
-    if isinstance(v, Red):
-        return f"**{v}**"
+def _cell(v: Any) -> str:
+    if isinstance(v, Alert):
+        return v
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)
 
 
@@ -135,34 +125,16 @@ def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     fig.savefig(path, dpi=100, metadata={"Software": None})
 
 
-def _html_cell(v: Any) -> str:
-    if isinstance(v, Red):
-        return f"<td style='color:#c00;font-weight:bold'>{html.escape(str(v))}</td>"
-    return f"<td>{html.escape(_fmt(v))}</td>"
-
-
 def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) -> None:
-    """Write ``report.md``, ``report.html`` and ``length_histogram.png`` into ``out_dir``."""
+    """Write ``report.md``, ``report.html`` (``report.document``, the renderer of every stage report) and
+    ``length_histogram.png`` into ``out_dir``."""
     plot_lengths(lengths, out_dir / "length_histogram.png")
-    title = f"Corpus report: {manifest['domain']} ({manifest['profile']})"
-    tables = _tables(manifest)
-    md = [f"# {title}", "", _summary(manifest), "", "![document lengths](length_histogram.png)", ""]
-    for name, header, rows in tables:
-        md += [f"## {name}", "", _md_table(header, rows) if rows else "(none)", ""]
-    md += [f"Content hash of the shards: `{manifest['content_hash']}`", ""]
-    (out_dir / "report.md").write_text("\n".join(md))
-    parts = [f"<!doctype html><html><head><meta charset='utf-8'><title>{html.escape(title)}</title>",
-             "<style>body{font-family:sans-serif;max-width:960px;margin:2em auto}table{border-collapse:collapse}"
-             "td,th{border:1px solid #ccc;padding:4px 8px;text-align:right}th{background:#eee}</style></head><body>",
-             f"<h1>{html.escape(title)}</h1><p>{html.escape(_summary(manifest))}</p>",
-             "<img src='length_histogram.png' alt='document lengths'>"]
-    for name, header, rows in tables:
-        parts.append(f"<h2>{html.escape(name)}</h2>")
-        if not rows:
-            parts.append("<p>(none)</p>")
-            continue
-        parts.append("<table><tr>" + "".join(f"<th>{html.escape(h)}</th>" for h in header) + "</tr>")
-        parts += ["<tr>" + "".join(_html_cell(v) for v in row) + "</tr>" for row in rows]
-        parts.append("</table>")
-    parts.append(f"<p>Content hash of the shards: <code>{manifest['content_hash']}</code></p></body></html>")
-    (out_dir / "report.html").write_text("\n".join(parts))
+    summary = Section("Summary").add(_summary(manifest), Figure("length_histogram.png", "Document lengths in words"))
+    sections = [summary]
+    for name, header, rows in _tables(manifest):
+        section = Section(name)
+        sections.append(section.add(Table(header, [[_cell(v) for v in row] for row in rows]) if rows else "(none)"))
+    doc = Document(f"Corpus report: {manifest['domain']} ({manifest['profile']})", sections,
+                   footer=f"Content hash of the shards: {manifest['content_hash']}")
+    (out_dir / "report.md").write_text(to_markdown(doc))
+    (out_dir / "report.html").write_text(to_html(doc, out_dir))

@@ -6,7 +6,8 @@ stylesheet is inline, so the page opens offline, can be mailed or attached to a 
 links the same PNG files, which sit beside it in the report folder. This module knows nothing about
 domainbert's artifacts; it leaves content to ``sections.py`` and layout beyond headings, paragraphs,
 bullet lists, tables and images to the reader's browser. A table cell that starts with ``**text**`` is bold
-in both outputs.
+in both outputs; a cell that is an ``Alert`` (a leak, a gap) is red and bold in the HTML and bold in the
+Markdown. Every stage report (corpus, vocabulary, comparison) is rendered by this module.
 """
 
 from __future__ import annotations
@@ -15,6 +16,10 @@ import base64
 import html
 from dataclasses import dataclass, field
 from pathlib import Path
+
+
+class Alert(str):
+    """A table cell to show in red: something a reader must not miss (a leak allowed, a split not checked)."""
 
 
 @dataclass
@@ -35,14 +40,25 @@ class Figure:
 
 
 @dataclass
+class Code:
+    """Preformatted text (a method description), shown as it is."""
+
+    text: str
+
+
+Block = str | list[str] | Table | Figure | Code
+
+
+@dataclass
 class Section:
-    """A heading followed by blocks in order: paragraphs (str), bullet lists (list[str]), tables, figures."""
+    """A heading followed by blocks in order: paragraphs (str), bullet lists (list[str]), tables, figures,
+    preformatted text."""
 
     title: str
-    blocks: list[str | list[str] | Table | Figure] = field(default_factory=list)
+    blocks: list[Block] = field(default_factory=list)
     level: int = 2
 
-    def add(self, *blocks: str | list[str] | Table | Figure) -> Section:
+    def add(self, *blocks: Block) -> Section:
         self.blocks.extend(blocks)
         return self
 
@@ -56,7 +72,8 @@ class Document:
 
 def _md_cell(text: str) -> str:
     # A pipe inside a cell would end it; newlines would end the row.
-    return text.replace("|", "\\|").replace("\n", " ")
+    clean = text.replace("|", "\\|").replace("\n", " ")
+    return f"**{clean}**" if isinstance(text, Alert) else clean
 
 
 def to_markdown(doc: Document) -> str:
@@ -78,6 +95,8 @@ def to_markdown(doc: Document) -> str:
                 out.append("")
             elif isinstance(block, Figure):
                 out += [f"![{block.caption}]({block.filename})", "", f"*{block.caption}*", ""]
+            elif isinstance(block, Code):
+                out += ["```", block.text, "```", ""]
     if doc.footer:
         out += ["---", "", doc.footer, ""]
     return "\n".join(out)
@@ -94,9 +113,11 @@ th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-
 th { background: #eef1f5; }
 tbody tr:nth-child(even) { background: #fafafa; }
 td.num { text-align: right; font-variant-numeric: tabular-nums; }
+td.alert { color: #c00; font-weight: bold; }
 figure { margin: 1em 0 1.5em; }
 figure img { max-width: 100%; border: 1px solid #ddd; }
 figcaption { font-style: italic; color: #555; font-size: 0.9em; }
+pre { white-space: pre-wrap; background: #f6f6f6; padding: .5em; }
 footer { margin-top: 3em; color: #666; font-size: 0.85em; border-top: 1px solid #ccc; padding-top: .5em; }
 """
 
@@ -117,6 +138,8 @@ def _html_table(table: Table) -> str:
         for i, cell in enumerate(row):
             if i == 0:
                 cells.append(f'<th scope="row">{html.escape(cell)}</th>')
+            elif isinstance(cell, Alert):
+                cells.append(f'<td class="alert">{html.escape(cell)}</td>')
             else:
                 bold = cell.startswith("**") and "**" in cell[2:]  # Markdown bold, as the Markdown output shows it
                 text = cell.replace("**", "") if bold else cell
@@ -167,6 +190,8 @@ def to_html(doc: Document, figure_dir: Path) -> str:
                 body.append(_html_table(block))
             elif isinstance(block, Figure):
                 body.append(_html_figure(block, figure_dir))
+            elif isinstance(block, Code):
+                body.append(f"<pre>{html.escape(block.text)}</pre>")
         body.append("</section>")
     if doc.footer:
         body.append(f"<footer>{html.escape(doc.footer)}</footer>")

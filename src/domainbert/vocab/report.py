@@ -8,12 +8,11 @@ held-out word and words cut into 3+ pieces, per tokenizer). This module computes
 
 from __future__ import annotations
 
-import base64
-import html
 import json
 from pathlib import Path
 
 from domainbert.artifact_types import VocabReport, validate_artifact
+from domainbert.report.document import Block, Code, Document, Figure, Section, Table, to_html, to_markdown
 from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
 from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
 
@@ -152,53 +151,28 @@ def _blocks(r: dict) -> list[tuple]:
     return b
 
 
-def _md(title: str, blocks: list[tuple]) -> str:
-    out = [f"# {title}", ""]
-    for blk in blocks:
-        kind = blk[0]
-        if kind == "h2":
-            out += [f"## {blk[1]}", ""]
-        elif kind == "p":
-            out += [blk[1], ""]
-        elif kind == "ul":
-            out += [f"- {x}" for x in blk[1]] + [""]
-        elif kind == "pre":
-            out += ["```", blk[1], "```", ""]
-        elif kind == "img":
-            out += [f"![{blk[2]}]({blk[1]})", ""]
-        elif kind == "table":
-            cell = lambda c: str(c).replace("|", "\\|")  # noqa: E731
-            out += ["| " + " | ".join(blk[1]) + " |", "|" + "---|" * len(blk[1])]
-            out += ["| " + " | ".join(cell(c) for c in row) + " |" for row in blk[2]] + [""]
-    return "\n".join(out)
+def _block(blk: tuple) -> Block:
+    kind = blk[0]
+    if kind == "p":
+        return blk[1]
+    if kind == "ul":
+        return list(blk[1])
+    if kind == "pre":
+        return Code(blk[1])
+    if kind == "img":
+        return Figure(blk[1], blk[2])
+    return Table(list(blk[1]), [[str(c) for c in row] for row in blk[2]])
 
 
-def _html(title: str, blocks: list[tuple], folder: Path) -> str:
-    e = html.escape
-    out = [f"<h1>{e(title)}</h1>"]
+def _document(title: str, blocks: list[tuple]) -> Document:
+    """The blocks as a ``report.document.Document`` (the renderer every stage report uses)."""
+    doc = Document(title)
     for blk in blocks:
-        kind = blk[0]
-        if kind == "h2":
-            out.append(f"<h2>{e(blk[1])}</h2>")
-        elif kind == "p":
-            out.append(f"<p>{e(blk[1])}</p>")
-        elif kind == "ul":
-            out.append("<ul>" + "".join(f"<li>{e(x)}</li>" for x in blk[1]) + "</ul>")
-        elif kind == "pre":
-            out.append(f"<pre>{e(blk[1])}</pre>")
-        elif kind == "img" and (folder / blk[1]).is_file():
-            data = base64.b64encode((folder / blk[1]).read_bytes()).decode("ascii")
-            out.append(f'<figure><img src="data:image/png;base64,{data}" alt="{e(blk[2])}">'
-                       f"<figcaption>{e(blk[2])}</figcaption></figure>")
-        elif kind == "table":
-            head = "".join(f"<th>{e(h)}</th>" for h in blk[1])
-            body = "".join("<tr>" + "".join(f"<td>{e(str(c))}</td>" for c in row) + "</tr>" for row in blk[2])
-            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
-    style = ("body{font-family:sans-serif;max-width:1100px;margin:2em auto;padding:0 1em}"
-             "table{border-collapse:collapse;margin:.8em 0}td,th{border:1px solid #ccc;padding:.25em .5em}"
-             "th{background:#eef}img{max-width:100%}pre{white-space:pre-wrap;background:#f6f6f6;padding:.5em}")
-    return (f'<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8"><title>{e(title)}</title>'
-            f"<style>{style}</style></head><body>\n" + "\n".join(out) + "\n</body></html>\n")
+        if blk[0] == "h2":
+            doc.sections.append(Section(blk[1]))
+        else:
+            doc.sections[-1].add(_block(blk))
+    return doc
 
 
 def plot(report: dict, folder: Path) -> None:
@@ -246,6 +220,6 @@ def write_report(report: dict, folder: Path) -> None:
     (folder / "report.json").write_text(json.dumps(report, indent=2, ensure_ascii=False, default=str) + "\n")
     plot(report, folder)
     title = f"Vocabulary report: {report['domain']} ({report['profile']})"
-    blocks = _blocks(report)
-    (folder / "report.md").write_text(_md(title, blocks), encoding="utf-8")
-    (folder / "report.html").write_text(_html(title, blocks, folder), encoding="utf-8")
+    doc = _document(title, _blocks(report))
+    (folder / "report.md").write_text(to_markdown(doc), encoding="utf-8")
+    (folder / "report.html").write_text(to_html(doc, folder), encoding="utf-8")
