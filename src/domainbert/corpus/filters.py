@@ -5,81 +5,27 @@ Each is registered under a name carrying a version (``min_length_v1``); the beha
 changes, a new behaviour gets a new version. Options are validated by the component's pydantic model, so an
 unknown or mistyped option is a ``ConfigError`` naming the field. ``build_pipeline`` turns the YAML list into
 a ``Pipeline`` that counts what each component dropped and why. Language identification lives in
-``langid_filter`` (it registers ``language_id_v1`` and ``language_id_v2`` here). No component knows about domains.
+``langid_filter`` and Gopher repetition in ``repetition``; the base class and the registry in ``components``.
+No component knows about domains.
 """
 
 from __future__ import annotations
 
 import re
 import unicodedata
-from typing import ClassVar, Literal
+from typing import Literal
 
-from pydantic import Field, ValidationError
+from pydantic import Field
 
+from domainbert.corpus.components import (  # noqa: F401 - the registry's API, re-exported for callers
+    Component,
+    NoOptions,
+    available,
+    create,
+    register,
+)
 from domainbert.corpus.config import FilterSpec
-from domainbert.errors import ConfigError
 from domainbert.schema import StrictModel
-
-_REGISTRY: dict[str, type[Component]] = {}
-
-
-class NoOptions(StrictModel):
-    """A component without options."""
-
-
-class Component:
-    """Base of transforms and filters. Subclasses set ``name``, ``kind`` and ``Options``."""
-
-    name: ClassVar[str]
-    kind: ClassVar[Literal["transform", "filter"]]
-    Options: ClassVar[type[StrictModel]] = NoOptions
-
-    def __init__(self, options: StrictModel) -> None:
-        self.options = options
-
-    def transform(self, text: str) -> str:  # pragma: no cover - overridden by transforms
-        raise NotImplementedError
-
-    def filter(self, text: str) -> tuple[bool, str]:  # pragma: no cover - overridden by filters
-        raise NotImplementedError
-
-    def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
-        """``filter`` over many texts; components whose work vectorises across documents override it."""
-        return [self.filter(t) for t in texts]
-
-
-def register(cls: type[Component]) -> type[Component]:
-    """Class decorator adding a component to the registry under its versioned ``name``."""
-    if cls.name in _REGISTRY:
-        raise RuntimeError(f"component {cls.name} registered twice")
-    _REGISTRY[cls.name] = cls
-    return cls
-
-
-def available() -> list[str]:
-    """The registered component names."""
-    _load_plugins()
-    return sorted(_REGISTRY)
-
-
-def _load_plugins() -> None:
-    from domainbert.corpus import langid_filter  # noqa: F401 - registers language_id_v1, _v2
-
-
-def create(spec: FilterSpec, where: str = "corpus.filters") -> Component:
-    """Instantiate one component from its YAML spec; unknown names and options are ConfigErrors."""
-    _load_plugins()
-    cls = _REGISTRY.get(spec.name)
-    if cls is None:
-        raise ConfigError(f"unknown filter {spec.name!r}; valid names: {', '.join(available())}", field=where)
-    try:
-        options = cls.Options.model_validate(spec.options)
-    except ValidationError as exc:
-        err = exc.errors()[0]
-        loc = ".".join(str(p) for p in err["loc"])
-        msg = "unknown option" if err["type"] == "extra_forbidden" else err["msg"]
-        raise ConfigError(f"{spec.name}: {msg}", field=f"{where}.options.{loc}") from None
-    return cls(options)
 
 
 class Pipeline:
@@ -295,8 +241,3 @@ class SymbolRatio(Component):
         if count > self.options.max_ratio * max(words, 1):
             return False, "symbol_ratio"
         return True, ""
-
-
-from domainbert.corpus.repetition import GopherRepetition  # noqa: E402 - registered after the base exists
-
-register(GopherRepetition)

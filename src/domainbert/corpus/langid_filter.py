@@ -33,7 +33,7 @@ import numpy as np
 from pydantic import Field
 from scipy.sparse import coo_matrix, csr_matrix
 
-from domainbert.corpus import filters
+from domainbert.corpus.components import Component, register
 from domainbert.schema import StrictModel
 
 
@@ -156,7 +156,7 @@ class _Model:
         return logp, np.asarray(features.sum(axis=1)).ravel().astype(np.int64)
 
 
-class LanguageId(filters.Component):
+class LanguageId(Component):
     """Drop documents whose top language is not in ``languages`` or is below ``min_confidence``."""
 
     name: ClassVar[str] = "language_id_v1"
@@ -226,5 +226,5 @@ class LanguageIdV2(LanguageId):
         return out
 
 
-filters.register(LanguageId)
-filters.register(LanguageIdV2)
+register(LanguageId)
+register(LanguageIdV2)

@@ -18,7 +18,7 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
-from domainbert.corpus import filters
+from domainbert.corpus.components import Component, register
 from domainbert.corpus.hashing import ngram_hashes_upto, word_hashes
 from domainbert.corpus.words import WordBatch, space_words
 from domainbert.schema import StrictModel
@@ -72,7 +72,8 @@ def _repeated_chars(grams: list[int], cum: list[int], n: int) -> int:
     return chars
 
 
-class GopherRepetition(filters.Component):
+@register
+class GopherRepetition(Component):
     """Gopher's repetition rules; the reason names the first rule that fired."""
 
     name: ClassVar[str] = "gopher_repetition_v1"

@@ -25,35 +25,11 @@ Between two WordPiece vocabularies this is exactly SciBERT's entry-by-entry comp
 from __future__ import annotations
 
 from collections.abc import Iterable
-from functools import lru_cache
 
+from domainbert.vocab.bytelevel import decode_bytelevel
 from domainbert.vocab.references import SPECIAL_PATTERN, TokenizerInfo
 
 Form = tuple[str, str]
-
-
-@lru_cache(maxsize=1)
-def _byte_decoder() -> dict[str, int]:
-    # GPT-2's bytes_to_unicode table, inverted.
-    bs = list(range(ord("!"), ord("~") + 1)) + list(range(ord("\xa1"), ord("\xac") + 1)) + \
-        list(range(ord("\xae"), ord("\xff") + 1))
-    cs = bs[:]
-    n = 0
-    for b in range(256):
-        if b not in bs:
-            bs.append(b)
-            cs.append(256 + n)
-            n += 1
-    return {chr(c): b for b, c in zip(bs, cs, strict=True)}
-
-
-def decode_bytelevel(token: str) -> str | None:
-    """GPT-2 byte symbols -> text; None when they are not whole UTF-8 characters."""
-    table = _byte_decoder()
-    try:
-        return bytes(table[c] for c in token).decode("utf-8")
-    except (KeyError, UnicodeDecodeError):
-        return None
 
 
 def canonical_forms(token: str, style: str) -> tuple[Form, ...]:

@@ -21,6 +21,7 @@ from pathlib import Path
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
 from domainbert.errors import DataError, ModelError
+from domainbert.vocab.bytelevel import decode_bytelevel
 
 SPECIAL_PATTERN = re.compile(r"^(\[[^\[\]\s]+\]|<[^<>\s]+>)$")
 MIN_VOCAB = 100
@@ -198,8 +199,6 @@ def load_reference(ref, field_name: str = "vocab.references") -> TokenizerInfo:
 
 
 def _bytes_surface(token: str) -> str:
-    from domainbert.vocab.overlap import decode_bytelevel
-
     return decode_bytelevel(token) or ""
 
 
