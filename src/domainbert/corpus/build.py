@@ -215,6 +215,8 @@ def _split_of(doc_id: str, seed: int, fraction: float) -> str:
 class _SplitWriter:
     """Buffers Arrow tables of one split and writes ``shard-NNNNN.parquet`` every ``size`` documents."""
 
+    buffer: list[pa.Table]
+
     def __init__(self, folder: Path, size: int) -> None:
         self.folder, self.size, self.buffer, self.rows, self.count = folder, size, [], 0, 0
 

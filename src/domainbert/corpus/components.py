@@ -8,7 +8,7 @@ module imports another (the registry sits below all of them). This module define
 
 from __future__ import annotations
 
-from typing import ClassVar, Literal
+from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -21,14 +21,18 @@ class NoOptions(StrictModel):
     """A component without options."""
 
 
-class Component:
-    """Base of transforms and filters. Subclasses set ``name``, ``kind`` and ``Options``."""
+OptionsT = TypeVar("OptionsT", bound=StrictModel)
+
+
+class Component(Generic[OptionsT]):
+    """Base of transforms and filters. Subclasses set ``name``, ``kind`` and ``Options`` (also their type
+    parameter, so ``self.options`` has the fields of their own options model)."""
 
     name: ClassVar[str]
     kind: ClassVar[Literal["transform", "filter"]]
     Options: ClassVar[type[StrictModel]] = NoOptions
 
-    def __init__(self, options: StrictModel) -> None:
+    def __init__(self, options: OptionsT) -> None:
         self.options = options
 
     def transform(self, text: str) -> str:  # pragma: no cover - overridden by transforms
@@ -42,10 +46,12 @@ class Component:
         return [self.filter(t) for t in texts]
 
 
-_REGISTRY: dict[str, type[Component]] = {}
+_REGISTRY: dict[str, type[Component[Any]]] = {}
+
+ComponentT = TypeVar("ComponentT", bound=type[Component[Any]])
 
 
-def register(cls: type[Component]) -> type[Component]:
+def register(cls: ComponentT) -> ComponentT:
     """Class decorator adding a component to the registry under its versioned ``name``."""
     if cls.name in _REGISTRY:
         raise RuntimeError(f"component {cls.name} registered twice")
@@ -66,7 +72,7 @@ def _load_plugins() -> None:
         importlib.import_module(module)
 
 
-def create(spec: FilterSpec, where: str = "corpus.filters") -> Component:
+def create(spec: FilterSpec, where: str = "corpus.filters") -> Component[Any]:
     """Instantiate one component from its YAML spec; unknown names and options are ConfigErrors."""
     _load_plugins()
     cls = _REGISTRY.get(spec.name)

@@ -177,16 +177,18 @@ class Decontaminator:
         """
         out: list[str | None] = list(texts)
         todo = np.arange(len(texts))
+        batch = list(texts)  # the texts of the documents in ``todo``
         while len(todo):
-            batch = [out[i] for i in todo]
             checked = self._check_once(batch, lower_words(batch) if words is None else words)
             words = None
-            again = []
+            again, again_texts = [], []
             for i, before, after in zip(todo.tolist(), batch, checked, strict=True):
                 out[i] = after
                 if after is not None and after is not before:
                     again.append(i)
+                    again_texts.append(after)
             todo = np.array(again, dtype=np.int64)
+            batch = again_texts
         return out
 
     def _check_once(self, texts: list[str], words: WordBatch) -> list[str | None]:
@@ -208,7 +210,7 @@ class Decontaminator:
         ends = np.cumsum(np.maximum(lengths - n + 1, 0))  # each document's n-grams, in order
         order = np.argsort(span_doc, kind="stable")
         span_doc, span_start, span_len, span_owner = (a[order] for a in (span_doc, span_start, span_len, span_owner))
-        for i in np.flatnonzero(suspect):
+        for i in np.flatnonzero(suspect).tolist():
             start = ends[i - 1] if i else 0
             a, b = np.searchsorted(span_doc, [i, i + 1])
             spans = list(zip((span_start[a:b] - offsets[i]).tolist(), span_len[a:b].tolist(),

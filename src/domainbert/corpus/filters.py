@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Literal
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
@@ -31,7 +31,7 @@ from domainbert.schema import StrictModel
 class Pipeline:
     """The YAML's components in order; ``apply`` returns the cleaned text or ``None`` and counts drops."""
 
-    def __init__(self, components: list[Component]) -> None:
+    def __init__(self, components: list[Component[Any]]) -> None:
         self.components = components
         self.dropped: dict[str, dict[str, int]] = {c.name: {} for c in components}
 
@@ -55,14 +55,14 @@ class Pipeline:
             survivors = []
             if comp.kind == "transform":
                 for i in alive:
-                    text = comp.transform(out[i])
+                    text = comp.transform(cast(str, out[i]))  # alive: not dropped, so still a text
                     if text:
                         out[i] = text
                         survivors.append(i)
                     else:
                         out[i], reasons[i] = self._drop(comp.name, "empty_after_transform")
             else:
-                for i, (keep, reason) in zip(alive, comp.filter_batch([out[i] for i in alive]), strict=True):
+                for i, (keep, reason) in zip(alive, comp.filter_batch([cast(str, out[i]) for i in alive]), strict=True):
                     if keep:
                         survivors.append(i)
                     else:
@@ -88,7 +88,7 @@ class UnicodeOptions(StrictModel):
 
 
 @register
-class UnicodeNormalize(Component):
+class UnicodeNormalize(Component[UnicodeOptions]):
     """Unicode normalisation to the chosen form."""
 
     name, kind, Options = "unicode_normalize_v1", "transform", UnicodeOptions
@@ -103,7 +103,7 @@ _CONTROL = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u200b\ufeff\u00ad\u2
 
 
 @register
-class StripControlChars(Component):
+class StripControlChars(Component[NoOptions]):
     """Remove control characters except tab and newline; carriage returns become newlines."""
 
     name, kind = "strip_control_chars_v1", "transform"
@@ -121,7 +121,7 @@ _BLANKS = re.compile(r"\n\s*\n\s*")
 
 
 @register
-class NormalizeWhitespace(Component):
+class NormalizeWhitespace(Component[WhitespaceOptions]):
     """Collapse runs of spaces and tabs, trim lines, at most one blank line between paragraphs."""
 
     name, kind, Options = "normalize_whitespace_v1", "transform", WhitespaceOptions
@@ -145,7 +145,7 @@ _URL = re.compile(r"(?:https?://|www\.)\S+", re.IGNORECASE)
 
 
 @register
-class TweetNormalize(Component):
+class TweetNormalize(Component[TweetOptions]):
     """XLM-T / BERTweet-style: user mentions become ``@user`` and URLs ``http``."""
 
     name, kind, Options = "tweet_normalize_v1", "transform", TweetOptions
@@ -165,7 +165,7 @@ class BoilerplateOptions(StrictModel):
 
 
 @register
-class StripBoilerplate(Component):
+class StripBoilerplate(Component[BoilerplateOptions]):
     """Remove a licence/copyright header: leading lines (blank or matching a pattern), up to ``max_lines``."""
 
     name, kind, Options = "strip_boilerplate_v1", "transform", BoilerplateOptions
@@ -191,7 +191,7 @@ class MinLengthOptions(StrictModel):
 
 
 @register
-class MinLength(Component):
+class MinLength(Component[MinLengthOptions]):
     """Drop documents shorter than ``min_words`` whitespace words or ``min_chars`` characters."""
 
     name, kind, Options = "min_length_v1", "filter", MinLengthOptions
@@ -210,7 +210,7 @@ class MaxLengthOptions(StrictModel):
 
 
 @register
-class MaxLength(Component):
+class MaxLength(Component[MaxLengthOptions]):
     """Drop documents longer than ``max_words`` words or ``max_chars`` characters."""
 
     name, kind, Options = "max_length_v1", "filter", MaxLengthOptions
@@ -230,7 +230,7 @@ class SymbolRatioOptions(StrictModel):
 
 
 @register
-class SymbolRatio(Component):
+class SymbolRatio(Component[SymbolRatioOptions]):
     """Gopher symbol-to-word ratio: occurrences of ``symbols`` divided by the word count."""
 
     name, kind, Options = "symbol_ratio_v1", "filter", SymbolRatioOptions

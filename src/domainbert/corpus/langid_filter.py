@@ -73,7 +73,7 @@ def _load_tables() -> dict[str, np.ndarray]:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
         with open(tmp, "wb") as f:
-            np.savez(f, **tables)
+            np.savez(f, **tables)  # type: ignore[arg-type]  # numpy's stub matches **kwargs against allow_pickle
         os.replace(tmp, path)
     except OSError:  # a read-only home only costs the slow load next time
         pass
@@ -156,7 +156,7 @@ class _Model:
         return logp, np.asarray(features.sum(axis=1)).ravel().astype(np.int64)
 
 
-class LanguageId(Component):
+class LanguageId(Component[LanguageOptions]):
     """Drop documents whose top language is not in ``languages`` or is below ``min_confidence``."""
 
     name: ClassVar[str] = "language_id_v1"
@@ -200,6 +200,7 @@ class LanguageIdV2(LanguageId):
 
     name: ClassVar[str] = "language_id_v2"
     Options = LanguageOptionsV2
+    options: LanguageOptionsV2
 
     def __init__(self, options: LanguageOptionsV2) -> None:
         super().__init__(options)

@@ -73,7 +73,7 @@ def _repeated_chars(grams: list[int], cum: list[int], n: int) -> int:
 
 
 @register
-class GopherRepetition(Component):
+class GopherRepetition(Component[GopherOptions]):
     """Gopher's repetition rules; the reason names the first rule that fired."""
 
     name: ClassVar[str] = "gopher_repetition_v1"

@@ -116,7 +116,7 @@ def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     ax = fig.subplots()
     top = max(int(lengths.max()) if len(lengths) else 1, 2)
     bins = np.unique(np.geomspace(1, top + 1, 40).astype(int))
-    ax.hist(lengths, bins=bins, color="#4477aa")
+    ax.hist(lengths, bins=bins.tolist(), color="#4477aa")
     ax.set_xscale("log")
     ax.set_xlabel("document length (words)")
     ax.set_ylabel("documents")

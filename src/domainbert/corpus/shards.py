@@ -103,21 +103,23 @@ def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) ->
     alive_words, unchanged = None, {}  # words of the filtered texts, reused for the documents decon leaves alone
     if decon is not None:
         alive = [i for i, t in enumerate(texts) if t is not None]
-        alive_words = lower_words([texts[i] for i in alive])
-        checked = decon.check_batch([texts[i] for i in alive], alive_words)
+        alive_texts = [t for t in texts if t is not None]
+        alive_words = lower_words(alive_texts)
+        checked = decon.check_batch(alive_texts, alive_words)
         unchanged = {i: j for j, (i, text) in enumerate(zip(alive, checked, strict=True)) if text is texts[i]}
-        cut = []
+        cut, cut_texts = [], []
         for i, text in zip(alive, checked, strict=True):
             if text is None:
                 texts[i], reasons[i] = None, "decontamination:overlap"
             elif text is not texts[i]:
                 cut.append(i)  # sentences were cut: what is left must still pass the filters
+                cut_texts.append(text)
             texts[i] = text
-        again, again_reasons = pipeline.apply_batch([texts[i] for i in cut]) if cut else ([], [])
+        again, again_reasons = pipeline.apply_batch(cut_texts) if cut else ([], [])
         for i, text, reason in zip(cut, again, again_reasons, strict=True):
             texts[i], reasons[i] = text, reason
     kept = [i for i, t in enumerate(texts) if t is not None]
-    kept_list = [texts[i] for i in kept]
+    kept_list = [t for t in texts if t is not None]
     out = table.take(pa.array(kept, type=pa.int64())).set_column(1, "text", pa.array(kept_list, type=pa.string()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)

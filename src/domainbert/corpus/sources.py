@@ -30,7 +30,7 @@ import lzma
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 import orjson
 
@@ -87,7 +87,7 @@ def expand_paths(source: LocalSource) -> list[Path]:
     return out
 
 
-def open_binary(path: Path) -> IO[bytes]:
+def open_binary(path: Path) -> gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile | io.BufferedReader:
     """Open a file for reading bytes, decompressing gzip, bz2, xz or zstd as its magic bytes say."""
     with open(path, "rb") as f:
         head = f.read(6)

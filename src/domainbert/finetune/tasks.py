@@ -25,11 +25,11 @@ import csv
 import gzip
 import hashlib
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from domainbert.errors import DataError
 from domainbert.finetune.config import TaskConfig
@@ -85,7 +85,7 @@ def _open_text(path: Path) -> Iterator[Iterator[str]]:
         yield _utf8_lines(raw, path)
 
 
-def _utf8_lines(raw: IO[bytes], path: Path) -> Iterator[str]:
+def _utf8_lines(raw: Iterable[bytes], path: Path) -> Iterator[str]:
     for lineno, line in enumerate(raw, 1):
         try:
             yield line.decode("utf-8")
@@ -185,7 +185,8 @@ def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
     return out
 
 
-READERS = {"conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}
+READERS: dict[str, Callable[[Path, TaskConfig], list[NerExample] | list[ClsExample]]] = {
+    "conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}
 
 
 def _open_hf(cfg: TaskConfig, streaming: bool = False) -> Any:
@@ -210,7 +211,9 @@ def _hf_split_name(ds: Any, split: str, cfg: TaskConfig) -> str:
 
 
 def _check_columns(found: list[str] | None, needed: tuple[str, ...], where: str) -> None:
-    for col in needed if found is not None else ():
+    if found is None:  # columns unknown (a streamed dataset before its first row)
+        return
+    for col in needed:
         if col not in found:
             raise DataError(f"column {col!r} is missing (found: {', '.join(found)})", file=where)
 
