@@ -21,7 +21,7 @@ import random
 import re
 import shutil
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -38,7 +38,9 @@ _STEP_DIR = re.compile(r"^step-(\d+)$")
 def rng_state() -> dict[str, Any]:
     """Python, NumPy, torch and CUDA generator states as tensors and plain lists (weights-only loadable)."""
     version, internal, gauss = random.getstate()
-    name, keys, pos, has_gauss, cached = np.random.get_state()
+    # numpy's stub types the default (legacy) call as a dict; the global MT19937 state is this tuple
+    legacy = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
+    name, keys, pos, has_gauss, cached = legacy
     return {"python": [version, torch.tensor(internal, dtype=torch.int64), gauss],
             "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
             "torch": torch.get_rng_state(),

@@ -47,15 +47,15 @@ def build_ds_config(pcfg, world_size: int, *, total_steps: int, hidden_size: int
     }
     if ds.config_file:
         try:
-            config = json.loads(Path(ds.config_file).read_text())
+            from_file = json.loads(Path(ds.config_file).read_text())
         except (OSError, json.JSONDecodeError) as exc:
             raise ConfigError(f"cannot read DeepSpeed config: {exc}", file=ds.config_file,
                               field="pretrain.deepspeed.config_file") from None
-        if not isinstance(config, dict):
+        if not isinstance(from_file, dict):
             raise ConfigError("a DeepSpeed config must be a JSON object", file=ds.config_file,
                               field="pretrain.deepspeed.config_file")
-        config.update(batch)  # ours whatever the file says, so budgets stay exact
-        return resolve_auto(config, pcfg, total_steps=total_steps, hidden_size=hidden_size, source=ds.config_file)
+        from_file.update(batch)  # ours whatever the file says, so budgets stay exact
+        return resolve_auto(from_file, pcfg, total_steps=total_steps, hidden_size=hidden_size, source=ds.config_file)
     zero: dict[str, Any] = {"stage": ds.zero_stage}
     if ds.zero_stage >= 1:
         zero.update({"contiguous_gradients": True, "overlap_comm": torch.cuda.is_available(),

@@ -128,8 +128,8 @@ class TorchEngine:
         """The Hugging Face model inside the objective (under a DDP wrapper when there is one)."""
         module = self.module
         while not hasattr(module, "head_attr") and hasattr(module, "module"):
-            module = module.module
-        return module.model
+            module = module.get_submodule("module")
+        return module.get_submodule("model")
 
 
 class DeepSpeedEngine:

@@ -22,14 +22,14 @@ import logging
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import torch
 
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
 from domainbert.config import resolved_dict
-from domainbert.errors import ConfigError
+from domainbert.errors import ConfigError, ModelError
 from domainbert.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
@@ -177,6 +177,8 @@ def copy_warm_head(model, warm_folder: Path, extended_folder: Path) -> None:
 
     weights = load_file(str(warm_folder / "model.safetensors"))
     head = prediction_head(model)
+    if head is None:
+        raise ModelError("the extended model has no masked-LM head to warm", file=extended_folder)
     prefix = next(n for n in ("cls", "lm_head") if getattr(model, n, None) is head)
     own = head.state_dict()
     with torch.no_grad():
@@ -205,7 +207,8 @@ def _pieces_bias(head, folder: Path, weights: dict[str, torch.Tensor], prefix: s
         return
     tok = AutoTokenizer.from_pretrained(str(folder))
     for row in json.loads(ext.read_text()).get("tokens", []):
-        ids = [tok.convert_tokens_to_ids(piece) for piece in row["base_pieces"]]
+        # one token in, one id (or None) out; transformers' annotation covers lists as well
+        ids = [cast("int | None", tok.convert_tokens_to_ids(piece)) for piece in row["base_pieces"]]
         ids = [i for i in ids if i is not None and 0 <= i < base_bias.shape[0]]
         if ids and row["id"] < bias.shape[0]:
             bias[row["id"]] = base_bias[ids].mean()

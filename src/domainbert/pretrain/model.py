@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 from torch import nn
@@ -27,6 +27,9 @@ from torch import nn
 from domainbert.errors import ModelError
 from domainbert.models import has_tokenizer, load_mlm_model, load_tokenizer, resolve_model_ref
 from domainbert.pretrain import cpu_dropout
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 # BERT size table (Turc et al. 2019, "Well-Read Students Learn Better"): (layers, hidden).
 SCRATCH_SIZES: dict[str, tuple[int, int]] = {
@@ -105,7 +108,7 @@ def load_pretraining_model(ref: str):
         hf_logging.set_verbosity(verbosity)
 
 
-def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
+def load_arm(cfg, arm: str, layout) -> tuple[PreTrainedModel, Any, str]:
     """(masked-LM model, tokenizer, source) of an arm, ready to train; SDPA attention where available."""
     from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 
@@ -133,7 +136,7 @@ def load_arm(cfg, arm: str, layout) -> tuple[nn.Module, Any, str]:
     return model, tokenizer, source
 
 
-def training_attention(model: nn.Module, device: torch.device, autocast_dtype: torch.dtype | None) -> str:
+def training_attention(model: PreTrainedModel, device: torch.device, autocast_dtype: torch.dtype | None) -> str:
     """The attention implementation to train with (set on the model, and returned).
 
     SDPA everywhere except training under bf16/fp16 autocast on a CPU with attention dropout: PyTorch's CPU
@@ -186,7 +189,7 @@ class MLMObjective(nn.Module):
     or None, so the trainer can log NSP without a second output type through DeepSpeed and DDP.
     """
 
-    def __init__(self, model: nn.Module, sparse: bool = True, autocast_dtype: torch.dtype | None = None,
+    def __init__(self, model: PreTrainedModel, sparse: bool = True, autocast_dtype: torch.dtype | None = None,
                  nsp: bool = False) -> None:
         super().__init__()
         self.model = model
@@ -215,7 +218,8 @@ class MLMObjective(nn.Module):
             extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
             encoded = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, **extra)
             hidden = encoded.last_hidden_state
-            head = self.model.cls.predictions if self.nsp else getattr(self.model, self.head_attr)
+            # without NSP the head is sparse's, so a known attribute
+            head = self.model.get_submodule("cls.predictions" if self.nsp else cast(str, self.head_attr))
             if self.sparse:
                 selected = labels != -100
                 logits, targets = head(hidden[selected]), labels[selected]
@@ -223,9 +227,9 @@ class MLMObjective(nn.Module):
                 logits, targets = head(hidden).flatten(0, 1), labels.view(-1)
             nsp_logits = None
             if self.nsp and next_sentence_label is not None:
-                nsp_logits = self.model.cls.seq_relationship(encoded.pooler_output)
+                nsp_logits = self.model.get_submodule("cls.seq_relationship")(encoded.pooler_output)
         loss = nn.functional.cross_entropy(logits.float(), targets, ignore_index=-100)
-        if nsp_logits is not None:
+        if nsp_logits is not None and next_sentence_label is not None:  # computed only with labels
             nsp_loss = nn.functional.cross_entropy(nsp_logits.float(), next_sentence_label)
             correct = (nsp_logits.argmax(dim=-1) == next_sentence_label).sum()
             self.last_nsp = (nsp_loss.detach(), correct.detach(), int(next_sentence_label.numel()))
@@ -246,7 +250,7 @@ def count_parameters(model: nn.Module) -> dict[str, int]:
     return {"total": total, "embedding": embedding, "non_embedding": total - embedding}
 
 
-def flops_per_token(model: nn.Module, seq_len: int, mask_rate: float, sparse: bool) -> float:
+def flops_per_token(model: PreTrainedModel, seq_len: int, mask_rate: float, sparse: bool) -> float:
     """Training FLOPs per token (forward + backward = 3x forward, Kaplan et al. 2020).
 
     Encoder: 2 * non-embedding params + 2 * layers * seq_len * hidden (attention scores) per token in the

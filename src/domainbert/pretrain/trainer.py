@@ -18,7 +18,7 @@ import os
 import random
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 import torch
@@ -260,7 +260,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
     run_preflight(model, tokenizer, source=source, seq_len=max(p.seq_len for p in plan.phases),
                   lowercase=lowercase, lowercase_field=field, whole_word=pcfg.whole_word_mask,
                   nsp=pcfg.next_sentence_prediction)
-    model.to(device)
+    model.to(device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
     attention = training_attention(model, device, autocast_dtype(pcfg.precision))
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
@@ -269,6 +269,7 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
     engine = build_engine(objective, pcfg, plan.total_steps, world)
     hf_view = loadable_view(engine, tokenizer, rank)
     spec = masking_spec(pcfg, tokenizer)
+    stream: PairStream | TokenStream
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
     else:
@@ -321,7 +322,8 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
             attn = batch.attention_mask[sl].to(device) if batch.attention_mask is not None else None
             pair = {}
             if batch.next_sentence_label is not None:
-                pair = {"token_type_ids": batch.token_type_ids[sl].to(device),
+                # sentence pairs carry segment ids with their labels
+                pair = {"token_type_ids": cast(torch.Tensor, batch.token_type_ids)[sl].to(device),
                         "next_sentence_label": batch.next_sentence_label[sl].to(device)}
             loss = engine.forward(inputs[sl].to(device), labels[sl].to(device), attn, **pair)
             engine.backward(loss)
