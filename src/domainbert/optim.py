@@ -17,7 +17,8 @@ from torch import nn
 
 def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
     """Trainable parameters in two groups: decayed, and biases and normalisation weights (no decay)."""
-    decay, no_decay = [], []
+    decay: list[nn.Parameter] = []
+    no_decay: list[nn.Parameter] = []
     for name, p in model.named_parameters():
         if not p.requires_grad:
             continue

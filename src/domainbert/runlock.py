@@ -114,7 +114,7 @@ def _acquire(root: Path, command: str, token: str | None) -> tuple[str, bool]:
     """Take the lock (or join it with ``token``); returns (token, whether this process must release it)."""
     path = root / LOCK
     host = socket.gethostname()
-    record = {"pid": os.getpid(), "host": host, "pid_start": _start_ticks(os.getpid()), "command": command,
+    record: dict[str, Any] = {"pid": os.getpid(), "host": host, "pid_start": _start_ticks(os.getpid()), "command": command,
               "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": uuid.uuid4().hex}
     for _ in range(3):
         if _create(path, record):

@@ -159,6 +159,7 @@ def run_floor(data: TaskData) -> dict[str, Any]:
     ner = data.config.type == "ner"
     primary = PRIMARY[data.config.type]
     t0, c0 = time.perf_counter(), time.process_time()
+    grid: list[dict[str, Any]]
     if ner:
         feats = {split: [sentence_features(ex.tokens) for ex in data.splits[split]] for split in data.splits}
         grid, fit = CRF_GRID, (lambda p: _ner_fit(data, p, feats))

@@ -15,9 +15,13 @@ It does not save itself as a Hugging Face folder.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
 
 
 @dataclass
@@ -35,11 +39,11 @@ class MeanPoolClassifier(nn.Module):
         multi_label: sigmoid outputs with binary cross-entropy (labels are multi-hot floats); else softmax.
     """
 
-    def __init__(self, encoder: nn.Module, num_labels: int, multi_label: bool = False) -> None:
+    def __init__(self, encoder: PreTrainedModel, num_labels: int, multi_label: bool = False) -> None:
         super().__init__()
         self.encoder = encoder
         config = encoder.config
-        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", None) or getattr(config, "dropout", 0.1))
+        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.0) or getattr(config, "dropout", 0.1))
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         std = getattr(config, "initializer_range", 0.02)
         nn.init.normal_(self.classifier.weight, std=std)

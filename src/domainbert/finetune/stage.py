@@ -203,8 +203,9 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
     """Every result the config asks for (each configured arm counts, trained or not) and its state:
     ``current`` (recorded with the fingerprint this config gives), ``stale`` (another config or input),
     ``unrecorded`` (a result.json without its record: written by hand or damaged) or ``missing``."""
-    models = {"base": cfg.base_model.name_or_path,
-              **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms}, **cfg.finetune.extra_models}
+    models: dict[str, str] = {"base": cfg.base_model.name_or_path,
+                              **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
+                              **cfg.finetune.extra_models}
     hashes: dict[str, str] = {}
     out = []
     for job in run_list(cfg, layout, models):

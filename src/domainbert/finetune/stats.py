@@ -41,7 +41,7 @@ from __future__ import annotations
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
@@ -297,10 +297,10 @@ def aa_check(results: list[dict[str, Any]], n_samples: int = 1000, confidence: f
     groups, comparisons, significant, skipped = [], 0, 0, 0
     for task, models in sorted(by_group.items()):
         models = {m: sorted(rs, key=lambda r: r["seed"]) for m, rs in models.items() if len(rs) >= 2}
-        noise = {}
+        noise: dict[str, SeedNoise] = {}
         for model, runs in models.items():
             _, score = _scorer(runs, metric, n_samples, seed)
-            noise[model] = seed_noise_of(*score(runs))
+            noise[model] = cast(SeedNoise, seed_noise_of(*score(runs)))  # not None: two runs or more
         for model, runs in sorted(models.items()):
             others = [nz for m, nz in noise.items() if m != model]
             pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]

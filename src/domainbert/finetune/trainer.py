@@ -31,7 +31,7 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
@@ -40,6 +40,11 @@ from domainbert import signals
 from domainbert.errors import ModelError
 from domainbert.optim import adamw, linear_warmup_decay, param_groups
 from domainbert.progress import ProgressLine, duration
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from domainbert.finetune.pooling import MeanPoolClassifier
 
 logger = logging.getLogger(__name__)
 
@@ -137,7 +142,7 @@ def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch
     return out  # type: ignore[return-value]
 
 
-def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int], evaluate: Callable[[], dict[str, Any]],
+def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]], lengths: list[int], evaluate: Callable[[], dict[str, Any]],
         primary: str, s: TrainSettings, pad_id: int) -> dict[str, Any]:
     """Train ``model`` in place with early stopping; leave it holding the best validation weights.
 
@@ -157,7 +162,7 @@ def fit(model: torch.nn.Module, train: list[dict[str, Any]], lengths: list[int],
         ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
     """
     dev, dtype = resolve_device(s.device, s.precision)
-    model.to(dev)
+    model.to(dev)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
     scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
     if s.frozen:
         for p in model.base_model.parameters():
