@@ -128,7 +128,7 @@ def result_check_text(check: dict[str, Any]) -> str:
 
 
 def budget_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
-    tokens = [s.get("tokens_consumed") for a, s in arts.pretrain.items() if a in arms and s.get("tokens_consumed")]
+    tokens = [t for a, s in arts.pretrain.items() if a in arms and (t := s.get("tokens_consumed"))]
     if not tokens:
         return []
     budget = max(tokens)

@@ -120,7 +120,10 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
         if not _is_final(path.parent):
             continue
-        arts.finetune.append(load_artifact(FinetuneResult, path))
+        result = load_artifact(FinetuneResult, path)
+        if result is None:  # removed since the glob
+            continue
+        arts.finetune.append(result)
         _note(arts, path)
     log.info("report inputs: corpus=%s vocab=%s arms=%s finetune results=%d", arts.manifest is not None,
              arts.vocab is not None, sorted(arts.pretrain), len(arts.finetune))

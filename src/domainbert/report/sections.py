@@ -124,7 +124,9 @@ def decontamination_blocks(decon: Any) -> list[str | Table]:
         f"and {fmt(decon.get('sentences_removed'))} sentences cut." + (f" Rule: {decon['rule']}." if decon.get("rule")
                                                                       else "")]
     by_owner = decon.get("by_task_split")
-    index = decon.get("index") if isinstance(decon.get("index"), dict) else {}
+    index = decon.get("index")
+    if not isinstance(index, dict):
+        index = {}
     if isinstance(by_owner, dict):
         owners = list(dict.fromkeys([*index, *by_owner]))
         rows = [[o, fmt((index.get(o) or {}).get("texts")), fmt((by_owner.get(o) or {}).get("documents", 0)),

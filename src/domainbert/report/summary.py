@@ -116,8 +116,8 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
         for r in below:
             cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
                         and c["reference"] == "floor"), None)
-            sure = " (significantly)" if cmp is not None and cmp["verdict"] == "worse" else ""
-            named.append(f"{r['model']} {points(r['mean'])}{sure}")
+            significance = " (significantly)" if cmp is not None and cmp["verdict"] == "worse" else ""
+            named.append(f"{r['model']} {points(r['mean'])}{significance}")
         out.append(f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
                    f"same examples): {', '.join(named)}.")
     return out

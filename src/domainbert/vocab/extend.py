@@ -30,6 +30,7 @@ import json
 import logging
 from collections import Counter
 from pathlib import Path
+from typing import cast
 
 from tokenizers import AddedToken, Tokenizer
 
@@ -118,7 +119,8 @@ def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: li
     tok, method = extend_tokenizer(base, words)
     new_ids = [tok.token_to_id(w if method != "unigram_vocab" else METASPACE + w) for w in words]
     piece_ids = [[base.tokenizer.token_to_id(p) for p in c["pieces"]] for c in chosen]
-    model = extend_model(load_mlm_model(base_ref), new_ids, piece_ids)
+    # the words were just added and the pieces come from the base tokenizer: every token has an id
+    model = extend_model(load_mlm_model(base_ref), cast(list[int], new_ids), cast(list[list[int]], piece_ids))
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
     hf = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=min(base_hf.model_max_length, 10**6),
                                  model_input_names=list(base_hf.model_input_names), **specials)

@@ -14,6 +14,7 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import Any
 
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
@@ -217,7 +218,7 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
                                                                          strict=True) if len(p) >= 3]
         fragmented[name] = rows[: v.top_words]
         miss = forms[name].missing(dom_forms)
-        miss_rows = sorted(({"token": m, "count": int(tok_counts[domain.tokenizer.token_to_id(m)])} for m in miss),
+        miss_rows: list[dict[str, Any]] = sorted(({"token": m, "count": int(tok_counts[domain.tokenizer.token_to_id(m)])} for m in miss),
                            key=lambda r: (-r["count"], r["token"]))
         missing[name] = miss_rows[: v.top_words]
 

@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -86,7 +86,7 @@ def empty_tokenizer(kind: str, lowercase: bool) -> Tokenizer:
     return tok
 
 
-def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: list[str] = ()):
+def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: Sequence[str] = ()):
     specials = _special_list(kind) + list(seeded)
     if kind == "wordpiece":
         return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
