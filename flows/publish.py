@@ -1,14 +1,21 @@
 """Publish stage reports as Prefect artifacts (Markdown, tables, links) so they show in the UI.
 
 The content comes from the report stage (``report_markdown``, ``results_table``) and from the Markdown
-reports the corpus and vocab stages write; this module only names and uploads them. Artifact keys are the
+reports the corpus and vocab stages write; this module only names and uploads them. The UI cannot read PNG
+files on a worker, so figures are embedded as data URIs while the artifact stays under
+``MAX_MARKDOWN_CHARS`` (a figure that does not fit is named, not linked to a file nobody can open). The
+report link points at ``DOMAINBERT_REPORT_BASE_URL`` + the report's path under the runs folder when that is set
+(the run folder served or synced somewhere readers can reach), else at the worker's file. Artifact keys are the
 domain name plus the report kind (lowercase letters, digits and dashes, as Prefect requires), so each new
 run of a domain adds a version under the same key.
 """
 
 from __future__ import annotations
 
+import base64
+import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
@@ -24,11 +31,43 @@ def artifact_key(*parts: str) -> str:
     return re.sub(r"-{2,}", "-", key) or "domainbert"
 
 
+_IMAGE = re.compile(r"!\[([^\]]*)\]\(([^)\s]+\.png)\)")
+
+
+def embed_figures(markdown: str, folder: Path, limit: int = MAX_MARKDOWN_CHARS) -> str:
+    """``markdown`` with each ``![caption](file.png)`` of ``folder`` embedded as a data URI, in order, while
+    the text stays within ``limit``; a figure that does not fit (or is missing) becomes its caption and name."""
+    text = markdown[:limit]
+    out, last, size = [], 0, len(text)
+    for match in _IMAGE.finditer(text):
+        caption, name = match.group(1), match.group(2)
+        path = folder / name
+        data = base64.b64encode(path.read_bytes()).decode("ascii") if path.is_file() else None
+        replacement = f"![{caption}](data:image/png;base64,{data})" if data else ""
+        if not replacement or size - len(match.group(0)) + len(replacement) > limit:
+            replacement = f"*[figure: {caption or name} - {name} in the run folder]*"
+        size += len(replacement) - len(match.group(0))
+        out += [text[last:match.start()], replacement]
+        last = match.end()
+    return "".join(out) + text[last:]
+
+
+def report_link(html: Path) -> tuple[str, str]:
+    """(URL, link text) of a report: under ``DOMAINBERT_REPORT_BASE_URL`` when set, else the worker's file."""
+    base = os.environ.get("DOMAINBERT_REPORT_BASE_URL")
+    html = html.resolve()
+    if base:
+        # <base>/<run folder name>/.../report.html: the runs folder is what is served or synced
+        rel = html.relative_to(html.parents[2]).as_posix()
+        return f"{base.rstrip('/')}/{rel}", html.name
+    return html.as_uri(), f"{html.name} (a file on {socket.gethostname()})"
+
+
 def publish_markdown_file(path: Path, key: str, description: str) -> str | None:
-    """Publish a Markdown file if it exists; returns the artifact id (None when the file is absent)."""
+    """Publish a Markdown file (figures embedded) if it exists; returns the artifact id (None when absent)."""
     if not path.is_file():
         return None
-    text = path.read_text(encoding="utf-8")[:MAX_MARKDOWN_CHARS]
+    text = embed_figures(path.read_text(encoding="utf-8"), path.parent)
     return str(create_markdown_artifact(markdown=text, key=key, description=description))
 
 
@@ -38,12 +77,13 @@ def publish_report(cfg: Any, layout: Any, html: Path) -> dict[str, str]:
 
     ids: dict[str, str] = {}
     ids["report"] = str(create_markdown_artifact(
-        markdown=report_markdown(cfg, layout)[:MAX_MARKDOWN_CHARS], key=artifact_key(cfg.name, "report"),
+        markdown=embed_figures(report_markdown(cfg, layout), html.parent), key=artifact_key(cfg.name, "report"),
         description=f"domainbert comparison report for {cfg.name}"))
     rows = [{k: _cell(v) for k, v in row.items()} for row in results_table(cfg, layout)]
     ids["results"] = str(create_table_artifact(table=rows, key=artifact_key(cfg.name, "results"),
                                                description=f"Fine-tuning results for {cfg.name}"))
-    ids["html"] = str(create_link_artifact(link=html.resolve().as_uri(), link_text=f"{cfg.name} report.html",
+    link, text = report_link(html)
+    ids["html"] = str(create_link_artifact(link=link, link_text=f"{cfg.name} {text}",
                                            key=artifact_key(cfg.name, "report-html")))
     return ids
 
@@ -59,4 +99,5 @@ def publish_cross_domain(domains: list[str], html: Path) -> None:
     """Publish the cross-domain page (its report.md beside report.html) and a link to the HTML."""
     key = artifact_key("cross-domain", *domains)
     publish_markdown_file(html.with_name("report.md"), key, "domainbert cross-domain comparison")
-    create_link_artifact(link=html.resolve().as_uri(), link_text="cross-domain report.html", key=f"{key}-html")
+    link, text = report_link(html)
+    create_link_artifact(link=link, link_text=f"cross-domain {text}", key=f"{key}-html")

@@ -94,7 +94,9 @@ def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain
             rows = json.loads(by_key["tiny-results"].data) if isinstance(by_key["tiny-results"].data, str) \
                 else by_key["tiny-results"].data
             assert any("continued" in json.dumps(row) for row in rows)
-            assert "report.html](file://" in by_key["tiny-report-html"].data  # a link artifact (Markdown)
+            link = by_key["tiny-report-html"].data  # a link artifact (Markdown): the worker's file, named as such
+            assert "report.html (a file on " in link and "](file://" in link
+            assert "data:image/png;base64," in by_key["tiny-report"].data  # figures embedded: the UI shows them
             # The run is recorded in PostgreSQL, not in a SQLite file.
             port = database_url.rsplit(":", 1)[1].split("/")[0]
             count = subprocess.run(
