@@ -11,6 +11,7 @@ embedded local API; with it, the run is recorded on that server.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import cast
 
 from prefect import flow, get_run_logger
 
@@ -52,7 +53,7 @@ def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: st
     corpus_flow(spec, execution)
     vocab_flow(spec, execution)
     if execution.pretrain_deployment:
-        _pretrain_on_deployment(spec, execution)
+        _pretrain_on_deployment(spec, execution, execution.pretrain_deployment)
     else:
         pretrain_flow(spec, execution)
     finetune_flow(spec, execution)
@@ -61,16 +62,20 @@ def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: st
     return str(report)
 
 
-def _pretrain_on_deployment(spec: RunSpec, execution: ExecutionOptions) -> None:
+def _pretrain_on_deployment(spec: RunSpec, execution: ExecutionOptions, deployment: str) -> None:
     """Run the pretrain flow through its deployment (the GPU pool) and wait for it, as a subflow of this run."""
+    from prefect.client.schemas.objects import FlowRun
     from prefect.deployments import run_deployment
 
-    # The GPU worker joins this run's folder lock instead of finding it held.
-    inner = execution.model_copy(update={"pretrain_deployment": None, "lock_token": held_token(spec.out)})
-    run = run_deployment(execution.pretrain_deployment, as_subflow=True,
-                         parameters={"spec": spec.model_dump(mode="json"), "execution": inner.model_dump(mode="json")})
+    # The GPU worker joins this run's folder lock (taken on the layout's root) instead of finding it held.
+    inner = execution.model_copy(update={"pretrain_deployment": None,
+                                         "lock_token": held_token(spec.layout().root)})
+    # Called from a sync flow, prefect's async_dispatch returns the flow run itself (not a coroutine).
+    run = cast(FlowRun, run_deployment(deployment, as_subflow=True,
+                                       parameters={"spec": spec.model_dump(mode="json"),
+                                                   "execution": inner.model_dump(mode="json")}))
     if run.state is None or not run.state.is_completed():
-        raise RuntimeError(f"pretraining deployment {execution.pretrain_deployment!r} ended "
+        raise RuntimeError(f"pretraining deployment {deployment!r} ended "
                            f"{run.state.type.value if run.state else 'without a state'} (flow run {run.id})")
 
 
