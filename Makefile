@@ -12,7 +12,7 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export TOKENIZERS_PARALLELISM ?= false
 PYTEST_ARGS ?=
 
-.PHONY: setup demo test test-fast bench lint clean
+.PHONY: setup demo test test-fast bench lint typecheck clean
 
 setup: $(VENV)/.installed
 
@@ -42,8 +42,12 @@ bench: setup
 	$(BIN)/python bench/pretrain.py
 	$(BIN)/python bench/finetune.py
 
-lint: setup
+lint: typecheck
 	$(BIN)/ruff check src flows tests bench
+
+# mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.
+typecheck: setup
+	$(BIN)/python -m mypy src/domainbert flows
 
 clean:
 	rm -rf runs .pytest_cache
