@@ -60,28 +60,58 @@ def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | N
                             refresh_cache=opts.refresh_cache or refresh)
 
 
+class ProgressArtifacts(logging.Handler):
+    """Turns the training loops' progress records (``record.progress = (step, total, label)``, progress.py)
+    into one Prefect progress artifact per label on the current task run, updated as the run goes."""
+
+    def __init__(self) -> None:
+        super().__init__(logging.INFO)
+        self.ids: dict[str, Any] = {}
+
+    def emit(self, record: logging.LogRecord) -> None:
+        progress = getattr(record, "progress", None)
+        if not progress:
+            return
+        step, total, label = progress
+        percent = round(100.0 * step / max(total, 1), 1)
+        try:
+            from prefect.artifacts import create_progress_artifact, update_progress_artifact
+
+            if label in self.ids:
+                update_progress_artifact(self.ids[label], percent)
+            else:
+                self.ids[label] = create_progress_artifact(percent, description=f"{label}: steps done")
+        except Exception:  # noqa: BLE001 - a progress bar must never stop training
+            self.handleError(record)
+
+
 @contextmanager
 def stage_logs_to_prefect() -> Iterator[None]:
-    """Forward ``domainbert.*`` log records to the Prefect run log while a stage runs."""
+    """Forward ``domainbert.*`` log records to the Prefect run log while a stage runs, and its training
+    progress to progress artifacts (``ProgressArtifacts``)."""
     try:
         from prefect.logging.handlers import APILogHandler
     except ImportError:  # pragma: no cover - older Prefect
         yield
         return
     target = logging.getLogger("domainbert")
-    if any(isinstance(h, APILogHandler) for h in target.handlers):
-        yield
-        return
-    handler = APILogHandler()
-    handler.setLevel(logging.INFO)
+    # Prefect may already forward this logger (PREFECT_LOGGING_EXTRA_LOGGERS); each handler is added once.
+    added: list[logging.Handler] = []
+    if not any(isinstance(h, APILogHandler) for h in target.handlers):
+        added.append(APILogHandler())
+        added[-1].setLevel(logging.INFO)
+    if not any(isinstance(h, ProgressArtifacts) for h in target.handlers):
+        added.append(ProgressArtifacts())
     old_level = target.level
-    if target.getEffectiveLevel() > logging.INFO:
+    if added and target.getEffectiveLevel() > logging.INFO:
         target.setLevel(logging.INFO)
-    target.addHandler(handler)
+    for handler in added:
+        target.addHandler(handler)
     try:
         yield
     finally:
-        target.removeHandler(handler)
+        for handler in added:
+            target.removeHandler(handler)
         target.setLevel(old_level)
 
 

@@ -8,6 +8,8 @@
   task (a ``contextvars`` variable), starts with ``[<template filled from its arguments>]``: fine-tuning runs
   tag their lines ``[model/task/seed-N]`` so that parallel workers' lines can be told apart.
 
+A progress line's record also carries ``progress = (step, total, label)`` (``extra``), so a log handler can
+follow the run without parsing text (the Prefect flows turn it into a progress artifact per run).
 Neither changes what is trained or written; this module does nothing else.
 """
 

@@ -37,6 +37,14 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
     states = task_states(url, start)
     for name in ("corpus-split", "corpus-shard", "corpus-merge", "vocab", "pretrain-arm", "finetune", "report"):
         assert states.get(name) and all(s == "Completed" for s in states[name]), (name, states)
+    # Training progress as the UI shows it: a progress artifact per arm and per fine-tuning run, ending at 100%.
+    from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterType
+
+    with api_client(url) as client:
+        bars = client.read_artifacts(artifact_filter=ArtifactFilter(type=ArtifactFilterType(any_=["progress"])))
+    done = {b.description: float(b.data) for b in bars}
+    assert any(d.startswith("pretrain ") for d in done) and any("/seed-" in d for d in done), done
+    assert all(v == 100.0 for d, v in done.items() if d.startswith("pretrain ")), done
 
     # Same inputs: every cached stage is a cache hit; a changed fine-tuning setting reruns the models'
     # fine-tuning runs only (the floor baseline does not read the learning rate: a cache hit too).

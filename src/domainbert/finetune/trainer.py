@@ -39,7 +39,7 @@ import torch
 from domainbert import signals
 from domainbert.errors import ModelError
 from domainbert.optim import adamw, linear_warmup_decay, param_groups
-from domainbert.progress import ProgressLine, duration
+from domainbert.progress import ProgressLine, current_tag, duration
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -222,7 +222,8 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
             step += 1
             if lines.due(step) or step % max(1, total // 10) == 0:
                 logger.info("step %d/%d loss %.4f (%.1f examples/s, ETA %s)", step, total, np.mean(losses[-20:]),
-                            seen / train_seconds, duration(lines.eta_s(step)))
+                            seen / train_seconds, duration(lines.eta_s(step)),
+                            extra={"progress": (step, total, current_tag() or "fine-tuning")})
             if step % eval_every == 0 or step == total:
                 metrics = evaluate()
                 entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),

@@ -352,7 +352,8 @@ def _train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float) ->
                      state["step"], plan.total_steps, 100 * state["step"] / plan.total_steps, f"{state['tokens']:,}",
                      f"{plan.planned_tokens:,}", loss_value,
                      f"{(state['tokens'] - tokens_at_start) / lines.elapsed():,.0f}",
-                     duration(lines.eta_s(state["step"])))
+                     duration(lines.eta_s(state["step"])),
+                     extra={"progress": (state["step"], plan.total_steps, f"pretrain {arm}")})
         if state["step"] % pcfg.log_every == 0 or state["step"] == plan.total_steps:
             now = time.perf_counter()
             tps = window_tokens / max(now - window_start, 1e-9)
