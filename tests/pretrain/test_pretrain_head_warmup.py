@@ -88,3 +88,18 @@ def test_base_with_its_head_needs_no_warmup_corpus(base_model, layout, tmp_path)
     only.write_text('{"text": "a general sentence"}\n')
     cfg = make_cfg(base_model, f"vocab.control_corpus=[{only}]", f"pretrain.general_eval_corpus=[{only}]")
     assert ensure_head_warmup(cfg, layout) is None
+
+
+def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(headless_base, tmp_path, texts):
+    from pretrain_fixtures import write_corpus
+
+    from domainbert.paths import RunLayout
+
+    heads = []
+    for i, noise in enumerate((0, 10_000)):
+        layout = RunLayout(tmp_path / f"run-{i}")
+        write_corpus(layout.corpus, texts)
+        torch.rand(noise)  # an earlier stage drew from torch's generator (or did not)
+        folder = ensure_head_warmup(_cfg(headless_base), layout)
+        heads.append(load_file(str(folder / "model.safetensors"))["cls.predictions.transform.dense.weight"])
+    assert torch.equal(heads[0], heads[1])

@@ -94,6 +94,9 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
     if hw.enabled == "off":
         return None
     model = None
+    # The missing head is initialised from torch's generator: seeded here, so it does not depend on what ran
+    # earlier in the process (in `domainbert run` the vocabulary stage loads models first).
+    torch.manual_seed(cfg.pretrain.seed)
     if hw.enabled == "auto":  # decided before anything else: a checkpoint with its head needs no warm-up corpus
         model, info = load_mlm_model(cfg.base_model.name_or_path, with_info=True)
         if not head_missing(info):
