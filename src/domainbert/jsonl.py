@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -19,16 +20,28 @@ from domainbert.corpus.sources import open_binary
 from domainbert.errors import DataError
 
 
-def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(line number, record)`` for each non-blank line of the JSONL file at ``path``."""
+@contextmanager
+def text_lines(path: str | Path) -> Iterator[Iterator[str]]:
+    """The lines of a plain or compressed text file, decoded one by one: bytes that are not UTF-8 are a
+    ``DataError`` naming the file and line (the task readers' CoNLL and CSV files go through it too)."""
     path = Path(path)
     with open_binary(path) as raw:
-        for lineno, line in enumerate(raw, 1):
-            try:
-                text = line.decode("utf-8")
-            except UnicodeDecodeError as exc:
-                raise DataError(f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8",
-                                file=path, line=lineno) from None
+        yield _decoded(raw, path)
+
+
+def _decoded(raw: Iterable[bytes], path: Path) -> Iterator[str]:
+    for lineno, line in enumerate(raw, 1):
+        try:
+            yield line.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise DataError(f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8",
+                            file=path, line=lineno) from None
+
+
+def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, record)`` for each non-blank line of the JSONL file at ``path``."""
+    with text_lines(path) as lines:
+        for lineno, text in enumerate(lines, 1):
             if not text.strip():
                 continue
             try:

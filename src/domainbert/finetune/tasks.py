@@ -22,11 +22,9 @@ tokenisation and batching (``encoding``) and anything model-related.
 from __future__ import annotations
 
 import csv
-import gzip
 import hashlib
 import random
-from collections.abc import Callable, Iterable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -34,7 +32,7 @@ from typing import Any
 from domainbert.errors import DataError
 from domainbert.finetune.config import TaskConfig
 from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
-from domainbert.jsonl import iter_records
+from domainbert.jsonl import iter_records, text_lines
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
@@ -78,22 +76,6 @@ def find_split_file(folder: Path, split: str, fmt: str) -> Path:
     raise DataError(f"no {split} file in the task folder (looked for {names}, ...)", file=folder)
 
 
-@contextmanager
-def _open_text(path: Path) -> Iterator[Iterator[str]]:
-    """The file's lines, decoded one by one so that bytes that are not UTF-8 are a DataError naming the line."""
-    with gzip.open(path, "rb") if path.suffix == ".gz" else open(path, "rb") as raw:
-        yield _utf8_lines(raw, path)
-
-
-def _utf8_lines(raw: Iterable[bytes], path: Path) -> Iterator[str]:
-    for lineno, line in enumerate(raw, 1):
-        try:
-            yield line.decode("utf-8")
-        except UnicodeDecodeError as exc:
-            raise DataError(f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8",
-                            file=path, line=lineno) from None
-
-
 def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
     """Read a CoNLL-style file; every tag is checked against ``cfg.labels`` and converted to IOB2."""
     allowed = set(cfg.labels)
@@ -110,7 +92,7 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
         tokens.clear()
         tags.clear()
 
-    with _open_text(path) as f:
+    with text_lines(path) as f:
         for lineno, raw in enumerate(f, 1):
             line = raw.rstrip("\r\n")
             if not line.strip():
@@ -177,7 +159,7 @@ def read_jsonl(path: Path, cfg: TaskConfig) -> list[ClsExample]:
 
 def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
     out = []
-    with _open_text(path) as f:
+    with text_lines(path) as f:
         reader = csv.DictReader(f)
         for row in reader:
             # The header is line 1; a record's line is where it ends (multi-line cells span several).
