@@ -13,8 +13,14 @@ from __future__ import annotations
 import json
 import logging
 import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from functools import cached_property, partial
+from itertools import islice
 from pathlib import Path
-from typing import Any
+
+from tokenizers import Tokenizer
 
 from domainbert import __version__
 from domainbert.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
@@ -33,9 +39,9 @@ from domainbert.vocab.fertility import (
     token_counts,
     token_counts_from_words,
 )
-from domainbert.vocab.overlap import ReferenceForms, comparable, info_forms
+from domainbert.vocab.overlap import Form, ReferenceForms, comparable, info_forms
 from domainbert.vocab.recommend import recommend
-from domainbert.vocab.references import describe, load_base_tokenizer, load_reference
+from domainbert.vocab.references import TokenizerInfo, describe, load_base_tokenizer, load_reference
 from domainbert.vocab.report import published_comparison, write_report
 from domainbert.vocab.train import (
     TextStats,
@@ -88,19 +94,6 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     return report
 
 
-def _train(texts_fn, cfg: DomainConfig, size: int, stats: TextStats | None = None):
-    t = cfg.tokenizer
-    return train_tokenizer(texts_fn, t.kind, size, t.lowercase, t.min_frequency, stats)
-
-
-def _vocab_at(tok, size: int, cfg: DomainConfig, main_size: int, retrain) -> list[str]:
-    """The vocabulary of ``size`` tokens: a WordPiece prefix, or a fresh training for SentencePiece kinds
-    (``tok`` itself at the main size)."""
-    if cfg.tokenizer.kind == "wordpiece":
-        return ordered_vocab(tok)[:size]
-    return ordered_vocab(tok if size == main_size else retrain(size))
-
-
 def curve_points(requested: list[int], domain_at, control_at, prefix: bool) -> tuple[dict, list[tuple[list, list]]]:
     """The overlap curve's points: the requested sizes both vocabularies reach, then one point at what they
     reached when a larger size was requested (a small corpus stops WordPiece and SentencePiece short).
@@ -139,144 +132,248 @@ def curve_points(requested: list[int], domain_at, control_at, prefix: bool) -> t
     return curve, points
 
 
+@dataclass
+class Build:
+    """What one build reads, and the domain vocabulary's size (the base model's unless configured)."""
+
+    cfg: DomainConfig
+    corpus: Path
+    out: Path
+    inputs: dict[str, str] | None
+    refs: list[TokenizerInfo]
+    base_hf: object
+    base: TokenizerInfo
+    size: int
+
+    @property
+    def wordpiece(self) -> bool:
+        return self.cfg.tokenizer.kind == "wordpiece"
+
+    @property
+    def top(self) -> int:
+        """The size trained first: WordPiece cuts every curve size from one training, other kinds train per size."""
+        return max([self.size, *self.cfg.vocab.curve_sizes]) if self.wordpiece else self.size
+
+    @property
+    def targets(self) -> list[TokenizerInfo]:
+        """What the domain vocabulary is compared with: the references, then the base model's."""
+        return [*self.refs, self.base]
+
+    @cached_property
+    def forms(self) -> dict[str, ReferenceForms]:
+        return {info.name: ReferenceForms(info) for info in self.targets}
+
+    def train_texts(self) -> Iterator[str]:
+        return store.iter_texts(self.corpus, "train")
+
+    def train(self, texts: Callable[[], Iterable[str]], size: int, stats: TextStats | None = None) -> Tokenizer:
+        t = self.cfg.tokenizer
+        return train_tokenizer(texts, t.kind, size, t.lowercase, t.min_frequency, stats)
+
+    def cut(self, tok: Tokenizer, size: int) -> Tokenizer:
+        """``tok`` at ``size`` tokens: a WordPiece prefix; the other kinds were trained at that size."""
+        return finish(truncate_wordpiece(tok, size), self.cfg.tokenizer.kind) if self.wordpiece else tok
+
+    def describe(self, tok: Tokenizer, name: str, source: str = "") -> TokenizerInfo:
+        return describe(tok, name, source=source, lowercase=self.cfg.tokenizer.lowercase)
+
+    def vocab_at(self, side: Trained, size: int) -> list[str]:
+        """``side``'s ``size`` tokens: a WordPiece prefix; SentencePiece kinds train afresh at other sizes."""
+        if self.wordpiece:
+            return ordered_vocab(side.big)[:size]
+        return ordered_vocab(side.big if size == self.size else self.train(side.texts, size))
+
+
+@dataclass
+class Trained:
+    """A vocabulary the stage trained and the text it was trained on."""
+
+    info: TokenizerInfo  # at the stage's size
+    big: Tokenizer  # as trained, at ``Build.top``: the curve's WordPiece sizes are its prefixes
+    texts: Callable[[], Iterable[str]]
+    stats: TextStats
+
+    @cached_property
+    def forms(self) -> dict[str, tuple[Form, ...]]:
+        return info_forms(self.info)
+
+
+@dataclass
+class Vocabularies:
+    """The domain and control vocabularies, and the domain's trained on as many words as the control."""
+
+    domain: Trained
+    control: Trained
+    matched: TokenizerInfo  # ``domain.info`` itself unless the domain has more words than the control
+    control_files: list[Path]
+    control_documents: int  # available, before matching the domain's word count
+    control_words: int
+    matched_words: int
+
+
 def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None = None) -> dict:
     """Compute every figure and write the stage's files into ``out`` (see ``run_vocab``)."""
-    t, v = cfg.tokenizer, cfg.vocab
     started = time.perf_counter()
+    b = _open(cfg, corpus, out, inputs)
+    v = _train_control(b, _train_domain(b))
+    overlap, curve = _overlap(b, v)
+    log.info("vocab: counting words and tokens of the train split")
+    words = count_words(b.train_texts())
+    fragmented, missing = _word_tables(b, v.domain, words)
+    candidates = extension_candidates(words, b.base, cfg.vocab.extension.min_count)
+    texts = _heldout_texts(b)
+    heldout = {info.name: heldout_stats(info, texts) for info in [*b.targets, v.domain.info]}
+    _lengths_vs_base(heldout)
+    rec = recommend(_fit(overlap["base"], heldout), candidates, v.domain.stats.words, cfg.vocab.recommend)
+    extension = _extend(b, candidates, rec, heldout, texts)
+    report = {**_header(b, v), "overlap": overlap, "curve": curve, "heldout": heldout,
+              "fragmented_words": fragmented, "missing_tokens": missing, "extension": extension,
+              "recommendation": rec, "seconds": time.perf_counter() - started}
+    report["published"] = [published_comparison(p, report) for p in cfg.vocab.published]
+    write_report(report, out)
+    log.info("vocab: %s (%.1fs)", rec["decision"], report["seconds"])
+    return report
+
+
+def _open(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | None) -> Build:
     if store.count_documents(corpus, "train") == 0:
         raise DataError("the corpus train split is empty", file=corpus / "train")
-    train_texts = lambda: store.iter_texts(corpus, "train")  # noqa: E731
     log.info("vocab: loading references and the base tokenizer")
-    refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(v.references)]
+    refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(cfg.vocab.references)]
     base_hf, base = load_base_tokenizer(cfg.base_model.name_or_path, cfg.base_model.lowercase)
     base.name = "base"
-    size = t.vocab_size or base.tokenizer.get_vocab_size()  # the base model's size unless configured
-    wordpiece = t.kind == "wordpiece"
-    top = max([size] + list(v.curve_sizes)) if wordpiece else size
+    size = cfg.tokenizer.vocab_size or base.tokenizer.get_vocab_size()
+    return Build(cfg, corpus, out, inputs, refs, base_hf, base, size)
 
-    log.info("vocab: training the %s domain tokenizer (%d tokens)", t.kind, size)
-    stats = TextStats()
-    big = _train(train_texts, cfg, top, stats)
-    if stats.words < v.min_words_per_token * size:
-        raise DataError(f"the corpus is too small for a {size}-token vocabulary: {stats.words:,} train words "
-                        f"(at least {v.min_words_per_token:g} per token = {v.min_words_per_token * size:,.0f})",
-                        file=corpus, field="tokenizer.vocab_size")
-    check_trained_size(big, size, "domain tokenizer")
-    domain_tok = finish(truncate_wordpiece(big, size), t.kind) if wordpiece else big
-    tok_dir = out / "tokenizer"
-    with atomic_output(tok_dir, config=config_of(cfg), inputs=inputs) as tmp_tok:
-        save_tokenizer(domain_tok, t, tmp_tok)
-    domain = describe(domain_tok, "domain", source=str(tok_dir), lowercase=t.lowercase)
 
+def _train_domain(b: Build) -> Trained:
+    """Train the domain vocabulary and save it in ``tokenizer/``; too little text for its size is an error."""
+    log.info("vocab: training the %s domain tokenizer (%d tokens)", b.cfg.tokenizer.kind, b.size)
+    stats, per_token = TextStats(), b.cfg.vocab.min_words_per_token
+    big = b.train(b.train_texts, b.top, stats)
+    if stats.words < per_token * b.size:
+        raise DataError(f"the corpus is too small for a {b.size}-token vocabulary: {stats.words:,} train words "
+                        f"(at least {per_token:g} per token = {per_token * b.size:,.0f})",
+                        file=b.corpus, field="tokenizer.vocab_size")
+    check_trained_size(big, b.size, "domain tokenizer")
+    tok, tok_dir = b.cut(big, b.size), b.out / "tokenizer"
+    with atomic_output(tok_dir, config=config_of(b.cfg), inputs=b.inputs) as tmp:
+        save_tokenizer(tok, b.cfg.tokenizer, tmp)
+    return Trained(b.describe(tok, "domain", source=str(tok_dir)), big, b.train_texts, stats)
+
+
+def _train_control(b: Build, domain: Trained) -> Vocabularies:
+    """The control vocabulary, trained on as many words of general text as the domain's (or all there is)."""
     log.info("vocab: control vocabulary on an equal amount of general text")
-    files = ctl.control_files(v.control_corpus)
-    ctl_docs, ctl_words = ctl.count_words(ctl.iter_control_texts(files))
-    matched_words = min(stats.words, ctl_words)
-    ctl_texts = lambda: ctl.take_words(lambda: ctl.iter_control_texts(files), ctl_words, matched_words)  # noqa: E731
-    ctl_stats = TextStats()
-    control_big = _train(ctl_texts, cfg, top, ctl_stats)
+    files = ctl.control_files(b.cfg.vocab.control_corpus)
+    documents, words = ctl.count_words(ctl.iter_control_texts(files))
+    matched_words = min(domain.stats.words, words)
+    texts = partial(ctl.take_words, partial(ctl.iter_control_texts, files), words, matched_words)
+    stats = TextStats()
+    big = b.train(texts, b.top, stats)
     # the control is compared size for size: when the corpus stopped the domain vocabulary short, so is it
-    achieved = domain_tok.get_vocab_size()
-    control_tok = finish(truncate_wordpiece(control_big, min(size, achieved)), t.kind) if wordpiece else control_big
-    control = describe(control_tok, "control", lowercase=t.lowercase)
-    matched = domain
-    if stats.words > ctl_words:  # more domain text than control text: compare size-matched vocabularies
-        sample = lambda: ctl.take_words(train_texts, stats.words, ctl_words)  # noqa: E731
-        m = _train(sample, cfg, size)
-        matched = describe(finish(truncate_wordpiece(m, size), t.kind) if wordpiece else m,
-                           "domain-matched", lowercase=t.lowercase)
+    achieved = domain.info.tokenizer.get_vocab_size()
+    control = Trained(b.describe(b.cut(big, min(b.size, achieved)), "control"), big, texts, stats)
+    matched = domain.info
+    if domain.stats.words > words:  # more domain text than control text: compare size-matched vocabularies
+        sample = partial(ctl.take_words, b.train_texts, domain.stats.words, words)
+        matched = b.describe(b.cut(b.train(sample, b.size), b.size), "domain-matched")
+    return Vocabularies(domain, control, matched, files, documents, words, matched_words)
 
-    targets = [(r.name, r) for r in refs] + [("base", base)]
-    forms = {name: ReferenceForms(info) for name, info in targets}
 
-    retrain_dom = lambda s: _train(train_texts, cfg, s)  # noqa: E731
-    retrain_ctl = lambda s: _train(ctl_texts, cfg, s)  # noqa: E731
-    curve, points = curve_points(list(v.curve_sizes), lambda s: _vocab_at(big, s, cfg, size, retrain_dom),
-                                 lambda s: _vocab_at(control_big, s, cfg, size, retrain_ctl), wordpiece)
-    style, special = domain.style, domain.special
-    dom_forms, ctl_forms = info_forms(domain), info_forms(control)
-    matched_forms = dom_forms if matched is domain else info_forms(matched)
+def _overlap(b: Build, v: Vocabularies) -> tuple[dict, dict]:
+    """Per target: the overlap of the domain, control and word-matched vocabularies, and the overlap curve."""
+    curve, points = curve_points(list(b.cfg.vocab.curve_sizes), partial(b.vocab_at, v.domain),
+                                 partial(b.vocab_at, v.control), b.wordpiece)
+    style, special = v.domain.info.style, v.domain.info.special
+    matched_forms = v.domain.forms if v.matched is v.domain.info else info_forms(v.matched)
     dom_curve_forms = [comparable(d, style, special) for d, _ in points]
     ctl_curve_forms = [comparable(c, style, special) for _, c in points]
     overlap: dict = {}
-    for name, rf in forms.items():
-        overlap[name] = {"domain": rf.compare(dom_forms), "control": rf.compare(ctl_forms),
+    for name, rf in b.forms.items():
+        overlap[name] = {"domain": rf.compare(v.domain.forms), "control": rf.compare(v.control.forms),
                          "domain_matched": rf.compare(matched_forms)}
         overlap[name]["overlap"] = overlap[name]["domain"]["domain_in_reference"]  # the headline (SciBERT's) figure
         curve["domain"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in dom_curve_forms]
         curve["control"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in ctl_curve_forms]
+    return overlap, curve
 
-    log.info("vocab: counting words and tokens of the train split")
-    words = count_words(train_texts())
-    tok_counts = (token_counts_from_words(domain.tokenizer, words) if wordpiece
-                  else token_counts(domain.tokenizer, train_texts()))
+
+def _word_tables(b: Build, domain: Trained, words: Counter) -> tuple[dict, dict]:
+    """Per target: the frequent domain words it cuts into 3+ pieces, and the domain tokens it lacks."""
+    tok, top = domain.info.tokenizer, b.cfg.vocab.top_words
+    counts = token_counts_from_words(tok, words) if b.wordpiece else token_counts(tok, b.train_texts())
     fragmented, missing = {}, {}
-    for name, info in targets:
+    for info in b.targets:
         norm = normalized_counts(words, info.tokenizer)
         frequent = [w for w, _ in norm.most_common(5000)]
         rows = [{"word": w, "count": norm[w], "pieces": p} for w, p in zip(frequent, pieces(info, frequent),
                                                                          strict=True) if len(p) >= 3]
-        fragmented[name] = rows[: v.top_words]
-        miss = forms[name].missing(dom_forms)
-        miss_rows: list[dict[str, Any]] = sorted(({"token": m, "count": int(tok_counts[domain.tokenizer.token_to_id(m)])} for m in miss),
-                           key=lambda r: (-r["count"], r["token"]))
-        missing[name] = miss_rows[: v.top_words]
+        fragmented[info.name] = rows[:top]
+        miss = sorted((-int(counts[tok.token_to_id(m)]), m) for m in b.forms[info.name].missing(domain.forms))
+        missing[info.name] = [{"token": m, "count": -neg} for neg, m in miss[:top]]
+    return fragmented, missing
 
-    candidates = extension_candidates(words, base, v.extension.min_count)
-    heldout_texts = [x for _, x in zip(range(v.heldout_documents), store.iter_texts(corpus, "validation"),
-                                       strict=False)]
-    if not heldout_texts:
+
+def _heldout_texts(b: Build) -> list[str]:
+    texts = list(islice(store.iter_texts(b.corpus, "validation"), b.cfg.vocab.heldout_documents))
+    if not texts:
         raise DataError("the corpus validation split is empty (needed for held-out figures)",
-                        file=corpus / "validation")
-    measured = [(r.name, r) for r in refs] + [("base", base), ("domain", domain)]
-    log.info("vocab: held-out figures on %d validation documents", len(heldout_texts))
-    heldout = {name: heldout_stats(info, heldout_texts) for name, info in measured}
+                        file=b.corpus / "validation")
+    log.info("vocab: held-out figures on %d validation documents", len(texts))
+    return texts
+
+
+def _lengths_vs_base(heldout: dict) -> None:
+    """Set each row's document length relative to the base tokenizer's."""
     base_len = heldout["base"]["mean_tokens_per_document"]
     for row in heldout.values():
         row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
-    base_ov = overlap["base"]
-    figures = {"shift": base_ov["control"]["domain_in_reference"] - base_ov["domain_matched"]["domain_in_reference"],
-               "saving": 1 - heldout["domain"]["length_vs_base"],
-               "fertility": heldout["base"]["fertility"], "unk_rate": heldout["base"]["unk_rate"]}
-    rec = recommend(figures, candidates, stats.words, v.recommend)
 
-    chosen, extension = choose_extension(v.extension, candidates, rec)
-    if v.extension.enabled:
-        log.info("vocab: extending the base model by %d tokens (%s)", len(chosen), extension["source"])
-        with atomic_output(out / "extended-model", config=config_of(cfg), inputs=inputs) as tmp_ext:
-            summary = build_extended_model(cfg.base_model.name_or_path, base_hf, base, chosen, tmp_ext,
-                                           decision={k: extension[k] for k in ("source", "recommended_tokens")})
-        from domainbert.models import load_tokenizer
 
-        extended = describe(load_tokenizer(out / "extended-model").backend_tokenizer, "extended")
-        heldout["extended"] = row = heldout_stats(extended, heldout_texts)
-        row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
-        extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
-        extension["top"] = summary["tokens"][: v.top_words]
+def _fit(base_overlap: dict, heldout: dict) -> dict:
+    """What the recommendation weighs: the domain's shift away from the base vocabulary, the base's fit."""
+    shift = base_overlap["control"]["domain_in_reference"] - base_overlap["domain_matched"]["domain_in_reference"]
+    return {"shift": shift, "saving": 1 - heldout["domain"]["length_vs_base"],
+            "fertility": heldout["base"]["fertility"], "unk_rate": heldout["base"]["unk_rate"]}
 
-    report = {
-        "domain": cfg.name, "profile": cfg.profile,
-        "tokenizer": {**t.model_dump(mode="json"), "vocab_size": size,
-                      "achieved_vocab_size": domain.tokenizer.get_vocab_size(), "style": domain.style},
-        "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes, "train_seconds":
-                  stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
-        "control": {"files": [str(f) for f in files], "documents_available": ctl_docs, "words_available": ctl_words,
-                    "documents": ctl_stats.documents, "words": ctl_stats.words,
-                    "vocab_size": control.tokenizer.get_vocab_size(),
-                    "domain_matched_vocab_size": matched.tokenizer.get_vocab_size(),
-                    "domain_matched_words": matched_words if matched is not domain else stats.words},
-        "references": [{"name": i.name, "source": i.source, "style": i.style, "lowercase": i.lowercase,
-                        "vocab_size": i.tokenizer.get_vocab_size()} for _, i in targets],
-        "base_model": cfg.base_model.name_or_path,
-        "overlap": overlap, "curve": curve, "heldout": heldout,
-        "fragmented_words": fragmented, "missing_tokens": missing,
-        "extension": extension, "recommendation": rec,
-        "seconds": time.perf_counter() - started,
-    }
-    report["published"] = [published_comparison(p, report) for p in v.published]
-    write_report(report, out)
-    log.info("vocab: %s (%.1fs)", rec["decision"], report["seconds"])
-    return report
+
+def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: list[str]) -> dict:
+    """Build ``extended-model/`` when enabled (its held-out row joins ``heldout``); the report's ``extension``."""
+    ext = b.cfg.vocab.extension
+    chosen, extension = choose_extension(ext, candidates, rec)
+    if not ext.enabled:
+        return extension
+    log.info("vocab: extending the base model by %d tokens (%s)", len(chosen), extension["source"])
+    with atomic_output(b.out / "extended-model", config=config_of(b.cfg), inputs=b.inputs) as tmp:
+        summary = build_extended_model(b.cfg.base_model.name_or_path, b.base_hf, b.base, chosen, tmp,
+                                       decision={k: extension[k] for k in ("source", "recommended_tokens")})
+    from domainbert.models import load_tokenizer
+
+    extended = describe(load_tokenizer(b.out / "extended-model").backend_tokenizer, "extended")
+    heldout["extended"] = heldout_stats(extended, texts)
+    _lengths_vs_base(heldout)
+    extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
+    extension["top"] = summary["tokens"][: b.cfg.vocab.top_words]
+    return extension
+
+
+def _header(b: Build, v: Vocabularies) -> dict:
+    """The report's description of what was trained, on what text, against which references."""
+    stats, domain, cs = v.domain.stats, v.domain.info, v.control.stats
+    return {"domain": b.cfg.name, "profile": b.cfg.profile,
+            "tokenizer": {**b.cfg.tokenizer.model_dump(mode="json"), "vocab_size": b.size,
+                          "achieved_vocab_size": domain.tokenizer.get_vocab_size(), "style": domain.style},
+            "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes, "train_seconds":
+                      stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
+            "control": {"files": [str(f) for f in v.control_files], "documents_available": v.control_documents,
+                        "words_available": v.control_words, "documents": cs.documents, "words": cs.words,
+                        "vocab_size": v.control.info.tokenizer.get_vocab_size(),
+                        "domain_matched_vocab_size": v.matched.tokenizer.get_vocab_size(),
+                        "domain_matched_words": v.matched_words if v.matched is not domain else stats.words},
+            "references": [{"name": i.name, "source": i.source, "style": i.style, "lowercase": i.lowercase,
+                            "vocab_size": i.tokenizer.get_vocab_size()} for i in b.targets],
+            "base_model": b.cfg.base_model.name_or_path}
 
 
 def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) -> tuple[list[dict], dict]:
