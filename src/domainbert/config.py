@@ -23,6 +23,7 @@ from domainbert.hub_config import HubConfig
 from domainbert.paths import resolve_domain_file
 from domainbert.pretrain.config import BaseModelConfig, PretrainConfig
 from domainbert.schema import StrictModel
+from domainbert.tracking import TrackingConfig
 from domainbert.vocab.config import TokenizerConfig, VocabConfig
 
 DEFAULT_PROFILE = "offline"
@@ -43,6 +44,7 @@ class DomainConfig(StrictModel):
     finetune: FinetuneConfig
     compare: CompareConfig = CompareConfig()
     hub: HubConfig = HubConfig()
+    tracking: TrackingConfig = TrackingConfig()
 
 
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -17,6 +18,7 @@ from domainbert.paths import RunLayout
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.launch import save_run_config, worker_args
 from domainbert.pretrain.stage import pretrain_arm
+from tracking_records import tensorboard_scalars
 
 
 def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
@@ -29,14 +31,24 @@ def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
 
 @pytest.mark.slow
 def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, texts):
+    from mlflow import MlflowClient
+
     cfg = make_cfg(base_model, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=3",
-                   "pretrain.keep_checkpoints=2")  # 12 steps
+                   "pretrain.keep_checkpoints=2", "pretrain.log_every=1")  # 12 steps
+    # The killed run also reports to MLflow: its restart replays the steps after the last checkpoint, and
+    # the tracked run must still hold each step once.
+    store = f"sqlite:///{tmp_path}/mlflow.db"
+    tracked = cfg.model_copy(update={"tracking": cfg.tracking.model_copy(
+        update={"report_to": ["tensorboard", "mlflow"], "mlflow_tracking_uri": store})})
     killed = RunLayout(tmp_path / "killed")
     write_corpus(killed.corpus, texts)
-    proc = _worker(cfg, killed, throttle=0.4)
+    proc = _worker(tracked, killed, throttle=0.4)
     ckpt_root = killed.pretrain("continued") / "checkpoints"
     deadline = time.time() + 120
-    while time.time() < deadline and not any(step >= 3 for step, _ in ckpt.list_checkpoints(ckpt_root)):
+    state = killed.pretrain("continued") / "tracking.json"
+    # Kill between checkpoints 3 and 6, once step 4 has gone to MLflow: the restart replays step 4.
+    while time.time() < deadline and not (any(step >= 3 for step, _ in ckpt.list_checkpoints(ckpt_root))
+                                           and state.is_file() and json.loads(state.read_text())["sent_step"] >= 4):
         assert proc.poll() is None, proc.stderr.read().decode()[-2000:]
         time.sleep(0.05)
     os.kill(proc.pid, signal.SIGKILL)
@@ -45,9 +57,10 @@ def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, tex
     saved = [step for step, _ in ckpt.list_checkpoints(ckpt_root)]
     assert saved and max(saved) < 12
 
-    restarted = _worker(cfg, killed, throttle=0.0)
+    sent = json.loads((killed.pretrain("continued") / "tracking.json").read_text())["sent_step"]
+    restarted = _worker(tracked, killed, throttle=0.0)
     assert restarted.wait(timeout=300) == 0, restarted.stderr.read().decode()[-2000:]
-    summary = __import__("json").loads((killed.pretrain("continued") / "summary.json").read_text())
+    summary = json.loads((killed.pretrain("continued") / "summary.json").read_text())
     assert summary["resumed_from"] == [max(saved)]
     assert summary["steps"] == 12 and summary["tokens_consumed"] == 1536
     assert len(ckpt.list_checkpoints(ckpt_root)) <= 2  # keep_checkpoints
@@ -61,6 +74,16 @@ def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, tex
     assert [s for s, _ in summary["loss_curve"]] == list(range(1, 13))
     for (_, a), (_, b) in zip(summary["loss_curve"], reference["loss_curve"], strict=True):
         assert a == pytest.approx(b, abs=1e-4)
+    assert sent > max(saved), "the kill came after a checkpoint's step was logged, so steps are replayed"
+    client = MlflowClient(tracking_uri=store)
+    (run,) = client.search_runs([client.get_experiment_by_name("domainbert-science").experiment_id])
+    assert run.info.status == "FINISHED"
+    history = [(m.step, m.value) for m in client.get_metric_history(run.info.run_id, "train/loss")]
+    assert sorted(step for step, _ in history) == list(range(1, 13))  # each step once, none twice
+    for (step, value), (_, want) in zip(sorted(history), reference["loss_curve"], strict=True):
+        assert value == pytest.approx(want, abs=1e-4), step
+    assert [s for s, _ in tensorboard_scalars(killed.pretrain("continued") / "tensorboard")["train/loss"]] == \
+        list(range(1, 13))
     got = load_file(killed.pretrained_model("continued") / "model.safetensors")
     want = load_file(whole.pretrained_model("continued") / "model.safetensors")
     assert got.keys() == want.keys()

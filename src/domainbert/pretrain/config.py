@@ -124,6 +124,8 @@ class PretrainConfig(StrictModel):
     keep_checkpoints: int = Field(2, ge=1)
     log_every: int = Field(5, ge=1)
     eval_documents: int = Field(200, ge=1, description="Held-out documents for domain and general perplexity.")
+    eval_every: int | None = Field(None, ge=1, description="Also evaluate perplexity every this many steps (None: "
+                                   "at the start and the end only); not part of the recipe.")
     general_eval_corpus: list[PathStr] = Field(default_factory=list, description="General text for forgetting (perplexity).")
     torch_threads: int | None = Field(
         None, ge=1, description="CPU threads for torch during training (None: torch's default, one per core). On a "

@@ -125,7 +125,8 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
 
 def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any]:
     """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
-    from domainbert.pretrain.trainer import _validation_texts, autocast_dtype, evaluate, masking_spec, torch_threads
+    from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
+    from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 
     p, hw = cfg.pretrain, cfg.pretrain.head_warmup
     embeddings = model.get_input_embeddings().weight
@@ -145,11 +146,9 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(p.precision))
     engine = TorchEngine(objective, p.model_copy(update={"lr": hw.lr, "warmup_ratio": 0.1, "grad_accum": 1}),
                          hw.steps)
-    evals = {"domain": pack_texts(tokenizer, _validation_texts(layout, p.eval_documents), p.seq_len)}
-    if p.general_eval_corpus:
-        evals["general"] = pack_texts(tokenizer, read_jsonl_texts(p.general_eval_corpus, p.eval_documents), p.seq_len)
+    evals = eval_sets(tokenizer, layout, p, p.seq_len)
     with torch_threads(p.torch_threads):
-        before = {k: evaluate(engine, b, spec, p.seed, device) for k, b in evals.items()}  # the random head
+        before = evaluate_all(engine, evals, spec, p.seed, device)  # the random head
         t0, n, curve = time.perf_counter(), data.input_ids.shape[0], []
         for step in range(hw.steps):
             rows = torch.arange(step * p.batch_size, (step + 1) * p.batch_size) % n
@@ -162,7 +161,7 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
             engine.step()
             curve.append([step + 1, round(float(loss.detach()), 5)])
         seconds = time.perf_counter() - t0
-        after = {k: evaluate(engine, b, spec, p.seed, device) for k, b in evals.items()}
+        after = evaluate_all(engine, evals, spec, p.seed, device)
     for q in model.parameters():
         q.requires_grad_(True)
     return {"steps": hw.steps, "lr": hw.lr, "tokens": hw.steps * p.batch_size * p.seq_len,

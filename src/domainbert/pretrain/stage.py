@@ -38,7 +38,8 @@ def arm_fingerprint(cfg, arm: str, layout) -> str:
     not the recipe.
     """
     pretrain = resolved_dict(cfg.pretrain.for_arm(arm))
-    for key in ("launch", "torch_threads", "arm_optim", "head_warmup"):  # speed, or settings of other steps
+    # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
+    for key in ("launch", "torch_threads", "eval_every", "arm_optim", "head_warmup"):
         pretrain.pop(key, None)
     source = arm_source(cfg, arm, layout)
     resolved = resolve_model_ref(source) if arm == "continued" else source

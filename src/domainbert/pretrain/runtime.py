@@ -1,0 +1,98 @@
+"""Process-level set-up of a training run: the process group, seeds, CPU threads and autocast dtype.
+
+Pretraining runs as one process or as several under ``torchrun``/``deepspeed`` (gloo on CPU, NCCL on GPUs);
+the helpers here make a lone process behave as a world of one, so the loop needs no special case. This
+module does not start processes (``launch.py`` does).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import random
+
+import numpy as np
+import torch
+import torch.distributed as dist
+
+from domainbert import signals
+
+
+def dist_info() -> tuple[int, int]:
+    """(rank, world size); (0, 1) outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def sum_across(values: list[float]) -> list[float]:
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def mean_across(value: float) -> float:
+    return sum_across([value])[0] / dist_info()[1]
+
+
+def stop_agreed(world: int) -> bool:
+    """Whether any rank got a stop signal (all ranks must stop at the same step)."""
+    stop = float(signals.stop_requested())
+    return (sum_across([stop])[0] if world > 1 else stop) > 0
+
+
+def init_distributed(use_deepspeed: bool) -> None:
+    """Join the process group the launcher set up (gloo on CPU); a lone DeepSpeed process gets a world of 1."""
+    if dist.is_initialized():
+        return
+    if use_deepspeed:
+        for key, value in (("RANK", "0"), ("WORLD_SIZE", "1"), ("LOCAL_RANK", "0"), ("MASTER_ADDR", "127.0.0.1")):
+            os.environ.setdefault(key, value)
+        if "MASTER_PORT" not in os.environ:
+            import socket
+
+            with socket.socket() as s:
+                s.bind(("127.0.0.1", 0))
+                os.environ["MASTER_PORT"] = str(s.getsockname()[1])
+        from domainbert.extras import require
+
+        deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
+        deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
+    elif int(os.environ.get("WORLD_SIZE", "1")) > 1:
+        dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+
+
+def local_device() -> torch.device:
+    """This rank's GPU (``LOCAL_RANK``) when there is one, else the CPU."""
+    if torch.cuda.is_available():
+        return torch.device("cuda", int(os.environ.get("LOCAL_RANK", 0)))
+    return torch.device("cpu")
+
+
+def seed_everything(seed: int, rank: int) -> None:
+    random.seed(seed + rank)
+    np.random.seed(seed + rank)
+    torch.manual_seed(seed + rank)
+
+
+def autocast_dtype(precision: str) -> torch.dtype | None:
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+
+
+@contextlib.contextmanager
+def torch_threads(threads: int | None):
+    """Run with ``threads`` CPU threads for torch (None: unchanged), restoring the previous count after."""
+    previous = torch.get_num_threads()
+    if threads:
+        torch.set_num_threads(threads)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(previous)

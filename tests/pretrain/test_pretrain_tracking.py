@@ -1,0 +1,78 @@
+"""Pretraining metrics in MLflow (a local SQLite store), W&B (offline run files) and TensorBoard, and
+periodic evaluation (``pretrain.eval_every``)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from pretrain_fixtures import make_cfg, write_corpus
+
+from domainbert.artifacts import read_record
+from domainbert.paths import RunLayout
+from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+from tracking_records import tensorboard_scalars, wandb_history
+
+
+def _records(layout: RunLayout, kind: str) -> list[dict]:
+    lines = (layout.pretrain("continued") / "metrics.jsonl").read_text().splitlines()
+    return [r for r in map(json.loads, lines) if r["kind"] == kind]
+
+
+def test_pretraining_reports_to_mlflow_wandb_and_tensorboard(base_model, layout, tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    monkeypatch.setenv("WANDB_MODE", "offline")
+    monkeypatch.setenv("WANDB_SILENT", "true")
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = make_cfg(base_model, "tracking.report_to=[tensorboard, mlflow, wandb]",
+                   f"tracking.mlflow_tracking_uri={uri}", "pretrain.eval_every=4")
+    pretrain_arm(cfg, "continued", layout)  # 8 steps, a record every 2
+
+    train = _records(layout, "train")
+    assert [r["step"] for r in train] == [2, 4, 6, 8]
+    assert [r["step"] for r in _records(layout, "eval")] == [0, 4, 8]
+
+    client = MlflowClient(tracking_uri=uri)
+    runs = client.search_runs([client.get_experiment_by_name("domainbert-science").experiment_id])
+    assert len(runs) == 1
+    run = runs[0]
+    assert run.info.run_name == "pretrain/continued" and run.info.status == "FINISHED"
+    assert run.data.tags["domainbert.arm"] == "continued"
+    assert run.data.tags["domainbert.fingerprint"] == read_record(layout.pretrained_model("continued"))["fingerprint"]
+    assert run.data.params["pretrain.seq_len"] == "32" and run.data.params["arm"] == "continued"
+    history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "train/loss"))
+    assert history == [(r["step"], pytest.approx(r["loss"])) for r in train]
+    assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/domain_perplexity")] == [0, 4, 8]
+
+    wandb = wandb_history(layout.pretrain("continued"))
+    assert [(step, row["train/loss"]) for step, row in wandb if "train/loss" in row] == \
+        [(r["step"], pytest.approx(r["loss"])) for r in train]
+    assert [step for step, row in wandb if "eval/domain_perplexity" in row] == [0, 4, 8]
+
+    scalars = tensorboard_scalars(layout.pretrain("continued") / "tensorboard")
+    assert [step for step, _ in scalars["train/loss"]] == [2, 4, 6, 8]
+
+
+def test_periodic_evaluation_leaves_the_recipe_and_the_training_unchanged(base_model, tmp_path, texts):
+    runs = {}
+    for every in (None, 2):
+        layout = RunLayout(tmp_path / f"every-{every}")
+        write_corpus(layout.corpus, texts)
+        cfg = make_cfg(base_model, f"pretrain.eval_every={every or 'null'}")
+        runs[every] = (pretrain_arm(cfg, "continued", layout), arm_fingerprint(cfg, "continued", layout), layout)
+    assert runs[None][1] == runs[2][1]
+    assert runs[None][0]["loss_curve"] == runs[2][0]["loss_curve"]
+    assert runs[None][0]["domain_perplexity"] == runs[2][0]["domain_perplexity"]
+    assert [r["step"] for r in _records(runs[2][2], "eval")] == [0, 2, 4, 6, 8]
+    assert [r["step"] for r in _records(runs[None][2], "eval")] == [0, 8]
+
+
+def test_an_unusable_tracking_store_stops_the_run_naming_the_setting(base_model, layout):
+    from domainbert.errors import DomainbertError
+
+    cfg = make_cfg(base_model, "tracking.report_to=[mlflow]", "tracking.mlflow_tracking_uri=nosuch://store")
+    with pytest.raises(DomainbertError, match="cannot start mlflow tracking") as err:
+        pretrain_arm(cfg, "continued", layout)
+    assert err.value.field == "tracking.report_to"
+    assert not layout.pretrained_model("continued").exists()
