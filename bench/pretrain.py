@@ -225,12 +225,9 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
 
 def plot_losses(results: dict[str, Any], path: Path) -> Path | None:
     """Loss against real tokens seen, one line per contender (its first repeat)."""
-    import matplotlib
+    from domainbert.report.plotting import new_figure, save_png
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = new_figure(figsize=(7, 4.2))
     drawn = 0
     for name, entry in results.items():
         curve = [(tok, loss) for _, tok, loss in entry.get("loss_curve", []) if tok is not None]
@@ -238,17 +235,13 @@ def plot_losses(results: dict[str, Any], path: Path) -> Path | None:
             ax.plot([t for t, _ in curve], [loss for _, loss in curve], marker=".", label=name)
             drawn += 1
     if not drawn:
-        plt.close(fig)
         return None
     ax.set_xlabel("real (non-padding) tokens seen")
     ax.set_ylabel("MLM loss")
     ax.set_title("Loss against real tokens (first repeat of each contender)")
     ax.grid(alpha=0.3)
     ax.legend()
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
-    plt.close(fig)
-    return path
+    return save_png(fig, path, dpi=120)
 
 
 def main(argv: list[str] | None = None) -> int:

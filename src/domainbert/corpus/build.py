@@ -56,6 +56,7 @@ from domainbert.corpus.sources import input_fingerprint
 from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
 from domainbert.errors import DataError
 from domainbert.hub import dataset_card
+from domainbert.report import plotting
 
 log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
@@ -119,8 +120,8 @@ def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
     _remove_stale_temporaries(out)
     work_dir = work_dir_for(cfg, layout)
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
-    # matplotlib takes about a second to import; the main process mostly waits on the workers meanwhile
-    threading.Thread(target=report.import_plotting, daemon=True).start()
+    # matplotlib is slow to import; the main process mostly waits on the workers meanwhile
+    threading.Thread(target=plotting.preload, daemon=True).start()
     prepare(cfg, work_dir)
     counts: dict[str, Any] = {}
     stats = _process_all(cfg, work_dir, counts)

@@ -16,6 +16,7 @@ import numpy as np
 
 from domainbert.corpus import drop_samples
 from domainbert.report.document import Alert, Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.report.plotting import new_figure, save_png
 
 
 def length_summary(lengths: np.ndarray) -> dict[str, Any]:
@@ -99,21 +100,9 @@ def _audit_summary(audit: dict[str, Any] | None) -> str:
             f"verbatim in the corpus, {audit['texts_with_ngram_hits']:,} with a {audit['ngram']}-gram in it.{gaps}")
 
 
-def import_plotting() -> None:
-    """Import what ``plot_lengths`` needs (a build does it in a background thread while shards are processed)."""
-    from matplotlib.backends.backend_agg import FigureCanvasAgg  # noqa: F401
-    from matplotlib.figure import Figure  # noqa: F401
-
-
 def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     """Histogram of document lengths in words, log-spaced bins."""
-    # a bare Figure on the Agg canvas: importing pyplot (and its backend machinery) costs about a second
-    from matplotlib.backends.backend_agg import FigureCanvasAgg
-    from matplotlib.figure import Figure
-
-    fig = Figure(figsize=(7, 4))
-    FigureCanvasAgg(fig)
-    ax = fig.subplots()
+    fig, ax = new_figure(figsize=(7, 4))
     top = max(int(lengths.max()) if len(lengths) else 1, 2)
     bins = np.unique(np.geomspace(1, top + 1, 40).astype(int))
     ax.hist(lengths, bins=bins.tolist(), color="#4477aa")
@@ -121,8 +110,8 @@ def plot_lengths(lengths: np.ndarray, path: Path) -> None:
     ax.set_xlabel("document length (words)")
     ax.set_ylabel("documents")
     ax.set_title("Document lengths")
-    fig.subplots_adjust(left=0.12, right=0.97, bottom=0.14, top=0.9)  # fixed margins: tight_layout is slow
-    fig.savefig(path, dpi=100, metadata={"Software": None})
+    # fixed margins: tight_layout is slow
+    save_png(fig, path, dpi=100, margins={"left": 0.12, "right": 0.97, "bottom": 0.14, "top": 0.9})
 
 
 def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) -> None:

@@ -14,6 +14,7 @@ from typing import Any
 from domainbert.artifact_types import PretrainSummary, validate_artifact
 from domainbert.artifacts import atomic_output, write_json_atomic
 from domainbert.config import resolved_dict
+from domainbert.report.plotting import new_figure, save_png
 from domainbert.vocab.train import make_portable
 
 log = logging.getLogger(__name__)
@@ -42,19 +43,12 @@ def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
 
 
 def plot_loss(curve: list[list[float]], path: Path) -> None:
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(5, 3))
+    fig, ax = new_figure(figsize=(5, 3))
     if curve:
         ax.plot([c[0] for c in curve], [c[1] for c in curve])
     ax.set_xlabel("step")
     ax.set_ylabel("MLM loss")
-    fig.tight_layout()
-    fig.savefig(path, dpi=80)
-    plt.close(fig)
+    save_png(fig, path, dpi=80)
 
 
 def base_pooler(cfg, model) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The report's PNG figures, drawn with matplotlib's Agg backend from the run's own numbers.
+"""The report's PNG figures, drawn from the run's own numbers (figure set-up and saving: ``report.plotting``).
 
 - ``loss_curves``: MLM training loss per step, one line per arm (``summary.json`` ``loss_curve``, else the
   ``kind: train`` records of ``metrics.jsonl``), with a moving average over noisy per-step losses;
@@ -17,22 +17,14 @@ import math
 from pathlib import Path
 from typing import Any
 
-import matplotlib
+from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-matplotlib.use("Agg")  # no display; must precede pyplot
-import matplotlib.pyplot as plt  # noqa: E402
-from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter  # noqa: E402
-
-from domainbert.report.results import METRIC_LABEL  # noqa: E402
-
-DPI = 110
+from domainbert.report.plotting import new_figure, save_png
+from domainbert.report.results import METRIC_LABEL
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> str:
-    fig.tight_layout()
-    fig.savefig(out_dir / name, dpi=DPI)
-    plt.close(fig)
-    return name
+    return save_png(fig, out_dir / name).name
 
 
 def _moving_average(values: list[float], window: int) -> list[float]:
@@ -61,7 +53,7 @@ def loss_curves(pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dic
     series = {arm: pts for arm, pts in series.items() if pts}
     if not series:
         return None
-    fig, ax = plt.subplots(figsize=(8, 4.2))
+    fig, ax = new_figure(figsize=(8, 4.2))
     for arm, pts in series.items():
         steps, losses = [p[0] for p in pts], [p[1] for p in pts]
         window = max(1, len(losses) // 20)
@@ -93,7 +85,7 @@ def perplexity_curves(metrics: dict[str, list[dict[str, Any]]], out_dir: Path,
     panels = [(k, t) for k, t in panels if any(data[k].values())]
     if not panels:
         return None
-    fig, axes = plt.subplots(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
+    fig, axes = new_figure(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (key, title) in zip(axes[0], panels, strict=True):
         for arm, pts in data[key].items():
             if pts:
@@ -122,7 +114,7 @@ def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetun
         return None
     cols = min(len(tasks), 2)
     rows = math.ceil(len(tasks) / cols)
-    fig, axes = plt.subplots(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
+    fig, axes = new_figure(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
     for ax in axes.flat[len(tasks):]:
         ax.set_visible(False)
     for ax, task in zip(axes.flat, tasks, strict=False):
@@ -155,7 +147,7 @@ def domain_bars(rows: list[dict[str, Any]], out_dir: Path, name: str = "cross_do
     if not groups:
         return None
     width = 0.8 / len(models)
-    fig, ax = plt.subplots(figsize=(max(7.0, 1.6 * len(groups) * max(1, len(models)) / 2), 4.6))
+    fig, ax = new_figure(figsize=(max(7.0, 1.6 * len(groups) * max(1, len(models)) / 2), 4.6))
     for i, model in enumerate(models):
         xs, means, stds = [], [], []
         for g, (domain, task) in enumerate(groups):

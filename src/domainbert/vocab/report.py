@@ -13,6 +13,7 @@ from pathlib import Path
 
 from domainbert.artifact_types import VocabReport, validate_artifact
 from domainbert.report.document import Block, Code, Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.report.plotting import new_figure, save_png
 from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
 from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
 
@@ -177,13 +178,8 @@ def _document(title: str, blocks: list[tuple]) -> Document:
 
 def plot(report: dict, folder: Path) -> None:
     """Write overlap_curve.png and fertility.png."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
     curve = report["curve"]
-    fig, ax = plt.subplots(figsize=(7, 4.2))
+    fig, ax = new_figure(figsize=(7, 4.2))
     for i, name in enumerate(curve["domain"]):
         color = f"C{i}"
         ax.plot(curve["sizes"], curve["domain"][name], "o-", color=color, label=f"domain vs {name}")
@@ -194,12 +190,10 @@ def plot(report: dict, folder: Path) -> None:
     ax.set_title(f"{report['domain']}: vocabulary overlap by size")
     ax.grid(alpha=0.3)
     ax.legend(fontsize=7)
-    fig.tight_layout()
-    fig.savefig(folder / "overlap_curve.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, folder / "overlap_curve.png")
 
     names = list(report["heldout"])
-    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    fig, axes = new_figure(1, 2, figsize=(9, 3.8))
     axes[0].bar(names, [report["heldout"][n]["fertility"] for n in names], color="C0")
     axes[0].set_title("sub-tokens per word")
     axes[1].bar(names, [report["heldout"][n]["split_3plus"] for n in names], color="C1")
@@ -207,9 +201,7 @@ def plot(report: dict, folder: Path) -> None:
     for ax in axes:
         ax.tick_params(axis="x", rotation=30, labelsize=8)
     fig.suptitle(f"{report['domain']}: held-out domain text")
-    fig.tight_layout()
-    fig.savefig(folder / "fertility.png", dpi=110)
-    plt.close(fig)
+    save_png(fig, folder / "fertility.png")
 
 
 def write_report(report: dict, folder: Path) -> None:
