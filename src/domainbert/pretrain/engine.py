@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from domainbert.optim import adamw, linear_warmup_decay, param_groups
+from domainbert.pretrain.model import MLMObjective
 
 log = logging.getLogger(__name__)
 
@@ -207,3 +208,24 @@ def describe(engine: Engine) -> str:
     if isinstance(engine, DeepSpeedEngine):
         return "deepspeed " + json.dumps(engine.ds_config.get("zero_optimization", {}), sort_keys=True)
     return "torch"
+
+
+def objective_of(engine) -> MLMObjective:
+    """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
+    module = engine.module
+    while not isinstance(module, MLMObjective) and hasattr(module, "module"):
+        module = module.module
+    return module
+
+
+def build_engine(objective, pcfg, total_steps: int, world: int) -> Engine:
+    """DeepSpeed when ``pretrain.deepspeed.enabled``; else PyTorch, under DDP when there are several ranks."""
+    if pcfg.deepspeed.enabled:
+        from domainbert.pretrain.ds_config import build_ds_config
+
+        ds_config = build_ds_config(pcfg, world, total_steps=total_steps,
+                                    hidden_size=objective.model.config.hidden_size)
+        return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
+    if world > 1:
+        objective = torch.nn.parallel.DistributedDataParallel(objective)
+    return TorchEngine(objective, pcfg, total_steps)

@@ -22,6 +22,7 @@ import torch
 from domainbert import __version__, signals
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream
+from domainbert.pretrain.engine import build_engine, objective_of
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm, training_attention
@@ -130,28 +131,6 @@ def loadable_view(engine, tokenizer, rank: int):
         make_portable(Path(folder))
 
     return write
-
-
-def objective_of(engine) -> MLMObjective:
-    """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
-    module = engine.module
-    while not isinstance(module, MLMObjective) and hasattr(module, "module"):
-        module = module.module
-    return module
-
-
-def build_engine(objective, pcfg, total_steps: int, world: int):
-    from domainbert.pretrain.engine import DeepSpeedEngine, TorchEngine
-
-    if pcfg.deepspeed.enabled:
-        from domainbert.pretrain.ds_config import build_ds_config
-
-        ds_config = build_ds_config(pcfg, world, total_steps=total_steps,
-                                    hidden_size=objective.model.config.hidden_size)
-        return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
-    if world > 1:
-        objective = torch.nn.parallel.DistributedDataParallel(objective)
-    return TorchEngine(objective, pcfg, total_steps)
 
 
 def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
