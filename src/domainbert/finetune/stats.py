@@ -32,14 +32,14 @@ it falls below 0.2 with no true difference), so it qualifies a verdict and never
 Left out: a seed effect shared by both models (e.g. a lucky data order for every model), multiple-
 comparison corrections across tasks and pairs, and non-normal seed distributions beyond what the t tails
 cover (a model that collapses on some seeds has a large sd and so a wide interval, which is the honest
-reading). ``paired_bootstrap`` (any ``metric_fn``, one run per side, examples only) is the reference that
-the fast count-matrix path of ``compare_models`` is tested against.
+reading). The fast count-matrix path of ``compare_models`` is tested against a plain paired bootstrap over
+any metric function (``tests/reference/bootstrap.py``).
 """
 
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -77,36 +77,6 @@ def _interval(diffs: np.ndarray, point: float, confidence: float) -> dict[str, A
         verdict = NO_DIFFERENCE
     return {"diff": float(point), "low": float(low), "high": float(high), "p_value": p,
             "significant": significant, "verdict": verdict, "confidence": confidence}
-
-
-def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: Sequence[Any], pred_a: Sequence[Any],
-                     pred_b: Sequence[Any], n_samples: int = 1000, confidence: float = 0.95,
-                     seed: int = 0) -> dict[str, Any]:
-    """Paired bootstrap of ``metric_fn(gold, pred_a) - metric_fn(gold, pred_b)`` over test examples.
-
-    Args:
-        metric_fn: ``(gold, pred) -> float`` on lists of per-example answers (e.g. seqeval's f1_score).
-        gold: per-example gold answers.
-        pred_a: model A's predictions, aligned with ``gold``.
-        pred_b: model B's predictions, aligned with ``gold``.
-        n_samples: bootstrap draws.
-        confidence: interval level (0.95 -> 2.5th and 97.5th percentiles).
-        seed: seed of the draws.
-
-    Returns:
-        ``diff`` (on the full test set), ``low``/``high`` (percentile interval), ``p_value`` (two-sided),
-        ``significant``, ``verdict`` ("A better", "B better" or "no significant difference"), ``confidence``.
-    """
-    gold, pred_a, pred_b = list(gold), list(pred_a), list(pred_b)
-    if not (len(gold) == len(pred_a) == len(pred_b)):
-        raise ValueError("gold and predictions must have the same length")
-    point = metric_fn(gold, pred_a) - metric_fn(gold, pred_b)
-    draws = bootstrap_indices(len(gold), n_samples, seed)
-    diffs = np.empty(n_samples)
-    for k, idx in enumerate(draws):
-        g = [gold[i] for i in idx]
-        diffs[k] = metric_fn(g, [pred_a[i] for i in idx]) - metric_fn(g, [pred_b[i] for i in idx])
-    return _interval(diffs, point, confidence)
 
 
 ASO_ITERATIONS = 200  # deepsig's default is 1000; 200 keeps a comparison to a few milliseconds
