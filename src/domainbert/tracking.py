@@ -155,6 +155,12 @@ class WandbSink:
         self.run.finish(exit_code={"FINISHED": 0, "FAILED": 1, "KILLED": 143}[status])
 
 
+def _installed(module: str) -> bool:
+    import importlib.util
+
+    return importlib.util.find_spec(module) is not None
+
+
 def flat_params(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
     """A nested settings dict as ``a.b.c`` -> string, the form MLflow and W&B show as parameters."""
     out: dict[str, str] = {}
@@ -185,6 +191,9 @@ class Tracker:
         experiment = cfg.experiment or f"domainbert-{domain}"
         self.sinks: list[Sink] = []
         for backend in cfg.report_to:
+            if backend == "tensorboard" and "report_to" not in cfg.model_fields_set and not _installed("tensorboard"):
+                log.info("TensorBoard is not installed (pip install 'domainbert[tracking]'): metrics.jsonl only")
+                continue  # the default asks for TensorBoard only where it is there; a listed backend must be
             try:
                 self.sinks.append(self._open(backend, cfg, store_root, experiment, run_name, ids.get(backend),
                                              flat, tags, resume_step))

@@ -218,3 +218,28 @@ def test_a_gpu_that_is_not_there_or_fp16_on_cpu_is_one_clear_error(tmp_path, tin
             finetune_one(cfg, RunLayout(tmp_path / "run"), "base", str(tiny_bert), "ner", 1)
         with pytest.raises(ModelError, match="fp16 needs a CUDA device"):
             resolve_device("cpu", "fp16")
+
+
+def test_a_run_sends_its_curve_and_test_scores_to_mlflow_and_tensorboard(tmp_path, tiny_bert, tasks_dir):
+    from mlflow import MlflowClient
+
+    from tracking_records import tensorboard_scalars
+
+    uri = f"sqlite:///{tmp_path}/mlflow.db"
+    cfg = make_cfg(tiny_bert, tasks_dir, "tracking.report_to=[tensorboard, mlflow]",
+                   f"tracking.mlflow_tracking_uri={uri}", "finetune.evals_per_epoch=2")
+    layout = RunLayout(tmp_path / "run")
+    res = finetune_one(cfg, layout, "base", str(tiny_bert), "cls", 1)
+    client = MlflowClient(tracking_uri=uri)
+    (run,) = client.search_runs([client.get_experiment_by_name("domainbert-science").experiment_id])
+    assert run.info.run_name == "finetune/base/cls/seed-1" and run.info.status == "FINISHED"
+    assert run.data.tags["domainbert.task"] == "cls" and run.data.tags["domainbert.mode"] == "finetune"
+    assert run.data.params["settings.lr"] == "0.003" and run.data.params["seed"] == "1"
+    curve = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "validation/macro_f1"))
+    assert len(curve) == len(res["history"]) > 2
+    assert curve == [(e["step"], pytest.approx(e["validation"]["macro_f1"])) for e in res["history"]]
+    (test,) = client.get_metric_history(run.info.run_id, "test/macro_f1")
+    assert (test.step, test.value) == (res["steps"], pytest.approx(res["test"]["macro_f1"]))
+    events = tensorboard_scalars(layout.root / "tracking" / "finetune" / "base" / "cls" / "seed-1" / "tensorboard")
+    assert [step for step, _ in events["train/loss"]] == [e["step"] for e in res["history"]]
+    assert sorted(p.name for p in layout.finetune("base", "cls", 1).iterdir()) == ["_domainbert.json", "result.json"]

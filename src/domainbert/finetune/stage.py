@@ -38,6 +38,7 @@ from domainbert.errors import ConfigError
 from domainbert.finetune.config import TaskConfig
 from domainbert.finetune.runner import PRIMARY, run_finetune
 from domainbert.finetune.tasks import TaskData, load_task, task_data_hash
+from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
 from domainbert.models import resolve_model_ref
 from domainbert.paths import RunLayout
@@ -160,6 +161,27 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
     settings = settings_for(cfg, seed, mode, task)
+    tracker = open_tracker(cfg, layout, job, settings, fp)  # before training: a bad backend costs no compute
+    try:
+        out = _train(cfg, data, model_ref, settings, job)
+    except BaseException:
+        if tracker:
+            tracker.close("FAILED")
+        raise
+    if tracker:
+        send_run(tracker, out)
+    result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
+              "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
+              "num_examples": {k: len(v) for k, v in data.splits.items()},
+              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
+    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+        (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
+    return result
+
+
+def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job) -> dict[str, Any]:
+    """``run_finetune``, run once more at a lower learning rate when validation predictions collapsed."""
+    model_name, task_name, seed = job.model_name, job.task_name, job.seed
     out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
     out["retry"] = None
     factor = cfg.finetune.collapse_retry_lr_factor
@@ -174,13 +196,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         out["retry"] = {"first": first, "lr": settings.lr}
     out["lr"] = settings.lr
     out["collapsed"] = bool(out["collapse"]["collapsed"])
-    result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
-              "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
-              "num_examples": {k: len(v) for k, v in data.splits.items()},
-              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
-    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
-        (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
-    return result
+    return out
 
 
 def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
