@@ -82,6 +82,9 @@ def test_gopher_repetition():
     # a short definition repeating its subject is not spam; n-gram rules start at 50 words
     assert gopher.filter("0/1 knapsack problem\n\nThe knapsack problem restricted to zero or one.") == (True, "")
     assert comp("gopher_repetition_v1", ngram_min_words=0).filter("knapsack problem and knapsack problem")[0] is False
+    # batches in which no document has a 4-gram (the top n-gram rules find no position to index)
+    short = comp("gopher_repetition_v1", ngram_min_words=0)
+    assert short.filter_batch(["one"]) == [(True, "")] and short.filter_batch(["a", "b c"]) == [(True, "")] * 2
 
 
 def test_language_id_matches_langid_and_filters():

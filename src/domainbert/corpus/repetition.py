@@ -211,9 +211,13 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
             top = np.zeros(ndocs, dtype=np.int64)
             np.maximum.at(top, gdoc, freq)
             tied = freq == top[gdoc]
-            best = np.full(ndocs, len(cum) - 1 - n, dtype=np.int64)
+            best = np.full(ndocs, len(cum), dtype=np.int64)
             np.minimum.at(best, gdoc[tied], first[tied])
-            fired = (top > 1) & ((cum[best + n] - cum[best]) * top / size > frac)
+            # only documents with a repeated n-gram get a ``best`` to index ``cum`` with (a batch of documents
+            # all shorter than n words has no position that could stand in for the others)
+            fired = top > 1
+            at = best[fired]
+            fired[fired] = (cum[at + n] - cum[at]) * top[fired] / size[fired] > frac
         else:
             # everything but each group's first occurrence: the n-grams seen earlier in the document
             bound = np.bincount(gdoc, weights=group_chars - (cum[first + n] - cum[first]), minlength=ndocs)
