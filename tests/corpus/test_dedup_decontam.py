@@ -10,16 +10,11 @@ import numpy as np
 from domainbert.corpus.config import DecontaminationConfig, DedupConfig
 from domainbert.corpus.decontaminate import Decontaminator, build_index, eval_texts
 from domainbert.corpus.dedup import SignatureStore, exact_first_mask, lsh_params, near_duplicate_mask
-from domainbert.corpus.hashing import (
-    MinHasher,
-    exact_keys_and_word_counts,
-    ngram_hashes,
-    segment_hashes,
-    word_hashes,
-    words_of,
-)
+from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, ngram_hashes, segment_hashes
 from domainbert.corpus.words import lower_words
 from domainbert.finetune.config import TaskConfig
+from reference.minhash import shingles
+from reference.words import word_hashes, words_of
 
 BASE = ("the parser reads tokens from the lexer and builds an abstract syntax tree that the type checker then "
         "walks to assign a type to every expression before code generation begins")
@@ -29,7 +24,7 @@ def test_minhash_estimates_jaccard():
     hasher = MinHasher(256, 3)
     a = words_of(BASE)
     b = words_of(BASE.replace("type checker", "name resolver"))
-    sa, sb = (hasher.shingles(word_hashes(w), "") for w in (a, b))
+    sa, sb = (shingles(hasher, word_hashes(w), "") for w in (a, b))
     true = len(np.intersect1d(sa, sb)) / len(np.union1d(sa, sb))
     sig = hasher.signatures([sa, sb], chunk=7)  # several chunks: must not change the result
     assert np.array_equal(sig, hasher.signatures([sa, sb]))
@@ -47,7 +42,7 @@ def test_near_duplicates_across_shards(tmp_path):
     shard_texts = [[BASE, other], [BASE.replace("begins", "starts"), BASE + " quickly"], [other.upper() + " x y"]]
     paths = []
     for i, texts in enumerate(shard_texts):
-        sig = hasher.signatures([hasher.shingles(word_hashes(words_of(t)), t) for t in texts])
+        sig = hasher.signatures([shingles(hasher, word_hashes(words_of(t)), t) for t in texts])
         paths.append(tmp_path / f"{i}.npy")
         np.save(paths[-1], sig)
     store = SignatureStore(paths)
@@ -69,23 +64,34 @@ def _task(tmp_path):
     return TaskConfig(name="t", type="classification", format="jsonl", path=str(folder), labels=["a", "b"])
 
 
+def check_one(dec: Decontaminator, text: str) -> str | None:
+    """One document checked alone."""
+    return dec.check_batch([text])[0]
+
+
 def test_decontamination_rule(tmp_path):
     cfg = DecontaminationConfig(ngram=8, max_overlap=0.5)
     sets = eval_texts([_task(tmp_path)], ["validation", "test"])
     summary = build_index(sets.texts, cfg, tmp_path / "index.npz")
     assert summary["t/test"]["texts"] == 1 and summary["t/validation"]["short_texts"] == 1
     dec = Decontaminator(tmp_path / "index.npz", cfg)
-    assert dec.check(BASE.upper() + "!") is None  # whole document overlaps: removed
     clean = "A new paragraph on graph colouring for register allocation in optimising compilers, at length."
-    mixed = f"{clean}\n{BASE}. {clean} Interest rates rose sharply! More words follow about compilers and linkers."
-    # under half of its 8-grams hit: only the overlapping and the short-eval sentences are cut
-    assert dec.check(mixed) == f"{clean}\n{clean} More words follow about compilers and linkers."
     long_clean = " ".join([clean] * 6)
-    kept = dec.check(f"{long_clean}\n{BASE}.\nInterest rates rose sharply!\nThe end of the story is here.")
-    assert kept == f"{long_clean}\nThe end of the story is here."
-    assert dec.check("train text is never indexed at all, not even a little bit here") is not None
+    docs = [BASE.upper() + "!",
+            f"{clean}\n{BASE}. {clean} Interest rates rose sharply! More words follow about compilers and linkers.",
+            f"{long_clean}\n{BASE}.\nInterest rates rose sharply!\nThe end of the story is here.",
+            "train text is never indexed at all, not even a little bit here"]
+    alone = [check_one(dec, d) for d in docs]
+    assert alone[0] is None  # whole document overlaps: removed
+    # under half of its 8-grams hit: only the overlapping and the short-eval sentences are cut
+    assert alone[1] == f"{clean}\n{clean} More words follow about compilers and linkers."
+    assert alone[2] == f"{long_clean}\nThe end of the story is here."
+    assert alone[3] is docs[3]
     assert dec.removed["t/test"]["documents"] >= 1
     assert dec.removed["t/test"]["sentences"] >= 1 and dec.removed["t/validation"]["sentences"] >= 1
+    # in one batch: the same result per document, and the same counts
+    batch = Decontaminator(tmp_path / "index.npz", cfg)
+    assert batch.check_batch(docs) == alone and batch.removed == dec.removed
 
 
 def test_exact_keys_ignore_case_and_spacing_and_count_words_like_split():
@@ -104,7 +110,7 @@ def test_batch_shingles_equal_one_document_at_a_time():
     hasher = MinHasher(num_perm=16, ngram=3)
     texts = ["the cat sat on the mat", "a b", "", "one two three one two three one", "x y z"]
     batch = hasher.batch_shingles(lower_words(texts), texts)
-    single = [hasher.shingles(lower_words([t]).hashes, t) for t in texts]
+    single = [shingles(hasher, lower_words([t]).hashes, t) for t in texts]
     assert len(batch) == len(texts)
     for b, s in zip(batch, single, strict=True):
         assert np.array_equal(b, s)
@@ -151,7 +157,7 @@ def test_short_text_straddling_two_sentences_cuts_both(tmp_path):
     """The text ends one sentence and starts the next: both sentences go, their neighbours stay."""
     dec = _index(tmp_path, {"t/test": ["rates rose sharply. Banks reacted quickly"]})
     doc = "Markets were calm. In March interest rates rose sharply. Banks reacted quickly to it. Life went on."
-    assert dec.check(doc) == "Markets were calm. Life went on."
+    assert check_one(dec, doc) == "Markets were calm. Life went on."
     # the same words split over two documents are no match in either
     first, second = "In March interest rates rose sharply.", "Banks reacted quickly to it, as expected."
     assert dec.check_batch([first, second]) == [first, second]
@@ -171,4 +177,4 @@ def test_cutting_that_creates_a_new_match_is_checked_again(tmp_path):
     long_text = " ".join(f"word{i}" for i in range(20))
     dec = _index(tmp_path, {"t/test": [long_text, "alpha beta. gamma delta"]}, max_overlap=0.9)
     doc = f"Intro sentence here. Text alpha beta. {long_text}. gamma delta end. Closing words stay."
-    assert dec.check(doc) == "Intro sentence here. Closing words stay."
+    assert check_one(dec, doc) == "Intro sentence here. Closing words stay."

@@ -11,10 +11,13 @@ from pathlib import Path
 import pytest
 from langid.langid import LanguageIdentifier, model
 
+from domainbert.config import load_domain
 from domainbert.corpus.config import FilterSpec
 from domainbert.corpus.filters import available, build_pipeline, create
 from domainbert.corpus.langid_filter import _Model
 from domainbert.errors import ConfigError
+from reference.gopher import gopher_filter
+from reference.pipeline import apply_one, drop_counts
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -122,12 +125,30 @@ def test_language_id_batch_matches_langid_on_shipped_text():
 def test_pipeline_counts_drops_by_reason():
     pipe = build_pipeline([FilterSpec(name="normalize_whitespace_v1"),
                            FilterSpec(name="min_length_v1", options={"min_words": 2})])
-    results = [pipe.apply(t) for t in ["  hello   world ", "one", "   ", "two words"]]
-    assert results[0] == ("hello world", None)
-    assert results[1] == (None, "min_length_v1:too_few_words")
-    assert results[2] == (None, "normalize_whitespace_v1:empty_after_transform")
+    texts, reasons = pipe.apply_batch(["  hello   world ", "one", "   ", "two words"])
+    assert list(zip(texts, reasons, strict=True)) == [
+        ("hello world", None), (None, "min_length_v1:too_few_words"),
+        (None, "normalize_whitespace_v1:empty_after_transform"), ("two words", None)]
     assert pipe.dropped == {"normalize_whitespace_v1": {"empty_after_transform": 1},
                             "min_length_v1": {"too_few_words": 1}}
+
+
+def test_pipeline_batch_equals_one_document_at_a_time():
+    """The law domain's filter stack over shipped documents and documents made to fail each component: every
+    result and every drop count equals the components run on one document at a time, in YAML order."""
+    pipe = build_pipeline(load_domain("law").corpus.filters)
+    assert {c.kind for c in pipe.components} == {"transform", "filter"}
+    texts = []
+    for name in ("law/licenses.jsonl.gz", "tweets/trump_tweets.jsonl.gz", "science/foldoc.jsonl.gz"):
+        with gzip.open(ROOT / "corpora" / name, "rt") as f:
+            texts += [json.loads(line)["text"] for _, line in zip(range(60), f, strict=False)]
+    texts += ["", " \t ", "\x00\u200b", "one", "buy now\n" * 10, " ".join(["spam eggs"] * 30), "#" * 40 + " a b c",
+              "Der Vertrag ist nichtig und ungültig, sagte das Gericht gestern in Berlin."]
+    expected = [apply_one(pipe.components, t) for t in texts]
+    got = pipe.apply_batch(texts)
+    assert list(zip(*got, strict=True)) == expected
+    assert pipe.dropped == drop_counts(pipe.components, [r for _, r in expected])
+    assert len({r.split(":")[0] for _, r in expected if r}) >= 3  # several components really dropped some
 
 
 @pytest.mark.parametrize("options", [{"ngram_min_words": 50}, {"ngram_min_words": 0},
@@ -145,7 +166,8 @@ def test_gopher_batch_agrees_with_one_at_a_time(options):
     prose = texts[3]
     texts += [" ".join(["spam eggs"] * 30), prose + " " + prose, "a b c d " * 20, "knapsack problem and knapsack",
               " ".join(f"w{i % 7}" for i in range(90)), prose + " tail " + " ".join(prose.split()[:12]), "one", ""]
-    expected = [gopher.filter(t) for t in texts]
+    expected = [gopher_filter(gopher, t) for t in texts]
     assert gopher.filter_batch(texts) == expected
+    assert [gopher.filter(t) for t in texts[-8:]] == expected[-8:]
     reasons = {r for keep, r in expected if not keep}
     assert len(reasons) >= 2  # the mix really exercises several rules

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import numpy as np
 
-from domainbert.corpus.hashing import words_of
 from domainbert.corpus.words import WordBatch, lower_words, sequence_keys, space_words
+from reference.words import words_of
 
 ROOT = Path(__file__).resolve().parents[2]
 TRICKY = ["", "   ", "a", " lead and trail ", "Héllo WORLD_x 3.14 café—naïve “quoted” 😀emoji\u2028next\xa0nb",

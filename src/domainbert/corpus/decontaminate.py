@@ -165,12 +165,9 @@ class Decontaminator:
         pos = np.searchsorted(self.grams, hashes[hit])
         return self.names[int(np.bincount(self.owners[pos]).argmax())]
 
-    def check(self, text: str) -> str | None:
-        """The text with contaminated sentences removed, or ``None`` when the whole document goes."""
-        return self.check_batch([text])[0]
-
     def check_batch(self, texts: list[str], words: WordBatch | None = None) -> list[str | None]:
-        """``check`` for many documents: each text unchanged (the same object), cut, or ``None``.
+        """Each text unchanged (the same object), with its contaminated sentences cut, or ``None`` when the
+        whole document goes; a document's result does not depend on the others in the batch.
 
         ``words`` may pass in the texts' ``lower_words`` when the caller has them already. Documents that were
         cut are checked again (their remaining sentences may now run into a match) until none changes.
@@ -254,7 +251,7 @@ class Decontaminator:
         return out
 
     def _cut(self, text: str, grams: np.ndarray, hit: np.ndarray, spans: list[tuple[int, int, int]]) -> str | None:
-        """``check`` of one document given its n-gram hashes, which of them hit the index, and the short-text
+        """One document's result given its n-gram hashes, which of them hit the index, and the short-text
         matches in it (first word, length, owner code).
 
         Sentences never split a word (they break at whitespace), so the document's words are its sentences'

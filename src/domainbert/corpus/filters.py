@@ -29,22 +29,18 @@ from domainbert.schema import StrictModel
 
 
 class Pipeline:
-    """The YAML's components in order; ``apply`` returns the cleaned text or ``None`` and counts drops."""
+    """The YAML's components in order; ``apply_batch`` cleans a batch of documents and counts drops."""
 
     def __init__(self, components: list[Component[Any]]) -> None:
         self.components = components
         self.dropped: dict[str, dict[str, int]] = {c.name: {} for c in components}
 
-    def apply(self, text: str) -> tuple[str | None, str | None]:
-        """Run every component on ``text``; returns ``(text, None)`` or ``(None, "name:reason")``."""
-        texts, reasons = self.apply_batch([text])
-        return texts[0], reasons[0]
-
     def apply_batch(self, texts: list[str]) -> tuple[list[str | None], list[str | None]]:
-        """``apply`` over a batch: the same result per document, but each filter sees all survivors at once.
+        """Run every component on every text; per document ``(text, None)`` or ``(None, "name:reason")``.
 
-        A document still meets the components in YAML order and stops at the first that drops it, so the
-        counts equal those of one-at-a-time processing.
+        Each filter sees all survivors at once, but a document still meets the components in YAML order and
+        stops at the first that drops it, so results and counts equal those of one-at-a-time processing
+        (``tests/reference/pipeline.py``).
         """
         out: list[str | None] = list(texts)
         reasons: list[str | None] = [None] * len(texts)

@@ -1,52 +1,26 @@
 """Stable, vectorised n-gram hashing shared by exact dedup, MinHash, decontamination and the Gopher rules.
 
 Python's ``hash`` is salted per process, so everything here is built on fixed 64-bit arithmetic in numpy over
-word hashes (``words``: a batch's words hashed at once; ``word_hashes``: CRC32 of a Python word list, the
-per-document reference path): the same text gives the same numbers in every process and on every run, which
-the byte-identical builds depend on. Decontamination and MinHash words are lowercase ``\\w+`` runs, so
-tokenisation and punctuation differences (an NER file's "U.S ." against the corpus "U.S.") do not hide a match.
+word hashes (``words``: a batch's words hashed at once): the same text gives the same numbers in every process
+and on every run, which the byte-identical builds depend on. Decontamination and MinHash words are lowercase
+``\\w+`` runs, so tokenisation and punctuation differences (an NER file's "U.S ." against the corpus "U.S.") do
+not hide a match. The per-document paths these are tested against (regex words, CRC32 word hashes, one
+document's shingles) are in ``tests/reference``.
 """
 
 from __future__ import annotations
 
 import hashlib
-import re
-import zlib
 
 import numpy as np
 
 from domainbert.corpus.words import WordBatch, sequence_keys, space_words
 from domainbert.corpus.words import mix64 as _mix
 
-_WORD = re.compile(r"\w+")
 _MIX = np.uint64(0x9E3779B97F4A7C15)
 _MUL = np.uint64(0xBF58476D1CE4E5B9)
 _SEEDS = np.random.RandomState(20240611).randint(1, 2**31 - 1, size=64, dtype=np.int64).astype(np.uint64) * 2 + 1
 MAX32 = np.uint64(0xFFFFFFFF)
-
-
-def words_of(text: str) -> list[str]:
-    """Lowercase word tokens (``\\w+``)."""
-    return _WORD.findall(text.lower())
-
-
-class _WordCache(dict):
-    """word -> CRC32; a missing word is hashed on first use (``map(cache.__getitem__)`` stays in C)."""
-
-    def __missing__(self, word: str) -> int:
-        value = self[word] = zlib.crc32(word.encode())
-        return value
-
-
-_CACHE = _WordCache()
-_CACHE_MAX = 200_000
-
-
-def word_hashes(words: list[str]) -> np.ndarray:
-    """CRC32 of each word as uint64 (a per-process cache of frequent words skips most of the encoding)."""
-    if len(_CACHE) > _CACHE_MAX:
-        _CACHE.clear()
-    return np.fromiter(map(_CACHE.__getitem__, words), dtype=np.uint64, count=len(words))
 
 
 def ngram_hashes_upto(hashes: np.ndarray, max_n: int) -> dict[int, np.ndarray]:
@@ -153,15 +127,9 @@ class MinHasher:
         self.num_perm = num_perm
         self.ngram = ngram
 
-    def shingles(self, hashes: np.ndarray, fallback: str) -> np.ndarray:
-        """32-bit shingle hashes of one document; a document shorter than ``ngram`` is one shingle."""
-        grams = ngram_hashes(hashes, self.ngram)
-        if len(grams) == 0:
-            grams = np.array([text_hash(fallback)], dtype=np.uint64)
-        return np.unique(grams >> np.uint64(32))
-
     def batch_shingles(self, words: WordBatch, texts: list[str]) -> list[np.ndarray]:
-        """``shingles`` of many documents at once, from their ``words.lower_words``."""
+        """32-bit shingle hashes of each document (sorted, unique), from their ``words.lower_words``; a document
+        shorter than ``ngram`` words is one shingle, the hash of its text."""
         lengths = words.counts
         grams, doc, _ = doc_ngrams(words.hashes, lengths, self.ngram)
         short = np.flatnonzero(lengths < self.ngram)  # fewer words than a shingle: the whole text is one

@@ -19,7 +19,7 @@ import numpy as np
 from pydantic import Field
 
 from domainbert.corpus.components import Component, register
-from domainbert.corpus.hashing import ngram_hashes_upto, word_hashes
+from domainbert.corpus.hashing import ngram_hashes_upto
 from domainbert.corpus.words import WordBatch, space_words
 from domainbert.schema import StrictModel
 
@@ -81,17 +81,13 @@ class GopherRepetition(Component[GopherOptions]):
     Options = GopherOptions
 
     def filter(self, text: str) -> tuple[bool, str]:
-        """One document, rule by rule: the reference that ``filter_batch`` must agree with (tested)."""
-        verdict = self._line_rules(text)
-        if verdict is not None:
-            return verdict
-        words = text.split()
-        if len(words) < max(self.options.ngram_min_words, 1):
-            return True, ""
-        return self._ngram_rules(text, words)
+        return self.filter_batch([text])[0]
 
     def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
-        """``filter`` for many documents; the n-gram rules run on all long documents at once."""
+        """Every document's verdict; the n-gram rules run on all long documents at once.
+
+        The rules one document at a time, which this must agree with, are ``tests/reference/gopher.py``.
+        """
         results: list[tuple[bool, str] | None] = [self._line_rules(t) for t in texts]
         rest = [i for i, r in enumerate(results) if r is None]
         words = space_words([texts[i] for i in rest])
@@ -126,36 +122,6 @@ class GopherRepetition(Component[GopherOptions]):
             return False, "dup_line_char_frac"
         return None
 
-    def _ngram_rules(self, text: str, words: list[str]) -> tuple[bool, str]:
-        o = self.options
-        size = max(len(text), 1)
-        hashes = word_hashes(words)
-        family = ngram_hashes_upto(hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
-        cum = np.concatenate([[0], np.cumsum([len(w) for w in words])])
-        for n, frac in sorted(o.top_n_grams.items()):
-            grams = family[n]
-            if len(grams):
-                # The most frequent n-gram (ties: the one seen first), as Counter.most_common(1) picks it.
-                uniq, first, freq = np.unique(grams, return_index=True, return_counts=True)
-                best = first[freq == freq.max()].min()
-                if freq.max() > 1 and (cum[best + n] - cum[best]) * freq.max() / size > frac:
-                    return False, f"top_{n}_gram"
-        for n, frac in sorted(o.dup_n_grams.items()):
-            grams = family[n]
-            if not len(grams):
-                continue
-            # Upper bound first: the greedy scan can only count n-grams that occurred earlier, so when even
-            # all of those together stay under the threshold the (Python) scan is skipped.
-            _, first = np.unique(grams, return_index=True)
-            repeat = np.ones(len(grams), dtype=bool)
-            repeat[first] = False
-            starts = np.flatnonzero(repeat)
-            if (cum[starts + n] - cum[starts]).sum() / size <= frac:
-                continue
-            if _repeated_chars(grams.tolist(), cum.tolist(), n) / size > frac:
-                return False, f"duplicated_{n}_n_grams"
-        return True, ""
-
 
 def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> list[tuple[bool, str]]:
     """The n-gram rules for many documents at once, over their words concatenated.
@@ -165,7 +131,8 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     its repeated n-grams (an upper bound of what the greedy scan counts); only documents over that bound get
     the greedy Python scan. A repeated (n+1)-gram starts with a repeated n-gram, so each rule only looks at
     the documents that repeated some n-gram in the rules before it (when its n is not shorter). Rules are
-    checked in ``filter``'s order, so the reason is the same.
+    checked in order (top n-grams, then duplicated n-grams, each by n), so a document gets the reason of the
+    first rule that fires, as one checked alone would.
     """
     ndocs = len(texts)
     lens = words.counts

@@ -6,7 +6,7 @@ third of a shard's processing time; here a whole batch becomes one array of code
 handful of vectorised passes:
 
 * ``lower_words``: lowercase ``\\w+`` runs, the words of decontamination and MinHash (what
-  ``hashing.words_of`` returns, word for word);
+  ``re.findall(r"\\w+", text.lower())`` returns, word for word; tested against ``tests/reference/words.py``);
 * ``space_words``: whitespace-separated tokens, the words of ``str.split()`` (Gopher's n-gram rules, word
   counts), case-sensitive or lowercased (exact-duplicate keys).
 
@@ -147,7 +147,7 @@ def _hash_runs(values: np.ndarray, starts: np.ndarray, ends: np.ndarray) -> np.n
 
 
 def lower_words(texts: list[str]) -> WordBatch:
-    """Lowercase ``\\w+`` words of each text (``hashing.words_of``), hashed."""
+    """Lowercase ``\\w+`` words of each text (``re.findall(r"\\w+", text.lower())``), hashed."""
     is_word, _, lower = _tables()
     cps, lengths = _code_points(texts)
     starts, ends, counts = _runs(is_word[cps], lengths)
