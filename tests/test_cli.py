@@ -97,9 +97,11 @@ def test_report_on_a_folder_without_a_run_is_one_line(tmp_path):
     other = tmp_path / "other"
     (other / "notes").mkdir(parents=True)
     (other / "notes" / "todo.txt").write_text("not a run\n")
-    for folder in (empty, other):
+    missing = tmp_path / "missing" / "run"
+    for folder in (empty, other, missing):
         proc = run_cli("report", "science", "--out", str(folder))
         assert_user_error(proc, str(folder), "nothing to report", "corpus/manifest.json",
                           "finetune/<model>/<task>/seed-*/result.json")
         assert len(proc.stderr.strip().splitlines()) == 1
         assert not (folder / "report").exists()
+    assert not (tmp_path / "missing").exists()  # refused without creating the folder it was pointed at

@@ -68,9 +68,13 @@ def _main(version: Annotated[bool, typer.Option("--version", callback=_print_ver
     """Domain-adaptive pretraining for BERT-style encoders."""
 
 
-def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None) -> tuple[DomainConfig, RunLayout]:
+def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None,
+           create: bool = True) -> tuple[DomainConfig, RunLayout]:
+    """The config and the run's folders; the folder is created (``create``) and checked to be writable."""
     cfg = load_domain(domain, overrides or [], profile=profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
+    if not create and not layout.root.exists():
+        return cfg, layout  # a command that only reads a run refuses a missing folder itself, leaving no trace
     try:
         layout.root.mkdir(parents=True, exist_ok=True)
         probe = layout.root / f".write-test-{os.getpid()}"
@@ -188,7 +192,7 @@ def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
 def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
            out: OutOpt = None) -> None:
     """Render the comparison report from a run's artifacts (no retraining)."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, create=False)
     from domainbert.report.compare import render_report, require_run_outputs
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
