@@ -53,6 +53,9 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
     plans.append(StagePlan("vocab", vocab))
     upstream = upstream or (None if vocab == "up to date" else "vocab")
     model = _arch(cfg)
+    plans.append(_warmup_plan(cfg, layout))
+    if plans[-1].status == "will run":  # the arms start from the warmed head: they follow it
+        upstream = upstream or plans[-1].name
     for arm in cfg.pretrain.arms:
         pcfg = cfg.pretrain.for_arm(arm)
         plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
@@ -76,6 +79,18 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
     plans.append(StagePlan("finetune", ft_status, {"runs": len(states), "floors": len(cfg.finetune.tasks),
                                                    "todo_tasks": todo, **counts}))
     return plans
+
+
+def _warmup_plan(cfg: Any, layout: Any) -> StagePlan:
+    """The MLM-head warm-up (before the arms; ``head_warmup.warmup_status``), sized as full training steps."""
+    from domainbert.pretrain.head_warmup import NAME, warmup_status
+
+    p, hw = cfg.pretrain, cfg.pretrain.head_warmup
+    state = warmup_status(cfg, layout)
+    if state in ("up to date", "off") or state.startswith("not needed"):
+        return StagePlan(f"pretrain {NAME}", "up to date" if state == "up to date" else state)
+    detail = {"steps": hw.steps, "tokens": hw.steps * p.batch_size * p.seq_len, "lr": hw.lr, "flops": None}
+    return StagePlan(f"pretrain {NAME}", state, detail)
 
 
 def _seconds_per_token(model_ref: str, seq_len: int, batch: int, steps: int = 2) -> float:
@@ -112,7 +127,8 @@ def estimate_seconds(cfg: Any, plans: list[StagePlan], workers: int = 1) -> dict
     out: dict[str, float] = {}
     pretrain_rate = _seconds_per_token(ref, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
     for p in plans:
-        if p.name.startswith("pretrain ") and p.status != "up to date":
+        # the warm-up's steps count as full ones: an upper bound, as only the head trains
+        if p.name.startswith("pretrain ") and "tokens" in p.detail and p.status != "up to date":
             out[p.name] = p.detail["tokens"] * pretrain_rate
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
@@ -132,7 +148,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
         d = p.detail
         sizes = ""
         if "steps" in d:
-            flops = f", {d['flops']:.2e} FLOPs" if "flops" in d else ", FLOPs n/a (base config unreachable)"
+            flops = (f", {d['flops']:.2e} FLOPs" if d.get("flops") else "" if "flops" in d
+                     else ", FLOPs n/a (base config unreachable)")
             sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
         elif "runs" in d:
             sizes = (f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "

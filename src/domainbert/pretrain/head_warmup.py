@@ -30,7 +30,7 @@ from domainbert import __version__
 from domainbert.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
 from domainbert.config import resolved_dict
 from domainbert.errors import ConfigError, ModelError
-from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.models import load_mlm_model, load_tokenizer, resolve_model_ref
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.masking import apply_mask, step_generator
@@ -82,6 +82,35 @@ def _fingerprint(cfg, files: list[str]) -> str:
               "batch_size": p.batch_size, "seq_len": p.seq_len, "precision": p.precision, "seed": p.seed,
               "mask": [p.mask_rate, p.mask_token_prob, p.random_token_prob, p.whole_word_mask]}
     return fingerprint(config, {f: file_hash(Path(f)) for f in files}, __version__)
+
+
+def checkpoint_has_head(ref: str) -> bool | None:
+    """Whether a checkpoint's safetensors hold MLM-head weights, read from the file headers only (no tensor
+    is loaded); None when that cannot be told without loading (no safetensors, a Hub id offline)."""
+    from safetensors import safe_open
+
+    try:
+        files = sorted(Path(resolve_model_ref(ref)).glob("*.safetensors"))
+        keys = [k for f in files for k in safe_open(str(f), "pt").keys()]
+    except Exception:  # noqa: BLE001 - the plan says "unknown" rather than failing
+        return None
+    return any(k.startswith(HEAD_KEYS) or ".cls.predictions." in k for k in keys) if keys else None
+
+
+def warmup_status(cfg, layout) -> str:
+    """What ``ensure_head_warmup`` will do, for ``domainbert plan`` (loads no model)."""
+    hw = cfg.pretrain.head_warmup
+    if hw.enabled == "off":
+        return "off"
+    if hw.enabled == "auto":
+        has_head = checkpoint_has_head(cfg.base_model.name_or_path)
+        if has_head:
+            return "not needed (the base checkpoint has its MLM head)"
+        if has_head is None:
+            return "will run if the base checkpoint has no MLM head"
+    if is_complete(warmup_dir(layout) / "model", _fingerprint(cfg, warmup_corpus(cfg))):
+        return "up to date"
+    return "will run"
 
 
 def ensure_head_warmup(cfg, layout) -> Path | None:
