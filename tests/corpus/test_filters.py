@@ -8,6 +8,7 @@ import random
 import re
 from pathlib import Path
 
+import numpy as np
 import pytest
 from langid.langid import LanguageIdentifier, model
 
@@ -90,36 +91,57 @@ def test_gopher_repetition():
     assert short.filter_batch(["one"]) == [(True, "")] and short.filter_batch(["a", "b c"]) == [(True, "")] * 2
 
 
-def test_language_id_matches_langid_and_filters():
-    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
-    for text in ["The court held that the licence was void.", "Der Vertrag ist nichtig und ungültig.",
-                 "El contrato es nulo.", "!!"]:
-        lang, prob = _Model.get().classify(text)
-        ref_lang, ref_prob = ident.classify(text)
-        assert lang == ref_lang and prob == pytest.approx(ref_prob, abs=1e-9)
+def test_language_id_filters():
     lid = comp("language_id_v1", languages=["en"], min_confidence=0.5)
     assert lid.filter("The court held that the licence was void.") == (True, "")
     assert lid.filter("Der Vertrag ist nichtig und ungültig, sagte das Gericht.") == (False, "language_de")
+    assert comp("language_id_v1", languages=["en"], min_confidence=1.0).filter("The court held.") == \
+        (False, "low_confidence")
 
 
 def test_language_id_batch_matches_langid_on_shipped_text():
     """The vectorised DFA (documents of different byte lengths, multi-byte characters, an empty text, several
-    chunks) gives langid's own prediction and probability for every document."""
+    chunks) gives langid's own prediction and probability for every document of a sample of each shipped
+    corpus, cut as the filter cuts them, and the filter's verdicts follow from them."""
     ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
-    texts = [""]
-    for name in ("tweets/trump_tweets.jsonl.gz", "science/foldoc.jsonl.gz"):
-        with gzip.open(ROOT / "corpora" / name, "rt") as f:
-            texts += [json.loads(line)["text"][:300] for _, line in zip(range(40), f, strict=False)]
-    texts += ["Ça coûte 5 € – très cher!", "東京は日本の首都です。", "Москва — столица России."]
+    lid = comp("language_id_v1", languages=["en"], min_confidence=0.5)
+    texts = ["", "Ça coûte 5 € – très cher!", "東京は日本の首都です。", "Москва — столица России."]
+    for path in sorted((ROOT / "corpora").glob("*/*.jsonl.gz")):
+        with gzip.open(path, "rt") as f:
+            texts += [json.loads(line)["text"] for _, line in zip(range(30), f, strict=False)]
+    heads = [t[: lid.options.max_chars] for t in texts]
     m = _Model.get()
     m.CHUNK = 16  # several chunks (an instance attribute over the class default)
     try:
-        got = m.classify_batch(texts)
+        got = m.classify_batch(heads)
+        verdicts = lid.filter_batch(texts)
     finally:
         del m.CHUNK
-    for text, (lang, prob) in zip(texts, got, strict=True):
-        ref_lang, ref_prob = ident.classify(text)
-        assert lang == ref_lang and prob == pytest.approx(ref_prob, abs=1e-9), text
+    reference = [ident.classify(h) for h in heads]
+    for head, (lang, prob), (ref_lang, ref_prob) in zip(heads, got, reference, strict=True):
+        assert lang == ref_lang and prob == pytest.approx(ref_prob, abs=1e-9), head
+    assert verdicts == [(True, "") if lang == "en" and prob >= 0.5 else
+                        (False, f"language_{lang}") if lang != "en" else (False, "low_confidence")
+                        for lang, prob in reference]
+    assert len({lang for lang, _ in reference}) >= 4 and sum(not keep for keep, _ in verdicts) >= 3
+
+
+def test_language_id_tables_are_checked_against_langid_and_cached_by_model(monkeypatch, tmp_path):
+    """Tables that do not reproduce langid's ``classify`` (a langid release that stores its model otherwise)
+    are refused and never cached; good ones are cached under a name taken from the model string."""
+    from domainbert.corpus import langid_filter
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    with monkeypatch.context() as patched:
+        patched.setattr(LanguageIdentifier, "classify", lambda self, text: ("xx", 1.0))
+        with pytest.raises(RuntimeError, match="do not reproduce langid's classify"):
+            langid_filter._load_tables()
+    assert not list(tmp_path.rglob("*.npz"))
+    tables = langid_filter._load_tables()
+    assert [p.name for p in tmp_path.rglob("*.npz")] == [langid_filter._cache_path(model).name]
+    assert langid_filter._cache_path(model) != langid_filter._cache_path(model + b"\n")
+    cached = langid_filter._load_tables()
+    assert cached.keys() == tables.keys() and all(np.array_equal(cached[k], tables[k]) for k in tables)
 
 
 def test_pipeline_counts_drops_by_reason():

@@ -91,8 +91,8 @@ def test_scores_agree_with_classify():
     texts = SHORT_ENGLISH + SHORT_OTHER + [""]
     logp, features = _Model.get().scores_batch(texts)
     assert logp.shape == (len(texts), len(_Model.get().classes)) and features[-1] == 0
-    for text, row in zip(texts, logp, strict=True):
-        assert _Model.get().classes[int(row.argmax())] == _Model.get().classify(text)[0]
+    for (lang, _), row in zip(_Model.get().classify_batch(texts), logp, strict=True):
+        assert _Model.get().classes[int(row.argmax())] == lang
 
 
 def test_options_are_validated():

@@ -2,11 +2,18 @@
 shipped model (offline).
 
 langid.py's ``classify`` walks its byte DFA in Python and multiplies a dense 7,480-feature vector by the whole
-model matrix for every document (about 2 ms each on this machine). This component runs the same model
-(langid's byte DFA, its naive Bayes tables, its normalised probabilities) on a whole batch at once: the DFA
-advances every document by one byte per numpy step, the visited states become a sparse document x state count
-matrix, and two sparse products give the class scores. Same predictions, a hundred times less Python. It looks
-only at the first ``max_chars`` characters of a document.
+model matrix for every document. This component runs the same model (langid's byte DFA, its naive Bayes
+tables, its normalised probabilities) on a whole batch at once: the DFA advances every document by one byte
+per numpy step, the visited states become a sparse document x state count matrix, and two sparse products give
+the class scores. Same predictions as langid's ``classify``, far less Python. It looks only at the first
+``max_chars`` characters of a document.
+
+The model is langid.py's and not py3langid's: py3langid 0.4.0 ships a retrained model (other languages, a
+``zxx`` class, log-scaled counts, temperature-scaled probabilities), so it would change which documents both
+components keep, and v2's margins are calibrated on langid's scores (bench/README.md, ``langid_short.py``);
+it also classifies one text at a time only. langid hands its tables out only as the identifier's constructor
+arguments, so they are read back from one (``_tables_from_langid``) and checked against its ``classify``
+before they are used or cached.
 
 ``language_id_v1`` keeps a document when its top language is kept and its normalised probability reaches
 ``min_confidence``. On a few words that rule throws away real text: a naive Bayes score over a handful of
@@ -24,6 +31,7 @@ looks at URLs or markup separately.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 from pathlib import Path
@@ -43,32 +51,30 @@ class LanguageOptions(StrictModel):
     max_chars: int = Field(600, ge=50, description="Classify only this many leading characters.")
 
 
-def _cache_path() -> Path:
-    import langid
+# Texts the tables must classify as langid's own ``classify`` does (several scripts, multi-byte UTF-8, no text).
+_PROBES = ("The court held that the licence was void.", "Der Vertrag ist nichtig und ungültig.",
+           "Ça coûte 5 € – très cher!", "東京は日本の首都です。", "Москва — столица России.", "")
 
+
+def _cache_path(model: bytes) -> Path:
+    """The tables' cache file, named after the model itself: another langid model never reads stale tables."""
+    digest = hashlib.blake2b(model, digest_size=8).hexdigest()
     root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "domainbert"
-    return root / f"langid-{getattr(langid, '__version__', 'model')}-tables.npz"
+    return root / f"langid-{digest}-tables.npz"
 
 
 def _load_tables() -> dict[str, np.ndarray]:
     """langid's model tables; decoding its bz2+pickle model string is slow, so the arrays are cached as .npz."""
-    path = _cache_path()
+    from langid.langid import model
+
+    path = _cache_path(model)
     if path.is_file():
         try:
             with np.load(path) as data:
                 return {k: data[k] for k in data.files}
         except (OSError, ValueError):
             pass
-    from langid.langid import LanguageIdentifier, model
-
-    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
-    states = sorted(ident.tk_output)
-    lists = [list(ident.tk_output[st]) for st in states]
-    tables = {"nextmove": np.asarray(ident.tk_nextmove, dtype=np.int64), "out_states": np.array(states, dtype=np.int64),
-              "out_offsets": np.cumsum([0] + [len(x) for x in lists]).astype(np.int64),
-              "out_indices": np.array([i for x in lists for i in x], dtype=np.int64),
-              "ptc": np.asarray(ident.nb_ptc, dtype=np.float64), "pc": np.asarray(ident.nb_pc, dtype=np.float64),
-              "classes": np.array([str(c) for c in ident.nb_classes])}
+    tables = _tables_from_langid(model)
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
@@ -80,14 +86,40 @@ def _load_tables() -> dict[str, np.ndarray]:
     return tables
 
 
+def _tables_from_langid(model: bytes) -> dict[str, np.ndarray]:
+    """The DFA and naive Bayes tables of langid's model, as arrays, checked against langid's ``classify``.
+
+    ``LanguageIdentifier`` keeps its constructor's arguments (``nb_ptc``, ``nb_pc``, ``nb_classes``,
+    ``tk_nextmove``, ``tk_output``) under their parameter names and has no other way to hand them out; if a
+    langid release stores them differently, the check fails here, naming the text, instead of the filter
+    quietly deciding otherwise.
+    """
+    from langid.langid import LanguageIdentifier
+
+    ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
+    states = sorted(ident.tk_output)
+    lists = [list(ident.tk_output[st]) for st in states]
+    tables = {"nextmove": np.asarray(ident.tk_nextmove, dtype=np.int64), "out_states": np.array(states, dtype=np.int64),
+              "out_offsets": np.cumsum([0] + [len(x) for x in lists]).astype(np.int64),
+              "out_indices": np.array([i for x in lists for i in x], dtype=np.int64),
+              "ptc": np.asarray(ident.nb_ptc, dtype=np.float64), "pc": np.asarray(ident.nb_pc, dtype=np.float64),
+              "classes": np.array([str(c) for c in ident.nb_classes])}
+    for text, (lang, prob) in zip(_PROBES, _Model(tables).classify_batch(list(_PROBES)), strict=True):
+        ref_lang, ref_prob = ident.classify(text)
+        if lang != ref_lang or abs(prob - ref_prob) > 1e-9:
+            raise RuntimeError(f"langid's model tables do not reproduce langid's classify on {text!r} ({lang}, "
+                               f"{prob:.6f} against {ref_lang}, {ref_prob:.6f}): this langid release stores its "
+                               "model differently; language ID cannot run on it")
+    return tables
+
+
 class _Model:
     """langid.py's model tables, loaded once per process, as arrays for batch classification."""
 
     _instance: ClassVar[_Model | None] = None
     CHUNK = 2048  # documents per DFA pass: bounds the [documents x bytes] state matrix
 
-    def __init__(self) -> None:
-        tables = _load_tables()
+    def __init__(self, tables: dict[str, np.ndarray]) -> None:
         self.nextmove = tables["nextmove"].astype(np.int32)
         n_states = len(self.nextmove) // 256
         states, offsets, indices = tables["out_states"], tables["out_offsets"], tables["out_indices"]
@@ -103,15 +135,11 @@ class _Model:
     @classmethod
     def get(cls) -> _Model:
         if cls._instance is None:
-            cls._instance = cls()
+            cls._instance = cls(_load_tables())
         return cls._instance
 
-    def classify(self, text: str) -> tuple[str, float]:
-        """(language, normalised probability), as ``LanguageIdentifier(norm_probs=True).classify``."""
-        return self.classify_batch([text])[0]
-
     def classify_batch(self, texts: list[str]) -> list[tuple[str, float]]:
-        """``classify`` for many texts."""
+        """(language, normalised probability) of each text, as ``LanguageIdentifier(norm_probs=True).classify``."""
         logp, _ = self.scores_batch(texts)
         probs = np.exp(logp - logp.max(axis=1, keepdims=True))
         probs /= probs.sum(axis=1, keepdims=True)
