@@ -9,7 +9,8 @@ summary. ``pooling: cls`` keeps the transformers classes.
 
 The module mimics the parts of a transformers model the fine-tuning loop uses: ``forward(**batch)`` returning
 ``loss`` (given labels) and ``logits``, ``base_model`` (frozen mode freezes it) and ``get_input_embeddings``.
-It does not save itself as a Hugging Face folder.
+It does not save itself as a Hugging Face folder: ``export.save_task_model`` moves its weights into
+``modeling_mean_pool.MeanPoolForSequenceClassification``, which shares its forward pass (``pool_and_classify``).
 """
 
 from __future__ import annotations
@@ -19,6 +20,8 @@ from typing import TYPE_CHECKING
 
 import torch
 from torch import nn
+
+from domainbert.finetune.pool_forward import pool_and_classify
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -43,7 +46,8 @@ class MeanPoolClassifier(nn.Module):
         super().__init__()
         self.encoder = encoder
         config = encoder.config
-        self.dropout = nn.Dropout(getattr(config, "hidden_dropout_prob", 0.0) or getattr(config, "dropout", 0.1))
+        rate = getattr(config, "hidden_dropout_prob", None)  # 0.0 is a setting: no dropout
+        self.dropout = nn.Dropout(rate if rate is not None else getattr(config, "dropout", 0.1))
         self.classifier = nn.Linear(config.hidden_size, num_labels)
         std = getattr(config, "initializer_range", 0.02)
         nn.init.normal_(self.classifier.weight, std=std)
@@ -60,16 +64,5 @@ class MeanPoolClassifier(nn.Module):
 
     def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
                 token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ClassifierOutput:
-        extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
-        hidden = self.encoder(input_ids=input_ids, attention_mask=attention_mask, **extra).last_hidden_state
-        mask = (attention_mask if attention_mask is not None else torch.ones_like(input_ids)).unsqueeze(-1)
-        mask = mask.to(hidden.dtype)
-        pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1.0)
-        logits = self.classifier(self.dropout(pooled))
-        loss = None
-        if labels is not None:
-            if self.multi_label:
-                loss = nn.functional.binary_cross_entropy_with_logits(logits, labels.to(logits.dtype))
-            else:
-                loss = nn.functional.cross_entropy(logits, labels)
+        loss, logits = pool_and_classify(self, self.multi_label, input_ids, attention_mask, token_type_ids, labels)
         return ClassifierOutput(loss=loss, logits=logits)
