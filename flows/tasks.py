@@ -218,12 +218,17 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int,
                   mode: str = "finetune") -> dict:
     """Fine-tune one model on one task with one seed (``mode``: finetune or frozen); returns the result
-    without its prediction lists (those stay in result.json)."""
-    from domainbert.finetune.stage import finetune_one
+    without its prediction lists (those stay in result.json). A run under torchrun (``finetune.num_processes``)
+    has its launch log forwarded to the Prefect log."""
+    from domainbert.finetune.parallel import launch_log
+    from domainbert.finetune.stage import Job, finetune_one
 
     cfg = spec.config()
-    with stage_logs_to_prefect():
-        result = finetune_one(cfg, spec.layout(cfg), model_name, model_ref, task_name, seed, mode=mode)
+    layout = spec.layout(cfg)
+    job = Job(model_name, model_ref, task_name, seed, mode)
+    follow = follow_log(launch_log(layout, job), get_run_logger()) if cfg.finetune.num_processes > 1 else nullcontext()
+    with follow, stage_logs_to_prefect():
+        result = finetune_one(cfg, layout, model_name, model_ref, task_name, seed, mode=mode)
     return {k: v for k, v in dict(result).items() if k not in ("gold", "pred")}
 
 

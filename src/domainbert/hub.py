@@ -1,4 +1,5 @@
-"""Hub-ready cards and publishing: the model card of a pretrained arm, the dataset card of a corpus, ``push``.
+"""Hub-ready cards and publishing: the model card of a pretrained arm, the dataset card of a corpus, ``push``,
+and the card of a fine-tuned run's saved model (``finetune.save_models``).
 
 Cards are built with ``huggingface_hub``'s ``ModelCardData`` / ``DatasetCardData`` so their metadata is what
 the Hub parses: ``base_model``, ``datasets``, ``license``, ``language``, ``tags`` and, once the fine-tuning
@@ -28,7 +29,12 @@ def base_model_id(cfg: Any) -> str | None:
     ``name_or_path`` when it is a Hub id (not a folder)."""
     if cfg.base_model.hub_id:
         return cfg.base_model.hub_id
-    ref = cfg.base_model.name_or_path
+    return hub_id_of(cfg.base_model.name_or_path)
+
+
+def hub_id_of(ref: str) -> str | None:
+    """The Hub id a model reference names: the model a known package ships, or the reference itself when it
+    is not a folder; None for a folder."""
     if ref.startswith(PACKAGE_PREFIX):
         return PACKAGED.get(ref.removeprefix(PACKAGE_PREFIX))
     if Path(ref).exists() or ref.startswith((".", "/", "~")):
@@ -134,6 +140,74 @@ def model_card(cfg: Any, arm: str, summary: dict[str, Any], scores: list[dict[st
         lines += ["## Vocabulary extension", "", f"{extension['num_tokens']:,} domain tokens added to the base "
                   f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.", ""]
     lines += ["![loss curve](loss_curve.png)", ""]
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _finetune_start(cfg: Any, model: str, ref: str) -> tuple[str | None, str]:
+    """(Hub id or None, words) of the model a fine-tuned run started from; never a local path."""
+    name = model.removesuffix("-frozen")
+    if name == "base":
+        hub_id = base_model_id(cfg)
+        return hub_id, f"the base checkpoint `{hub_id or 'base'}`"
+    if name in cfg.pretrain.arms:
+        # An arm has no Hub id until it is pushed (``domainbert push --arm``), under a repository named then.
+        hub_id = base_model_id(cfg)
+        base = f"`{hub_id}`" if hub_id else "a local checkpoint"
+        origin = {"continued": f"{base} pretrained further on the domain corpus",
+                  "extended": f"{base} with domain tokens added to its vocabulary, pretrained further on the corpus",
+                  }.get(name, "pretrained from scratch on the domain corpus")
+        return None, f"the `{name}` arm (`domainbert-{cfg.name}-{name}`: {origin})"
+    hub_id = hub_id_of(ref)
+    return hub_id, f"`{hub_id or name}`"
+
+
+def finetuned_card(cfg: Any, result: dict[str, Any], labels: list[str], custom_code: bool = False) -> str:
+    """README.md of a fine-tuned run's saved model: Hub metadata (the starting model, the task's Hub dataset,
+    the run's test scores as ``model-index``), then what was trained, its labels and scores, and how to load it.
+
+    Args:
+        cfg: the domain config.
+        result: the run's ``result.json`` content.
+        labels: the model's labels in id order.
+        custom_code: the folder holds its own model code (mean pooling): loading needs ``trust_remote_code``.
+    """
+    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+
+    task = next(t for t in cfg.finetune.tasks if t.name == result["task"])
+    pipeline, title = TASK_TYPES[result["task_type"]]
+    start_id, start = _finetune_start(cfg, result["model"], result["model_ref"])
+    dataset = hub_id_of(str(task.path)) if task.format == "hf" else None  # a saved dataset folder is no Hub id
+    scores = {k: v for k, v in result["test"].items() if isinstance(v, int | float) and not isinstance(v, bool)}
+    evals = [EvalResult(task_type=pipeline, task_name=title, dataset_type=dataset or task.name, dataset_name=task.name,
+                        dataset_split="test", metric_type=k, metric_name=k, metric_value=round(100 * v, 2))
+             for k, v in scores.items()]
+    name = f"domainbert-{cfg.name}-{result['model']}-{task.name}-seed{result['seed']}"
+    data = ModelCardData(base_model=start_id, datasets=[dataset] if dataset else None, language=list(cfg.language),
+                         license=cfg.hub.license, library_name="transformers", pipeline_tag=pipeline,
+                         tags=["domainbert", cfg.name, task.name, *cfg.hub.tags], model_name=name,
+                         eval_results=evals or None)
+    how = "Only the task head trained, the encoder frozen" if result["mode"] == "frozen" else "All weights trained"
+    auto = "AutoModelForTokenClassification" if result["task_type"] == "ner" else "AutoModelForSequenceClassification"
+    trust = ", trust_remote_code=True" if custom_code else ""
+    lines = [
+        f"# {name}", "",
+        f"{title} on the `{task.name}` task of the domainbert `{cfg.name}` domain, fine-tuned from {start}.", "",
+        f"{how}: seed {result['seed']}, learning rate {result.get('lr')}, {_fmt(result.get('steps'))} steps; the "
+        f"weights kept are those of step {_fmt(result.get('best_step'))}, the best on validation.", "",
+        "## Labels", "", ", ".join(f"`{label}`" for label in labels), "",
+        "## Scores", "", "| metric | validation | test |", "|---|---|---|",
+        *(f"| {k} | {_fmt(result['validation'].get(k), 4)} | {_fmt(v, 4)} |" for k, v in scores.items()), "",
+        "The scores of this one seed; the domain's comparison report gives the mean over seeds and the comparison "
+        "with the base model and the floor.", "",
+    ]
+    if result.get("collapsed"):
+        lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
+    lines += ["## Use", "", "From this folder, or from the Hub repository it is pushed to:", "", "```python", f"from transformers import {auto}, AutoTokenizer", "",
+              f'model = {auto}.from_pretrained("{name}"{trust})', f'tokenizer = AutoTokenizer.from_pretrained("{name}")',
+              "```", ""]
+    if custom_code:
+        lines += ["The classifier reads the mean of the encoder's last hidden states (no [CLS] pooler); its code "
+                  "is `modeling_mean_pool.py` in this folder, hence `trust_remote_code=True`.", ""]
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
 
 

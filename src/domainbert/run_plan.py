@@ -69,7 +69,8 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
         arm_status = f"after {upstream}" if upstream else status(pretrain_state(cfg, layout, arm), folder)
         plans.append(StagePlan(f"pretrain {arm}", arm_status, detail))
     states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
-    counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded")}
+    counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded",
+                                                                 "no model")}
     # an arm that will be (re)trained changes, so do its fine-tuning runs; the base model's stay current
     retrained = {p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ")
                  and p.status != "up to date"}
@@ -153,7 +154,7 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
             sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
         elif "runs" in d:
             sizes = (f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "
-                     f"{d['missing']} missing")
+                     f"{d['missing']} missing" + (f", {d['no model']} without their model" if d.get("no model") else ""))
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
     if seconds:

@@ -56,14 +56,14 @@ def pretrain_state(cfg: DomainConfig, layout: RunLayout, arm: str) -> StageState
 
 def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Any) -> StageState:
     """``job``: a ``finetune.stage.Job`` (model, reference, task, seed, mode)."""
-    from domainbert.finetune.stage import RESULT, run_record
+    from domainbert.finetune.stage import run_current, run_record
 
     try:
         fp = run_record(cfg, job)[2]
     except DomainbertError:  # an unknown task: the stage says so
         return UNKNOWN
     folder = layout.finetune(job.model_name, job.task_name, job.seed)
-    return StageState(f"finetune-{fp}", is_complete(folder, fp) and (folder / RESULT).is_file())
+    return StageState(f"finetune-{fp}", run_current(cfg, job, folder, fp))
 
 
 def status(state: StageState, folder) -> str:

@@ -103,6 +103,8 @@ def test_settings_a_stage_ignores_leave_its_key_alone(tiny_domain: Path, tmp_pat
     # Thread counts change speed, not results; the corpus reads only what decontamination needs of a task.
     assert _changed(base, _keys(tiny_domain, tmp_path, "pretrain.torch_threads=1")) == set()
     assert _changed(base, _keys(tiny_domain, tmp_path, "finetune.torch_threads=1")) == set()
+    # The process count and saving the models neither: a run without its model is rerun on the same key.
+    assert _changed(base, _keys(tiny_domain, tmp_path, "finetune.num_processes=2", "finetune.save_models=true")) == set()
     budget = tmp_path / "budget.yaml"
     budget.write_text(tiny_domain.read_text().replace("max_train_examples: 24", "max_train_examples: 20"))
     assert _changed(base, _keys(budget, tmp_path)) == {"finetune"}

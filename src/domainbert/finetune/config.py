@@ -81,6 +81,22 @@ class FinetuneConfig(StrictModel):
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
         "auto", description="Mixed precision by autocast: 'auto' is bf16 on a GPU that supports it and fp32 "
                             "otherwise (the CPU default); fp16 uses a gradient scaler (GPU only).")
+    num_processes: int = Field(
+        1, ge=1, description="Data-parallel processes per run: above 1, each run is started under torchrun, one "
+        "process per GPU (cuda:LOCAL_RANK; gloo on the CPU), each taking its slice of every batch of batch_size "
+        "examples, so the optimisation does not depend on the count. A speed setting: not part of a result's "
+        "fingerprint.")
+    save_models: bool = Field(
+        False, description="Also save each run's fine-tuned model and tokenizer in its folder (model/: loads with "
+        "AutoModelFor*Classification, label names in config.id2label; mean pooling needs trust_remote_code) with "
+        "a model card. Not part of the fingerprint; turning it on reruns the runs whose folder has no model.")
+
+    @model_validator(mode="after")
+    def _one_gpu_per_process(self) -> FinetuneConfig:
+        if self.num_processes > 1 and self.device.startswith("cuda:"):
+            raise ValueError(f"device {self.device!r} names one GPU, but with num_processes > 1 each process takes "
+                             "its own (cuda:LOCAL_RANK): use 'auto' or 'cuda'")
+        return self
 
 
 class CompareConfig(StrictModel):

@@ -1,7 +1,9 @@
 """One fine-tuning run in memory: load model and tokenizer, encode the task, train, score validation and test.
 
-``run_finetune`` is what ``stage.finetune_one`` wraps with artifacts and skip-if-done; it writes nothing.
-The test split is evaluated exactly once, after training, with the weights that scored best on validation.
+``run_finetune`` is what ``stage.finetune_one`` wraps with artifacts and skip-if-done; it writes nothing but
+the fine-tuned model, when asked to (``save_to``). The test split is evaluated exactly once, after training,
+with the weights that scored best on validation. With several processes (``parallel.py``) every rank trains,
+rank 0 alone scores, predicts and saves, and every rank returns rank 0's output.
 """
 
 from __future__ import annotations
@@ -17,10 +19,12 @@ from domainbert.errors import ModelError
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
+from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.tasks import TaskData
 from domainbert.finetune.trainer import TrainSettings, fit, predict_logits, resolve_device
 from domainbert.models import load_tokenizer, resolve_model_ref
+from domainbert.pretrain.runtime import dist_info
 
 logger = logging.getLogger(__name__)
 
@@ -115,7 +119,7 @@ def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any
 
 
 def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_length: int,
-                 pooling: str = "mean") -> dict[str, Any]:
+                 pooling: str = "mean", save_to: Path | None = None) -> dict[str, Any]:
     """Fine-tune ``model_ref`` on ``data`` and score it.
 
     Args:
@@ -124,6 +128,8 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
         settings: loop settings (seed included).
         max_length: sub-token truncation length.
         pooling: ``mean`` or ``cls`` (sequence classification only; see ``load_task_model``).
+        save_to: a folder to save the fine-tuned model and its tokenizer in (``export.save_task_model``;
+            replaced if it exists); None: nothing is saved.
 
     Returns:
         ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
@@ -158,6 +164,9 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
         return score(data, val_gold, val_preds[-1])
 
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
+    rank, world = dist_info()
+    if rank > 0:
+        return broadcast(None)
     gold = gold_of(data, "test")
     pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id, dtype)
     # The kept weights are those of the best evaluation, so its validation predictions are theirs.
@@ -172,4 +181,8 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     out["num_parameters"] = sum(p.numel() for p in model.parameters())
     out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
     logger.info("test %s %.4f", primary, out["test"][primary])
-    return out
+    if save_to is not None:
+        from domainbert.finetune.export import save_task_model
+
+        save_task_model(model, tok, data, save_to)
+    return broadcast(out) if world > 1 else out

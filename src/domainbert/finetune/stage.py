@@ -13,11 +13,20 @@ f1, support}. Classification: macro_f1, accuracy, and micro_f1 for multi-label),
 the kept weights), ``gold``/``pred`` (test answers in test-file order: a tag list per sentence for NER, a label
 or sorted label list per example for classification), ``num_examples`` per split, ``history`` (validation per
 evaluation), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
-``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``wall_seconds`` and ``cpu_seconds`` (the
+``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``processes`` (1, or the ranks of a run under
+torchrun; floors have none), ``wall_seconds`` and ``cpu_seconds`` (the
 whole run, loading and evaluation included; CPU time over all threads), ``collapse`` / ``collapse_validation``
 (``collapse.diagnose`` of the test / validation predictions), ``collapsed`` (the test diagnosis), ``lr`` (the
 learning rate of the kept run) and ``retry`` (None, or the first attempt's figures when its validation
 predictions collapsed and the seed was run again at ``lr * collapse_retry_lr_factor``).
+
+With ``finetune.save_models`` a model run's folder also holds ``model/``: the fine-tuned model and tokenizer
+(``export.save_task_model``) and a model card (``hub.finetuned_card``). It is written into the run's atomic
+output with ``result.json``, so it is complete or absent. Neither ``save_models`` nor ``num_processes`` is
+part of the fingerprint (the result does not depend on them), but a run asked to save its model is current
+only when its recorded folder holds one: turning the setting on reruns the runs that lack it
+(``run_current``). With ``finetune.num_processes`` above 1 a run is trained under torchrun
+(``parallel.launch_run``) and this process reads back the result rank 0 wrote.
 This module does not compare models; ``stats.compare_models`` and the report do.
 """
 
@@ -26,22 +35,28 @@ from __future__ import annotations
 import dataclasses
 import json
 import logging
+import os
+import shutil
 import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from domainbert import signals
 from domainbert.artifact_types import FinetuneResult, dump_artifact
 from domainbert.artifacts import atomic_output, fingerprint, is_complete, read_record
 from domainbert.config import DomainConfig
 from domainbert.errors import ConfigError
 from domainbert.finetune.config import TaskConfig
+from domainbert.finetune.export import MODEL
+from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY, run_finetune
 from domainbert.finetune.tasks import TaskData, load_task, task_data_hash
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
 from domainbert.models import resolve_model_ref
 from domainbert.paths import RunLayout
+from domainbert.pretrain.runtime import dist_info
 from domainbert.progress import tagged
 
 logger = logging.getLogger(__name__)
@@ -149,8 +164,12 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     if mode == FLOOR:
         return _floor(task, layout, data, (run_cfg, inputs, fp))
     final = layout.finetune(model_name, task_name, seed)
-    if is_complete(final, fp) and (final / RESULT).is_file():
+    if run_current(cfg, job, final, fp):
         logger.info("%s/%s/seed-%d skipped: up to date", model_name, task_name, seed)
+        return json.loads((final / RESULT).read_text())
+    if launches(cfg.finetune.num_processes):
+        launch_run(cfg, layout, job)
+        signals.check(f"after {model_name}/{task_name}/seed-{seed}")  # the run is written; stop before the next
         return json.loads((final / RESULT).read_text())
     if data is None:
         data = load_task(task)
@@ -161,28 +180,67 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
     settings = settings_for(cfg, seed, mode, task)
-    tracker = open_tracker(cfg, layout, job, settings, fp)  # before training: a bad backend costs no compute
+    rank, world = dist_info()
+    writer = rank == 0  # under torchrun only rank 0 tracks, saves and writes
+    tracker = open_tracker(cfg, layout, job, settings, fp) if writer else None  # before training: see track_run
+    staging = final.with_name(f"{final.name}.model-tmp-{os.getpid()}") if cfg.finetune.save_models and writer else None
     try:
-        out = _train(cfg, data, model_ref, settings, job)
+        out = _train(cfg, data, model_ref, settings, job, staging)
     except BaseException:
         if tracker:
             tracker.close("FAILED")
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
         raise
     if tracker:
         send_run(tracker, out)
     result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
               "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
-              "num_examples": {k: len(v) for k, v in data.splits.items()},
+              "num_examples": {k: len(v) for k, v in data.splits.items()}, "processes": world,
               "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
-    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
-        (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
+    if writer:
+        _write(cfg, final, result, (run_cfg, inputs, fp), staging, data.label_list)
     return result
 
 
-def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job) -> dict[str, Any]:
-    """``run_finetune``, run once more at a lower learning rate when validation predictions collapsed."""
+def _write(cfg: DomainConfig, final: Path, result: dict[str, Any], record: tuple[dict, dict[str, str], str],
+           staging: Path | None, labels: list[str]) -> None:
+    """``result.json`` and, when ``staging`` holds the saved model, ``model/`` with its card: one atomic folder."""
+    run_cfg, inputs, fp = record
+    try:
+        with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+            (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
+            if staging is not None:
+                from domainbert.hub import finetuned_card
+
+                os.replace(staging, tmp / MODEL)
+                custom = (tmp / MODEL / "modeling_mean_pool.py").is_file()
+                (tmp / MODEL / "README.md").write_text(finetuned_card(cfg, result, labels, custom_code=custom))
+    finally:
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)  # gone when moved; a failed write's leftovers otherwise
+
+
+def has_model(folder: Path) -> bool:
+    """Whether a run folder's record lists a saved model, and it is there."""
+    record = read_record(folder) or {}
+    return f"{MODEL}/config.json" in (record.get("files") or {}) and (folder / MODEL / "config.json").is_file()
+
+
+def run_current(cfg: DomainConfig, job: Job, folder: Path, fp: str) -> bool:
+    """Whether ``folder`` holds the job's result for fingerprint ``fp`` and, when ``finetune.save_models`` asks
+    for it, the fine-tuned model (floors have none)."""
+    if not (is_complete(folder, fp) and (folder / RESULT).is_file()):
+        return False
+    return not (cfg.finetune.save_models and job.mode != FLOOR) or has_model(folder)
+
+
+def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job,
+           save_to: Path | None = None) -> dict[str, Any]:
+    """``run_finetune``, run once more at a lower learning rate when validation predictions collapsed; the model
+    of the kept attempt is saved to ``save_to`` (when given)."""
     model_name, task_name, seed = job.model_name, job.task_name, job.seed
-    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
+    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, save_to)
     out["retry"] = None
     factor = cfg.finetune.collapse_retry_lr_factor
     if out["collapse_validation"]["collapsed"] and factor:
@@ -192,7 +250,7 @@ def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSet
         settings = dataclasses.replace(settings, lr=settings.lr * factor)
         logger.warning("%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g", model_name, task_name, seed,
                        "; ".join(first["reasons"]), settings.lr)
-        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling)
+        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, save_to)
         out["retry"] = {"first": first, "lr": settings.lr}
     out["lr"] = settings.lr
     out["collapsed"] = bool(out["collapse"]["collapsed"])
@@ -208,7 +266,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
     else:
         run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
                                                                          "torch_threads", "eval_batch_size",
-                                                                         "device"}),
+                                                                         "device", "num_processes",
+                                                                         "save_models"}),
                    "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
                    "seed": job.seed, "mode": job.mode}
         inputs["model"] = _model_input_hash(job.model_ref)
@@ -217,8 +276,10 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
 
 def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     """Every result the config asks for (each configured arm counts, trained or not) and its state:
-    ``current`` (recorded with the fingerprint this config gives), ``stale`` (another config or input),
-    ``unrecorded`` (a result.json without its record: written by hand or damaged) or ``missing``."""
+    ``current`` (recorded with the fingerprint this config gives), ``no model`` (current, but
+    ``finetune.save_models`` asks for the model and the folder has none: the run will rerun, the result stays
+    usable), ``stale`` (another config or input), ``unrecorded`` (a result.json without its record: written by
+    hand or damaged) or ``missing``."""
     models: dict[str, str] = {"base": cfg.base_model.name_or_path,
                               **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
                               **cfg.finetune.extra_models}
@@ -234,7 +295,9 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
         else:
             if job.task_name not in hashes:
                 hashes[job.task_name] = task_data_hash(_task(cfg, job.task_name))
-            state = "current" if record.get("fingerprint") == run_record(cfg, job, hashes[job.task_name])[2] else "stale"
+            fp = run_record(cfg, job, hashes[job.task_name])[2]
+            state = "stale" if record.get("fingerprint") != fp else (
+                "current" if run_current(cfg, job, folder, fp) else "no model")
         out.append({"model": job.model_name, "task": job.task_name, "seed": job.seed, "state": state})
     return out
 

@@ -20,8 +20,12 @@ the data order. What it does:
   loop runs the forward pass under ``torch.autocast`` in bf16 or fp16 (``finetune.precision``; fp16 with a
   gradient scaler). On the CPU in fp32 (the offline default and the tested path) nothing changes.
 
-It leaves out gradient accumulation and multi-device training (one process per run; parallel runs are
-separate processes, ``domainbert run --workers``).
+- Several processes (``finetune.num_processes``, started by torchrun): DistributedDataParallel, each rank
+  on its slice of every batch, rank 0 evaluating for all (``parallel.py``). A lone process (the default) takes
+  none of those paths.
+
+It leaves out gradient accumulation and several machines (parallel runs are separate processes,
+``domainbert run --workers``).
 """
 
 from __future__ import annotations
@@ -38,7 +42,9 @@ import torch
 
 from domainbert import signals
 from domainbert.errors import ModelError
+from domainbert.finetune.parallel import agree_step, broadcast, rank_device, rank_share, wrap
 from domainbert.optim import adamw, linear_warmup_decay, param_groups
+from domainbert.pretrain.runtime import dist_info
 from domainbert.progress import ProgressLine, current_tag, duration
 
 if TYPE_CHECKING:
@@ -68,7 +74,8 @@ class TrainSettings:
 
 
 def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dtype | None]:
-    """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``.
+    """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``;
+    in a process group of several on CUDA, this rank's GPU (``parallel.rank_device``).
 
     Raises:
         ModelError: a CUDA device was asked for on a machine without one, or fp16 on the CPU.
@@ -78,6 +85,8 @@ def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dty
     dev = torch.device(device)
     if dev.type == "cuda" and not torch.cuda.is_available():
         raise ModelError(f"finetune.device is {device!r} but torch sees no CUDA device (use 'auto' or 'cpu')")
+    if dev.type == "cuda" and dist_info()[1] > 1:
+        dev = rank_device(dev)
     if precision == "auto":
         precision = "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
     if precision == "fp16" and dev.type != "cuda":
@@ -150,7 +159,8 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
         model: a Hugging Face model whose forward takes ``labels`` and returns ``loss``.
         train: encoded training features (``encoding`` modules of this package).
         lengths: a tokenizer-independent length per training example (for length grouping).
-        evaluate: scores the current model on validation (returns a metrics dict).
+        evaluate: scores the current model on validation (returns a metrics dict); with several processes
+            only rank 0 calls it and the others take its metrics.
         primary: the key of the metric early stopping maximises.
         s: the settings.
         pad_id: the tokenizer's padding id.
@@ -161,14 +171,16 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
         excluded), ``loss_start``/``loss_end`` (mean training loss of the first and last tenth of the steps),
         ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
     """
+    rank, world = dist_info()
     dev, dtype = resolve_device(s.device, s.precision)
     model.to(dev)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
     scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
     if s.frozen:
         for p in model.base_model.parameters():
             p.requires_grad_(False)
-    rng = np.random.default_rng(s.seed)
-    torch.manual_seed(s.seed)
+    net = wrap(model, dev) if world > 1 else model  # after freezing: DDP syncs only what trains
+    rng = np.random.default_rng(s.seed)  # the same batches on every rank
+    torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     steps_per_epoch = math.ceil(len(train) / s.batch_size)
     total = max(1, math.ceil(s.epochs * steps_per_epoch))
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
@@ -188,16 +200,20 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
     lines = ProgressLine(total)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while step < total and not stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
-            signals.check(f"at fine-tuning step {step}")  # SIGTERM/SIGUSR1: stop here, nothing is written
+            where = f"at fine-tuning step {step}"
+            if world == 1:
+                signals.check(where)  # SIGTERM/SIGUSR1: stop here, nothing is written (ranks: agree_step)
             t0, c0 = time.perf_counter(), time.process_time()
-            model.train()
+            net.train()
             if s.frozen:
                 model.base_model.eval()
-            batch = _to(collate([train[i] for i in batch_idx], pad_id), dev)
+            mine, weight = rank_share(batch_idx, train, rank, world) if world > 1 else (batch_idx, 1.0)
+            batch = _to(collate([train[i] for i in mine], pad_id), dev)
             with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                loss = model(**batch).loss
-            if not torch.isfinite(loss):
-                raise ModelError(f"fine-tuning loss is {loss.item()} at step {step + 1}: the model's weights are "
+                loss = net(**batch).loss
+            loss, value = agree_step(loss, weight, world, where) if world > 1 else (loss, loss.item())
+            if not math.isfinite(value):
+                raise ModelError(f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
                                  "damaged or the learning rate is too high; no result was written")
             if scaler is not None:
                 scaler.scale(loss).backward()
@@ -215,7 +231,7 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
             train_seconds += time.perf_counter() - t0
             train_cpu += time.process_time() - c0
             seen += len(batch_idx)
-            losses.append(loss.item())
+            losses.append(value)
             if len(curve) < window:
                 curve.append(losses[-1])
             tail = (tail + [losses[-1]])[-window:]
@@ -225,7 +241,9 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
                             seen / train_seconds, duration(lines.eta_s(step)),
                             extra={"progress": (step, total, current_tag() or "fine-tuning")})
             if step % eval_every == 0 or step == total:
-                metrics = evaluate()
+                metrics = evaluate() if rank == 0 else {}
+                if world > 1:
+                    metrics = broadcast(metrics)  # every rank takes rank 0's decision below
                 entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),
                          "loss": float(np.mean(losses)), "validation": metrics}
                 history.append(entry)
