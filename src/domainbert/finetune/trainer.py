@@ -34,7 +34,7 @@ import logging
 import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -151,8 +151,116 @@ def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch
     return out  # type: ignore[return-value]
 
 
-def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]], lengths: list[int], evaluate: Callable[[], dict[str, Any]],
-        primary: str, s: TrainSettings, pad_id: int) -> dict[str, Any]:
+@dataclass
+class FitState:
+    """What the loop tracks between steps: counters, the loss windows, and the kept (best) evaluation."""
+
+    total: int
+    steps_per_epoch: int
+    step: int = 0
+    seen: int = 0
+    train_seconds: float = 0.0
+    train_cpu: float = 0.0
+    losses: list[float] = field(default_factory=list)  # since the last evaluation
+    curve: list[float] = field(default_factory=list)  # the first tenth of the steps (collapse check)
+    tail: list[float] = field(default_factory=list)  # the last tenth
+    history: list[dict[str, Any]] = field(default_factory=list)
+    best: dict[str, Any] | None = None
+    best_state: dict[str, torch.Tensor] | None = None
+    best_step: int = 0
+    bad: int = 0
+    stopped: bool = False
+
+    @property
+    def window(self) -> int:
+        return max(1, self.total // 10)
+
+    def add_loss(self, value: float, examples: int, seconds: float, cpu: float) -> None:
+        self.train_seconds += seconds
+        self.train_cpu += cpu
+        self.seen += examples
+        self.losses.append(value)
+        if len(self.curve) < self.window:
+            self.curve.append(value)
+        self.tail = (self.tail + [value])[-self.window:]
+        self.step += 1
+
+    def add_evaluation(self, metrics: dict[str, Any], primary: str, model, patience: int) -> dict[str, Any]:
+        """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
+        entry = {"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 3),
+                 "loss": float(np.mean(self.losses)), "validation": metrics}
+        self.history.append(entry)
+        self.losses.clear()
+        if self.best is None or metrics[primary] > self.best[primary]:
+            self.best, self.best_step, self.bad = metrics, self.step, 0
+            self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
+        else:
+            self.bad += 1
+        self.stopped = self.bad >= patience
+        return entry
+
+    def result(self) -> dict[str, Any]:
+        return {"history": self.history, "best": self.best, "best_step": self.best_step, "steps": self.step,
+                "stopped_early": self.stopped,
+                "loss_start": float(np.mean(self.curve)) if self.curve else None,
+                "loss_end": float(np.mean(self.tail)) if self.tail else None,
+                "train_seconds": self.train_seconds, "train_cpu_seconds": self.train_cpu, "train_examples": self.seen,
+                "examples_per_s": self.seen / self.train_seconds if self.train_seconds > 0 else 0.0}
+
+
+@dataclass
+class Optimisation:
+    """The model as trained (DDP-wrapped with several processes), its optimizer, schedule and scaler."""
+
+    net: Any
+    params: list[torch.nn.Parameter]
+    opt: torch.optim.Optimizer
+    sched: Any
+    scaler: torch.amp.GradScaler | None
+    dev: torch.device
+    dtype: torch.dtype | None
+
+    def step(self, batch: dict[str, torch.Tensor], weight: float, world: int, step: int, s: TrainSettings) -> float:
+        """Forward, backward, clip, optimizer and schedule step ``step`` (counted from 0); returns the loss
+        (the whole batch's, over ranks)."""
+        with torch.autocast(self.dev.type, dtype=self.dtype or torch.float32, enabled=self.dtype is not None):
+            loss = self.net(**batch).loss
+        where = f"at fine-tuning step {step}"
+        loss, value = agree_step(loss, weight, world, where) if world > 1 else (loss, loss.item())
+        if not math.isfinite(value):
+            raise ModelError(f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
+                             "damaged or the learning rate is too high; no result was written")
+        if self.scaler is not None:
+            self.scaler.scale(loss).backward()
+            self.scaler.unscale_(self.opt)
+        else:
+            loss.backward()
+        torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm)
+        if self.scaler is not None:
+            self.scaler.step(self.opt)
+            self.scaler.update()
+        else:
+            self.opt.step()
+        self.sched.step()
+        self.opt.zero_grad(set_to_none=True)
+        return value
+
+
+def _set_up(model, s: TrainSettings, total: int, world: int) -> Optimisation:
+    dev, dtype = resolve_device(s.device, s.precision)
+    model.to(dev)
+    if s.frozen:
+        for p in model.base_model.parameters():
+            p.requires_grad_(False)
+    net = wrap(model, dev) if world > 1 else model  # after freezing: DDP syncs only what trains
+    opt = adamw(param_groups(model, s.weight_decay), lr=s.lr)
+    return Optimisation(net=net, params=[p for p in model.parameters() if p.requires_grad], opt=opt,
+                        sched=linear_warmup_decay(opt, int(s.warmup_ratio * total), total),
+                        scaler=torch.amp.GradScaler("cuda") if dtype == torch.float16 else None, dev=dev, dtype=dtype)
+
+
+def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]], lengths: list[int],
+        evaluate: Callable[[], dict[str, Any]], primary: str, s: TrainSettings, pad_id: int) -> dict[str, Any]:
     """Train ``model`` in place with early stopping; leave it holding the best validation weights.
 
     Args:
@@ -169,100 +277,48 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
         ``history`` (per evaluation: step, epoch, loss, metrics), ``best`` (validation metrics of the kept
         weights), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds`` (optimisation only, evaluation
         excluded), ``loss_start``/``loss_end`` (mean training loss of the first and last tenth of the steps),
-        ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed) and ``examples_per_s``.
+        ``train_cpu_seconds`` (the same steps in CPU time, all threads), ``train_examples`` (examples processed)
+        and ``examples_per_s``.
     """
     rank, world = dist_info()
-    dev, dtype = resolve_device(s.device, s.precision)
-    model.to(dev)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
-    scaler = torch.amp.GradScaler("cuda") if dtype == torch.float16 else None
-    if s.frozen:
-        for p in model.base_model.parameters():
-            p.requires_grad_(False)
-    net = wrap(model, dev) if world > 1 else model  # after freezing: DDP syncs only what trains
+    steps_per_epoch = math.ceil(len(train) / s.batch_size)
+    state = FitState(total=max(1, math.ceil(s.epochs * steps_per_epoch)), steps_per_epoch=steps_per_epoch)
+    run = _set_up(model, s, state.total, world)
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
-    steps_per_epoch = math.ceil(len(train) / s.batch_size)
-    total = max(1, math.ceil(s.epochs * steps_per_epoch))
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
-    opt = adamw(param_groups(model, s.weight_decay), lr=s.lr)
-    sched = linear_warmup_decay(opt, int(s.warmup_ratio * total), total)
-    history: list[dict[str, Any]] = []
-    best: dict[str, Any] | None = None
-    best_state: dict[str, torch.Tensor] | None = None
-    best_step, bad, step, seen, train_seconds, train_cpu, stopped = 0, 0, 0, 0, 0.0, 0.0, False
-    losses: list[float] = []
-    window = max(1, total // 10)  # steps averaged for the loss at the start and at the end (collapse check)
-    curve: list[float] = []
-    tail: list[float] = []
-    params = [p for p in model.parameters() if p.requires_grad]
-    logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), total,
+    logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), state.total,
                 s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
-    lines = ProgressLine(total)  # a line every tenth of the run, and at least every 30 s (progress.py)
-    while step < total and not stopped:
+    lines = ProgressLine(state.total)  # a line every tenth of the run, and at least every 30 s (progress.py)
+    while state.step < state.total and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
-            where = f"at fine-tuning step {step}"
-            if world == 1:
-                signals.check(where)  # SIGTERM/SIGUSR1: stop here, nothing is written (ranks: agree_step)
+            if world == 1:  # SIGTERM/SIGUSR1: stop here, nothing is written (several ranks: agree_step)
+                signals.check(f"at fine-tuning step {state.step}")
             t0, c0 = time.perf_counter(), time.process_time()
-            net.train()
+            run.net.train()
             if s.frozen:
                 model.base_model.eval()
             mine, weight = rank_share(batch_idx, train, rank, world) if world > 1 else (batch_idx, 1.0)
-            batch = _to(collate([train[i] for i in mine], pad_id), dev)
-            with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-                loss = net(**batch).loss
-            loss, value = agree_step(loss, weight, world, where) if world > 1 else (loss, loss.item())
-            if not math.isfinite(value):
-                raise ModelError(f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
-                                 "damaged or the learning rate is too high; no result was written")
-            if scaler is not None:
-                scaler.scale(loss).backward()
-                scaler.unscale_(opt)
-            else:
-                loss.backward()
-            torch.nn.utils.clip_grad_norm_(params, s.max_grad_norm)
-            if scaler is not None:
-                scaler.step(opt)
-                scaler.update()
-            else:
-                opt.step()
-            sched.step()
-            opt.zero_grad(set_to_none=True)
-            train_seconds += time.perf_counter() - t0
-            train_cpu += time.process_time() - c0
-            seen += len(batch_idx)
-            losses.append(value)
-            if len(curve) < window:
-                curve.append(losses[-1])
-            tail = (tail + [losses[-1]])[-window:]
-            step += 1
-            if lines.due(step) or step % max(1, total // 10) == 0:
-                logger.info("step %d/%d loss %.4f (%.1f examples/s, ETA %s)", step, total, np.mean(losses[-20:]),
-                            seen / train_seconds, duration(lines.eta_s(step)),
-                            extra={"progress": (step, total, current_tag() or "fine-tuning")})
+            value = run.step(_to(collate([train[i] for i in mine], pad_id), run.dev), weight, world, state.step, s)
+            state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
+            step, total = state.step, state.total
+            if lines.due(step) or step % state.window == 0:
+                logger.info("step %d/%d loss %.4f (%.1f examples/s, ETA %s)", step, total,
+                            np.mean(state.losses[-20:]), state.seen / state.train_seconds,
+                            duration(lines.eta_s(step)), extra={"progress": (step, total, current_tag() or "fine-tuning")})
             if step % eval_every == 0 or step == total:
                 metrics = evaluate() if rank == 0 else {}
                 if world > 1:
-                    metrics = broadcast(metrics)  # every rank takes rank 0's decision below
-                entry = {"step": step, "epoch": round(step / steps_per_epoch, 3),
-                         "loss": float(np.mean(losses)), "validation": metrics}
-                history.append(entry)
-                losses.clear()
-                if best is None or metrics[primary] > best[primary]:
-                    best, best_step, bad = metrics, step, 0
-                    best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
-                else:
-                    bad += 1
+                    metrics = broadcast(metrics)  # every rank takes rank 0's decision
+                entry = state.add_evaluation(metrics, primary, model, s.patience)
+                assert state.best is not None
                 logger.info("step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)", step, total,
-                            entry["epoch"], entry["loss"], primary, metrics[primary], best[primary], best_step)
-                if bad >= s.patience:
-                    stopped = True
-                    logger.info("early stopping: no improvement in %d evaluations", bad)
-            if step >= total or stopped:
+                            entry["epoch"], entry["loss"], primary, metrics[primary], state.best[primary],
+                            state.best_step)
+                if state.stopped:
+                    logger.info("early stopping: no improvement in %d evaluations", state.bad)
+            if step >= total or state.stopped:
                 break
-    if best_state is not None:
-        model.load_state_dict(best_state)
-    return {"history": history, "best": best, "best_step": best_step, "steps": step, "stopped_early": stopped,
-            "loss_start": float(np.mean(curve)) if curve else None, "loss_end": float(np.mean(tail)) if tail else None,
-            "train_seconds": train_seconds, "train_cpu_seconds": train_cpu, "train_examples": seen,
-            "examples_per_s": seen / train_seconds if train_seconds > 0 else 0.0}
+    if state.best_state is not None:
+        model.load_state_dict(state.best_state)
+    return state.result()
