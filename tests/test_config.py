@@ -116,3 +116,20 @@ def test_full_profile_points_at_real_data():
     cfg = load_domain("science", profile="full")
     assert any(s.type == "hf" for s in cfg.corpus.sources)
     assert not cfg.base_model.name_or_path.startswith("package:")
+
+
+def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain_file(tmp_path):
+    import json
+
+    from domainbert.hub import dataset_ids
+
+    saved = tmp_path / "saved-dataset"
+    saved.mkdir()
+    tasks = [{"name": "hub", "type": "classification", "format": "hf", "path": "org/set", "labels": ["a"]},
+             {"name": "disk", "type": "classification", "format": "hf", "path": str(saved), "labels": ["a"]},
+             {"name": "files", "type": "classification", "format": "jsonl", "path": "../corpora/x", "labels": ["a"]}]
+    cfg = load_domain("science", ["finetune.tasks=" + json.dumps(tasks)])
+    paths = [t.path for t in cfg.finetune.tasks]
+    assert paths[0] == "org/set" and paths[1] == str(saved)
+    assert paths[2] == str((domains_dir() / ".." / "corpora" / "x").resolve())
+    assert "org/set" in dataset_ids(cfg) and str(saved) not in dataset_ids(cfg)

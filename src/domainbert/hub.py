@@ -50,7 +50,7 @@ def dataset_ids(cfg: Any) -> list[str]:
     """Hub datasets the corpus and the tasks come from (``hub.datasets`` first, then the ``hf`` sources)."""
     ids = list(cfg.hub.datasets)
     ids += [s.dataset for s in cfg.corpus.sources if s.type == "hf"]
-    ids += [str(t.path) for t in cfg.finetune.tasks if t.format == "hf"]
+    ids += [t.path for t in cfg.finetune.tasks if t.format == "hf" and hub_id_of(t.path)]  # not a saved folder
     return list(dict.fromkeys(ids))
 
 
@@ -63,7 +63,8 @@ def _fmt(value: Any, digits: int = 2) -> str:
 
 
 def _start_of(cfg: Any, arm: str) -> str:
-    base = base_model_id(cfg) or cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)
+    # a local folder without base_model.hub_id: its name only, never the path of this machine
+    base = base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
     if arm == "continued":
         return f"the base checkpoint `{base}`"
     if arm == "extended":

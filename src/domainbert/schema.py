@@ -21,7 +21,7 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
 
 
-def _resolve_against_yaml(value: str, info: ValidationInfo) -> str:
+def resolve_against_yaml(value: str, info: ValidationInfo) -> str:
     if "://" in value or os.path.isabs(value):
         return value
     base = (info.context or {}).get("base_dir") if info.context else None
@@ -30,5 +30,5 @@ def _resolve_against_yaml(value: str, info: ValidationInfo) -> str:
     return os.path.normpath(str(Path(base) / value))
 
 
-PathStr = Annotated[str, AfterValidator(_resolve_against_yaml)]
+PathStr = Annotated[str, AfterValidator(resolve_against_yaml)]
 """A local path or glob; relative values are resolved against the domain YAML's folder."""

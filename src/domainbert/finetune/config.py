@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from domainbert.schema import PathStr, StrictModel
+from domainbert.schema import StrictModel, resolve_against_yaml
 
 
 class TaskConfig(StrictModel):
@@ -15,7 +16,8 @@ class TaskConfig(StrictModel):
     name: str
     type: Literal["ner", "classification"]
     format: Literal["conll", "jsonl", "csv", "hf"]
-    path: PathStr
+    path: str = Field(description="A folder with train/validation/test files (relative: to the domain file), or "
+                      "for format 'hf' a Hub dataset id or a saved dataset folder.")
     labels: list[str] = Field(min_length=1, description="The label set; a label outside it is an error.")
     tag_scheme: Literal["IOB1", "IOB2", "BIOES"] = "IOB2"
     text_field: str = "text"
@@ -32,6 +34,15 @@ class TaskConfig(StrictModel):
                                             "(the same for every model and seed).")
     lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
     epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
+
+    @field_validator("path")
+    @classmethod
+    def _resolve_path(cls, value: str, info: ValidationInfo) -> str:
+        resolved = resolve_against_yaml(value, info)
+        # A Hub id ('org/name') names no file: resolved against the YAML folder it would become a local path.
+        if info.data.get("format") == "hf" and not Path(resolved).exists():
+            return value
+        return resolved
 
     @model_validator(mode="after")
     def _ner_needs_conll_or_hf(self) -> TaskConfig:
