@@ -87,8 +87,11 @@ def test_shell_completion_of_commands_domains_and_profiles(tmp_path):
     assert set(_complete("co")) == {"corpus", "compare"}
     assert _complete("pretrain", "sci") == ["science"]
     assert _complete("pretrain", "science", "--profile", "") == ["full", "offline"]
-    proc = run_cli("--show-completion", "bash")
-    assert proc.returncode == 0 and "_DOMAINBERT_COMPLETE=complete_bash" in proc.stdout, proc.stdout
+    # The shell is detected from the process tree (shellingham), so the command runs under bash as a user's
+    # would; bash must fork for it ("; exit"), or it would exec the command in its own place.
+    proc = subprocess.run(["bash", "-c", '"$0" -m domainbert.cli --show-completion; exit $?', sys.executable],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0 and "_DOMAINBERT_COMPLETE=complete_bash" in proc.stdout, proc.stderr
 
 
 def test_report_on_a_folder_without_a_run_is_one_line(tmp_path):
