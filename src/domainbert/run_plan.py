@@ -6,9 +6,10 @@ after it (its inputs do not exist yet). Per pretraining arm: optimizer steps, to
 same per-token estimate the trainer reports). Fine-tuning: the number of runs and how many are current.
 
 The time estimate is a calibration, not a promise: a few real forward and backward steps of the base
-architecture (random weights, this machine, ``torch_threads``) give seconds per token at the pretraining and
-the fine-tuning lengths, multiplied by the tokens each stage will train on (every sequence counted at full
-length; evaluation passes not included). Corpus and vocabulary time is not estimated (it depends on the input
+architecture (random weights, this machine, ``torch_threads``; pretraining's own objective with sparse
+prediction, the encoder frozen for the MLM-head warm-up) give seconds per token at the pretraining and the
+fine-tuning lengths, multiplied by the tokens each stage will train on (every sequence counted at full length;
+evaluation passes and the floors not included). Corpus and vocabulary time is not estimated (it depends on the input
 files, not on the model). This module trains nothing that is kept.
 """
 
@@ -94,22 +95,36 @@ def _warmup_plan(cfg: Any, layout: Any) -> StagePlan:
     return StagePlan(f"pretrain {NAME}", state, detail)
 
 
-def _seconds_per_token(model_ref: str, seq_len: int, batch: int, steps: int = 2) -> float:
-    """Seconds per token of a training step (forward, backward, optimizer) of the architecture, measured."""
+def _seconds_per_token(cfg: Any, seq_len: int, batch: int, steps: int = 2, head_only: bool = False,
+                       mlm: bool = True) -> float:
+    """Seconds per token of a training step (forward, backward, optimizer) of the base architecture, measured:
+    pretraining's objective (``MLMObjective``: its masking rate, sparse prediction) when ``mlm``; else a loss
+    at every position, standing in for fine-tuning's (its task head is smaller than the vocabulary projection
+    used here); ``head_only``: the encoder frozen, as in the MLM-head warm-up."""
     import torch
     from transformers import AutoConfig, AutoModelForMaskedLM
 
     from domainbert.models import resolve_model_ref
     from domainbert.optim import adamw, param_groups
+    from domainbert.pretrain.model import MLMObjective
 
-    config = AutoConfig.from_pretrained(resolve_model_ref(model_ref))
+    p = cfg.pretrain
+    config = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
     model = AutoModelForMaskedLM.from_config(config)
+    if head_only:
+        for param in model.base_model.parameters():
+            param.requires_grad_(False)
     opt = adamw(param_groups(model, 0.01), lr=1e-5)  # the step the stages take
     ids = torch.randint(5, config.vocab_size, (batch, seq_len))
+    labels = ids.clone()
+    if mlm:
+        labels[torch.rand(ids.shape) >= p.mask_rate] = -100  # only masked positions carry a label
+    objective = MLMObjective(model, sparse=p.sparse_prediction) if mlm else None
     times = []
     for _ in range(steps + 1):  # the first step warms up allocations
         t0 = time.perf_counter()
-        model(input_ids=ids, labels=ids).loss.backward()
+        loss = objective(ids, labels) if objective is not None else model(input_ids=ids, labels=labels).loss
+        loss.backward()
         opt.step()
         opt.zero_grad()
         times.append(time.perf_counter() - t0)
@@ -121,19 +136,21 @@ def estimate_seconds(cfg: Any, plans: list[StagePlan], workers: int = 1) -> dict
     import torch
 
     from domainbert.finetune.tasks import load_task
+    from domainbert.pretrain.head_warmup import NAME as WARMUP
 
     if cfg.pretrain.torch_threads:
         torch.set_num_threads(cfg.pretrain.torch_threads)
-    ref = cfg.base_model.name_or_path
     out: dict[str, float] = {}
-    pretrain_rate = _seconds_per_token(ref, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
+    pretrain_rate = _seconds_per_token(cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
     for p in plans:
-        # the warm-up's steps count as full ones: an upper bound, as only the head trains
-        if p.name.startswith("pretrain ") and "tokens" in p.detail and p.status != "up to date":
+        if p.name == f"pretrain {WARMUP}" and "tokens" in p.detail:
+            head_rate = _seconds_per_token(cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8), head_only=True)
+            out[p.name] = p.detail["tokens"] * head_rate
+        elif p.name.startswith("pretrain ") and "tokens" in p.detail and p.status != "up to date":
             out[p.name] = p.detail["tokens"] * pretrain_rate
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
-        ft_rate = _seconds_per_token(ref, cfg.finetune.max_length, min(cfg.finetune.batch_size, 8))
+        ft_rate = _seconds_per_token(cfg, cfg.finetune.max_length, min(cfg.finetune.batch_size, 8), mlm=False)
         per_run = {}
         for task in cfg.finetune.tasks:
             epochs = task.epochs or cfg.finetune.epochs
