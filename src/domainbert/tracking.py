@@ -7,8 +7,9 @@ naming the domain, the stage and the result fingerprint. Only rank 0 tracks.
 A resumed run replays the steps after its last checkpoint, and an external tracker cannot take back a
 point it was sent. So each run folder keeps ``tracking.json`` (the backends' run ids and the last step sent
 under that fingerprint): a rerun continues the same MLflow and W&B runs and skips what the interrupted
-process already sent. The replay is bit-identical to the original (seeded masks, data position and RNG
-in the checkpoint), so the skipped points are the ones the tracker holds. TensorBoard instead hides the
+process already sent. The replay repeats the original (seeded masks, data position and RNG in the
+checkpoint; the resume test finds the same losses to 1e-4), so the skipped points are the ones the tracker
+holds. TensorBoard instead hides the
 replayed events with ``purge_step``.
 
 A backend that fails when the run starts (not installed, an unusable tracking URI) stops the run with one
