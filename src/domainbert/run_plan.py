@@ -52,11 +52,16 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
     upstream = None if plans[0].status == "up to date" else "corpus"
     vocab = f"after {upstream}" if upstream else status(vocab_state(cfg, layout), layout.vocab)
     plans.append(StagePlan("vocab", vocab))
-    upstream = upstream or (None if vocab == "up to date" else "vocab")
+    corpus_pending = upstream
+    vocab_pending = upstream or (None if vocab == "up to date" else "vocab")
     model = _arch(cfg)
     plans.append(_warmup_plan(cfg, layout))
-    if plans[-1].status == "will run":  # the arms start from the warmed head: they follow it
-        upstream = upstream or plans[-1].name
+    warm_pending = plans[-1].name if plans[-1].status == "will run" else None
+    # What each arm is built from: the corpus; the vocabulary stage's outputs (extended model, domain
+    # tokenizer) for extended and scratch; the warmed head for continued and extended.
+    pending = {"continued": corpus_pending or warm_pending, "extended": vocab_pending or warm_pending,
+               "scratch": vocab_pending}
+    upstream = vocab_pending or warm_pending  # fine-tuning follows every model
     for arm in cfg.pretrain.arms:
         pcfg = cfg.pretrain.for_arm(arm)
         plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
@@ -67,7 +72,7 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
 
             per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
             detail["flops"] = per_token * plan.planned_tokens
-        arm_status = f"after {upstream}" if upstream else status(pretrain_state(cfg, layout, arm), folder)
+        arm_status = f"after {pending[arm]}" if pending[arm] else status(pretrain_state(cfg, layout, arm), folder)
         plans.append(StagePlan(f"pretrain {arm}", arm_status, detail))
     states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
     counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded",

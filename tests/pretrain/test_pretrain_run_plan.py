@@ -39,14 +39,16 @@ def test_plan_follows_the_recorded_fingerprints_and_counts_budget_and_flops(base
     _record_corpus(cfg, layout, tmp_path)
     plans = {p.name: p for p in stage_plans(cfg, layout)}
     assert plans["corpus"].status == "up to date" and plans["vocab"].status == "will run"
-    assert plans["pretrain continued"].status == "after vocab"
+    assert plans["pretrain continued"].status == "will run"  # built from the corpus and the base, not the vocab
+    both = {p.name: p.status for p in stage_plans(make_cfg(base_model, "pretrain.arms=[continued, extended]"), layout)}
+    assert both["pretrain extended"] == "after vocab" and both["finetune"].endswith("(after vocab)")
     changed = make_cfg(base_model, "pretrain.arms=[continued]", "corpus.dedup.threshold=0.7")
     assert stage_plans(changed, layout)[0].status == "will rerun: config or inputs changed"
 
     seconds = estimate_seconds(cfg, stage_plans(cfg, layout), workers=2)
     assert set(seconds) == {"pretrain continued", "finetune"} and all(0 < s < math.inf for s in seconds.values())
     text = render(stage_plans(cfg, layout), seconds)
-    assert "pretrain continued   after vocab" in text and "estimated model time" in text
+    assert "pretrain continued   will run" in text and "estimated model time" in text
 
 
 def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
@@ -73,7 +75,7 @@ def test_plan_lists_the_head_warmup_of_a_headless_checkpoint(base_model, layout,
     warmup = plans["pretrain head-warmup"]
     assert warmup.status == "will run"
     assert (warmup.detail["steps"], warmup.detail["tokens"]) == (7, 7 * 4 * 32)
-    assert plans["pretrain continued"].status == "after vocab"
+    assert plans["pretrain continued"].status == "after pretrain head-warmup"
     seconds = estimate_seconds(cfg, list(plans.values()))
     assert seconds["pretrain head-warmup"] > 0
     assert "pretrain head-warmup will run  7 steps, 896 tokens" in render(list(plans.values()), seconds)

@@ -76,3 +76,18 @@ def test_an_unusable_tracking_store_stops_the_run_naming_the_setting(base_model,
         pretrain_arm(cfg, "continued", layout)
     assert err.value.field == "tracking.report_to"
     assert not layout.pretrained_model("continued").exists()
+
+
+def test_throughput_of_a_window_leaves_out_evaluation_and_checkpointing_but_keeps_its_tokens(monkeypatch):
+    from domainbert.pretrain import trainer
+
+    clock = iter([112.0, 113.0, 120.0, 120.0])  # each value one reading, in order
+    monkeypatch.setattr(trainer.time, "perf_counter", lambda: next(clock))
+    window = trainer.LogWindow(start=100.0)
+    window.tokens += 400
+    window.pause_since(110.0)  # a checkpoint saved from 110 to 112
+    window.tokens += 100
+    window.pause_since(112.0)  # an evaluation from 112 to 113
+    # closed at 120: 500 tokens over 20 s of which 3 s were not training
+    assert window.close() == pytest.approx(500 / 17)
+    assert (window.tokens, window.paused, window.start) == (0, 0.0, 120.0)

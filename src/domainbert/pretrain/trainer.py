@@ -227,6 +227,7 @@ class LogWindow:
 
     tokens: int = 0
     start: float = field(default_factory=time.perf_counter)
+    paused: float = 0.0  # seconds of evaluation and checkpointing inside the window: not training time
     nsp: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # loss sum (per pair), correct, pairs
     nsp_last: dict[str, float | None] = field(default_factory=lambda: {"nsp_loss": None, "nsp_accuracy": None})
 
@@ -235,13 +236,16 @@ class LogWindow:
             loss, correct, pairs = objective.last_nsp
             self.nsp = [self.nsp[0] + float(loss) * pairs, self.nsp[1] + float(correct), self.nsp[2] + pairs]
 
+    def pause_since(self, t0: float) -> None:
+        self.paused += time.perf_counter() - t0
+
     def close(self) -> float:
-        """Tokens per second since the last record; starts the next window."""
-        tps = self.tokens / max(time.perf_counter() - self.start, 1e-9)
+        """Tokens per second of training time since the last record; starts the next window."""
+        tps = self.tokens / max(time.perf_counter() - self.start - self.paused, 1e-9)
         if self.nsp[2]:
             total = sum_across(self.nsp)
             self.nsp_last = {"nsp_loss": total[0] / total[2], "nsp_accuracy": total[1] / total[2]}
-        self.tokens, self.start, self.nsp = 0, time.perf_counter(), [0.0, 0.0, 0.0]
+        self.tokens, self.start, self.paused, self.nsp = 0, time.perf_counter(), 0.0, [0.0, 0.0, 0.0]
         return tps
 
 
@@ -317,14 +321,16 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
                            "real_tokens_per_s": tps, "real_token_fraction": state.real_tokens / state.positions,
                            "mfu": setup.mfu(tps), **(window.nsp_last if pcfg.next_sentence_prediction else {})})
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
+            t0 = time.perf_counter()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(setup.evaluate())})
-            window.start = time.perf_counter()  # evaluation time is not training time
+            window.pause_since(t0)
         if throttle_s:
             time.sleep(throttle_s)
         saved = state.step % pcfg.checkpoint_every == 0 and state.step < plan.total_steps
         if saved:
+            t0 = time.perf_counter()
             save(setup, state)
-            window.start = time.perf_counter()  # saving time is not training time
+            window.pause_since(t0)
         if state.step < plan.total_steps and stop_agreed(setup.world):
             if not saved:  # SIGTERM/SIGUSR1: checkpoint this step and stop
                 save(setup, state)
