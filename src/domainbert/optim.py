@@ -47,3 +47,20 @@ def adamw(groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = 
 def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
                         total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup_steps, total_steps))
+
+
+def clipped_step(optimizer: torch.optim.Optimizer, scheduler: Any, params: Any, max_norm: float,
+                 scaler: torch.amp.GradScaler | None = None) -> torch.Tensor:
+    """The end of an optimizer step: unscale (fp16), clip the gradient norm, step the optimizer and the
+    schedule, clear the gradients. Returns the norm before clipping."""
+    if scaler is not None:
+        scaler.unscale_(optimizer)
+    norm = torch.nn.utils.clip_grad_norm_(params, max_norm)
+    if scaler is not None:
+        scaler.step(optimizer)
+        scaler.update()
+    else:
+        optimizer.step()
+    scheduler.step()
+    optimizer.zero_grad(set_to_none=True)
+    return norm

@@ -43,7 +43,7 @@ import torch
 from domainbert import signals
 from domainbert.errors import ModelError
 from domainbert.finetune.parallel import agree_step, broadcast, rank_device, rank_share, wrap
-from domainbert.optim import adamw, linear_warmup_decay, param_groups
+from domainbert.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.pretrain.runtime import dist_info
 from domainbert.progress import ProgressLine, current_tag, duration
 
@@ -230,19 +230,8 @@ class Optimisation:
         if not math.isfinite(value):
             raise ModelError(f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
                              "damaged or the learning rate is too high; no result was written")
-        if self.scaler is not None:
-            self.scaler.scale(loss).backward()
-            self.scaler.unscale_(self.opt)
-        else:
-            loss.backward()
-        torch.nn.utils.clip_grad_norm_(self.params, s.max_grad_norm)
-        if self.scaler is not None:
-            self.scaler.step(self.opt)
-            self.scaler.update()
-        else:
-            self.opt.step()
-        self.sched.step()
-        self.opt.zero_grad(set_to_none=True)
+        (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
+        clipped_step(self.opt, self.sched, self.params, s.max_grad_norm, self.scaler)
         return value
 
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from domainbert.optim import adamw, linear_warmup_decay, param_groups
+from domainbert.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.pretrain.model import MLMObjective
 
 log = logging.getLogger(__name__)
@@ -69,17 +69,8 @@ class TorchEngine:
         self.micro_steps += 1
         if self.micro_steps % self.accum:
             return None
-        if self.scaler:
-            self.scaler.unscale_(self.optimizer)
-        norm = torch.nn.utils.clip_grad_norm_(self.module.parameters(), self.max_grad_norm)
-        if self.scaler:
-            self.scaler.step(self.optimizer)
-            self.scaler.update()
-        else:
-            self.optimizer.step()
-        self.scheduler.step()
-        self.optimizer.zero_grad(set_to_none=True)
-        return float(norm)
+        return float(clipped_step(self.optimizer, self.scheduler, self.module.parameters(), self.max_grad_norm,
+                                  self.scaler))
 
     def current_lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
