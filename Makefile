@@ -43,11 +43,12 @@ bench: setup
 	$(BIN)/python bench/finetune.py
 
 lint: typecheck
+	$(BIN)/lint-imports
 	$(BIN)/ruff check src flows tests bench
 
 # mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.
 typecheck: setup
-	$(BIN)/python -m mypy src/domainbert flows
+	$(BIN)/python -m mypy src/domainbert
 
 clean:
 	rm -rf runs .pytest_cache

@@ -102,7 +102,7 @@ def append_huge_document(path: Path, megabytes: float) -> None:
 
 
 def _config(data: Path, mode: str):
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
 
     src = f"[{{type: local, name: bench, paths: [{data}], format: jsonl}}]"
     overrides = [f"corpus.sources={src}", "corpus.shard_documents=5000"]
@@ -135,8 +135,8 @@ def run_one(mode: str, data: Path, out: Path) -> dict:
         frame.to_parquet(out / "baseline.parquet")
         kept = len(frame)
     else:
+        from domainbert.core.paths import RunLayout
         from domainbert.corpus.build import build_corpus
-        from domainbert.paths import RunLayout
 
         kept = build_corpus(_config(data, mode), RunLayout(out))["documents_out"]
     wall = time.perf_counter() - start

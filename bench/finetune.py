@@ -45,11 +45,11 @@ def main() -> None:
     import torch
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
     from domainbert.finetune.ner import decode_ner, ner_metrics
     from domainbert.finetune.runner import _encode, _load_tokenizer, load_task_model, run_finetune
-    from domainbert.finetune.tasks import load_task
     from domainbert.finetune.trainer import TrainSettings, predict_logits
+    from domainbert.services.tasks import load_task
 
     if args.threads:
         torch.set_num_threads(args.threads)

@@ -50,8 +50,8 @@ def _jsonl(path: Path):
 
 def english_texts() -> dict[str, list[str]]:
     """The shipped English short texts by type, whitespace collapsed."""
+    from domainbert.config.corpus import FilterSpec
     from domainbert.corpus import filters
-    from domainbert.corpus.config import FilterSpec
 
     tweet = filters.create(FilterSpec(name="tweet_normalize_v1"))
     glosses = [t for p in sorted((ROOT / "corpora/general").glob("wordnet-glosses-*.jsonl.gz")) for t in _jsonl(p)]
@@ -92,8 +92,8 @@ def band(text: str) -> str | None:
 
 def contenders(py3langid_path: str | None) -> dict:
     """name -> function(texts) -> list of keep flags (English kept)."""
+    from domainbert.config.corpus import FilterSpec
     from domainbert.corpus import filters
-    from domainbert.corpus.config import FilterSpec
 
     def ours(name, **options):
         comp = filters.create(FilterSpec(name=name, options={"languages": ["en"], **options}))

@@ -86,7 +86,7 @@ def prepare_corpus(work: Path, source: Path) -> Path:
 
     Rebuilt only when the source file changes, so repeats and reruns read identical shards.
     """
-    from domainbert.artifacts import atomic_output, is_complete
+    from domainbert.core.artifacts import atomic_output, is_complete
     from domainbert.corpus.store import write_shard
 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
@@ -114,7 +114,7 @@ def prepare_model(work: Path, model: str) -> str:
     if not (folder / "config.json").is_file():
         from transformers import BertConfig, BertForMaskedLM
 
-        from domainbert.models import load_tokenizer
+        from domainbert.core.models import load_tokenizer
 
         tokenizer = load_tokenizer(MINILM)  # BERT's uncased vocabulary
         BertForMaskedLM(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
@@ -225,7 +225,7 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
 
 def plot_losses(results: dict[str, Any], path: Path) -> Path | None:
     """Loss against real tokens seen, one line per contender (its first repeat)."""
-    from domainbert.report.plotting import new_figure, save_png
+    from domainbert.core.plotting import new_figure, save_png
 
     fig, ax = new_figure(figsize=(7, 4.2))
     drawn = 0

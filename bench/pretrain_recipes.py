@@ -64,7 +64,7 @@ def run_hf(contender: str, texts: list[str], model_ref: str, work_dir: Path, ste
     from datasets import Dataset
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
 
-    from domainbert.models import load_mlm_model, load_tokenizer
+    from domainbert.core.models import load_mlm_model, load_tokenizer
 
     recipe, bf16 = HF_CONTENDERS[contender]
     t0 = time.perf_counter()
@@ -173,7 +173,7 @@ def domainbert_overrides(precision: str, model_ref: str, steps: int, batch_size:
 
     Keys the pretrain config does not have (yet) are left out rather than failing the run.
     """
-    from domainbert.pretrain.config import PretrainConfig
+    from domainbert.config.pretrain import PretrainConfig
 
     fields = PretrainConfig.model_fields
     wanted = {
@@ -192,8 +192,8 @@ def domainbert_overrides(precision: str, model_ref: str, steps: int, batch_size:
 def run_domainbert(contender: str, corpus_dir: Path, run_dir: Path, model_ref: str, steps: int, batch_size: int,
                    seq_len: int, lr: float, seed: int, device: str) -> dict[str, Any]:
     """One ``pretrain_arm`` run in a fresh run folder whose corpus is the benchmark's (a symlink)."""
-    from domainbert.config import load_domain
-    from domainbert.paths import RunLayout
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
     from domainbert.pretrain.stage import pretrain_arm
 
     overrides = domainbert_overrides(DOMAINBERT_CONTENDERS[contender], model_ref, steps, batch_size, seq_len,

@@ -74,10 +74,10 @@ def main() -> None:
     args = parser.parse_args()
     set_offline_env()
 
-    from domainbert.config import load_domain
-    from domainbert.finetune.stats import aa_check
-    from domainbert.paths import RunLayout
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
     from domainbert.report.inputs import load_run
+    from domainbert.report.stats import aa_check
 
     cfg = load_domain(args.domain, study_overrides(args))
     layout = RunLayout(args.out or Path("runs") / f"study-{cfg.name}")

@@ -47,8 +47,8 @@ def main() -> None:
     from tokenizers.implementations import BertWordPieceTokenizer
     from transformers import AutoTokenizer
 
+    from domainbert.config.vocab import TokenizerConfig
     from domainbert.corpus.store import iter_texts, write_shard
-    from domainbert.vocab.config import TokenizerConfig
     from domainbert.vocab.train import save_tokenizer, train_tokenizer
 
     records = [json.loads(line) for line in gzip.open(args.source, "rt", encoding="utf-8")]
@@ -124,8 +124,8 @@ def time_stage(tmp: Path) -> dict:
     """Wall time of ``run_vocab`` for the science domain (offline profile) on the FOLDOC shards."""
     import shutil
 
-    from domainbert.config import load_domain
-    from domainbert.paths import RunLayout
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
     from domainbert.vocab.stage import run_vocab
 
     layout = RunLayout(tmp / "run")

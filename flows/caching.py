@@ -58,7 +58,7 @@ def pretrain_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
 
 def finetune_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
     """Cache key of one fine-tuning run (``parameters``: spec, model_name, model_ref, task_name, seed, mode)."""
-    from domainbert.finetune.stage import Job
+    from domainbert.finetune.jobs import Job
 
     spec = _spec(parameters)
     cfg = spec.config()

@@ -3,7 +3,7 @@
 A flow called inside ``domain_pipeline`` (same process) re-enters the pipeline's lock; a flow started on
 another worker by the pipeline (the pretraining deployment) joins it with the token in
 ``execution.lock_token``. Any other flow run into a locked folder fails at once (``RunLocked``, a user
-error, never retried). The lock itself is ``domainbert.runlock``; this module only finds the folder.
+error, never retried). The lock itself is ``domainbert.core.runlock``; this module only finds the folder.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ import functools
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from domainbert.core.runlock import run_lock
 from domainbert.flows.options import ExecutionOptions, RunSpec
-from domainbert.runlock import run_lock
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -18,9 +18,9 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domainbert.artifacts import write_json_atomic
-from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain, resolved_dict
-from domainbert.paths import RunLayout, default_run_dir, resolve_domain_file
+from domainbert.config.domain import DEFAULT_PROFILE, DomainConfig, load_domain, resolved_dict
+from domainbert.core.artifacts import write_json_atomic
+from domainbert.core.paths import RunLayout, default_run_dir, resolve_domain_file
 
 RESOLVED_CONFIG = "config.resolved.json"
 

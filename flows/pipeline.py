@@ -15,7 +15,8 @@ from typing import cast
 
 from prefect import flow, get_run_logger
 
-from domainbert.config import DEFAULT_PROFILE
+from domainbert.config.domain import DEFAULT_PROFILE
+from domainbert.core.runlock import held_token
 from domainbert.flows.locking import locked
 from domainbert.flows.options import RESOLVED_CONFIG, ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
@@ -27,7 +28,6 @@ from domainbert.flows.stages import (
     vocab_flow,
 )
 from domainbert.flows.tasks import configured, cross_domain_task
-from domainbert.runlock import held_token
 
 
 @flow(name="domain-pipeline", log_prints=True)

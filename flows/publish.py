@@ -1,6 +1,6 @@
 """Publish stage reports as Prefect artifacts (Markdown, tables, links) so they show in the UI.
 
-The content comes from the report stage (``report_markdown``, ``results_table``) and from the Markdown
+The content comes from the report stage (the rendered ``report.md`` and ``results.json``, ``read_rendered``) and from the Markdown
 reports the corpus and vocab stages write; this module only names and uploads them. The UI cannot read PNG
 files on a worker, so figures are embedded as data URIs while the artifact stays under
 ``MAX_MARKDOWN_CHARS`` (a figure that does not fit is named, not linked to a file nobody can open). The
@@ -73,13 +73,14 @@ def publish_markdown_file(path: Path, key: str, description: str) -> str | None:
 
 def publish_report(cfg: Any, layout: Any, html: Path) -> dict[str, str]:
     """Publish the comparison report (Markdown), its results table and a link to report.html."""
-    from domainbert.report.compare import report_markdown, results_table
+    from domainbert.report.compare import read_rendered
 
+    markdown, table = read_rendered(html.parent)  # what render_report just wrote: nothing is computed again
     ids: dict[str, str] = {}
     ids["report"] = str(create_markdown_artifact(
-        markdown=embed_figures(report_markdown(cfg, layout), html.parent), key=artifact_key(cfg.name, "report"),
+        markdown=embed_figures(markdown, html.parent), key=artifact_key(cfg.name, "report"),
         description=f"domainbert comparison report for {cfg.name}"))
-    rows = [{k: _cell(v) for k, v in row.items()} for row in results_table(cfg, layout)]
+    rows = [{k: _cell(v) for k, v in row.items()} for row in table]
     ids["results"] = str(create_table_artifact(table=rows, key=artifact_key(cfg.name, "results"),
                                                description=f"Fine-tuning results for {cfg.name}"))
     link, text = report_link(html)

@@ -42,7 +42,7 @@ DEFAULT_EXECUTION = ExecutionOptions()
 def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
     """The task runner for parallel tasks: Dask (remote or local cluster) or a thread pool."""
     if opts.dask_address or opts.dask_local_workers:
-        from domainbert.extras import require
+        from domainbert.core.extras import require
 
         DaskTaskRunner = require("prefect_dask", "dask", "--dask-address / --dask-workers").DaskTaskRunner
 
@@ -134,7 +134,7 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
     configured(models_task, execution, layout.root)(spec)  # the models to compare, recorded in the run's UI
-    from domainbert.finetune.stage import run_list
+    from domainbert.finetune.jobs import run_list
 
     jobs = run_list(cfg, layout)
     get_run_logger().info("fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs),

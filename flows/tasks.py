@@ -20,7 +20,7 @@ from prefect import get_run_logger, task
 from prefect.filesystems import RemoteFileSystem
 from prefect.tasks import exponential_backoff
 
-from domainbert.errors import DomainbertError
+from domainbert.core.errors import DomainbertError
 from domainbert.flows import caching
 from domainbert.flows.launch import LAUNCH_LOG, follow_log
 from domainbert.flows.options import ExecutionOptions, RunSpec
@@ -208,7 +208,7 @@ def pretrain_task(spec: RunSpec, arm: str, gpu_limit: str | None = None) -> dict
 @task(name="models-to-compare", **COMMON)
 def models_task(spec: RunSpec) -> dict[str, str]:
     """The models the comparison fine-tunes: name -> reference (folder, hub id or package)."""
-    from domainbert.finetune.stage import models_to_compare
+    from domainbert.finetune.jobs import models_to_compare
 
     cfg = spec.config()
     return {name: str(ref) for name, ref in models_to_compare(cfg, spec.layout(cfg)).items()}
@@ -220,8 +220,9 @@ def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str
     """Fine-tune one model on one task with one seed (``mode``: finetune or frozen); returns the result
     without its prediction lists (those stay in result.json). A run under torchrun (``finetune.num_processes``)
     has its launch log forwarded to the Prefect log."""
+    from domainbert.finetune.jobs import Job
     from domainbert.finetune.parallel import launch_log
-    from domainbert.finetune.stage import Job, finetune_one
+    from domainbert.finetune.stage import finetune_one
 
     cfg = spec.config()
     layout = spec.layout(cfg)

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.artifact_types import ARTIFACTS, SCHEMA_VERSION, FinetuneResult, dump_artifact, load_artifact
-from domainbert.errors import DataError
+from domainbert.core.artifact_types import ARTIFACTS, SCHEMA_VERSION, FinetuneResult, dump_artifact, load_artifact
+from domainbert.core.errors import DataError
 
 DOCS = Path(__file__).resolve().parents[1] / "docs" / "schemas"
 RESULT = {"model": "base", "model_ref": "package:x", "mode": "finetune", "task": "t", "task_type": "ner", "seed": 1,
@@ -20,7 +20,7 @@ RESULT = {"model": "base", "model_ref": "package:x", "mode": "finetune", "task":
 def test_exported_schemas_match_the_models():
     for name, kind in ARTIFACTS.items():
         on_disk = json.loads((DOCS / f"{name}.schema.json").read_text())
-        assert on_disk == kind.model_json_schema(), f"run: python -m domainbert.artifact_types docs/schemas ({name})"
+        assert on_disk == kind.model_json_schema(), f"run: python -m domainbert.core.artifact_types docs/schemas ({name})"
 
 
 def test_round_trip_keeps_extra_fields_and_adds_the_schema_version(tmp_path):

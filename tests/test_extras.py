@@ -6,8 +6,8 @@ import sys
 
 import pytest
 
-from domainbert.errors import DomainbertError
-from domainbert.extras import require
+from domainbert.core.errors import DomainbertError
+from domainbert.core.extras import require
 
 
 def test_missing_extra_names_the_pip_command():

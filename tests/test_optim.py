@@ -5,7 +5,7 @@ from __future__ import annotations
 import torch
 from transformers import BertConfig, BertForMaskedLM
 
-from domainbert.optim import adamw, linear_schedule, linear_warmup_decay, param_groups
+from domainbert.core.optim import adamw, linear_schedule, linear_warmup_decay, param_groups
 
 
 def test_schedule_warms_up_then_decays_to_zero():

@@ -8,7 +8,7 @@ import time
 
 import pytest
 
-from domainbert.progress import ProgressLine, current_tag, duration, tagged
+from domainbert.core.progress import ProgressLine, current_tag, duration, tagged
 
 
 def test_lines_on_the_first_step_every_n_steps_and_the_last():

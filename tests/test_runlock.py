@@ -14,12 +14,12 @@ import pytest
 from typer.testing import CliRunner
 
 from domainbert.cli import app
-from domainbert.errors import DomainbertError
-from domainbert.runlock import LOCK, RunLocked, read_lock, run_lock
+from domainbert.core.errors import DomainbertError
+from domainbert.core.runlock import LOCK, RunLocked, read_lock, run_lock
 
 HOLD = """
 import sys, time
-from domainbert.runlock import run_lock
+from domainbert.core.runlock import run_lock
 with run_lock(sys.argv[1], "holder command"):
     print("held", flush=True)
     time.sleep(60)
@@ -99,7 +99,7 @@ def test_reentrant_in_process_and_joinable_with_the_token(tmp_path):
             assert inner == token
         assert (run / LOCK).exists()  # only the outermost holder releases
         # Another process given the token joins instead of failing.
-        code = ("import sys; from domainbert.runlock import run_lock\n"
+        code = ("import sys; from domainbert.core.runlock import run_lock\n"
                 "with run_lock(sys.argv[1], 'child', token=sys.argv[2]): print('joined')")
         out = subprocess.run([sys.executable, "-c", code, str(run), token], capture_output=True, text=True)
         assert out.stdout.strip() == "joined", out.stderr

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from domainbert import signals
+from domainbert.core import signals
 
 
 def test_signal_sets_the_flag_and_a_second_one_raises():

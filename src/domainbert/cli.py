@@ -4,7 +4,7 @@ cross-domain page over finished runs.
 Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
 ``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
 User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback;
-SIGTERM/SIGUSR1 stop a stage gracefully with status 143/138 (``run_cli``, ``domainbert.signals``).
+SIGTERM/SIGUSR1 stop a stage gracefully with status 143/138 (``run_cli``, ``domainbert.core.signals``).
 """
 
 from __future__ import annotations
@@ -18,11 +18,12 @@ from typing import Annotated
 
 import typer
 
-from domainbert import __version__, signals
-from domainbert.config import DEFAULT_PROFILE, DomainConfig, load_domain
-from domainbert.errors import ConfigError, DomainbertError
-from domainbert.paths import RunLayout, available_domains, default_run_dir
-from domainbert.runlock import run_lock
+from domainbert import __version__
+from domainbert.config.domain import DEFAULT_PROFILE, DomainConfig, load_domain
+from domainbert.core import signals
+from domainbert.core.errors import ConfigError, DomainbertError
+from domainbert.core.paths import RunLayout, available_domains, default_run_dir
+from domainbert.core.runlock import run_lock
 
 app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Domain-adaptive pretraining for BERT-style encoders.")
@@ -36,7 +37,7 @@ def _complete_profile(ctx: typer.Context, incomplete: str) -> list[str]:
     """The profiles the domain on the command line defines (offline and full when it cannot be read)."""
     import yaml
 
-    from domainbert.paths import resolve_domain_file
+    from domainbert.core.paths import resolve_domain_file
 
     names = ["full", "offline"]
     try:
@@ -117,7 +118,7 @@ def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains t
 def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
     from domainbert.corpus.sources import expand_paths
-    from domainbert.finetune.tasks import load_task
+    from domainbert.services.tasks import load_task
 
     found = []
     for source in cfg.corpus.sources:

@@ -32,7 +32,7 @@ def _arch(cfg: Any):
     import torch
     from transformers import AutoConfig, AutoModelForMaskedLM
 
-    from domainbert.models import resolve_model_ref
+    from domainbert.core.models import resolve_model_ref
 
     try:
         config = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
@@ -44,7 +44,8 @@ def _arch(cfg: Any):
 
 def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
     """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
-    from domainbert.finetune.stage import FLOOR, expected_results
+    from domainbert.finetune.jobs import FLOOR
+    from domainbert.finetune.stage import expected_results
     from domainbert.pretrain.plan import make_plan
     from domainbert.stage_state import corpus_state, pretrain_state, status, vocab_state
 
@@ -68,7 +69,7 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
         folder = layout.pretrained_model(arm)
         detail: dict[str, Any] = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
         if model is not None:
-            from domainbert.pretrain.model import flops_per_token
+            from domainbert.pretrain.objective import flops_per_token
 
             per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
             detail["flops"] = per_token * plan.planned_tokens
@@ -109,9 +110,9 @@ def _seconds_per_token(cfg: Any, seq_len: int, batch: int, steps: int = 2, head_
     import torch
     from transformers import AutoConfig, AutoModelForMaskedLM
 
-    from domainbert.models import resolve_model_ref
-    from domainbert.optim import adamw, param_groups
-    from domainbert.pretrain.model import MLMObjective
+    from domainbert.core.models import resolve_model_ref
+    from domainbert.core.optim import adamw, param_groups
+    from domainbert.pretrain.objective import MLMObjective
 
     p = cfg.pretrain
     config = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
@@ -140,8 +141,8 @@ def estimate_seconds(cfg: Any, plans: list[StagePlan], workers: int = 1) -> dict
     """Seconds each model stage that will run should take on this machine (calibrated; see the module)."""
     import torch
 
-    from domainbert.finetune.tasks import load_task
     from domainbert.pretrain.head_warmup import NAME as WARMUP
+    from domainbert.services.tasks import load_task
 
     if cfg.pretrain.torch_threads:
         torch.set_num_threads(cfg.pretrain.torch_threads)

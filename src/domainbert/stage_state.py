@@ -12,10 +12,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from domainbert.artifacts import is_complete, read_record
-from domainbert.config import DomainConfig
-from domainbert.errors import DomainbertError
-from domainbert.paths import RunLayout
+from domainbert.config.domain import DomainConfig
+from domainbert.core.artifacts import is_complete, read_record
+from domainbert.core.errors import DomainbertError
+from domainbert.core.paths import RunLayout
 
 
 @dataclass(frozen=True)
@@ -56,7 +56,8 @@ def pretrain_state(cfg: DomainConfig, layout: RunLayout, arm: str) -> StageState
 
 def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Any) -> StageState:
     """``job``: a ``finetune.stage.Job`` (model, reference, task, seed, mode)."""
-    from domainbert.finetune.stage import run_current, run_record
+    from domainbert.finetune.jobs import run_record
+    from domainbert.finetune.stage import run_current
 
     try:
         fp = run_record(cfg, job)[2]

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.config import load_domain
-from domainbert.corpus.config import CorpusConfig
+from domainbert.config.corpus import CorpusConfig
+from domainbert.config.domain import load_domain
 
 
 @pytest.fixture

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.errors import DataError
+from domainbert.core.paths import RunLayout
 from domainbert.corpus.audit import LeakAudit, normalise
 from domainbert.corpus.build import build_corpus
-from domainbert.errors import DataError
-from domainbert.finetune.config import TaskConfig
-from domainbert.paths import RunLayout
 
 LONG = ("the scheduler picks the next runnable thread from the queue and hands it the processor until it blocks "
         "or its time slice runs out")

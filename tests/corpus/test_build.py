@@ -11,13 +11,13 @@ from pathlib import Path
 import pytest
 from huggingface_hub import DatasetCard
 
-from domainbert.config import load_domain
+from domainbert.config.corpus import CorpusConfig
+from domainbert.config.domain import load_domain
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus, prepare, stage_fingerprint
-from domainbert.corpus.config import CorpusConfig
 from domainbert.corpus.shards import iter_input_shards, process_input_shard
 from domainbert.corpus.store import count_documents, iter_documents
-from domainbert.finetune.config import TaskConfig
-from domainbert.paths import RunLayout
 
 WORDS = ("system data program memory network compiler process file user language code object function value "
          "server client protocol kernel thread queue cache disk register pointer array string type class method "
@@ -201,8 +201,8 @@ def test_sigkill_then_restart_gives_identical_output(tmp_path, caplog):
     domain_file.write_text(yaml.safe_dump(data))
     killed = RunLayout(tmp_path / "killed")
     work = killed.root / "corpus.work" / stage_fingerprint(cfg)[:16] / "processed"
-    code = ("import sys; from domainbert.config import load_domain; from domainbert.corpus.build import build_corpus;"
-            "from pathlib import Path; from domainbert.paths import RunLayout;"
+    code = ("import sys; from domainbert.config.domain import load_domain; from domainbert.corpus.build import build_corpus;"
+            "from pathlib import Path; from domainbert.core.paths import RunLayout;"
             "build_corpus(load_domain(sys.argv[1]), RunLayout(Path(sys.argv[2])))")
     proc = subprocess.Popen([sys.executable, "-c", code, str(domain_file), str(killed.root)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)

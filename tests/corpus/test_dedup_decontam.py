@@ -7,12 +7,12 @@ import json
 
 import numpy as np
 
-from domainbert.corpus.config import DecontaminationConfig, DedupConfig
+from domainbert.config.corpus import DecontaminationConfig, DedupConfig
+from domainbert.config.finetune import TaskConfig
 from domainbert.corpus.decontaminate import Decontaminator, build_index, eval_texts
 from domainbert.corpus.dedup import SignatureStore, exact_first_mask, lsh_params, near_duplicate_mask
 from domainbert.corpus.hashing import MinHasher, exact_keys_and_word_counts, ngram_hashes, segment_hashes
 from domainbert.corpus.words import lower_words
-from domainbert.finetune.config import TaskConfig
 from reference.minhash import shingles
 from reference.words import word_hashes, words_of
 

@@ -51,8 +51,8 @@ def test_report_table_lists_the_examples():
 def test_build_writes_the_sample_and_a_true_log_line(tmp_path, caplog):
     from test_build import _cfg, _make_inputs
 
+    from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
-    from domainbert.paths import RunLayout
 
     known = _make_inputs(tmp_path)
     layout = RunLayout(tmp_path / "run")

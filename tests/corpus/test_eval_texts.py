@@ -9,13 +9,13 @@ import json
 
 import pytest
 
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.errors import DataError
+from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
 from domainbert.corpus.decontaminate import eval_texts
 from domainbert.corpus.store import iter_documents
-from domainbert.errors import DataError
-from domainbert.finetune.config import TaskConfig
-from domainbert.finetune.tasks import load_task, split_texts
-from domainbert.paths import RunLayout
+from domainbert.services.tasks import load_task, split_texts
 
 CONLL = "-DOCSTART-\tO\n\nLisp\tB-TERM\nis\tO\nold\tO\n\nunix\tB-TERM\nfile\tI-TERM\n"
 

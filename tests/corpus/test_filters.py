@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from langid.langid import LanguageIdentifier, model
 
-from domainbert.config import load_domain
-from domainbert.corpus.config import FilterSpec
+from domainbert.config.corpus import FilterSpec
+from domainbert.config.domain import load_domain
+from domainbert.core.errors import ConfigError
 from domainbert.corpus.filters import available, build_pipeline, create
 from domainbert.corpus.langid_filter import _Model
-from domainbert.errors import ConfigError
 from reference.gopher import gopher_filter
 from reference.pipeline import apply_one, drop_counts
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
+from domainbert.config.corpus import FilterSpec
 from domainbert.corpus import filters
-from domainbert.corpus.config import FilterSpec
 from domainbert.corpus.langid_filter import _Model
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -96,7 +96,7 @@ def test_scores_agree_with_classify():
 
 
 def test_options_are_validated():
-    from domainbert.errors import ConfigError
+    from domainbert.core.errors import ConfigError
 
     with pytest.raises(ConfigError, match="short_margin"):
         filters.create(FilterSpec(name="language_id_v2", options={"languages": ["en"], "short_margin": -1}))

@@ -8,11 +8,11 @@ import json
 import pyarrow as pa
 import pytest
 
+from domainbert.config.corpus import LocalSource
+from domainbert.core.errors import DataError
 from domainbert.corpus import source_tables
-from domainbert.corpus.config import LocalSource
 from domainbert.corpus.source_tables import iter_source_tables
 from domainbert.corpus.sources import MalformedCounter, iter_source
-from domainbert.errors import DataError
 
 
 def _src(paths, **kw):

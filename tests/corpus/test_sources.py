@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import pytest
 import zstandard
 
-from domainbert.corpus.config import LocalSource
+from domainbert.config.corpus import LocalSource
+from domainbert.core.errors import DataError
 from domainbert.corpus.sources import MalformedCounter, iter_source
-from domainbert.errors import DataError
 
 
 def _src(paths, **kw):

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from domainbert.finetune.stats import compare_models
+from domainbert.report.stats import compare_models
 
 N_EXAMPLES = 300
 N_SAMPLES = 400

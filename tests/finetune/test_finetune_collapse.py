@@ -7,9 +7,9 @@ import json
 import pytest
 from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
+from domainbert.core.paths import RunLayout
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.stage import finetune_one
-from domainbert.paths import RunLayout
 
 
 def test_constant_classifier_is_collapsed_and_a_varied_one_is_not():

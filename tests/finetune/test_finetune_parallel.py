@@ -10,10 +10,11 @@ import numpy as np
 import pytest
 from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
+from domainbert.core.paths import RunLayout
+from domainbert.finetune.jobs import Job, run_record
 from domainbert.finetune.parallel import launch_command, launches, rank_share
-from domainbert.finetune.stage import Job, finetune_one, run_record
-from domainbert.paths import RunLayout
+from domainbert.finetune.stage import finetune_one
 
 
 def _token_features(rng: np.random.Generator, n: int) -> list[dict]:

@@ -11,8 +11,8 @@ from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
-from domainbert.finetune.aso import aso_eps
-from domainbert.finetune.stats import (
+from domainbert.report.aso import aso_eps
+from domainbert.report.stats import (
     NO_DIFFERENCE,
     SeedNoise,
     aa_check,
@@ -148,7 +148,7 @@ def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
     p = rng.uniform(0.2, 1.0, 400)
     runs = [result("m", s, gold, [g if c else ("q" if g == "p" else "p") for g, c in zip(gold, rng.random(400) < p, strict=True)],
                    "classification", "accuracy") for s in range(30)]
-    from domainbert.finetune.stats import _scorer
+    from domainbert.report.stats import _scorer
     _, score = _scorer(runs, None, 2000, 0)
     noise = seed_noise_of(*score(runs))
     assert noise.df == 29 and noise.within == pytest.approx(noise.sd**2, rel=0.35)

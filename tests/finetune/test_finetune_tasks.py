@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.errors import DataError
-from domainbert.finetune.config import TaskConfig
-from domainbert.finetune.tasks import load_task, subsample
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.errors import DataError
+from domainbert.services.tasks import load_task, subsample
 
 CONLL = "-DOCSTART-\tO\n\nLisp\tB-TERM\nis\tO\na\tO\nlanguage\tB-TERM\n\nunix\tB-TERM\nfile\tI-TERM\n"
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from domainbert.artifacts import RECORD
+from domainbert.core.artifacts import RECORD
 from domainbert.flows import caching
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.publish import artifact_key
@@ -84,7 +84,7 @@ def test_a_stage_is_current_only_when_complete_with_its_own_fingerprint(tiny_dom
 
 def test_keys_are_the_stage_fingerprints(tiny_domain: Path, tmp_path: Path) -> None:
     from domainbert.corpus.build import stage_fingerprint
-    from domainbert.finetune.stage import Job, run_record
+    from domainbert.finetune.jobs import Job, run_record
     from domainbert.pretrain.stage import arm_fingerprint
     from domainbert.vocab.stage import vocab_record
 

@@ -7,11 +7,11 @@ import sys
 
 import pytest
 
-from domainbert.runlock import LOCK, RunLocked, read_lock
+from domainbert.core.runlock import LOCK, RunLocked, read_lock
 
 HOLD = """
 import sys, time
-from domainbert.runlock import run_lock
+from domainbert.core.runlock import run_lock
 with run_lock(sys.argv[1], "holder"):
     print("held", flush=True)
     time.sleep(120)

@@ -107,9 +107,9 @@ def _trainer_pids(root: int) -> list[int]:
 
 def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
         sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
-    from domainbert.paths import RunLayout
 
     url, home = sqlite_server
     out = tmp_path / "run"
@@ -171,9 +171,9 @@ if __name__ == "__main__":
 
 def test_corpus_shards_on_a_local_dask_cluster_match_the_plain_build(
         sqlite_server: tuple[str, Path], tiny_domain: Path, tmp_path: Path) -> None:
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
-    from domainbert.paths import RunLayout
 
     url, home = sqlite_server
     overrides = ["corpus.shard_documents=60"]  # several input shards, spread over the two Dask workers

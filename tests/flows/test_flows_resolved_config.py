@@ -54,7 +54,7 @@ def test_editing_the_yaml_during_a_run_leaves_its_later_stages_alone(
         stop_group(proc)
     assert rc == 0, log.read_text(errors="replace")[-5000:]
     assert edited
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
 
     now = load_domain(tiny_domain)
     assert (now.pretrain.max_steps, now.finetune.epochs) == (3, 2)  # the edit took effect in the file

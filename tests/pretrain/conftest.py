@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 from pretrain_fixtures import foldoc_texts, tiny_bert, wordpiece_tokenizer, write_corpus
 
-from domainbert.paths import RunLayout
+from domainbert.core.paths import RunLayout
 
 
 @pytest.fixture(scope="session")

@@ -7,9 +7,9 @@ import gzip
 import json
 from pathlib import Path
 
-from domainbert.config import load_domain
+from domainbert.config.domain import load_domain
+from domainbert.core.paths import project_root
 from domainbert.corpus.store import write_shard
-from domainbert.paths import project_root
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
 

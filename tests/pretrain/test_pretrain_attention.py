@@ -5,9 +5,10 @@ from __future__ import annotations
 
 import torch
 
-from domainbert.models import load_mlm_model
+from domainbert.core.models import load_mlm_model
 from domainbert.pretrain.cpu_dropout import ATTENTION, LaneDropout, lane_dropout
-from domainbert.pretrain.model import MLMObjective, training_attention
+from domainbert.pretrain.model import training_attention
+from domainbert.pretrain.objective import MLMObjective
 
 
 def _batch(vocab: int) -> tuple[torch.Tensor, torch.Tensor]:

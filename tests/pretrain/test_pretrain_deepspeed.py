@@ -12,7 +12,7 @@ import torch
 from pretrain_fixtures import hf_zero_config, make_cfg
 from safetensors.torch import load_file
 
-from domainbert.models import load_mlm_model
+from domainbert.core.models import load_mlm_model
 from domainbert.pretrain.checkpoint import consolidate_zero_checkpoint, list_checkpoints
 from domainbert.pretrain.stage import pretrain_arm
 

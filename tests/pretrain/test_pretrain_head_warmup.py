@@ -93,7 +93,7 @@ def test_base_with_its_head_needs_no_warmup_corpus(base_model, layout, tmp_path)
 def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(headless_base, tmp_path, texts):
     from pretrain_fixtures import write_corpus
 
-    from domainbert.paths import RunLayout
+    from domainbert.core.paths import RunLayout
 
     heads = []
     for i, noise in enumerate((0, 10_000)):

@@ -8,7 +8,7 @@ import pytest
 import torch
 from pretrain_fixtures import hf_zero_config, make_cfg
 
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
 from domainbert.pretrain.ds_config import build_ds_config
 from domainbert.pretrain.launch import WORKER, build_command
 

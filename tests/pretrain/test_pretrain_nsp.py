@@ -9,10 +9,11 @@ import pytest
 import torch
 from pretrain_fixtures import make_cfg, wordpiece_tokenizer, write_corpus
 
-from domainbert.errors import ConfigError
-from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.core.errors import ConfigError
+from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.data import encode_documents
-from domainbert.pretrain.model import MLMObjective, load_pretraining_model
+from domainbert.pretrain.model import load_pretraining_model
+from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.pairs import IS_NEXT, NOT_NEXT, PairStream
 from domainbert.pretrain.preflight import check_nsp
 from domainbert.pretrain.stage import pretrain_arm

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from pretrain_fixtures import make_cfg
 
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
 from domainbert.pretrain.plan import make_plan
 
 

@@ -14,9 +14,10 @@ import torch
 from pretrain_fixtures import make_cfg, write_corpus
 from safetensors.torch import load_file
 
-from domainbert.paths import RunLayout
+from domainbert.config.domain import save_run_config
+from domainbert.core.paths import RunLayout
 from domainbert.pretrain import checkpoint as ckpt
-from domainbert.pretrain.launch import save_run_config, worker_args
+from domainbert.pretrain.launch import worker_args
 from domainbert.pretrain.stage import pretrain_arm
 from tracking_records import tensorboard_scalars
 

@@ -7,10 +7,10 @@ import shutil
 
 from pretrain_fixtures import make_cfg
 
-from domainbert.artifacts import atomic_output
+from domainbert.core.artifacts import atomic_output
+from domainbert.core.models import load_mlm_model
 from domainbert.corpus.build import stage_fingerprint
-from domainbert.models import load_mlm_model
-from domainbert.pretrain.model import flops_per_token
+from domainbert.pretrain.objective import flops_per_token
 from domainbert.pretrain.plan import make_plan
 from domainbert.run_plan import estimate_seconds, render, stage_plans
 

@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 from pretrain_fixtures import write_corpus
 
-from domainbert.paths import RunLayout, project_root
+from domainbert.core.paths import RunLayout, project_root
 from domainbert.pretrain import checkpoint as ckpt
 
 SBATCH = project_root() / "deploy" / "slurm" / "pretrain.sbatch"

@@ -9,9 +9,9 @@ import re
 import pytest
 from pretrain_fixtures import make_cfg, tiny_bert, unigram_tokenizer, wordpiece_tokenizer
 
-from domainbert.artifacts import is_complete
-from domainbert.errors import ModelError
-from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.core.artifacts import is_complete
+from domainbert.core.errors import ModelError
+from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
 
 SUMMARY_FIELDS = {"arm", "steps", "tokens_consumed", "real_tokens_per_s", "real_token_fraction", "final_loss",

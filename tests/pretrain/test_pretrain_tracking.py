@@ -8,8 +8,8 @@ import json
 import pytest
 from pretrain_fixtures import make_cfg, write_corpus
 
-from domainbert.artifacts import read_record
-from domainbert.paths import RunLayout
+from domainbert.core.artifacts import read_record
+from domainbert.core.paths import RunLayout
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
 from tracking_records import tensorboard_scalars, wandb_history
 
@@ -69,7 +69,7 @@ def test_periodic_evaluation_leaves_the_recipe_and_the_training_unchanged(base_m
 
 
 def test_an_unusable_tracking_store_stops_the_run_naming_the_setting(base_model, layout):
-    from domainbert.errors import DomainbertError
+    from domainbert.core.errors import DomainbertError
 
     cfg = make_cfg(base_model, "tracking.report_to=[mlflow]", "tracking.mlflow_tracking_uri=nosuch://store")
     with pytest.raises(DomainbertError, match="cannot start mlflow tracking") as err:

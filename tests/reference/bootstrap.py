@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.finetune.stats import _interval, bootstrap_indices
+from domainbert.report.stats import _interval, bootstrap_indices
 
 
 def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: Sequence[Any], pred_a: Sequence[Any],

@@ -1,5 +1,5 @@
 """The domain report from hand-written run artifacts: its numbers are the fixtures', its verdicts follow the
-paired bootstrap of ``domainbert.finetune.stats``, and a stage that has not run reads "Not run"."""
+paired bootstrap of ``domainbert.report.stats``, and a stage that has not run reads "Not run"."""
 
 from __future__ import annotations
 
@@ -12,10 +12,10 @@ from pathlib import Path
 import pytest
 from report_fixtures import BASE_MISSES, NER_TASK, write_json, write_ner_result
 
-from domainbert.artifacts import is_complete, read_record
-from domainbert.config import DomainConfig, load_domain
-from domainbert.errors import DataError
-from domainbert.paths import RunLayout
+from domainbert.config.domain import DomainConfig, load_domain
+from domainbert.core.artifacts import is_complete, read_record
+from domainbert.core.errors import DataError
+from domainbert.core.paths import RunLayout
 from domainbert.report.compare import render_report, report_markdown, results_table
 
 

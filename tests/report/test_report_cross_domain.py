@@ -8,8 +8,8 @@ from pathlib import Path
 
 from report_fixtures import write_cls_result, write_corpus, write_pretrain
 
-from domainbert.finetune.config import CompareConfig
-from domainbert.paths import RunLayout
+from domainbert.config.finetune import CompareConfig
+from domainbert.core.paths import RunLayout
 from domainbert.report.compare import render_report
 from domainbert.report.cross_domain import render_cross_domain
 
@@ -53,7 +53,7 @@ def test_cross_domain_page_over_three_runs(science_run: Path, tmp_path: Path) ->
 
 
 def test_cross_domain_links_rendered_reports_and_rerenders_on_change(science_run: Path, tmp_path: Path) -> None:
-    from domainbert.config import load_domain
+    from domainbert.config.domain import load_domain
 
     render_report(load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, extended, scratch]"]),
                   RunLayout(science_run))

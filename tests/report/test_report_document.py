@@ -8,7 +8,7 @@ from pathlib import Path
 
 from report_fixtures import PNG_1X1
 
-from domainbert.report.document import Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.core.document import Document, Figure, Section, Table, to_html, to_markdown
 
 
 def _doc() -> Document:

@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from report_fixtures import NER_TASK, write_json, write_ner_result
 
-from domainbert.config import load_domain
-from domainbert.paths import RunLayout
+from domainbert.config.domain import load_domain
+from domainbert.core.paths import RunLayout
 from domainbert.report.compare import render_report
 
 

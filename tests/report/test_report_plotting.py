@@ -10,7 +10,7 @@ from pathlib import Path
 
 from PIL import Image
 
-from domainbert.report.plotting import new_figure, save_png
+from domainbert.core.plotting import new_figure, save_png
 
 
 def _draw(path: Path, **save) -> Path:

@@ -7,7 +7,7 @@ from collections import Counter
 import torch
 from vocab_fixtures import make_texts
 
-from domainbert.models import load_mlm_model, load_tokenizer
+from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.vocab.extend import build_extended_model, extension_candidates
 from domainbert.vocab.fertility import count_words
 from domainbert.vocab.references import load_base_tokenizer

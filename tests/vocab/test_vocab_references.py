@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.errors import DataError, ModelError
-from domainbert.paths import project_root
-from domainbert.vocab.config import ReferenceVocab
+from domainbert.config.vocab import ReferenceVocab
+from domainbert.core.errors import DataError, ModelError
+from domainbert.core.paths import project_root
 from domainbert.vocab.references import load_base_tokenizer, load_reference, read_wordpiece_vocab
 
 VOCAB = project_root() / "corpora" / "vocab"

@@ -8,9 +8,9 @@ import json
 import pytest
 from test_vocab_stage import _cfg
 
-from domainbert.models import load_mlm_model
-from domainbert.paths import RunLayout
-from domainbert.vocab.config import ExtensionConfig
+from domainbert.config.vocab import ExtensionConfig
+from domainbert.core.models import load_mlm_model
+from domainbert.core.paths import RunLayout
 from domainbert.vocab.stage import choose_extension, curve_points, run_vocab
 
 

@@ -12,12 +12,12 @@ import pytest
 from transformers import AutoTokenizer
 from vocab_fixtures import make_texts, write_corpus
 
-from domainbert.artifacts import RECORD, read_record
-from domainbert.config import load_domain
-from domainbert.errors import DataError
-from domainbert.models import load_mlm_model
-from domainbert.paths import RunLayout
-from domainbert.vocab.config import RecommendConfig
+from domainbert.config.domain import load_domain
+from domainbert.config.vocab import RecommendConfig
+from domainbert.core.artifacts import RECORD, read_record
+from domainbert.core.errors import DataError
+from domainbert.core.models import load_mlm_model
+from domainbert.core.paths import RunLayout
 from domainbert.vocab.control import take_words
 from domainbert.vocab.recommend import recommend
 from domainbert.vocab.stage import run_vocab
@@ -75,8 +75,8 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
 _RUN_VOCAB = """
 import json, sys
 from pathlib import Path
-from domainbert.config import load_domain
-from domainbert.paths import RunLayout
+from domainbert.config.domain import load_domain
+from domainbert.core.paths import RunLayout
 from domainbert.vocab.stage import run_vocab
 run_vocab(load_domain("science", json.loads(sys.argv[2])), RunLayout(Path(sys.argv[1])))
 """

@@ -6,8 +6,8 @@ import pytest
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling
 from vocab_fixtures import make_texts
 
-from domainbert.errors import DataError
-from domainbert.vocab.config import TokenizerConfig
+from domainbert.config.vocab import TokenizerConfig
+from domainbert.core.errors import DataError
 from domainbert.vocab.train import (
     check_trained_size,
     ordered_vocab,

@@ -33,7 +33,7 @@ from typing import Any
 import ahocorasick
 import numpy as np
 
-from domainbert.errors import DataError
+from domainbert.core.errors import DataError
 
 EXAMPLES = 3
 METHOD = ("independent of decontamination: lowercase, \\w+ words joined by single spaces; a text of at least {m} "

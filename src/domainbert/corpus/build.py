@@ -39,8 +39,10 @@ import pyarrow.compute as pc
 from rich.progress import Progress
 
 from domainbert import __version__
-from domainbert.artifact_types import CorpusManifest, validate_artifact
-from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
+from domainbert.core import plotting
+from domainbert.core.artifact_types import CorpusManifest, validate_artifact
+from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
+from domainbert.core.errors import DataError
 from domainbert.corpus import drop_samples, report
 from domainbert.corpus.audit import LeakAudit, audit_section
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
@@ -54,9 +56,7 @@ from domainbert.corpus.dedup import (
 from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
 from domainbert.corpus.sources import input_fingerprint
 from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
-from domainbert.errors import DataError
-from domainbert.hub import dataset_card
-from domainbert.report import plotting
+from domainbert.services.cards import dataset_card
 
 log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a

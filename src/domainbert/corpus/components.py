@@ -12,9 +12,9 @@ from typing import Any, ClassVar, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 
-from domainbert.corpus.config import FilterSpec
-from domainbert.errors import ConfigError
-from domainbert.schema import StrictModel
+from domainbert.config.corpus import FilterSpec
+from domainbert.config.schema import StrictModel
+from domainbert.core.errors import ConfigError
 
 PLUGINS = ("domainbert.corpus.filters", "domainbert.corpus.repetition", "domainbert.corpus.langid_filter")
 class NoOptions(StrictModel):

@@ -32,11 +32,11 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.corpus.config import DecontaminationConfig
+from domainbert.config.corpus import DecontaminationConfig
+from domainbert.core.errors import DataError
 from domainbert.corpus.hashing import doc_ngrams, ngram_hashes_at, segment_hashes, sorted_unique
 from domainbert.corpus.words import WordBatch, lower_words
-from domainbert.errors import DataError
-from domainbert.finetune.tasks import split_texts
+from domainbert.services.tasks import split_texts
 
 log = logging.getLogger(__name__)
 _SENTENCE_SPLIT = re.compile(r"(\n+|(?<=[.!?])\s+)")

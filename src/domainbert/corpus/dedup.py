@@ -25,7 +25,7 @@ import numpy as np
 from scipy.sparse import coo_matrix
 from scipy.sparse.csgraph import connected_components
 
-from domainbert.corpus.config import DedupConfig
+from domainbert.config.corpus import DedupConfig
 from domainbert.corpus.hashing import band_keys
 
 

@@ -17,6 +17,8 @@ from typing import Any, Literal, cast
 
 from pydantic import Field
 
+from domainbert.config.corpus import FilterSpec
+from domainbert.config.schema import StrictModel
 from domainbert.corpus.components import (  # noqa: F401 - the registry's API, re-exported for callers
     Component,
     NoOptions,
@@ -24,8 +26,6 @@ from domainbert.corpus.components import (  # noqa: F401 - the registry's API, r
     create,
     register,
 )
-from domainbert.corpus.config import FilterSpec
-from domainbert.schema import StrictModel
 
 
 class Pipeline:

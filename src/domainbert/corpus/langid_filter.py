@@ -41,8 +41,8 @@ import numpy as np
 from pydantic import Field
 from scipy.sparse import coo_matrix, csr_matrix
 
+from domainbert.config.schema import StrictModel
 from domainbert.corpus.components import Component, register
-from domainbert.schema import StrictModel
 
 
 class LanguageOptions(StrictModel):

@@ -18,10 +18,10 @@ from typing import ClassVar
 import numpy as np
 from pydantic import Field
 
+from domainbert.config.schema import StrictModel
 from domainbert.corpus.components import Component, register
 from domainbert.corpus.hashing import ngram_hashes_upto
 from domainbert.corpus.words import WordBatch, space_words
-from domainbert.schema import StrictModel
 
 _PARAS = re.compile(r"\n{2,}")
 _SALT = np.uint64(0x9E3779B97F4A7C15)  # spreads document numbers over the 64-bit n-gram key space

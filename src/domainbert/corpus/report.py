@@ -14,9 +14,9 @@ from typing import Any
 
 import numpy as np
 
+from domainbert.core.document import Alert, Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.core.plotting import new_figure, save_png
 from domainbert.corpus import drop_samples
-from domainbert.report.document import Alert, Document, Figure, Section, Table, to_html, to_markdown
-from domainbert.report.plotting import new_figure, save_png
 
 
 def length_summary(lengths: np.ndarray) -> dict[str, Any]:

@@ -24,7 +24,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.json as pj
 
-from domainbert.corpus.config import LocalSource, SourceConfig
+from domainbert.config.corpus import LocalSource, SourceConfig
+from domainbert.core.files import open_binary
 from domainbert.corpus.sources import (
     MalformedCounter,
     _records,
@@ -32,7 +33,6 @@ from domainbert.corpus.sources import (
     documents_of,
     expand_paths,
     iter_source,
-    open_binary,
 )
 from domainbert.corpus.store import SCHEMA, records_table
 

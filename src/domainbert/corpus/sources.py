@@ -19,10 +19,8 @@ This module does no cleaning: see ``filters``.
 
 from __future__ import annotations
 
-import bz2
 import csv
 import glob
-import gzip
 import io
 import json
 import logging
@@ -34,14 +32,11 @@ from typing import Any
 
 import orjson
 
-from domainbert.corpus.config import HFSource, LocalSource, SourceConfig
-from domainbert.errors import DataError
+from domainbert.config.corpus import HFSource, LocalSource, SourceConfig
+from domainbert.core.errors import DataError
+from domainbert.core.files import COMPRESSION_SUFFIXES, open_binary
 
 logger = logging.getLogger(__name__)
-
-COMPRESSION_SUFFIXES = (".gz", ".bz2", ".xz", ".zst", ".zstd")
-_MAGIC = {b"\x1f\x8b": "gzip", b"BZh": "bz2", b"\xfd7zXZ\x00": "xz", b"\x28\xb5\x2f\xfd": "zstd"}
-
 
 OVERSIZE = "over_max_document_bytes"
 MAX_JSON_FILE_BYTES = 1 << 30
@@ -85,24 +80,6 @@ def expand_paths(source: LocalSource) -> list[Path]:
             raise DataError(f"source {source.name!r}: no file matches", file=pattern)
         out.extend(Path(m) for m in matches)
     return out
-
-
-def open_binary(path: Path) -> gzip.GzipFile | bz2.BZ2File | lzma.LZMAFile | io.BufferedReader:
-    """Open a file for reading bytes, decompressing gzip, bz2, xz or zstd as its magic bytes say."""
-    with open(path, "rb") as f:
-        head = f.read(6)
-    kind = next((k for magic, k in _MAGIC.items() if head.startswith(magic)), None)
-    if kind == "gzip":
-        return gzip.open(path, "rb")
-    if kind == "bz2":
-        return bz2.open(path, "rb")
-    if kind == "xz":
-        return lzma.open(path, "rb")
-    if kind == "zstd":
-        import zstandard
-
-        return io.BufferedReader(zstandard.ZstdDecompressor().stream_reader(open(path, "rb"), closefd=True))
-    return open(path, "rb")
 
 
 def detect_format(path: Path, declared: str) -> str:

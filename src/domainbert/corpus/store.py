@@ -15,7 +15,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from domainbert.errors import DataError
+from domainbert.core.errors import DataError
 
 SPLITS = ("train", "validation")
 SCHEMA = pa.schema([("id", pa.string()), ("text", pa.string()), ("source", pa.string()), ("meta", pa.string())])

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.finetune.tasks import ClsExample
+from domainbert.services.tasks import ClsExample
 
 
 def encode_classification(examples: list[ClsExample], tokenizer: Any, label2id: dict[str, int], max_length: int,

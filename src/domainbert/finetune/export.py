@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from domainbert.finetune.pooling import MeanPoolClassifier
-from domainbert.finetune.tasks import TaskData
+from domainbert.services.tasks import TaskData
 
 MODEL = "model"  # the folder name inside a run's result folder
 
@@ -48,7 +48,7 @@ def hub_model(model: Any, data: TaskData) -> Any:
 
 def save_task_model(model: Any, tokenizer: Any, data: TaskData, folder: Path) -> Path:
     """Write ``model`` (safetensors) and ``tokenizer`` to ``folder``, replacing it."""
-    from domainbert.vocab.train import make_portable
+    from domainbert.core.tokenizer_files import make_portable
 
     folder = Path(folder)
     if folder.exists():

@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.finetune.tags import to_iob2
-from domainbert.finetune.tasks import NerExample
+from domainbert.services.tags import to_iob2
+from domainbert.services.tasks import NerExample
 
 log = logging.getLogger(__name__)
 

@@ -22,7 +22,6 @@ accumulation, and sharded (ZeRO) optimisers, which fine-tuning an encoder does n
 from __future__ import annotations
 
 import logging
-import os
 import signal
 import sys
 from pathlib import Path
@@ -31,8 +30,8 @@ from typing import Any
 import torch
 import torch.distributed as dist
 
-from domainbert import signals
-from domainbert.pretrain.runtime import dist_info
+from domainbert.core import signals
+from domainbert.core.distributed import dist_info, rank_device
 
 logger = logging.getLogger(__name__)
 WORKER = "domainbert.finetune.worker"
@@ -100,27 +99,9 @@ def wrap(model: torch.nn.Module, dev: torch.device) -> torch.nn.Module:
                                    find_unused_parameters=True, broadcast_buffers=False)
 
 
-def rank_device(dev: torch.device) -> torch.device:
-    """This rank's GPU, ``cuda:LOCAL_RANK``, for a run on CUDA with several processes.
-
-    Raises:
-        ModelError: ``finetune.device`` names one GPU, or this rank has no GPU of its own.
-    """
-    from domainbert.errors import ModelError
-
-    if dev.index is not None:
-        raise ModelError(f"finetune.device {str(dev)!r} names one GPU, but each of several processes takes its "
-                         "own (cuda:LOCAL_RANK): use 'auto' or 'cuda'", field="finetune.device")
-    local = int(os.environ.get("LOCAL_RANK", "0"))
-    if local >= torch.cuda.device_count():
-        raise ModelError(f"process {local} has no GPU: torch sees {torch.cuda.device_count()}; lower "
-                         "finetune.num_processes", field="finetune.num_processes")
-    return torch.device("cuda", local)
-
-
 def init_group(device: str) -> None:
     """Join the group torchrun set up: NCCL with this rank's GPU when the run is on CUDA, else gloo."""
-    from domainbert.finetune.trainer import resolve_device
+    from domainbert.core.distributed import resolve_device
 
     if dist.is_initialized():
         return
@@ -151,7 +132,8 @@ def launch_run(cfg: Any, layout: Any, job: Any) -> Path:
     Raises:
         RuntimeError: a rank failed (the message holds the log's tail).
     """
-    from domainbert.pretrain.launch import run_command, save_run_config
+    from domainbert.config.domain import save_run_config
+    from domainbert.core.processes import run_command
 
     folder = launch_dir(layout, job)
     config_path = save_run_config(cfg, folder / "run_config.json")

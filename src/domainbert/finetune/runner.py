@@ -15,16 +15,16 @@ from typing import Any
 import numpy as np
 import torch
 
-from domainbert.errors import ModelError
+from domainbert.core.distributed import dist_info, resolve_device
+from domainbert.core.errors import ModelError
+from domainbert.core.models import load_tokenizer, resolve_model_ref
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier
-from domainbert.finetune.tasks import TaskData
-from domainbert.finetune.trainer import TrainSettings, fit, predict_logits, resolve_device
-from domainbert.models import load_tokenizer, resolve_model_ref
-from domainbert.pretrain.runtime import dist_info
+from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
+from domainbert.services.tasks import TaskData
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +124,7 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
 
     Args:
         data: the loaded task (``tasks.load_task``).
-        model_ref: a model reference (``domainbert.models.resolve_model_ref``).
+        model_ref: a model reference (``domainbert.core.models.resolve_model_ref``).
         settings: loop settings (seed included).
         max_length: sub-token truncation length.
         pooling: ``mean`` or ``cls`` (sequence classification only; see ``load_task_model``).

@@ -38,93 +38,35 @@ import logging
 import os
 import shutil
 import time
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from domainbert import signals
-from domainbert.artifact_types import FinetuneResult, dump_artifact
-from domainbert.artifacts import atomic_output, fingerprint, is_complete, read_record
-from domainbert.config import DomainConfig
-from domainbert.errors import ConfigError
-from domainbert.finetune.config import TaskConfig
+from domainbert.config.domain import DomainConfig
+from domainbert.config.finetune import TaskConfig
+from domainbert.core import signals
+from domainbert.core.artifact_types import FinetuneResult, dump_artifact
+from domainbert.core.artifacts import atomic_output, is_complete, read_record
+from domainbert.core.distributed import dist_info
+from domainbert.core.paths import RunLayout
+from domainbert.core.progress import tagged
+from domainbert.finetune.expectations import expected_runs, result_state, write_expected
 from domainbert.finetune.export import MODEL
+from domainbert.finetune.jobs import (
+    FLOOR,
+    FLOOR_SEED,
+    RESULT,
+    Job,
+    run_list,
+    run_record,
+    task_config,
+)
 from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY, run_finetune
-from domainbert.finetune.tasks import TaskData, load_task, task_data_hash
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.models import resolve_model_ref
-from domainbert.paths import RunLayout
-from domainbert.pretrain.runtime import dist_info
-from domainbert.progress import tagged
+from domainbert.services.tasks import TaskData, load_task
 
 logger = logging.getLogger(__name__)
-
-RESULT = "result.json"
-FROZEN_SUFFIX = "-frozen"
-FLOOR = "floor"  # the floor baseline's model name and mode; one deterministic run, stored as seed 0
-FLOOR_SEED = 0
-
-
-@dataclass(frozen=True)
-class Job:
-    """One entry of the fine-tuning matrix: what ``finetune_one`` runs and where its result is stored."""
-
-    model_name: str
-    model_ref: str
-    task_name: str
-    seed: int
-    mode: str  # finetune, frozen or floor
-
-
-def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None = None) -> list[Job]:
-    """The matrix in run order: per task, its floor, then models x modes x seeds (frozen runs stored under
-    ``<model>-frozen``). The one list the stage, the Prefect flows and the report's check all use; ``models``
-    defaults to ``models_to_compare``."""
-    models = models if models is not None else models_to_compare(cfg, layout)
-    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
-    jobs = []
-    for task in cfg.finetune.tasks:
-        if cfg.finetune.floor:
-            jobs.append(Job(FLOOR, FLOOR, task.name, FLOOR_SEED, FLOOR))
-        jobs += [Job(name + FROZEN_SUFFIX if mode == "frozen" else name, ref, task.name, seed, mode)
-                 for name, ref in models.items() for mode in modes for seed in cfg.finetune.seeds]
-    return jobs
-
-
-def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
-    """Model name -> model reference: ``base``, the arms with a model folder, then ``finetune.extra_models``."""
-    models = {"base": cfg.base_model.name_or_path}
-    for arm in cfg.pretrain.arms:
-        folder = layout.pretrained_model(arm)
-        if (folder / "config.json").is_file():
-            models[arm] = str(folder)
-    for name, ref in cfg.finetune.extra_models.items():
-        if name in models:
-            raise ConfigError(f"extra model name {name!r} clashes with a built-in model name",
-                              field="finetune.extra_models")
-        models[name] = ref
-    return models
-
-
-def _task(cfg: DomainConfig, task_name: str) -> TaskConfig:
-    for task in cfg.finetune.tasks:
-        if task.name == task_name:
-            return task
-    known = ", ".join(t.name for t in cfg.finetune.tasks)
-    raise ConfigError(f"unknown task {task_name!r}; this domain has: {known}", field="finetune.tasks")
-
-
-def _model_input_hash(ref: str) -> str:
-    """The content hash a stage recorded for a model folder; else the resolved reference itself."""
-    try:
-        resolved = resolve_model_ref(ref)
-    except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
-        return ref
-    record = read_record(Path(resolved)) if Path(resolved).is_dir() else None
-    return str(record["content_hash"]) if record else resolved
-
 
 def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | None = None) -> TrainSettings:
     """The loop settings of one run: ``finetune``'s, with the task's own lr and epochs where it sets them."""
@@ -157,7 +99,7 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
     Returns:
         The result dict (also in ``layout.finetune(model_name, task_name, seed)/result.json``).
     """
-    task = _task(cfg, task_name)
+    task = task_config(cfg, task_name)
     mode = mode or ("finetune" if cfg.finetune.mode == "both" else cfg.finetune.mode)
     job = Job(model_name, model_ref, task_name, seed, mode)
     run_cfg, inputs, fp = run_record(cfg, job, data.data_hash if data is not None else None)
@@ -211,7 +153,7 @@ def _write(cfg: DomainConfig, final: Path, result: dict[str, Any], record: tuple
         with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
             (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
             if staging is not None:
-                from domainbert.hub import finetuned_card
+                from domainbert.services.cards import finetuned_card
 
                 os.replace(staging, tmp / MODEL)
                 custom = (tmp / MODEL / "modeling_mean_pool.py").is_file()
@@ -257,48 +199,18 @@ def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSet
     return out
 
 
-def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
-    """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
-    task = _task(cfg, job.task_name)
-    inputs = {"task_data": data_hash or task_data_hash(task)}
-    if job.mode == FLOOR:
-        run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
-    else:
-        run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
-                                                                         "torch_threads", "eval_batch_size",
-                                                                         "device", "num_processes",
-                                                                         "save_models"}),
-                   "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
-                   "seed": job.seed, "mode": job.mode}
-        inputs["model"] = _model_input_hash(job.model_ref)
-    return run_cfg, inputs, fingerprint(run_cfg, inputs)
-
-
 def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
-    """Every result the config asks for (each configured arm counts, trained or not) and its state:
-    ``current`` (recorded with the fingerprint this config gives), ``no model`` (current, but
-    ``finetune.save_models`` asks for the model and the folder has none: the run will rerun, the result stays
-    usable), ``stale`` (another config or input), ``unrecorded`` (a result.json without its record: written by
-    hand or damaged) or ``missing``."""
-    models: dict[str, str] = {"base": cfg.base_model.name_or_path,
-                              **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
-                              **cfg.finetune.extra_models}
-    hashes: dict[str, str] = {}
+    """Every result the config asks for (``expectations.expected_runs``) and its state: ``current``,
+    ``no model`` (current, but ``finetune.save_models`` asks for the model and the folder has none: the run will
+    rerun, the result stays usable), ``stale``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
-    for job in run_list(cfg, layout, models):
-        folder = layout.finetune(job.model_name, job.task_name, job.seed)
-        record = read_record(folder)
-        if not (folder / RESULT).is_file():
-            state = "missing"
-        elif record is None:
-            state = "unrecorded"
-        else:
-            if job.task_name not in hashes:
-                hashes[job.task_name] = task_data_hash(_task(cfg, job.task_name))
-            fp = run_record(cfg, job, hashes[job.task_name])[2]
-            state = "stale" if record.get("fingerprint") != fp else (
-                "current" if run_current(cfg, job, folder, fp) else "no model")
-        out.append({"model": job.model_name, "task": job.task_name, "seed": job.seed, "state": state})
+    for run in expected_runs(cfg, layout):
+        state = result_state(layout, run)
+        folder = layout.finetune(run.model, run.task, run.seed)
+        job = Job(run.model, "", run.task, run.seed, run.mode)
+        if state == "current" and not run_current(cfg, job, folder, run.fingerprint):
+            state = "no model"
+        out.append({"model": run.model, "task": run.task, "seed": run.seed, "state": state})
     return out
 
 
@@ -339,13 +251,14 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
         The result dicts, in run order.
     """
     jobs = run_list(cfg, layout)
+    write_expected(cfg, layout)
     logger.info("fine-tuning matrix: %d runs (%d tasks; models x modes x seeds, and a floor per task)", len(jobs),
                 len(cfg.finetune.tasks))
     results = []
     loaded: dict[str, TaskData] = {}
     for i, job in enumerate(jobs, 1):
         if job.task_name not in loaded:
-            loaded = {job.task_name: load_task(_task(cfg, job.task_name))}  # one task in memory at a time
+            loaded = {job.task_name: load_task(task_config(cfg, job.task_name))}  # one task in memory at a time
         logger.info("run %d/%d: %s / %s / seed %d", i, len(jobs), job.model_name, job.task_name, job.seed)
         results.append(finetune_one(cfg, layout, job.model_name, job.model_ref, job.task_name, job.seed,
                                     mode=job.mode, data=loaded[job.task_name]))

@@ -14,9 +14,9 @@ import dataclasses
 from typing import Any
 
 from domainbert import __version__
+from domainbert.core.paths import RunLayout
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.paths import RunLayout
-from domainbert.tracking import Tracker
+from domainbert.services.tracking import Tracker
 
 
 def open_tracker(cfg, layout: RunLayout, job, settings: TrainSettings, fingerprint: str) -> Tracker | None:

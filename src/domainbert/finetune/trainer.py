@@ -40,12 +40,12 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
-from domainbert import signals
-from domainbert.errors import ModelError
-from domainbert.finetune.parallel import agree_step, broadcast, rank_device, rank_share, wrap
-from domainbert.optim import adamw, clipped_step, linear_warmup_decay, param_groups
-from domainbert.pretrain.runtime import dist_info
-from domainbert.progress import ProgressLine, current_tag, duration
+from domainbert.core import signals
+from domainbert.core.distributed import dist_info, resolve_device
+from domainbert.core.errors import ModelError
+from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
+from domainbert.core.progress import ProgressLine, current_tag, duration
+from domainbert.finetune.parallel import agree_step, broadcast, rank_share, wrap
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -71,27 +71,6 @@ class TrainSettings:
     frozen: bool = False
     device: str = "cpu"
     precision: str = "fp32"
-
-
-def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dtype | None]:
-    """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``;
-    in a process group of several on CUDA, this rank's GPU (``parallel.rank_device``).
-
-    Raises:
-        ModelError: a CUDA device was asked for on a machine without one, or fp16 on the CPU.
-    """
-    if device == "auto":
-        device = "cuda" if torch.cuda.is_available() else "cpu"
-    dev = torch.device(device)
-    if dev.type == "cuda" and not torch.cuda.is_available():
-        raise ModelError(f"finetune.device is {device!r} but torch sees no CUDA device (use 'auto' or 'cpu')")
-    if dev.type == "cuda" and dist_info()[1] > 1:
-        dev = rank_device(dev)
-    if precision == "auto":
-        precision = "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
-    if precision == "fp16" and dev.type != "cuda":
-        raise ModelError("finetune.precision fp16 needs a CUDA device (use bf16 or fp32 on the CPU)")
-    return dev, {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
 
 
 def _to(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, torch.Tensor]:

@@ -15,9 +15,9 @@ import logging
 import os
 from pathlib import Path
 
-from domainbert import signals
-from domainbert.config import DomainConfig
-from domainbert.paths import RunLayout
+from domainbert.config.domain import DomainConfig
+from domainbert.core import signals
+from domainbert.core.paths import RunLayout
 
 
 def main(argv: list[str] | None = None) -> int:

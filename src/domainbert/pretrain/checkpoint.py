@@ -26,8 +26,8 @@ from typing import Any, cast
 import numpy as np
 import torch
 
-from domainbert.artifacts import file_hash, write_json_atomic
-from domainbert.safeload import CheckpointError, safe_torch_load, vet_folder
+from domainbert.core.artifacts import file_hash, write_json_atomic
+from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_folder
 
 log = logging.getLogger(__name__)
 STATE = "trainer_state.json"

@@ -25,9 +25,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import torch
 
+from domainbert.core.errors import DataError
+from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
-from domainbert.errors import DataError
-from domainbert.jsonl import iter_texts
 
 BLOCK_DOCS = 64  # documents tokenized per call: large enough for the fast tokenizer's batching, small state
 

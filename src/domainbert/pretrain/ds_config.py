@@ -21,7 +21,7 @@ from typing import Any
 
 import torch
 
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 

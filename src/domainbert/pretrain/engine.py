@@ -18,8 +18,8 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
-from domainbert.optim import adamw, clipped_step, linear_warmup_decay, param_groups
-from domainbert.pretrain.model import MLMObjective
+from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
+from domainbert.pretrain.objective import MLMObjective
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ class TorchEngine:
         from safetensors import SafetensorError
         from safetensors.torch import load_file, load_model
 
-        from domainbert.safeload import CheckpointError, safe_torch_load
+        from domainbert.core.safeload import CheckpointError, safe_torch_load
 
         # Both files are read before anything is applied: a bad file leaves the engine untouched.
         weights_path = folder / "model.safetensors"
@@ -135,7 +135,7 @@ class DeepSpeedEngine:
     """
 
     def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg, total_steps: int) -> None:
-        from domainbert.extras import require
+        from domainbert.core.extras import require
 
         deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
 
@@ -178,7 +178,7 @@ class DeepSpeedEngine:
         self.engine.save_checkpoint(str(folder), tag="ds", client_state={"micro_steps": self.micro_steps})
 
     def load(self, folder: Path) -> None:
-        from domainbert.safeload import vet_folder
+        from domainbert.core.safeload import vet_folder
 
         vet_folder(folder)  # DeepSpeed unpickles its files in full: refuse any beyond its own classes
         _, client = self.engine.load_checkpoint(str(folder), tag="ds")

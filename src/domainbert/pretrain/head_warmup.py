@@ -27,15 +27,15 @@ from typing import Any, cast
 import torch
 
 from domainbert import __version__
-from domainbert.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
-from domainbert.config import resolved_dict
-from domainbert.errors import ConfigError, ModelError
-from domainbert.models import load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.config.domain import resolved_dict
+from domainbert.core.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
+from domainbert.core.errors import ConfigError, ModelError
+from domainbert.core.models import load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.masking import apply_mask, step_generator
-from domainbert.pretrain.model import MLMObjective, prediction_head
-from domainbert.vocab.train import make_portable
+from domainbert.pretrain.objective import MLMObjective, prediction_head
 
 log = logging.getLogger(__name__)
 NAME = "head-warmup"

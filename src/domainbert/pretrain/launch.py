@@ -7,24 +7,14 @@ commands; it does not train.
 
 from __future__ import annotations
 
-import json
 import logging
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from domainbert.config import resolved_dict
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 WORKER = "domainbert.pretrain.worker"
-
-
-def save_run_config(cfg, path: Path) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(resolved_dict(cfg), indent=2, sort_keys=True) + "\n")
-    return path
 
 
 def worker_args(config_path: Path, arm: str, run_dir: Path, fingerprint: str, throttle_s: float = 0.0) -> list[str]:
@@ -56,13 +46,3 @@ def build_command(launch, args: list[str], python: str = sys.executable) -> list
     return [python, "-m", WORKER] + args
 
 
-def run_command(cmd: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
-    """Run ``cmd`` with output teed to ``log_path``; a non-zero exit raises RuntimeError with the log's tail."""
-    log_path.parent.mkdir(parents=True, exist_ok=True)
-    log.info("launching: %s", " ".join(cmd))
-    full_env = {**os.environ, **(env or {})}
-    with open(log_path, "ab") as out:
-        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env, check=False)
-    if proc.returncode != 0:
-        tail = log_path.read_text(errors="replace")[-3000:]
-        raise RuntimeError(f"training processes failed (exit {proc.returncode}); log {log_path}:\n{tail}")

@@ -11,11 +11,11 @@ import logging
 from pathlib import Path
 from typing import Any
 
-from domainbert.artifact_types import PretrainSummary, validate_artifact
-from domainbert.artifacts import atomic_output, write_json_atomic
-from domainbert.config import resolved_dict
-from domainbert.report.plotting import new_figure, save_png
-from domainbert.vocab.train import make_portable
+from domainbert.config.domain import resolved_dict
+from domainbert.core.artifact_types import PretrainSummary, validate_artifact
+from domainbert.core.artifacts import atomic_output, write_json_atomic
+from domainbert.core.plotting import new_figure, save_png
+from domainbert.core.tokenizer_files import make_portable
 
 log = logging.getLogger(__name__)
 WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
@@ -35,7 +35,7 @@ def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
     """README.md of the model folder (``hub.model_card``; the fine-tuning scores are added when pushed)."""
     import json
 
-    from domainbert.hub import model_card as hub_card
+    from domainbert.services.cards import model_card as hub_card
 
     ext = Path(str(summary["source"])) / "extension.json"  # the vocab stage's record of what extended adds
     extension = json.loads(ext.read_text()) if arm == "extended" and ext.is_file() else None
@@ -61,7 +61,7 @@ def base_pooler(cfg, model) -> dict[str, Any]:
     from transformers import AutoModel
     from transformers.utils import logging as hf_logging
 
-    from domainbert.models import resolve_model_ref
+    from domainbert.core.models import resolve_model_ref
 
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()

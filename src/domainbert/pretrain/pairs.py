@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 import torch
 
-from domainbert.errors import DataError
+from domainbert.core.errors import DataError
 from domainbert.pretrain.data import Batch, CursorState, DocumentCursor, encode_documents
 
 POOL_DOCS = 16  # documents held besides the current one, to draw NotNext segments from

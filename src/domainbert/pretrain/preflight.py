@@ -9,7 +9,7 @@ head. This module does not fix anything.
 
 from __future__ import annotations
 
-from domainbert.errors import ConfigError, ModelError
+from domainbert.core.errors import ConfigError, ModelError
 
 REQUIRED_SPECIAL = ("cls_token", "sep_token", "mask_token", "pad_token")
 

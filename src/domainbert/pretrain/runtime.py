@@ -15,31 +15,8 @@ import numpy as np
 import torch
 import torch.distributed as dist
 
-from domainbert import signals
-
-
-def dist_info() -> tuple[int, int]:
-    """(rank, world size); (0, 1) outside a process group."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
-
-
-def barrier() -> None:
-    if dist.is_available() and dist.is_initialized():
-        dist.barrier()
-
-
-def sum_across(values: list[float]) -> list[float]:
-    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
-        return list(values)
-    t = torch.tensor(values, dtype=torch.float64)
-    dist.all_reduce(t)
-    return t.tolist()
-
-
-def mean_across(value: float) -> float:
-    return sum_across([value])[0] / dist_info()[1]
+from domainbert.core import signals
+from domainbert.core.distributed import sum_across
 
 
 def stop_agreed(world: int) -> bool:
@@ -61,7 +38,7 @@ def init_distributed(use_deepspeed: bool) -> None:
             with socket.socket() as s:
                 s.bind(("127.0.0.1", 0))
                 os.environ["MASTER_PORT"] = str(s.getsockname()[1])
-        from domainbert.extras import require
+        from domainbert.core.extras import require
 
         deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")

@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Any
 
 from domainbert import __version__
-from domainbert.artifacts import content_hash, fingerprint, is_complete, read_record
-from domainbert.config import resolved_dict
-from domainbert.errors import ConfigError
-from domainbert.models import resolve_model_ref
-from domainbert.pretrain.head_warmup import ensure_head_warmup, warm_model_folder
-from domainbert.pretrain.model import arm_source
+from domainbert.config.domain import resolved_dict
+from domainbert.core.artifacts import content_hash, fingerprint, is_complete, read_record
+from domainbert.core.errors import ConfigError
+from domainbert.core.models import resolve_model_ref
+from domainbert.pretrain.head_warmup import ensure_head_warmup
+from domainbert.pretrain.start import arm_start
 
 log = logging.getLogger(__name__)
 RESULT_FIELDS = ("steps", "budget_tokens", "seq_len", "seq_len_schedule", "batch_size", "grad_accum", "lr")
@@ -41,13 +41,12 @@ def arm_fingerprint(cfg, arm: str, layout) -> str:
     # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
     for key in ("launch", "torch_threads", "eval_every", "arm_optim", "head_warmup"):
         pretrain.pop(key, None)
-    source = arm_source(cfg, arm, layout)
-    resolved = resolve_model_ref(source) if arm == "continued" else source
+    start = arm_start(cfg, arm, layout)
+    resolved = resolve_model_ref(start.source) if arm == "continued" else start.source
     inputs = {"corpus": folder_hash(Path(layout.corpus)),
               "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved}
-    warm = warm_model_folder(cfg, layout)
-    if arm == "extended" and warm is not None:
-        inputs["head"] = folder_hash(warm)
+    if arm == "extended" and start.warm_head is not None:
+        inputs["head"] = folder_hash(start.warm_head)
     config = {"arm": arm, "pretrain": pretrain, "base_model": cfg.base_model.recipe(),
               "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None}
     return fingerprint(config, inputs, __version__)
@@ -87,7 +86,9 @@ def pretrain_arm(cfg, arm: str, layout) -> dict[str, Any]:
         summary = train_arm(cfg, arm, layout, fingerprint=fp)
         assert summary is not None  # a single process is rank 0
         return summary
-    from domainbert.pretrain.launch import build_command, run_command, save_run_config, worker_args
+    from domainbert.config.domain import save_run_config
+    from domainbert.core.processes import run_command
+    from domainbert.pretrain.launch import build_command, worker_args
 
     config_path = save_run_config(cfg, out_dir / "run_config.json")
     cmd = build_command(launch, worker_args(config_path, arm, Path(layout.root), fp))

@@ -19,30 +19,30 @@ from typing import Any, cast
 
 import torch
 
-from domainbert import __version__, signals
+from domainbert import __version__
+from domainbert.core import signals
+from domainbert.core.distributed import barrier, dist_info, mean_across, sum_across
+from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream
 from domainbert.pretrain.engine import build_engine, objective_of
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
-from domainbert.pretrain.model import MLMObjective, count_parameters, flops_per_token, load_arm, training_attention
+from domainbert.pretrain.model import training_attention
+from domainbert.pretrain.objective import MLMObjective, count_parameters, flops_per_token
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Phase, Plan, make_plan
 from domainbert.pretrain.preflight import run_preflight
 from domainbert.pretrain.runtime import (
     autocast_dtype,
-    barrier,
-    dist_info,
     init_distributed,
     local_device,
-    mean_across,
     seed_everything,
     stop_agreed,
-    sum_across,
     torch_threads,
 )
-from domainbert.progress import ProgressLine, duration, stderr_is_terminal
-from domainbert.tracking import MetricsLog, Tracker
+from domainbert.pretrain.start import ArmStart, arm_start, load_arm
+from domainbert.services.tracking import MetricsLog, Tracker
 
 log = logging.getLogger(__name__)
 
@@ -84,7 +84,7 @@ class ArmSetup:
     device: torch.device
     model: Any
     tokenizer: Any
-    source: str
+    start: ArmStart
     plan: Plan
     engine: Any
     spec: MaskingSpec
@@ -112,9 +112,9 @@ class ArmSetup:
 def loadable_view(engine, tokenizer, rank: int):
     """``save_checkpoint``'s ``hf_view``: config and tokenizer beside the weights (the torch engine saves them
     under the model's own key names); DeepSpeed's shards are gathered into a ``model.safetensors``."""
+    from domainbert.core.tokenizer_files import make_portable
     from domainbert.pretrain.engine import TorchEngine
     from domainbert.pretrain.outputs import strip_wrappers
-    from domainbert.vocab.train import make_portable
 
     def write(folder: Path) -> None:
         # Every rank takes part in DeepSpeed's gather (ZeRO-3 partitions); rank 0 writes.
@@ -183,7 +183,9 @@ def set_up(cfg, arm: str, layout) -> ArmSetup:
     rank, world = dist_info()
     seed_everything(pcfg.seed, rank)
     device = local_device()
-    model, tokenizer, source = load_arm(cfg, arm, layout)
+    start = arm_start(cfg, arm, layout)
+    model, tokenizer = load_arm(cfg, start)
+    source = start.source
     plan = make_plan(pcfg, world)
     lowercase, lowercase_field = ((cfg.tokenizer.lowercase, "tokenizer.lowercase") if arm == "scratch"
                                   else (cfg.base_model.lowercase, "base_model.lowercase"))
@@ -202,7 +204,7 @@ def set_up(cfg, arm: str, layout) -> ArmSetup:
     else:
         stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
     return ArmSetup(arm=arm, pcfg=pcfg, rank=rank, world=world, device=device, model=model, tokenizer=tokenizer,
-                    source=source, plan=plan, engine=build_engine(objective, pcfg, plan.total_steps, world),
+                    start=start, plan=plan, engine=build_engine(objective, pcfg, plan.total_steps, world),
                     spec=masking_spec(pcfg, tokenizer), stream=stream, out_dir=Path(layout.pretrain(arm)),
                     evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len), attention=attention,
                     flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate,
@@ -358,7 +360,7 @@ def _summary(cfg, setup: ArmSetup, state: TrainState, after: dict[str, float | N
     pcfg, plan, engine = setup.pcfg, setup.plan, setup.engine
     tps = state.real_tokens / max(state.train_seconds, 1e-9)
     return {
-        "arm": setup.arm, "source": setup.source, "steps": state.step, "planned_steps": plan.total_steps,
+        "arm": setup.arm, "source": setup.start.source, "steps": state.step, "planned_steps": plan.total_steps,
         "budget_tokens": pcfg.budget_tokens, "tokens_consumed": state.tokens,
         "real_tokens_per_s": tps, "real_token_fraction": state.real_tokens / max(state.positions, 1),
         "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,
@@ -376,19 +378,8 @@ def _summary(cfg, setup: ArmSetup, state: TrainState, after: dict[str, float | N
                        if pcfg.deepspeed.enabled else None),
         "parameters": count_parameters(setup.model), "vocab_size": len(setup.tokenizer),
         "resumed_from": state.resumed_from, "lr": pcfg.lr, "warmup_ratio": pcfg.warmup_ratio,
-        "start_head": start_head(cfg, setup.arm, layout),
+        "start_head": setup.start.head_origin,
     }
-
-
-def start_head(cfg, arm: str, layout) -> str:
-    """Where the arm's MLM head came from, so that the report knows whether "before" figures mean anything."""
-    from domainbert.pretrain.head_warmup import warm_model_folder
-
-    if arm == "scratch":
-        return "random"
-    if warm_model_folder(cfg, layout) is not None:
-        return "warmed-up"
-    return "checkpoint" if cfg.pretrain.head_warmup.enabled == "auto" else "checkpoint or random (warm-up off)"
 
 
 def _progress(enabled: bool, total: int, initial: int, arm: str):

@@ -3,7 +3,7 @@
 Started by the ``deepspeed`` launcher, ``torchrun``, Slurm (deploy/slurm/pretrain.sbatch) or ``stage.py``.
 It validates the saved config again (so each rank trains on exactly what the stage checked) and runs
 ``trainer.train_arm``. It exits with 128 + the signal number after a graceful stop on SIGTERM/SIGUSR1
-(``domainbert.signals``). This module does nothing else.
+(``domainbert.core.signals``). This module does nothing else.
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import json
 import logging
 from pathlib import Path
 
-from domainbert.config import DomainConfig
-from domainbert.paths import RunLayout
-from domainbert.signals import StopRequested, exit_code
+from domainbert.config.domain import DomainConfig
+from domainbert.core.paths import RunLayout
+from domainbert.core.signals import StopRequested, exit_code
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -19,13 +19,14 @@ from pathlib import Path
 from typing import Any
 
 from domainbert import __version__
-from domainbert.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
-from domainbert.config import DomainConfig
-from domainbert.errors import DataError
-from domainbert.finetune.config import CompareConfig
-from domainbert.paths import RunLayout
+from domainbert.config.domain import DomainConfig
+from domainbert.config.finetune import CompareConfig
+from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
+from domainbert.core.document import Document, Section, to_html, to_markdown
+from domainbert.core.errors import DataError
+from domainbert.core.paths import RunLayout
+from domainbert.finetune.expectations import expected_runs, read_expected, result_state
 from domainbert.report import sections
-from domainbert.report.document import Document, Section, to_html, to_markdown
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
@@ -58,13 +59,19 @@ def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
 
 
 def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
-    """The run's artifacts with the fine-tuning results checked against what this config asks for
-    (``stage.expected_results``): stale results and results of models or seeds outside the config are left
-    out of every table; missing, stale, unrecorded and left-out ones are listed in ``arts.result_check``."""
-    from domainbert.finetune.stage import expected_results
+    """The run's artifacts with the fine-tuning results checked against what the run expects.
 
+    The expectations are the list the fine-tuning stage wrote into the run (``finetune/expected.json``); a run
+    folder without one (fine-tuning never started, or written before the list existed) is checked against this
+    config's (``expectations.expected_runs``). Stale results and results of models or seeds outside the list
+    are left out of every table; missing, stale, unrecorded and left-out ones are listed in
+    ``arts.result_check``.
+    """
     arts = load_run(layout, list(cfg.pretrain.arms))
-    states = {(e["model"], e["task"], e["seed"]): e["state"] for e in expected_results(cfg, layout)}
+    expected = read_expected(layout)
+    if expected is None:
+        expected = expected_runs(cfg, layout)
+    states = {(e.model, e.task, e.seed): result_state(layout, e) for e in expected}
     check: dict[str, list[str]] = {"missing": [], "stale": [], "unrecorded": [], "not in this config": []}
     kept = []
     for r in arts.finetune:
@@ -167,7 +174,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     Args:
         cfg: the domain config.
         layout: the run's folders.
-        compare_fn: the paired comparison; default ``domainbert.finetune.stats.compare_models``.
+        compare_fn: the paired comparison; default ``domainbert.report.stats.compare_models``.
 
     Returns:
         ``layout.report / "report.html"``.
@@ -219,6 +226,11 @@ def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
         scores, comparisons = tables["scores"], tables["comparisons"]
     else:
         scores, comparisons = _tables(cfg, arts, None)
+    return flat_rows(scores, comparisons)
+
+
+def flat_rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """One row per task and model from the score and comparison tables (see ``results_table``)."""
     rows = []
     for s in scores:
         ref = reference_of(s["model"])
@@ -229,3 +241,16 @@ def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
                      "diff": cmp["diff"] if cmp else None, "ci_low": cmp["ci_low"] if cmp else None,
                      "ci_high": cmp["ci_high"] if cmp else None, "verdict": cmp["verdict"] if cmp else None})
     return rows
+
+
+def read_rendered(report_dir: Path) -> tuple[str, list[dict[str, Any]]]:
+    """(Markdown, flat result rows) of a report ``render_report`` has just written into ``report_dir``.
+
+    Raises:
+        DataError: the folder holds no rendered report.
+    """
+    md, saved = report_dir / "report.md", report_dir / "results.json"
+    if not (md.is_file() and saved.is_file()):
+        raise DataError("no rendered report here (run `domainbert report` first)", file=report_dir)
+    tables = json.loads(saved.read_text(encoding="utf-8"))
+    return md.read_text(encoding="utf-8"), flat_rows(tables["scores"], tables["comparisons"])

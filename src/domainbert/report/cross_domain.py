@@ -18,13 +18,13 @@ from pathlib import Path
 from typing import Any
 
 from domainbert import __version__
-from domainbert.artifacts import atomic_output, fingerprint, is_complete
-from domainbert.finetune.config import CompareConfig
-from domainbert.paths import RunLayout
-from domainbert.pretrain.config import Arm
+from domainbert.config.finetune import CompareConfig
+from domainbert.config.pretrain import Arm
+from domainbert.core.artifacts import atomic_output, fingerprint, is_complete
+from domainbert.core.document import Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.core.paths import RunLayout
 from domainbert.report import figures
 from domainbert.report.compare import compare_tables
-from domainbert.report.document import Document, Figure, Section, Table, to_html, to_markdown
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt, std_text
@@ -77,7 +77,7 @@ def render_cross_domain(runs: dict[str, Path], out_dir: Path, *, compare: Compar
         runs: domain name -> run folder (``runs/<domain>``).
         out_dir: where to write the page (its own artifact folder).
         compare: bootstrap settings (default ``CompareConfig()``).
-        compare_fn: the paired comparison; default ``domainbert.finetune.stats.compare_models``.
+        compare_fn: the paired comparison; default ``domainbert.report.stats.compare_models``.
 
     Returns:
         ``out_dir / "report.html"`` (``report.md`` beside it).

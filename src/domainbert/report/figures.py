@@ -19,7 +19,7 @@ from typing import Any
 
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from domainbert.report.plotting import new_figure, save_png
+from domainbert.core.plotting import new_figure, save_png
 from domainbert.report.results import METRIC_LABEL
 
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domainbert.report.document import Section, Table
+from domainbert.core.document import Section, Table
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import BASE_MODEL, FLOOR_MODEL, model_order
 from domainbert.report.summary import ci_text, metric_label, points, signed_points

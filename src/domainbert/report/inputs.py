@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from domainbert.artifact_types import (
+from domainbert.core.artifact_types import (
     Artifact,
     CorpusManifest,
     FinetuneResult,
@@ -23,10 +23,10 @@ from domainbert.artifact_types import (
     VocabReport,
     load_artifact,
 )
-from domainbert.artifacts import file_hash
-from domainbert.errors import DataError
-from domainbert.jsonl import read_records
-from domainbert.paths import RunLayout
+from domainbert.core.artifacts import file_hash
+from domainbert.core.errors import DataError
+from domainbert.core.jsonl import read_records
+from domainbert.core.paths import RunLayout
 
 log = logging.getLogger(__name__)
 WARMUP = "head-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm

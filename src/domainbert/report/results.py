@@ -2,7 +2,7 @@
 confidence intervals of the difference between models, with a verdict.
 
 Every number comes from the fine-tuning ``result.json`` files (test metrics, test ``gold``/``pred``); the
-statistics themselves (``mean_std``, the paired bootstrap) are ``domainbert.finetune.stats``. This module
+statistics themselves (``mean_std``, the paired bootstrap) are ``domainbert.report.stats``. This module
 decides which pairs are compared and how a comparison reads:
 - every model against the general base model (``base``; a ``<model>-frozen`` run against ``base-frozen``);
 - ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for);
@@ -34,10 +34,10 @@ CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], dict[str
 
 
 def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
-    """The paired bootstrap of ``domainbert.finetune.stats`` with the run's compare settings."""
+    """The paired bootstrap of ``domainbert.report.stats`` with the run's compare settings."""
 
     def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str) -> dict[str, Any]:
-        from domainbert.finetune import stats  # imported on use: a report without results needs no stats
+        from domainbert.report import stats
 
         out = stats.compare_models(results_a, results_b, n_samples=samples, confidence=confidence, seed=seed,
                                    metric=metric)
@@ -49,8 +49,8 @@ def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
 
 
 def mean_std(values: list[float]) -> tuple[float, float]:
-    """Mean and sample standard deviation (0.0 for one value), as ``domainbert.finetune.stats`` computes them."""
-    from domainbert.finetune import stats
+    """Mean and sample standard deviation (0.0 for one value), as ``domainbert.report.stats`` computes them."""
+    from domainbert.report import stats
 
     out = stats.mean_std(values)
     return float(out["mean"]), float(out["std"])

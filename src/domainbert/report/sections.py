@@ -12,8 +12,8 @@ import shutil
 from pathlib import Path
 from typing import Any
 
+from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
-from domainbert.report.document import Figure, Section, Table
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import reference_of
 from domainbert.report.summary import interval_text, metric_label, points, signed_points, summary_lines

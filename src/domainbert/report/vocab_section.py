@@ -14,7 +14,7 @@ import shutil
 from pathlib import Path
 from typing import Any
 
-from domainbert.report.document import Figure, Section, Table
+from domainbert.core.document import Figure, Section, Table
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.sections import fmt, not_run
 from domainbert.vocab.report import extension_sentence

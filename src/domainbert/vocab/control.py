@@ -15,8 +15,8 @@ import gzip
 from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
 
-from domainbert.errors import DataError
-from domainbert.jsonl import iter_texts
+from domainbert.core.errors import DataError
+from domainbert.core.jsonl import iter_texts
 
 
 def control_files(patterns: list[str]) -> list[Path]:

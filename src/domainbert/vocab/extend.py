@@ -34,9 +34,10 @@ from typing import cast
 
 from tokenizers import AddedToken, Tokenizer
 
+from domainbert.core.tokenizer_files import make_portable
 from domainbert.vocab.fertility import normalized_counts, pieces
 from domainbert.vocab.references import TokenizerInfo
-from domainbert.vocab.train import METASPACE, make_portable
+from domainbert.vocab.train import METASPACE
 
 log = logging.getLogger(__name__)
 
@@ -113,7 +114,7 @@ def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: li
     """
     from transformers import PreTrainedTokenizerFast
 
-    from domainbert.models import load_mlm_model
+    from domainbert.core.models import load_mlm_model
 
     words = [c["word"] for c in chosen]
     tok, method = extend_tokenizer(base, words)

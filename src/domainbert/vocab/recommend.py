@@ -22,7 +22,7 @@ Rules (thresholds in ``vocab.recommend``; defaults in brackets):
 
 from __future__ import annotations
 
-from domainbert.vocab.config import RecommendConfig
+from domainbert.config.vocab import RecommendConfig
 
 
 def recommend(figures: dict, candidates: list[dict], train_words: int, t: RecommendConfig) -> dict:

@@ -20,7 +20,7 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from domainbert.errors import DataError, ModelError
+from domainbert.core.errors import DataError, ModelError
 from domainbert.vocab.bytelevel import decode_bytelevel
 
 SPECIAL_PATTERN = re.compile(r"^(\[[^\[\]\s]+\]|<[^<>\s]+>)$")
@@ -203,7 +203,7 @@ def _bytes_surface(token: str) -> str:
 
 
 def _from_transformers(ref: str, name: str, lowercase: bool | None, field_name: str) -> TokenizerInfo:
-    from domainbert.models import load_tokenizer
+    from domainbert.core.models import load_tokenizer
 
     try:
         hf = load_tokenizer(ref)
@@ -219,7 +219,7 @@ def _from_transformers(ref: str, name: str, lowercase: bool | None, field_name: 
 
 def load_base_tokenizer(name_or_path: str, lowercase: bool) -> tuple[object, TokenizerInfo]:
     """The base model's transformers tokenizer and its ``TokenizerInfo``; casing checked against the config."""
-    from domainbert.models import load_tokenizer
+    from domainbert.core.models import load_tokenizer
 
     hf = load_tokenizer(name_or_path)
     info = describe(hf.backend_tokenizer, "base", source=name_or_path)

@@ -11,9 +11,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from domainbert.artifact_types import VocabReport, validate_artifact
-from domainbert.report.document import Block, Code, Document, Figure, Section, Table, to_html, to_markdown
-from domainbert.report.plotting import new_figure, save_png
+from domainbert.core.artifact_types import VocabReport, validate_artifact
+from domainbert.core.document import Block, Code, Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.core.plotting import new_figure, save_png
 from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
 from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
 

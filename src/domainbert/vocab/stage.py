@@ -23,13 +23,13 @@ from pathlib import Path
 from tokenizers import Tokenizer
 
 from domainbert import __version__
-from domainbert.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
-from domainbert.config import DomainConfig
+from domainbert.config.domain import DomainConfig
+from domainbert.config.vocab import ExtensionConfig
+from domainbert.core.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
+from domainbert.core.errors import DataError
+from domainbert.core.paths import RunLayout
 from domainbert.corpus import store
-from domainbert.errors import DataError
-from domainbert.paths import RunLayout
 from domainbert.vocab import control as ctl
-from domainbert.vocab.config import ExtensionConfig
 from domainbert.vocab.extend import build_extended_model, extension_candidates
 from domainbert.vocab.fertility import (
     count_words,
@@ -348,7 +348,7 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
     with atomic_output(b.out / "extended-model", config=config_of(b.cfg), inputs=b.inputs) as tmp:
         summary = build_extended_model(b.cfg.base_model.name_or_path, b.base_hf, b.base, chosen, tmp,
                                        decision={k: extension[k] for k in ("source", "recommended_tokens")})
-    from domainbert.models import load_tokenizer
+    from domainbert.core.models import load_tokenizer
 
     extended = describe(load_tokenizer(b.out / "extended-model").backend_tokenizer, "extended")
     heldout["extended"] = heldout_stats(extended, texts)

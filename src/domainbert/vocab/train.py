@@ -26,8 +26,9 @@ from pathlib import Path
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
-from domainbert.errors import DataError
-from domainbert.vocab.config import TokenizerConfig
+from domainbert.config.vocab import TokenizerConfig
+from domainbert.core.errors import DataError
+from domainbert.core.tokenizer_files import make_portable
 
 log = logging.getLogger(__name__)
 
@@ -248,30 +249,6 @@ def save_tokenizer(tok: Tokenizer, cfg: TokenizerConfig, folder: Path) -> Path:
     hf.save_pretrained(str(folder))
     make_portable(folder)
     return folder
-
-
-def make_portable(folder: Path) -> None:
-    """Make a saved tokenizer folder load in transformers 4.40+ as well as 5.x.
-
-    transformers 5 names a tokenizer built from a ``tokenizers`` object ``TokenizersBackend``, a class 4.x
-    does not have. A WordPiece tokenizer is named ``BertTokenizerFast`` (both versions load it from
-    ``tokenizer.json``; 5.x maps it to ``BertTokenizer``) and gets BERT's ``vocab.txt`` and ``do_lower_case``;
-    any other kind is named ``PreTrainedTokenizerFast``. A folder already naming a concrete class is left as is.
-    """
-    config_path, tok_path = folder / "tokenizer_config.json", folder / "tokenizer.json"
-    if not config_path.is_file() or not tok_path.is_file():
-        return
-    config = json.loads(config_path.read_text())
-    data = json.loads(tok_path.read_text())
-    wordpiece = data.get("model", {}).get("type") == "WordPiece"
-    if wordpiece and not (folder / "vocab.txt").is_file():
-        vocab = data["model"]["vocab"]
-        (folder / "vocab.txt").write_text("\n".join(sorted(vocab, key=vocab.__getitem__)) + "\n")
-    if config.get("tokenizer_class") in (None, "TokenizersBackend"):
-        config["tokenizer_class"] = "BertTokenizerFast" if wordpiece else "PreTrainedTokenizerFast"
-        if wordpiece:
-            config["do_lower_case"] = bool((data.get("normalizer") or {}).get("lowercase", False))
-        config_path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
 
 
 def check_trained_size(tok: Tokenizer, requested: int, what: str) -> None:

@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from domainbert.schema import StrictModel, resolve_against_yaml
+from domainbert.config.schema import StrictModel, resolve_against_yaml
 
 
 class TaskConfig(StrictModel):

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from domainbert.schema import PathStr, StrictModel
+from domainbert.config.schema import PathStr, StrictModel
 
 Arm = Literal["continued", "extended", "scratch"]
 

@@ -10,7 +10,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
-from domainbert.errors import ConfigError
+from domainbert.core.errors import ConfigError
 
 
 def project_root() -> Path:
@@ -22,7 +22,7 @@ def project_root() -> Path:
     env = os.environ.get("DOMAINBERT_HOME")
     if env:
         return Path(env).resolve()
-    checkout = Path(__file__).resolve().parents[2]
+    checkout = Path(__file__).resolve().parents[3]  # src/domainbert/core/paths.py
     if (checkout / "domains").is_dir():
         return checkout
     return Path.cwd()

@@ -10,7 +10,7 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
-from domainbert.errors import DomainbertError
+from domainbert.core.errors import DomainbertError
 
 
 def require(module: str, extra: str, purpose: str) -> ModuleType:

@@ -25,7 +25,7 @@ supply a seed variance estimated elsewhere (``aa_check`` does). Calibration (sim
 examples with per-example difficulty, seed sd of about 3 points, 3 runs against 3 and against a
 deterministic floor): ``tests/finetune/test_finetune_calibration.py`` bounds the rate of "significant" at
 95% with no true difference and prints the power at a true difference. As a second opinion,
-``aso_eps`` is Almost Stochastic Order (deepsig's ``eps_min``, see ``domainbert.finetune.aso``) of A's
+``aso_eps`` is Almost Stochastic Order (deepsig's ``eps_min``, see ``domainbert.report.aso``) of A's
 per-run scores over B's; with 3 runs a side it is far from calibrated (the calibration test prints how often
 it falls below 0.2 with no true difference), so it qualifies a verdict and never replaces it.
 
@@ -45,8 +45,8 @@ from typing import Any, cast
 
 import numpy as np
 
-from domainbert.finetune.aso import aso_eps
 from domainbert.finetune.counts import count_metric
+from domainbert.report.aso import aso_eps
 
 NO_DIFFERENCE = "no significant difference"
 

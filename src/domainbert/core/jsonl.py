@@ -16,8 +16,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from domainbert.corpus.sources import open_binary
-from domainbert.errors import DataError
+from domainbert.core.errors import DataError
+from domainbert.core.files import open_binary
 
 
 @contextmanager

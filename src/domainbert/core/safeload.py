@@ -17,7 +17,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from domainbert.errors import ModelError
+from domainbert.core.errors import ModelError
 
 # Classes DeepSpeed pickles into ZeRO optimizer states (loss scaler, stage enum, fragment addresses). Exact
 # names only: a prefix would let a pickle reach any attribute chain under the package.

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from domainbert.schema import PathStr, StrictModel
+from domainbert.config.schema import PathStr, StrictModel
 
 
 class LocalSource(StrictModel):

@@ -153,7 +153,7 @@ def verify_folder(folder: Path) -> None:
     Raises:
         ModelError: one line naming the first file that changed, is missing or was added.
     """
-    from domainbert.errors import ModelError
+    from domainbert.core.errors import ModelError
 
     folder = Path(folder).resolve()
     record = read_record(folder)

@@ -31,32 +31,15 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
-from pydantic import Field
-
-from domainbert.errors import DomainbertError
-from domainbert.extras import require
-from domainbert.schema import StrictModel
+from domainbert.config.tracking import TrackingConfig
+from domainbert.core.errors import DomainbertError
+from domainbert.core.extras import require
 
 log = logging.getLogger(__name__)
 STATE_FILE = "tracking.json"
 MLFLOW_PARAM_CHARS = 6000  # MLflow refuses longer parameter values
 MLFLOW_BATCH = 100  # MLflow's limit on parameters per log_batch call
-Backend = Literal["tensorboard", "mlflow", "wandb"]
 Status = Literal["FINISHED", "FAILED", "KILLED"]  # how a run ended, in MLflow's words
-
-
-class TrackingConfig(StrictModel):
-    """``tracking:`` in a domain file. Outside every fingerprint: where metrics go changes no result."""
-
-    report_to: list[Backend] = Field(
-        default_factory=lambda: list[Backend](["tensorboard"]),
-        description="Backends for pretraining and fine-tuning metrics, besides metrics.jsonl (always written).")
-    experiment: str | None = Field(None, description="MLflow experiment and W&B project (default: domainbert-<domain>).")
-    mlflow_tracking_uri: str | None = Field(
-        None, description="MLflow store or server; default MLFLOW_TRACKING_URI, else sqlite:///<run folder>/mlflow.db.")
-    wandb_mode: Literal["online", "offline"] | None = Field(
-        None, description="W&B mode; default WANDB_MODE, else online ('offline' writes runs to sync later).")
-    wandb_entity: str | None = Field(None, description="W&B entity (team or user); default the account's own.")
 
 
 class Sink(Protocol):

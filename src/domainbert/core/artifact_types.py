@@ -6,7 +6,7 @@ Every stage writes its JSON artifact through ``dump_artifact`` and the report re
 edited by hand or left by an older version is one clear ``DataError`` naming the file and the field, not a
 ``KeyError`` deep in the report. The models declare the fields the pipeline relies on; stages may add more
 (kept as they are: ``extra="allow"``), so the models are the contract, not a copy of every key. The JSON
-Schemas in ``docs/schemas/`` are exported from these models (``python -m domainbert.artifact_types
+Schemas in ``docs/schemas/`` are exported from these models (``python -m domainbert.core.artifact_types
 docs/schemas``) for users who read the files from other tools; a test keeps them in step.
 This module computes nothing.
 """
@@ -20,7 +20,7 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from domainbert.errors import DataError
+from domainbert.core.errors import DataError
 
 SCHEMA_VERSION = 1
 Scores = dict[str, Any]  # metric name -> value (NER also holds per_type: {type: {precision, recall, f1, support}})

@@ -17,8 +17,8 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
-from domainbert.artifacts import verify_folder
-from domainbert.errors import ModelError
+from domainbert.core.artifacts import verify_folder
+from domainbert.core.errors import ModelError
 
 PACKAGE_PREFIX = "package:"
 

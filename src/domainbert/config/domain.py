@@ -4,27 +4,28 @@ A domain file holds the shared settings at its top level and a ``profiles:`` map
 ``full`` at least). Loading deep-merges the chosen profile over the top level (mappings merge, lists and
 scalars replace), then applies command-line overrides (``pretrain.max_steps=50``, values parsed as YAML),
 then validates the result strictly. Errors name the file, the profile or override, and the field.
-Relative paths are resolved against the YAML's folder (see ``domainbert.schema.PathStr``).
+Relative paths are resolved against the YAML's folder (see ``domainbert.config.schema.PathStr``).
 """
 
 from __future__ import annotations
 
 import copy
+import json
 from pathlib import Path
 from typing import Any
 
 import yaml
 from pydantic import Field, ValidationError
 
-from domainbert.corpus.config import CorpusConfig
-from domainbert.errors import ConfigError
-from domainbert.finetune.config import CompareConfig, FinetuneConfig
-from domainbert.hub_config import HubConfig
-from domainbert.paths import resolve_domain_file
-from domainbert.pretrain.config import BaseModelConfig, PretrainConfig
-from domainbert.schema import StrictModel
-from domainbert.tracking import TrackingConfig
-from domainbert.vocab.config import TokenizerConfig, VocabConfig
+from domainbert.config.corpus import CorpusConfig
+from domainbert.config.finetune import CompareConfig, FinetuneConfig
+from domainbert.config.hub import HubConfig
+from domainbert.config.pretrain import BaseModelConfig, PretrainConfig
+from domainbert.config.schema import StrictModel
+from domainbert.config.tracking import TrackingConfig
+from domainbert.config.vocab import TokenizerConfig, VocabConfig
+from domainbert.core.errors import ConfigError
+from domainbert.core.paths import resolve_domain_file
 
 DEFAULT_PROFILE = "offline"
 
@@ -144,3 +145,9 @@ def load_domain(domain: str | Path, overrides: list[str] | tuple[str, ...] = (),
 def resolved_dict(cfg: StrictModel) -> dict[str, Any]:
     """The JSON form saved beside every artifact."""
     return cfg.model_dump(mode="json")
+
+
+def save_run_config(cfg, path: Path) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(resolved_dict(cfg), indent=2, sort_keys=True) + "\n")
+    return path

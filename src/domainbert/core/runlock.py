@@ -27,7 +27,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from domainbert.errors import DomainbertError
+from domainbert.core.errors import DomainbertError
 
 log = logging.getLogger(__name__)
 LOCK = ".lock"

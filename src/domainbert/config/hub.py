@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from domainbert.schema import StrictModel
+from domainbert.config.schema import StrictModel
 
 
 class HubConfig(StrictModel):

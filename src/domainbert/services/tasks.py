@@ -12,7 +12,7 @@ Sources (``TaskConfig.format``):
   ``ClassLabel`` names; NER reads ``tokens_field`` and ``tags_field``.
 
 NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
-(``domainbert.finetune.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
+(``domainbert.services.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
 (``subset_seed``), kept in file order, identical for every model and seed. ``split_texts`` gives every text of
 a split through the same readers (no subsample), for the corpus stage's decontamination and audit, so what is
 fine-tuned and scored and what is checked against the corpus cannot disagree. What this module leaves out:
@@ -29,10 +29,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from domainbert.errors import DataError
-from domainbert.finetune.config import TaskConfig
-from domainbert.finetune.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
-from domainbert.jsonl import iter_records, text_lines
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.errors import DataError
+from domainbert.core.jsonl import iter_records, text_lines
+from domainbert.services.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}

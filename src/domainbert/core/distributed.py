@@ -1,0 +1,77 @@
+"""Process groups and devices: rank and world size, cross-rank sums, and which device a run uses.
+
+A lone process behaves as a world of one, so training loops need no special case. Used by pretraining and
+fine-tuning alike; it starts no processes (``core.processes`` runs launchers) and joins no group.
+"""
+
+from __future__ import annotations
+
+import os
+
+import torch
+import torch.distributed as dist
+
+from domainbert.core.errors import ModelError
+
+
+def dist_info() -> tuple[int, int]:
+    """(rank, world size); (0, 1) outside a process group."""
+    if dist.is_available() and dist.is_initialized():
+        return dist.get_rank(), dist.get_world_size()
+    return 0, 1
+
+
+def barrier() -> None:
+    if dist.is_available() and dist.is_initialized():
+        dist.barrier()
+
+
+def sum_across(values: list[float]) -> list[float]:
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return list(values)
+    t = torch.tensor(values, dtype=torch.float64)
+    dist.all_reduce(t)
+    return t.tolist()
+
+
+def mean_across(value: float) -> float:
+    return sum_across([value])[0] / dist_info()[1]
+
+
+def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dtype | None]:
+    """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``;
+    in a process group of several on CUDA, this rank's GPU (``parallel.rank_device``).
+
+    Raises:
+        ModelError: a CUDA device was asked for on a machine without one, or fp16 on the CPU.
+    """
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    dev = torch.device(device)
+    if dev.type == "cuda" and not torch.cuda.is_available():
+        raise ModelError(f"finetune.device is {device!r} but torch sees no CUDA device (use 'auto' or 'cpu')")
+    if dev.type == "cuda" and dist_info()[1] > 1:
+        dev = rank_device(dev)
+    if precision == "auto":
+        precision = "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+    if precision == "fp16" and dev.type != "cuda":
+        raise ModelError("finetune.precision fp16 needs a CUDA device (use bf16 or fp32 on the CPU)")
+    return dev, {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]
+
+
+def rank_device(dev: torch.device) -> torch.device:
+    """This rank's GPU, ``cuda:LOCAL_RANK``, for a run on CUDA with several processes.
+
+    Raises:
+        ModelError: ``finetune.device`` names one GPU, or this rank has no GPU of its own.
+    """
+    from domainbert.core.errors import ModelError
+
+    if dev.index is not None:
+        raise ModelError(f"finetune.device {str(dev)!r} names one GPU, but each of several processes takes its "
+                         "own (cuda:LOCAL_RANK): use 'auto' or 'cuda'", field="finetune.device")
+    local = int(os.environ.get("LOCAL_RANK", "0"))
+    if local >= torch.cuda.device_count():
+        raise ModelError(f"process {local} has no GPU: torch sees {torch.cuda.device_count()}; lower "
+                         "finetune.num_processes", field="finetune.num_processes")
+    return torch.device("cuda", local)

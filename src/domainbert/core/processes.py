@@ -1,0 +1,25 @@
+"""Running a launcher (torchrun, deepspeed) as a child process with its output teed to a log file.
+
+The pretraining and fine-tuning launchers build their commands; this module only runs them.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import subprocess
+from pathlib import Path
+
+log = logging.getLogger(__name__)
+
+
+def run_command(cmd: list[str], log_path: Path, env: dict[str, str] | None = None) -> None:
+    """Run ``cmd`` with output teed to ``log_path``; a non-zero exit raises RuntimeError with the log's tail."""
+    log_path.parent.mkdir(parents=True, exist_ok=True)
+    log.info("launching: %s", " ".join(cmd))
+    full_env = {**os.environ, **(env or {})}
+    with open(log_path, "ab") as out:
+        proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env, check=False)
+    if proc.returncode != 0:
+        tail = log_path.read_text(errors="replace")[-3000:]
+        raise RuntimeError(f"training processes failed (exit {proc.returncode}); log {log_path}:\n{tail}")

@@ -1,0 +1,106 @@
+"""The fine-tuning matrix: which runs a configuration asks for (``run_list``) and what makes a stored result
+current (``run_record``: its configuration, inputs and fingerprint).
+
+The one list the stage, the Prefect flows, ``plan`` and the report's check all use. Nothing here trains.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from domainbert.config.domain import DomainConfig
+from domainbert.config.finetune import TaskConfig
+from domainbert.core.artifacts import fingerprint, read_record
+from domainbert.core.errors import ConfigError
+from domainbert.core.models import resolve_model_ref
+from domainbert.core.paths import RunLayout
+from domainbert.services.tasks import task_data_hash
+
+RESULT = "result.json"
+
+
+FROZEN_SUFFIX = "-frozen"
+
+
+FLOOR = "floor"  # the floor baseline's model name and mode; one deterministic run, stored as seed 0
+
+
+FLOOR_SEED = 0
+
+
+@dataclass(frozen=True)
+class Job:
+    """One entry of the fine-tuning matrix: what ``finetune_one`` runs and where its result is stored."""
+
+    model_name: str
+    model_ref: str
+    task_name: str
+    seed: int
+    mode: str  # finetune, frozen or floor
+
+
+def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None = None) -> list[Job]:
+    """The matrix in run order: per task, its floor, then models x modes x seeds (frozen runs stored under
+    ``<model>-frozen``). The one list the stage, the Prefect flows and the report's check all use; ``models``
+    defaults to ``models_to_compare``."""
+    models = models if models is not None else models_to_compare(cfg, layout)
+    modes = ["finetune", "frozen"] if cfg.finetune.mode == "both" else [cfg.finetune.mode]
+    jobs = []
+    for task in cfg.finetune.tasks:
+        if cfg.finetune.floor:
+            jobs.append(Job(FLOOR, FLOOR, task.name, FLOOR_SEED, FLOOR))
+        jobs += [Job(name + FROZEN_SUFFIX if mode == "frozen" else name, ref, task.name, seed, mode)
+                 for name, ref in models.items() for mode in modes for seed in cfg.finetune.seeds]
+    return jobs
+
+
+def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
+    """Model name -> model reference: ``base``, the arms with a model folder, then ``finetune.extra_models``."""
+    models = {"base": cfg.base_model.name_or_path}
+    for arm in cfg.pretrain.arms:
+        folder = layout.pretrained_model(arm)
+        if (folder / "config.json").is_file():
+            models[arm] = str(folder)
+    for name, ref in cfg.finetune.extra_models.items():
+        if name in models:
+            raise ConfigError(f"extra model name {name!r} clashes with a built-in model name",
+                              field="finetune.extra_models")
+        models[name] = ref
+    return models
+
+
+def task_config(cfg: DomainConfig, task_name: str) -> TaskConfig:
+    for task in cfg.finetune.tasks:
+        if task.name == task_name:
+            return task
+    known = ", ".join(t.name for t in cfg.finetune.tasks)
+    raise ConfigError(f"unknown task {task_name!r}; this domain has: {known}", field="finetune.tasks")
+
+
+def model_input_hash(ref: str) -> str:
+    """The content hash a stage recorded for a model folder; else the resolved reference itself."""
+    try:
+        resolved = resolve_model_ref(ref)
+    except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
+        return ref
+    record = read_record(Path(resolved)) if Path(resolved).is_dir() else None
+    return str(record["content_hash"]) if record else resolved
+
+
+def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
+    """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
+    task = task_config(cfg, job.task_name)
+    inputs = {"task_data": data_hash or task_data_hash(task)}
+    if job.mode == FLOOR:
+        run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
+    else:
+        run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
+                                                                         "torch_threads", "eval_batch_size",
+                                                                         "device", "num_processes",
+                                                                         "save_models"}),
+                   "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
+                   "seed": job.seed, "mode": job.mode}
+        inputs["model"] = model_input_hash(job.model_ref)
+    return run_cfg, inputs, fingerprint(run_cfg, inputs)
