@@ -1,0 +1,77 @@
+"""Settings worth a second look: far from the literature's defaults for their arm, or budgets that cannot mean
+what a reader will take them to mean.
+
+``setting_flags`` reads a resolved configuration only; ``budget_flags`` also needs the corpus size in tokens
+(known once the corpus exists; ``None`` before). Both return sentences for ``plan``, ``validate`` and the
+report's caveats. Nothing here refuses a setting: an unusual value can be deliberate, but it should never be
+silent. The reference values and their sources:
+
+* peak learning rate: ``config.pretrain.DEFAULT_ARM_OPTIM`` (BERT/BioBERT's 1e-4 for continued and extended
+  pretraining, RoBERTa's 6e-4 regime for from-scratch); flagged outside [1/5, 5] times it;
+* warmup share: 0.01 to 0.1 of the steps (BERT 1%, RoBERTa/DAPT 6%, academic-budget BERT up to 10%), flagged
+  outside [0, 0.25] or at 0;
+* masking rate: 0.15 (BERT, RoBERTa); flagged outside [0.1, 0.4] (Wettig et al. 2023 found up to 40% works);
+* sequence length: 128 to 512 (BERT's two phases); flagged below 64;
+* budget: below a tenth of one pass over the corpus, or above a hundred passes (TAPT's 100 epochs over task
+  text is the largest repetition the literature recommends).
+"""
+
+from __future__ import annotations
+
+from domainbert.config.domain import DomainConfig
+from domainbert.config.pretrain import DEFAULT_ARM_OPTIM
+
+LR_FACTOR = 5.0
+WARMUP_MAX = 0.25
+MASK_RANGE = (0.10, 0.40)
+MIN_SEQ_LEN = 64
+MIN_PASSES, MAX_PASSES = 0.1, 100.0
+
+
+def setting_flags(cfg: DomainConfig) -> list[str]:
+    """Sentences naming each pretraining setting far from the literature's default for its arm."""
+    out: list[str] = []
+    p = cfg.pretrain
+    for arm in p.arms:
+        resolved, default = p.for_arm(arm), DEFAULT_ARM_OPTIM[arm]
+        lr = resolved.lr or default["lr"]
+        if not default["lr"] / LR_FACTOR <= lr <= default["lr"] * LR_FACTOR:
+            out.append(f"pretrain: the {arm} arm trains at a peak learning rate of {lr:g}, against {default['lr']:g} "
+                       f"in the literature for this arm (more than {LR_FACTOR:g} times off; set by "
+                       f"{_lr_source(cfg, arm)})")
+        warmup = resolved.warmup_ratio if resolved.warmup_ratio is not None else default["warmup_ratio"]
+        if warmup == 0 or warmup > WARMUP_MAX:
+            out.append(f"pretrain: the {arm} arm warms its learning rate up over {warmup:.0%} of the steps (the "
+                       f"literature uses 1-10%, {default['warmup_ratio']:.0%} for this arm)")
+    if not MASK_RANGE[0] <= p.mask_rate <= MASK_RANGE[1]:
+        out.append(f"pretrain.mask_rate is {p.mask_rate:g} (BERT and RoBERTa mask 0.15; more than "
+                   f"{MASK_RANGE[1]:g} or under {MASK_RANGE[0]:g} is untested in the literature)")
+    shortest = min([p.seq_len, *(phase.seq_len for phase in p.seq_len_schedule)])
+    if shortest < MIN_SEQ_LEN:
+        out.append(f"pretrain: sequences of {shortest} tokens (BERT pretrains at 128 and 512)")
+    return out
+
+
+def _lr_source(cfg: DomainConfig, arm: str) -> str:
+    own = cfg.pretrain.arm_optim.get(arm)  # type: ignore[call-overload]  # keys are the Arm literal
+    return f"pretrain.arm_optim.{arm}.lr" if own and own.lr is not None else "pretrain.lr"
+
+
+def passes(cfg: DomainConfig, corpus_tokens: int) -> float:
+    """How many times each arm's budget goes over the corpus."""
+    return cfg.pretrain.budget_tokens / max(corpus_tokens, 1)
+
+
+def budget_flags(cfg: DomainConfig, corpus_tokens: int | None) -> list[str]:
+    """Sentences when the pretraining budget is under a tenth of a pass or over a hundred passes."""
+    if corpus_tokens is None or corpus_tokens <= 0:
+        return []
+    n = passes(cfg, corpus_tokens)
+    budget = cfg.pretrain.budget_tokens
+    if n < MIN_PASSES:
+        return [f"pretrain.budget_tokens {budget:,} is {n:.3g} passes over the {corpus_tokens:,}-token corpus: most "
+                "of the corpus is never seen, so the arms measure the budget more than the domain"]
+    if n > MAX_PASSES:
+        return [f"pretrain.budget_tokens {budget:,} is {n:,.0f} passes over the {corpus_tokens:,}-token corpus (more "
+                f"than {MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"]
+    return []

@@ -1,0 +1,43 @@
+"""Settings far from the literature's defaults, and budgets under a tenth of a pass or over a hundred passes,
+are named; the shipped profiles' settings are not."""
+
+from __future__ import annotations
+
+import pytest
+
+from domainbert.config.domain import load_domain
+from domainbert.services.flags import budget_flags, passes, setting_flags
+
+
+@pytest.mark.parametrize("domain", ["science", "economics", "law", "tweets"])
+def test_the_shipped_offline_profiles_raise_no_setting_flag(domain):
+    assert setting_flags(load_domain(domain, [])) == []
+
+
+def test_a_top_level_learning_rate_far_from_an_arms_default_is_named_with_its_source():
+    cfg = load_domain("science", ["pretrain.lr=5e-3"])
+    flags = setting_flags(cfg)
+    assert len(flags) == 2  # continued and extended: 50 times their 1e-4
+    assert all("5e-3" in f or "0.005" in f for f in flags) and all("set by pretrain.lr" in f for f in flags)
+    # the same rate is ordinary for a from-scratch arm (5e-4 default, 10x = still flagged; 2e-3 is within 5x)
+    scratch = load_domain("science", ["pretrain.arms=[scratch]", "pretrain.arm_optim={scratch: {lr: 2.0e-3}}"])
+    assert setting_flags(scratch) == []
+
+
+def test_masking_warmup_and_sequence_length_flags():
+    flags = setting_flags(load_domain("science", ["pretrain.mask_rate=0.6", "pretrain.warmup_ratio=0.5",
+                                                  "pretrain.seq_len=32"]))
+    assert any("mask_rate is 0.6" in f for f in flags)
+    assert sum("warms its learning rate up over 50%" in f for f in flags) == 2
+    assert any("sequences of 32 tokens" in f for f in flags)
+
+
+def test_a_million_passes_and_a_sliver_of_a_pass_are_flagged():
+    cfg = load_domain("science", ["pretrain.budget_tokens=1000000000000"])
+    assert passes(cfg, 799_314) == pytest.approx(1.251e6, rel=1e-3)
+    [flag] = budget_flags(cfg, 799_314)
+    assert "1,251,073 passes" in flag and "memorise" in flag
+    [flag] = budget_flags(load_domain("science", ["pretrain.budget_tokens=50000"]), 799_314)
+    assert "0.0626 passes" in flag
+    assert budget_flags(load_domain("science", []), 799_314) == []  # the demo's 98,304 tokens: 0.12 passes
+    assert budget_flags(cfg, None) == []  # no corpus yet: nothing to say
