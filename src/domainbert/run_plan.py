@@ -17,7 +17,12 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel
+
+    from domainbert.config.domain import DomainConfig
 
 
 @dataclass
@@ -27,7 +32,7 @@ class StagePlan:
     detail: dict[str, Any] = field(default_factory=dict)
 
 
-def _arch(cfg: Any):
+def _arch(cfg: DomainConfig) -> PreTrainedModel | None:
     """The base architecture on the meta device (no weights read, no memory), or None when unreachable."""
     import torch
     from transformers import AutoConfig, AutoModelForMaskedLM

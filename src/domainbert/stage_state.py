@@ -10,12 +10,15 @@ imports Prefect and runs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import is_complete, read_record
 from domainbert.core.errors import DomainbertError
 from domainbert.core.paths import RunLayout
+
+if TYPE_CHECKING:
+    from pathlib import Path
 
 
 @dataclass(frozen=True)
@@ -67,7 +70,7 @@ def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Any) -> StageState
     return StageState(f"finetune-{fp}", run_current(cfg, job, folder, fp))
 
 
-def status(state: StageState, folder) -> str:
+def status(state: StageState, folder: Path) -> str:
     """``up to date``, ``will rerun: config or inputs changed`` (a record with another fingerprint) or
     ``will run``."""
     if state.current:

@@ -147,7 +147,7 @@ def resolved_dict(cfg: StrictModel) -> dict[str, Any]:
     return cfg.model_dump(mode="json")
 
 
-def save_run_config(cfg, path: Path) -> Path:
+def save_run_config(cfg: DomainConfig, path: Path) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(resolved_dict(cfg), indent=2, sort_keys=True) + "\n")
     return path

@@ -144,6 +144,20 @@ class PretrainConfig(StrictModel):
         warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio
         return self.model_copy(update={"lr": lr, "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup})
 
+    @property
+    def peak_lr(self) -> float:
+        """The peak learning rate of a config resolved by ``for_arm`` (what the engines train with)."""
+        if self.lr is None:
+            raise ValueError("pretrain.lr is not resolved: take the arm's config with for_arm(arm)")
+        return self.lr
+
+    @property
+    def warmup_share(self) -> float:
+        """The warmup share of a config resolved by ``for_arm``."""
+        if self.warmup_ratio is None:
+            raise ValueError("pretrain.warmup_ratio is not resolved: take the arm's config with for_arm(arm)")
+        return self.warmup_ratio
+
     @model_validator(mode="after")
     def _check(self) -> PretrainConfig:
         if self.seq_len_schedule and abs(sum(p.fraction for p in self.seq_len_schedule) - 1.0) > 1e-6:

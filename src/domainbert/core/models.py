@@ -16,9 +16,13 @@ from __future__ import annotations
 
 import importlib.util
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from domainbert.core.artifacts import verify_folder
 from domainbert.core.errors import ModelError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 PACKAGE_PREFIX = "package:"
 
@@ -52,7 +56,7 @@ def has_tokenizer(folder: str | Path) -> bool:
                ("tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model"))
 
 
-def load_tokenizer(ref: str | Path):
+def load_tokenizer(ref: str | Path) -> PreTrainedTokenizerBase:
     """Load a fast tokenizer; a local folder without tokenizer files is a clear error."""
     from transformers import AutoTokenizer
 
@@ -72,9 +76,17 @@ def load_tokenizer(ref: str | Path):
         raise ModelError(f"cannot load tokenizer: {exc}", file=resolved) from None
 
 
-def load_mlm_model(ref: str | Path, *, with_info: bool = False):
-    """Load ``AutoModelForMaskedLM``; a checkpoint without an MLM head gets a new one tied to the embeddings.
-    With ``with_info``, returns ``(model, loading_info)`` (its ``missing_keys`` name what was newly initialised)."""
+def load_mlm_model(ref: str | Path) -> PreTrainedModel:
+    """Load ``AutoModelForMaskedLM``; a checkpoint without an MLM head gets a new one tied to the embeddings."""
+    return _load_mlm(ref, with_info=False)
+
+
+def load_mlm_model_with_info(ref: str | Path) -> tuple[PreTrainedModel, dict[str, Any]]:
+    """``load_mlm_model`` and transformers' loading info (its ``missing_keys`` name what was newly initialised)."""
+    return _load_mlm(ref, with_info=True)  # type: ignore[no-any-return]  # from_pretrained's tuple form
+
+
+def _load_mlm(ref: str | Path, *, with_info: bool) -> Any:
     from transformers import AutoModelForMaskedLM
     from transformers.utils import logging as hf_logging
 

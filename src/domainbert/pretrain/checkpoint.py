@@ -20,6 +20,7 @@ import logging
 import random
 import re
 import shutil
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any, cast
 
@@ -28,6 +29,7 @@ import torch
 
 from domainbert.core.artifacts import file_hash, write_json_atomic
 from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_folder
+from domainbert.pretrain.engine import Engine
 
 log = logging.getLogger(__name__)
 STATE = "trainer_state.json"
@@ -103,8 +105,9 @@ def latest_checkpoint(root: Path) -> Path | None:
     return found[-1][1] if found else None
 
 
-def save_checkpoint(root: Path, step: int, engine, trainer_state: dict[str, Any], *, rank: int = 0,
-                    barrier=None, hf_view=None) -> Path:
+def save_checkpoint(root: Path, step: int, engine: Engine, trainer_state: dict[str, Any], *, rank: int = 0,
+                    barrier: Callable[[], None] | None = None,
+                    hf_view: Callable[[Path], None] | None = None) -> Path:
     """Write checkpoint ``step`` (every rank calls this) and prune old ones (rank 0).
 
     ``hf_view(folder)``, called on every rank after the engine's files, writes what makes the folder load with
@@ -141,7 +144,7 @@ def prune_checkpoints(root: Path, keep: int) -> None:
             shutil.rmtree(child, ignore_errors=True)
 
 
-def load_checkpoint(folder: Path, engine, *, rank: int = 0) -> dict[str, Any]:
+def load_checkpoint(folder: Path, engine: Engine, *, rank: int = 0) -> dict[str, Any]:
     """Verify, then restore the engine and this rank's RNG; returns the trainer state (without the manifest).
 
     Raises:
@@ -150,7 +153,7 @@ def load_checkpoint(folder: Path, engine, *, rank: int = 0) -> dict[str, Any]:
     return _restore(folder, engine, verify_checkpoint(folder), rank)
 
 
-def _restore(folder: Path, engine, state: dict[str, Any], rank: int) -> dict[str, Any]:
+def _restore(folder: Path, engine: Engine, state: dict[str, Any], rank: int) -> dict[str, Any]:
     rng = folder / f"rng-rank{rank}.pt"
     # Read before the engine is touched, so a bad RNG file leaves the engine as it was.
     rng_states = safe_torch_load(rng) if rng.is_file() else None  # absent when resuming on more ranks
@@ -161,7 +164,7 @@ def _restore(folder: Path, engine, state: dict[str, Any], rank: int) -> dict[str
     return state
 
 
-def resume(root: Path, engine, *, fingerprint: str, rank: int = 0, barrier=None
+def resume(root: Path, engine: Engine, *, fingerprint: str, rank: int = 0, barrier: Callable[[], None] | None = None
            ) -> tuple[Path, dict[str, Any]] | None:
     """Load the newest checkpoint under ``root`` that verifies; a bad one is skipped with a warning.
 

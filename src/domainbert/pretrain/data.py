@@ -18,7 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from itertools import islice
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -29,10 +29,13 @@ from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
 BLOCK_DOCS = 64  # documents tokenized per call: large enough for the fast tokenizer's batching, small state
 
 
-def encode_documents(tokenizer, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
+def encode_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Token ids and word-start flags of each text (no special tokens)."""
     if not texts:
         return []
@@ -210,7 +213,7 @@ class TokenStream:
         self._docs = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=bool)) for a, b in state["docs"]]
 
 
-def pack_texts(tokenizer, texts: Iterable[str], length: int, max_sequences: int | None = None) -> Batch | None:
+def pack_texts(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], length: int, max_sequences: int | None = None) -> Batch | None:
     """Pack a fixed list of texts (held-out evaluation) into full sequences; the tail shorter than one
     sequence is dropped. Returns None if the texts fill no sequence."""
     ids_parts, start_parts = [], []

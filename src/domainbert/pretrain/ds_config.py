@@ -21,12 +21,13 @@ from typing import Any
 
 import torch
 
+from domainbert.config.pretrain import PretrainConfig
 from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
 
 
-def build_ds_config(pcfg, world_size: int, *, total_steps: int, hidden_size: int) -> dict[str, Any]:
+def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, hidden_size: int) -> dict[str, Any]:
     """The DeepSpeed config of a run.
 
     Args:
@@ -82,7 +83,7 @@ def build_ds_config(pcfg, world_size: int, *, total_steps: int, hidden_size: int
     return config
 
 
-def resolve_auto(config: dict[str, Any], pcfg, *, total_steps: int, hidden_size: int,
+def resolve_auto(config: dict[str, Any], pcfg: PretrainConfig, *, total_steps: int, hidden_size: int,
                  source: str | Path = "DeepSpeed config") -> dict[str, Any]:
     """Fill a Hugging Face-style DeepSpeed config's ``"auto"`` values from ``pcfg`` (in place; returned).
 
@@ -167,7 +168,7 @@ def _auto_keys(node: Any, prefix: str = "") -> list[str]:
     return [prefix.rstrip(".")] if node == "auto" else []
 
 
-def write_ds_config(pcfg, world_size: int, path: Path, *, total_steps: int, hidden_size: int) -> Path:
+def write_ds_config(pcfg: PretrainConfig, world_size: int, path: Path, *, total_steps: int, hidden_size: int) -> Path:
     path.parent.mkdir(parents=True, exist_ok=True)
     config = build_ds_config(pcfg, world_size, total_steps=total_steps, hidden_size=hidden_size)
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")

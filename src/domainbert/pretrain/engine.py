@@ -18,6 +18,7 @@ from typing import Any, Protocol
 import torch
 from torch import nn
 
+from domainbert.config.pretrain import PretrainConfig
 from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.pretrain.objective import MLMObjective
 
@@ -28,7 +29,7 @@ class Engine(Protocol):
     module: nn.Module
     micro_steps: int
 
-    def forward(self, *args, **kwargs) -> torch.Tensor: ...
+    def forward(self, *args: torch.Tensor | None, **kwargs: torch.Tensor | None) -> torch.Tensor: ...
     def backward(self, loss: torch.Tensor) -> None: ...
     def step(self) -> float | None: ...
     def current_lr(self) -> float: ...
@@ -46,18 +47,18 @@ class TorchEngine:
         total_steps: optimizer steps of the run (for the schedule).
     """
 
-    def __init__(self, module: nn.Module, pcfg, total_steps: int) -> None:
+    def __init__(self, module: nn.Module, pcfg: PretrainConfig, total_steps: int) -> None:
         self.module = module
         self.accum = pcfg.grad_accum
         self.max_grad_norm = pcfg.max_grad_norm
-        self.optimizer = adamw(param_groups(module, pcfg.weight_decay), lr=pcfg.lr, betas=tuple(pcfg.adam_betas),
+        self.optimizer = adamw(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas,
                                eps=pcfg.adam_eps)
-        warmup = int(pcfg.warmup_ratio * total_steps)
+        warmup = int(pcfg.warmup_share * total_steps)
         self.scheduler = linear_warmup_decay(self.optimizer, warmup, total_steps)
         self.micro_steps = 0
         self.scaler = torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
 
-    def forward(self, *args, **kwargs) -> torch.Tensor:
+    def forward(self, *args: torch.Tensor | None, **kwargs: torch.Tensor | None) -> torch.Tensor:
         return self.module(*args, **kwargs)
 
     def backward(self, loss: torch.Tensor) -> None:
@@ -134,7 +135,7 @@ class DeepSpeedEngine:
         total_steps: optimizer steps of the run.
     """
 
-    def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg, total_steps: int) -> None:
+    def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg: PretrainConfig, total_steps: int) -> None:
         from domainbert.core.extras import require
 
         deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
@@ -143,19 +144,19 @@ class DeepSpeedEngine:
         offload = ds_config.get("zero_optimization", {}).get("offload_optimizer", {}).get("device") == "cpu"
         if offload:  # ZeRO-Offload needs DeepSpeed's CPU Adam (a C++ op compiled on first use)
             from deepspeed.ops.adam import DeepSpeedCPUAdam
-            optimizer = DeepSpeedCPUAdam(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
-                                         betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps, adamw_mode=True)
+            optimizer = DeepSpeedCPUAdam(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr,
+                                         betas=pcfg.adam_betas, eps=pcfg.adam_eps, adamw_mode=True)
         else:
-            optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.lr,
-                                          betas=tuple(pcfg.adam_betas), eps=pcfg.adam_eps)
-        warmup = int(pcfg.warmup_ratio * total_steps)
+            optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr,
+                                          betas=pcfg.adam_betas, eps=pcfg.adam_eps)
+        warmup = int(pcfg.warmup_share * total_steps)
         scheduler = linear_warmup_decay(optimizer, warmup, total_steps)
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
         self.module = self.engine.module
         self.micro_steps = 0
 
-    def forward(self, *args, **kwargs) -> torch.Tensor:
+    def forward(self, *args: torch.Tensor | None, **kwargs: torch.Tensor | None) -> torch.Tensor:
         return self.engine(*args, **kwargs)
 
     def backward(self, loss: torch.Tensor) -> None:
@@ -201,15 +202,17 @@ def describe(engine: Engine) -> str:
     return "torch"
 
 
-def objective_of(engine) -> MLMObjective:
+def objective_of(engine: Engine) -> MLMObjective:
     """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
-    module = engine.module
-    while not isinstance(module, MLMObjective) and hasattr(module, "module"):
-        module = module.module
+    module: object = engine.module
+    while not isinstance(module, MLMObjective) and isinstance(getattr(module, "module", None), nn.Module):
+        module = module.module  # type: ignore[attr-defined]  # a wrapper (DDP) holding the objective
+    if not isinstance(module, MLMObjective):
+        raise TypeError(f"the engine trains {type(module).__name__}, not an MLMObjective")
     return module
 
 
-def build_engine(objective, pcfg, total_steps: int, world: int) -> Engine:
+def build_engine(objective: MLMObjective, pcfg: PretrainConfig, total_steps: int, world: int) -> Engine:
     """DeepSpeed when ``pretrain.deepspeed.enabled``; else PyTorch, under DDP when there are several ranks."""
     if pcfg.deepspeed.enabled:
         from domainbert.pretrain.ds_config import build_ds_config
@@ -217,6 +220,5 @@ def build_engine(objective, pcfg, total_steps: int, world: int) -> Engine:
         ds_config = build_ds_config(pcfg, world, total_steps=total_steps,
                                     hidden_size=objective.model.config.hidden_size)
         return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
-    if world > 1:
-        objective = torch.nn.parallel.DistributedDataParallel(objective)
-    return TorchEngine(objective, pcfg, total_steps)
+    wrapped: nn.Module = torch.nn.parallel.DistributedDataParallel(objective) if world > 1 else objective
+    return TorchEngine(wrapped, pcfg, total_steps)

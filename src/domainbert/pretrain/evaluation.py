@@ -10,23 +10,30 @@ from __future__ import annotations
 
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import torch
 
+from domainbert.config.pretrain import PretrainConfig
+from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
+from domainbert.pretrain.engine import Engine
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 EVAL_BATCH = 16
 EVAL_SEED_OFFSET = 7919  # evaluation masks differ from training masks but are equal before and after
 
 
-def masking_spec(pcfg, tokenizer) -> MaskingSpec:
+def masking_spec(pcfg: PretrainConfig, tokenizer: PreTrainedTokenizerBase) -> MaskingSpec:
     return MaskingSpec(mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), rate=pcfg.mask_rate,
                        mask_token_prob=pcfg.mask_token_prob, random_token_prob=pcfg.random_token_prob,
                        whole_word=pcfg.whole_word_mask)
 
 
-def validation_texts(layout, limit: int) -> list[str]:
+def validation_texts(layout: RunLayout, limit: int) -> list[str]:
     from domainbert.corpus.store import iter_texts
 
     texts = []
@@ -37,7 +44,7 @@ def validation_texts(layout, limit: int) -> list[str]:
     return texts
 
 
-def eval_sets(tokenizer, layout, pcfg, seq_len: int) -> dict[str, Batch | None]:
+def eval_sets(tokenizer: PreTrainedTokenizerBase, layout: RunLayout, pcfg: PretrainConfig, seq_len: int) -> dict[str, Batch | None]:
     """``domain`` (the corpus's validation split) and, when configured, ``general``, packed at ``seq_len``."""
     sets = {"domain": pack_texts(tokenizer, validation_texts(layout, pcfg.eval_documents), seq_len)}
     if pcfg.general_eval_corpus:
@@ -47,7 +54,7 @@ def eval_sets(tokenizer, layout, pcfg, seq_len: int) -> dict[str, Batch | None]:
 
 
 @torch.no_grad()
-def evaluate(engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device) -> float | None:
+def evaluate(engine: Engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device) -> float | None:
     """MLM perplexity (exp of the mean loss over masked tokens) on fixed, identically masked sequences."""
     if batch is None:
         return None
@@ -65,6 +72,6 @@ def evaluate(engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: 
     return math.exp(min(total / max(count, 1), 50.0))
 
 
-def evaluate_all(engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int,
+def evaluate_all(engine: Engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int,
                  device: torch.device) -> dict[str, float | None]:
     return {name: evaluate(engine, batch, spec, seed, device) for name, batch in sets.items()}

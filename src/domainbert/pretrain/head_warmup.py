@@ -22,31 +22,36 @@ import logging
 import random
 import time
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from domainbert import __version__
-from domainbert.config.domain import resolved_dict
+from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.core.artifacts import atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
 from domainbert.core.errors import ConfigError, ModelError
-from domainbert.core.models import load_mlm_model, load_tokenizer, resolve_model_ref
+from domainbert.core.models import load_mlm_model_with_info, load_tokenizer, resolve_model_ref
+from domainbert.core.paths import RunLayout
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.masking import apply_mask, step_generator
 from domainbert.pretrain.objective import MLMObjective, prediction_head
 
+if TYPE_CHECKING:
+    from torch import nn
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 log = logging.getLogger(__name__)
 NAME = "head-warmup"
 HEAD_KEYS = ("cls.predictions.", "lm_head.")
 
 
-def warmup_dir(layout) -> Path:
+def warmup_dir(layout: RunLayout) -> Path:
     return Path(layout.pretrain(NAME))
 
 
-def warm_model_folder(cfg, layout) -> Path | None:
+def warm_model_folder(cfg: DomainConfig, layout: RunLayout) -> Path | None:
     """The warmed-up model folder when the warm-up is enabled and finished, else None."""
     folder = warmup_dir(layout) / "model"
     if cfg.pretrain.head_warmup.enabled == "off" or not is_complete(folder):
@@ -54,7 +59,7 @@ def warm_model_folder(cfg, layout) -> Path | None:
     return folder
 
 
-def warmup_corpus(cfg) -> list[str]:
+def warmup_corpus(cfg: DomainConfig) -> list[str]:
     """Files to warm the head on: the configured globs, or the control corpus less the forgetting set."""
     import glob
 
@@ -76,7 +81,7 @@ def head_missing(info: dict[str, Any]) -> bool:
     return any(k.startswith(HEAD_KEYS) or ".predictions.transform." in k for k in info.get("missing_keys", []))
 
 
-def _fingerprint(cfg, files: list[str]) -> str:
+def _fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     p = cfg.pretrain
     config = {"head_warmup": resolved_dict(p.head_warmup), "base_model": cfg.base_model.recipe(),
               "batch_size": p.batch_size, "seq_len": p.seq_len, "precision": p.precision, "seed": p.seed,
@@ -97,7 +102,7 @@ def checkpoint_has_head(ref: str) -> bool | None:
     return any(k.startswith(HEAD_KEYS) or ".cls.predictions." in k for k in keys) if keys else None
 
 
-def warmup_status(cfg, layout) -> str:
+def warmup_status(cfg: DomainConfig, layout: RunLayout) -> str:
     """What ``ensure_head_warmup`` will do, for ``domainbert plan`` (loads no model)."""
     hw = cfg.pretrain.head_warmup
     if hw.enabled == "off":
@@ -113,7 +118,7 @@ def warmup_status(cfg, layout) -> str:
     return "will run"
 
 
-def ensure_head_warmup(cfg, layout) -> Path | None:
+def ensure_head_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
     """Warm the base checkpoint's MLM head up if it needs it (skipped when up to date).
 
     Returns:
@@ -127,7 +132,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
     # earlier in the process (in `domainbert run` the vocabulary stage loads models first).
     torch.manual_seed(cfg.pretrain.seed)
     if hw.enabled == "auto":  # decided before anything else: a checkpoint with its head needs no warm-up corpus
-        model, info = load_mlm_model(cfg.base_model.name_or_path, with_info=True)
+        model, info = load_mlm_model_with_info(cfg.base_model.name_or_path)
         if not head_missing(info):
             log.info("the base checkpoint has its MLM head: no warm-up")
             return None
@@ -138,7 +143,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
         log.info("MLM-head warm-up skipped: up to date (%s)", folder)
         return folder
     if model is None:
-        model, _ = load_mlm_model(cfg.base_model.name_or_path, with_info=True)
+        model, _ = load_mlm_model_with_info(cfg.base_model.name_or_path)
     tokenizer = load_tokenizer(cfg.base_model.name_or_path)
     summary = train_head(cfg, layout, model, tokenizer, files)
     write_json_atomic(warmup_dir(layout) / "summary.json", summary)
@@ -152,7 +157,7 @@ def ensure_head_warmup(cfg, layout) -> Path | None:
     return folder
 
 
-def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any]:
+def train_head(cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> dict[str, Any]:
     """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
     from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
     from domainbert.pretrain.runtime import autocast_dtype, torch_threads
@@ -201,7 +206,7 @@ def train_head(cfg, layout, model, tokenizer, files: list[str]) -> dict[str, Any
             "loss_curve": curve}
 
 
-def copy_warm_head(model, warm_folder: Path, extended_folder: Path) -> None:
+def copy_warm_head(model: PreTrainedModel, warm_folder: Path, extended_folder: Path) -> None:
     """Give an extended model the warmed head: transform weights, and the output bias of the base ids; a new
     token's bias is the mean of its pieces' (``extension.json`` of the extended folder names the pieces)."""
     from safetensors.torch import load_file
@@ -226,7 +231,7 @@ def copy_warm_head(model, warm_folder: Path, extended_folder: Path) -> None:
         _pieces_bias(head, extended_folder, weights, prefix)
 
 
-def _pieces_bias(head, folder: Path, weights: dict[str, torch.Tensor], prefix: str) -> None:
+def _pieces_bias(head: nn.Module, folder: Path, weights: dict[str, torch.Tensor], prefix: str) -> None:
     ext = folder / "extension.json"
     bias = getattr(getattr(head, "predictions", head), "bias", None)
     if bias is None or not ext.is_file():

@@ -11,6 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
+from domainbert.config.pretrain import LaunchConfig
 from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -22,7 +23,7 @@ def worker_args(config_path: Path, arm: str, run_dir: Path, fingerprint: str, th
     return args + (["--throttle", str(throttle_s)] if throttle_s else [])
 
 
-def build_command(launch, args: list[str], python: str = sys.executable) -> list[str]:
+def build_command(launch: LaunchConfig, args: list[str], python: str = sys.executable) -> list[str]:
     """The full command for ``launch`` (a ``LaunchConfig``).
 
     Raises:

@@ -22,18 +22,19 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from domainbert.config.domain import DomainConfig
 from domainbert.core.errors import ModelError
 from domainbert.core.models import has_tokenizer, resolve_model_ref
 from domainbert.pretrain import cpu_dropout
 
 if TYPE_CHECKING:
-    from transformers import PreTrainedModel
+    from transformers import PretrainedConfig, PreTrainedModel, PreTrainedTokenizerBase
 
 # BERT size table (Turc et al. 2019, "Well-Read Students Learn Better"): (layers, hidden).
 SCRATCH_SIZES: dict[str, tuple[int, int]] = {
     "tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768), "large": (24, 1024),
 }
-def load_tokenizer_folder(folder: str):
+def load_tokenizer_folder(folder: str) -> PreTrainedTokenizerBase:
     """A bare tokenizer folder (no model config beside it), as the vocab stage writes it."""
     from transformers import AutoTokenizer
 
@@ -45,7 +46,7 @@ def load_tokenizer_folder(folder: str):
         raise ModelError(f"cannot load tokenizer: {exc}", file=folder) from None
 
 
-def scratch_config(cfg, tokenizer):
+def scratch_config(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase) -> PretrainedConfig:
     """The architecture of a from-scratch model: the base config or a named size, sized to the tokenizer."""
     from transformers import AutoConfig, BertConfig
 
@@ -65,7 +66,7 @@ def scratch_config(cfg, tokenizer):
     return config
 
 
-def load_pretraining_model(ref: str):
+def load_pretraining_model(ref: str) -> PreTrainedModel:
     """``AutoModelForPreTraining`` (MLM + NSP heads for BERT); heads the checkpoint lacks are new."""
     from transformers import AutoModelForPreTraining
     from transformers.utils import logging as hf_logging

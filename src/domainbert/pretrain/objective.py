@@ -63,7 +63,7 @@ class MLMObjective(nn.Module):
         self.autocast_dtype = autocast_dtype
         self.last_nsp: tuple[torch.Tensor, torch.Tensor, int] | None = None
 
-    def _autocast(self, device: torch.device):
+    def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager[None]:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()
         return torch.autocast(device_type=device.type, dtype=self.autocast_dtype)

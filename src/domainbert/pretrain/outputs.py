@@ -9,13 +9,17 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from domainbert.config.domain import resolved_dict
+from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.core.artifact_types import PretrainSummary, validate_artifact
 from domainbert.core.artifacts import atomic_output, write_json_atomic
+from domainbert.core.paths import RunLayout
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.core.tokenizer_files import make_portable
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
@@ -31,7 +35,7 @@ def strip_wrappers(weights: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def model_card(cfg, arm: str, summary: dict[str, Any]) -> str:
+def model_card(cfg: DomainConfig, arm: str, summary: dict[str, Any]) -> str:
     """README.md of the model folder (``hub.model_card``; the fine-tuning scores are added when pushed)."""
     import json
 
@@ -51,7 +55,7 @@ def plot_loss(curve: list[list[float]], path: Path) -> None:
     save_png(fig, path, dpi=80)
 
 
-def base_pooler(cfg, model) -> dict[str, Any]:
+def base_pooler(cfg: DomainConfig, model: PreTrainedModel) -> dict[str, Any]:
     """The base checkpoint's trained pooler weights, keyed as ``model`` names them; empty when it has none.
 
     A masked-LM model has no pooler, so an arm saved from one would give a sequence classifier a fresh pooler
@@ -78,7 +82,7 @@ def base_pooler(cfg, model) -> dict[str, Any]:
             for k, v in pooler.state_dict().items()}
 
 
-def write_outputs(cfg, arm: str, layout, model, tokenizer, weights: dict[str, Any], summary: dict[str, Any],
+def write_outputs(cfg: DomainConfig, arm: str, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, weights: dict[str, Any], summary: dict[str, Any],
                   fingerprint: str) -> Path:
     """summary.json, then the model folder (atomic, recorded with ``fingerprint``); the checkpoint-based arms
     keep the base checkpoint's pooler (``base_pooler``)."""

@@ -13,6 +13,8 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from domainbert.config.pretrain import PretrainConfig
+
 
 @dataclass(frozen=True)
 class Phase:
@@ -38,7 +40,7 @@ class Plan:
         return self.phases[-1]
 
 
-def make_plan(pcfg, world_size: int = 1) -> Plan:
+def make_plan(pcfg: PretrainConfig, world_size: int = 1) -> Plan:
     """Steps and phases for ``pcfg.budget_tokens`` tokens across ``world_size`` processes."""
     spec = [(p.fraction, p.seq_len) for p in pcfg.seq_len_schedule] or [(1.0, pcfg.seq_len)]
     sizes = []

@@ -9,20 +9,34 @@ head. This module does not fix anything.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+import torch
+
 from domainbert.core.errors import ConfigError, ModelError
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 REQUIRED_SPECIAL = ("cls_token", "sep_token", "mask_token", "pad_token")
 
 
-def check_vocab_size(model, tokenizer, source: str) -> None:
-    rows = model.get_input_embeddings().weight.shape[0]
+def embedding_rows(model: PreTrainedModel) -> int:
+    weight = model.get_input_embeddings().weight
+    if not isinstance(weight, torch.Tensor):
+        raise ModelError(f"the input embeddings hold no weight matrix ({type(weight).__name__})")
+    return int(weight.shape[0])
+
+
+def check_vocab_size(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
+    rows = embedding_rows(model)
     if len(tokenizer) > rows:
         raise ModelError(f"tokenizer has {len(tokenizer)} tokens but the model has only {rows} embedding rows "
                          "(resize the embeddings, or use the extended model written by the vocab stage)", file=source)
 
 
-def check_special_tokens(model, tokenizer, source: str) -> None:
-    rows = model.get_input_embeddings().weight.shape[0]
+def check_special_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
+    rows = embedding_rows(model)
     for name in REQUIRED_SPECIAL:
         token = getattr(tokenizer, name, None)
         token_id = getattr(tokenizer, f"{name}_id", None)
@@ -34,14 +48,14 @@ def check_special_tokens(model, tokenizer, source: str) -> None:
             raise ModelError(f"{name} id {token_id} is outside the {rows} embedding rows", file=source)
 
 
-def tokenizer_lowercases(tokenizer) -> bool:
+def tokenizer_lowercases(tokenizer: PreTrainedTokenizerBase) -> bool:
     """True if the tokenizer's normaliser lowercases ("ABC" and "abc" tokenize alike)."""
     upper = tokenizer("ABCDEFG Hello", add_special_tokens=False)["input_ids"]
     lower = tokenizer("abcdefg hello", add_special_tokens=False)["input_ids"]
     return upper == lower
 
 
-def check_casing(tokenizer, lowercase: bool, source: str, field: str) -> None:
+def check_casing(tokenizer: PreTrainedTokenizerBase, lowercase: bool, source: str, field: str) -> None:
     actual = tokenizer_lowercases(tokenizer)
     if actual != lowercase:
         want = "lowercases" if lowercase else "keeps case"
@@ -55,7 +69,7 @@ def check_casing(tokenizer, lowercase: bool, source: str, field: str) -> None:
             raise ModelError("tokenizer keeps case but its vocabulary has no uppercase tokens", file=source)
 
 
-def check_seq_len(model, seq_len: int, source: str) -> None:
+def check_seq_len(model: PreTrainedModel, seq_len: int, source: str) -> None:
     limit = getattr(model.config, "max_position_embeddings", None)
     offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta") else 0
     if limit is not None and seq_len > limit - offset:
@@ -63,7 +77,7 @@ def check_seq_len(model, seq_len: int, source: str) -> None:
                           f"({source})", field="pretrain.seq_len")
 
 
-def check_whole_word(tokenizer, whole_word: bool, source: str) -> None:
+def check_whole_word(tokenizer: PreTrainedTokenizerBase, whole_word: bool, source: str) -> None:
     if not whole_word:
         return
     if not getattr(tokenizer, "is_fast", False):
@@ -75,7 +89,7 @@ def check_whole_word(tokenizer, whole_word: bool, source: str) -> None:
                           field="pretrain.whole_word_mask")
 
 
-def check_nsp(model, enabled: bool, source: str) -> None:
+def check_nsp(model: PreTrainedModel, enabled: bool, source: str) -> None:
     """NSP needs two segment embeddings (token type 0 for A, 1 for B), a pooler and an NSP classifier."""
     if not enabled:
         return
@@ -92,7 +106,7 @@ def check_nsp(model, enabled: bool, source: str) -> None:
                           f"{type(model).__name__} from {source} has none; set {field} to false", field=field)
 
 
-def run_preflight(model, tokenizer, *, source: str, seq_len: int, lowercase: bool, lowercase_field: str,
+def run_preflight(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, source: str, seq_len: int, lowercase: bool, lowercase_field: str,
                   whole_word: bool, nsp: bool = False) -> None:
     """All checks, cheapest first.
 

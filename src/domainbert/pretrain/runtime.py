@@ -10,6 +10,7 @@ from __future__ import annotations
 import contextlib
 import os
 import random
+from collections.abc import Iterator
 
 import numpy as np
 import torch
@@ -64,7 +65,7 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
 
 
 @contextlib.contextmanager
-def torch_threads(threads: int | None):
+def torch_threads(threads: int | None) -> Iterator[None]:
     """Run with ``threads`` CPU threads for torch (None: unchanged), restoring the previous count after."""
     previous = torch.get_num_threads()
     if threads:

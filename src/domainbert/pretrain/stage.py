@@ -15,10 +15,11 @@ from pathlib import Path
 from typing import Any
 
 from domainbert import __version__
-from domainbert.config.domain import resolved_dict
+from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.core.artifacts import content_hash, fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import resolve_model_ref
+from domainbert.core.paths import RunLayout
 from domainbert.pretrain.head_warmup import ensure_head_warmup
 from domainbert.pretrain.start import arm_start
 
@@ -31,7 +32,7 @@ def folder_hash(folder: Path) -> str:
     return str(record["content_hash"]) if record else content_hash(folder)
 
 
-def arm_fingerprint(cfg, arm: str, layout) -> str:
+def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     """What the arm's result depends on: the pretrain and base-model config, the corpus and the start point.
 
     The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
@@ -52,11 +53,11 @@ def arm_fingerprint(cfg, arm: str, layout) -> str:
     return fingerprint(config, inputs, __version__)
 
 
-def read_summary(layout, arm: str) -> dict[str, Any]:
+def read_summary(layout: RunLayout, arm: str) -> dict[str, Any]:
     return json.loads((Path(layout.pretrain(arm)) / "summary.json").read_text())
 
 
-def pretrain_arm(cfg, arm: str, layout) -> dict[str, Any]:
+def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, Any]:
     """Pretrain one arm of a domain on its token budget.
 
     Args:

@@ -13,19 +13,22 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 import torch
 
 from domainbert import __version__
+from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
 from domainbert.core.distributed import barrier, dist_info, mean_across, sum_across
+from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import Batch, TokenStream
-from domainbert.pretrain.engine import build_engine, objective_of
+from domainbert.pretrain.engine import Engine, build_engine, objective_of
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import training_attention
@@ -44,6 +47,10 @@ from domainbert.pretrain.runtime import (
 from domainbert.pretrain.start import ArmStart, arm_start, load_arm
 from domainbert.services.tracking import MetricsLog, Tracker
 
+if TYPE_CHECKING:
+    from tqdm.auto import tqdm
+    from transformers import PreTrainedTokenizerBase
+
 log = logging.getLogger(__name__)
 
 
@@ -61,11 +68,11 @@ class TrainState:
     before: dict[str, float | None] = field(default_factory=dict)
     resumed_from: list[int] = field(default_factory=list)
 
-    def to_checkpoint(self, stream) -> dict[str, Any]:
+    def to_checkpoint(self, stream: PairStream | TokenStream) -> dict[str, Any]:
         return {**dataclasses.asdict(self), "data": stream.state_dict()}
 
     @classmethod
-    def from_checkpoint(cls, saved: dict[str, Any], stream) -> TrainState:
+    def from_checkpoint(cls, saved: dict[str, Any], stream: PairStream | TokenStream) -> TrainState:
         stream.load_state_dict(saved["data"])
         names = {f.name for f in dataclasses.fields(cls)}
         state = cls(**{k: v for k, v in saved.items() if k in names})
@@ -109,7 +116,7 @@ class ArmSetup:
         return evaluate_all(self.engine, self.evals, self.spec, self.pcfg.seed, self.device)
 
 
-def loadable_view(engine, tokenizer, rank: int):
+def loadable_view(engine: Engine, tokenizer: PreTrainedTokenizerBase, rank: int) -> Callable[[Path], None]:
     """``save_checkpoint``'s ``hf_view``: config and tokenizer beside the weights (the torch engine saves them
     under the model's own key names); DeepSpeed's shards are gathered into a ``model.safetensors``."""
     from domainbert.core.tokenizer_files import make_portable
@@ -133,7 +140,7 @@ def loadable_view(engine, tokenizer, rank: int):
     return write
 
 
-def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
+def train_arm(cfg: DomainConfig, arm: str, layout: RunLayout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
     """Train one arm to its budget (resuming from the newest checkpoint) and write its outputs.
 
     Args:
@@ -176,7 +183,7 @@ def train_arm(cfg, arm: str, layout, *, fingerprint: str, throttle_s: float = 0.
         return summary
 
 
-def set_up(cfg, arm: str, layout) -> ArmSetup:
+def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     """Join the process group, load the arm's start point, check it (preflight) and build the engine."""
     pcfg = cfg.pretrain.for_arm(arm)
     init_distributed(pcfg.deepspeed.enabled)
@@ -346,7 +353,7 @@ def _perplexities(values: dict[str, float | None]) -> dict[str, float | None]:
     return {f"{name}_perplexity": value for name, value in values.items()}
 
 
-def _tracker(cfg, setup: ArmSetup, layout, fingerprint: str, resume_step: int | None) -> Tracker:
+def _tracker(cfg: DomainConfig, setup: ArmSetup, layout: RunLayout, fingerprint: str, resume_step: int | None) -> Tracker:
     return Tracker(cfg.tracking, folder=setup.out_dir, store_root=Path(layout.root), domain=cfg.name,
                    run_name=f"pretrain/{setup.arm}", fingerprint=fingerprint, resume_step=resume_step,
                    params={"arm": setup.arm, "pretrain": setup.pcfg.model_dump(mode="json"),
@@ -355,8 +362,8 @@ def _tracker(cfg, setup: ArmSetup, layout, fingerprint: str, resume_step: int | 
                          "domainbert.version": __version__})
 
 
-def _summary(cfg, setup: ArmSetup, state: TrainState, after: dict[str, float | None], nsp_last: dict[str, Any],
-             layout) -> dict[str, Any]:
+def _summary(cfg: DomainConfig, setup: ArmSetup, state: TrainState, after: dict[str, float | None], nsp_last: dict[str, Any],
+             layout: RunLayout) -> dict[str, Any]:
     pcfg, plan, engine = setup.pcfg, setup.plan, setup.engine
     tps = state.real_tokens / max(state.train_seconds, 1e-9)
     return {
@@ -382,7 +389,7 @@ def _summary(cfg, setup: ArmSetup, state: TrainState, after: dict[str, float | N
     }
 
 
-def _progress(enabled: bool, total: int, initial: int, arm: str):
+def _progress(enabled: bool, total: int, initial: int, arm: str) -> tqdm | None:
     if not enabled:
         return None
     from tqdm.auto import tqdm

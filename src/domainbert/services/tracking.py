@@ -27,7 +27,7 @@ import json
 import logging
 import os
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -68,7 +68,7 @@ class TensorBoardSink:
 
 
 @contextlib.contextmanager
-def _store_lock(uri: str):
+def _store_lock(uri: str) -> Iterator[None]:
     """Serialise access to a local SQLite store: fine-tuning workers share it, and two processes creating
     its tables or the same experiment at once would collide."""
     if not uri.startswith("sqlite:///"):
