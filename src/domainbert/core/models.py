@@ -22,6 +22,7 @@ from domainbert.core.artifacts import verify_folder
 from domainbert.core.errors import ModelError
 
 if TYPE_CHECKING:
+    from torch import nn
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 PACKAGE_PREFIX = "package:"
@@ -100,3 +101,18 @@ def _load_mlm(ref: str | Path, *, with_info: bool) -> Any:
     finally:
         hf_logging.set_verbosity(verbosity)
     return model
+
+
+def input_embeddings(model: nn.Module) -> nn.Embedding:
+    """A model's input embedding table (transformers models and the mean-pooling classifier alike)."""
+    from torch import nn  # torch only where a model is already loaded: the CLI starts without it
+
+    emb = model.get_input_embeddings()  # type: ignore[operator]  # every model this pipeline loads has one
+    if not isinstance(emb, nn.Embedding):
+        raise ModelError(f"the input embeddings are a {type(emb).__name__}, not an embedding table")
+    return emb
+
+
+def embedding_rows(model: nn.Module) -> int:
+    """Rows of a model's input embedding table (the token ids it can read)."""
+    return int(input_embeddings(model).num_embeddings)

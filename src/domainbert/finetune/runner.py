@@ -10,14 +10,14 @@ from __future__ import annotations
 
 import logging
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
-from domainbert.core.models import load_tokenizer, resolve_model_ref
+from domainbert.core.models import embedding_rows, load_tokenizer, resolve_model_ref
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
@@ -26,12 +26,15 @@ from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
 from domainbert.services.tasks import TaskData
 
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
 logger = logging.getLogger(__name__)
 
 PRIMARY = {"ner": "f1", "classification": "macro_f1"}
 
 
-def load_task_model(ref: str, data: TaskData, pooling: str = "mean"):
+def load_task_model(ref: str, data: TaskData, pooling: str = "mean") -> PreTrainedModel | MeanPoolClassifier:
     """A token- or sequence-classification model with a new head sized for the task's labels; a sequence
     classifier pools the encoder's states by their mean (``pooling.MeanPoolClassifier``) or, with
     ``pooling="cls"``, is transformers' own (the [CLS] state through the checkpoint's pooler)."""
@@ -65,7 +68,7 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "mean"):
         hf_logging.set_verbosity(verbosity)
 
 
-def _load_tokenizer(ref: str, data: TaskData):
+def _load_tokenizer(ref: str, data: TaskData) -> PreTrainedTokenizerBase:
     tok = load_tokenizer(ref)
     if data.config.type == "ner" and not getattr(tok, "is_fast", False):
         raise ModelError("NER needs a fast tokenizer (word_ids); this folder has only a slow one", file=ref)
@@ -145,7 +148,7 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     tok = _load_tokenizer(model_ref, data)
     torch.manual_seed(settings.seed)  # the head's initialisation depends on the seed only
     model = load_task_model(model_ref, data, pooling)
-    emb = model.get_input_embeddings().num_embeddings
+    emb = embedding_rows(model)
     if len(tok) > emb:
         raise ModelError(f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings",
                          file=resolve_model_ref(model_ref))

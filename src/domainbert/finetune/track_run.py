@@ -11,15 +11,19 @@ the result folder itself is written atomically and holds only the result. This m
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domainbert import __version__
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.trainer import TrainSettings
 from domainbert.services.tracking import Tracker
 
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.finetune.jobs import Job
 
-def open_tracker(cfg, layout: RunLayout, job, settings: TrainSettings, fingerprint: str) -> Tracker | None:
+
+def open_tracker(cfg: DomainConfig, layout: RunLayout, job: Job, settings: TrainSettings, fingerprint: str) -> Tracker | None:
     """The run's tracker; None when ``tracking.report_to`` is empty."""
     if not cfg.tracking.report_to:
         return None

@@ -48,6 +48,7 @@ from domainbert.core.progress import ProgressLine, current_tag, duration
 from domainbert.finetune.parallel import agree_step, broadcast, rank_share, wrap
 
 if TYPE_CHECKING:
+    from torch import nn
     from transformers import PreTrainedModel
 
     from domainbert.finetune.pooling import MeanPoolClassifier
@@ -164,7 +165,7 @@ class FitState:
         self.tail = (self.tail + [value])[-self.window:]
         self.step += 1
 
-    def add_evaluation(self, metrics: dict[str, Any], primary: str, model, patience: int) -> dict[str, Any]:
+    def add_evaluation(self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int) -> dict[str, Any]:
         """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
         entry = {"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 3),
                  "loss": float(np.mean(self.losses)), "validation": metrics}
@@ -214,9 +215,9 @@ class Optimisation:
         return value
 
 
-def _set_up(model, s: TrainSettings, total: int, world: int) -> Optimisation:
+def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total: int, world: int) -> Optimisation:
     dev, dtype = resolve_device(s.device, s.precision)
-    model.to(dev)
+    model.to(dev)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
     if s.frozen:
         for p in model.base_model.parameters():
             p.requires_grad_(False)

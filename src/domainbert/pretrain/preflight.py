@@ -11,21 +11,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-import torch
-
 from domainbert.core.errors import ConfigError, ModelError
+from domainbert.core.models import embedding_rows
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 REQUIRED_SPECIAL = ("cls_token", "sep_token", "mask_token", "pad_token")
-
-
-def embedding_rows(model: PreTrainedModel) -> int:
-    weight = model.get_input_embeddings().weight
-    if not isinstance(weight, torch.Tensor):
-        raise ModelError(f"the input embeddings hold no weight matrix ({type(weight).__name__})")
-    return int(weight.shape[0])
 
 
 def check_vocab_size(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source: str) -> None:

@@ -44,7 +44,7 @@ def violation_ratios(scores_a: np.ndarray, scores_b: np.ndarray, dt: float) -> n
     return np.divide(violation, w2, out=np.full_like(w2, 0.5), where=w2 != 0)
 
 
-def aso_eps(scores_a: Sequence[float], scores_b: Sequence[float], confidence_level: float = 0.95,
+def aso_eps(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] | np.ndarray, confidence_level: float = 0.95,
             num_bootstrap_iterations: int = 1000, dt: float = 0.005, seed: int = 0) -> float:
     """``eps_min`` of A over B (``deepsig.aso(scores_a, scores_b, ...)`` with ``num_jobs=1``)."""
     a = np.asarray(scores_a, dtype=float)

@@ -46,7 +46,8 @@ def compare_tables(results: list[dict[str, Any]], compare: CompareConfig, task_o
     return build_tables(results, task_order, arms, extra, fn, compare.confidence)
 
 
-def _tables(cfg: DomainConfig, arts: RunArtifacts, compare_fn: CompareFn | None):
+def _tables(cfg: DomainConfig, arts: RunArtifacts,
+            compare_fn: CompareFn | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     return compare_tables(arts.finetune, cfg.compare, [t.name for t in cfg.finetune.tasks], list(cfg.pretrain.arms),
                           list(cfg.finetune.extra_models), compare_fn)
 

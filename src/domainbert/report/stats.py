@@ -39,7 +39,7 @@ any metric function (``tests/reference/bootstrap.py``).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, cast
 
@@ -51,7 +51,7 @@ from domainbert.report.aso import aso_eps
 NO_DIFFERENCE = "no significant difference"
 
 
-def mean_std(values: Sequence[float]) -> dict[str, float]:
+def mean_std(values: Sequence[float] | np.ndarray) -> dict[str, float]:
     """Mean and sample standard deviation (ddof=1; 0.0 for a single value) and the count."""
     arr = np.asarray(list(values), dtype=float)
     if arr.size == 0:
@@ -97,7 +97,8 @@ class SeedNoise:
     within: float
 
 
-def _scorer(runs: list[dict[str, Any]], metric: str | None, n_samples: int, seed: int):
+def _scorer(runs: list[dict[str, Any]], metric: str | None, n_samples: int,
+            seed: int) -> tuple[str, Callable[[list[dict[str, Any]]], tuple[np.ndarray, np.ndarray]]]:
     """The metric's name and a function from runs to each run's metric on the full test set ``[S]`` and on every
     bootstrap draw ``[S, n_samples]`` (the same draws for all runs; classification labels: those of ``runs``)."""
     first = runs[0]

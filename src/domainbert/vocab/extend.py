@@ -30,14 +30,18 @@ import json
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from tokenizers import AddedToken, Tokenizer
 
+from domainbert.core.models import embedding_rows, input_embeddings
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.vocab.fertility import normalized_counts, pieces
 from domainbert.vocab.references import TokenizerInfo
 from domainbert.vocab.train import METASPACE
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -79,14 +83,13 @@ def extend_tokenizer(base: TokenizerInfo, words: list[str]) -> tuple[Tokenizer, 
     return tok, "added_tokens_single_word"
 
 
-def extend_model(model, new_ids: list[int], piece_ids: list[list[int]]):
+def extend_model(model: PreTrainedModel, new_ids: list[int], piece_ids: list[list[int]]) -> PreTrainedModel:
     """Resize ``model``'s embeddings and set each new row to the mean of its pieces' rows (AdaLM)."""
     import torch
 
-    emb = model.get_input_embeddings()
-    size = max(emb.num_embeddings, max(new_ids, default=-1) + 1)
+    size = max(embedding_rows(model), max(new_ids, default=-1) + 1)
     model.resize_token_embeddings(size, mean_resizing=False)
-    emb = model.get_input_embeddings()
+    emb = input_embeddings(model)
     out = model.get_output_embeddings()
     with torch.no_grad():
         for tid, pids in zip(new_ids, piece_ids, strict=True):
@@ -99,7 +102,7 @@ def extend_model(model, new_ids: list[int], piece_ids: list[list[int]]):
     return model
 
 
-def build_extended_model(base_ref: str, base_hf, base: TokenizerInfo, chosen: list[dict], folder: Path,
+def build_extended_model(base_ref: str, base_hf: PreTrainedTokenizerBase, base: TokenizerInfo, chosen: list[dict], folder: Path,
                          decision: dict | None = None) -> dict:
     """Write the extended model + tokenizer to ``folder``; returns a summary of what was added.
 

@@ -17,11 +17,17 @@ import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers
 
-from domainbert.core.errors import DataError, ModelError
+from domainbert.core.errors import ConfigError, DataError, ModelError
 from domainbert.vocab.bytelevel import decode_bytelevel
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
+
+    from domainbert.config.vocab import ReferenceVocab
 
 SPECIAL_PATTERN = re.compile(r"^(\[[^\[\]\s]+\]|<[^<>\s]+>)$")
 MIN_VOCAB = 100
@@ -175,10 +181,12 @@ def _read_bytelevel(vocab_path: Path, merges_path: Path) -> Tokenizer:
     return tok
 
 
-def load_reference(ref, field_name: str = "vocab.references") -> TokenizerInfo:
+def load_reference(ref: ReferenceVocab, field_name: str = "vocab.references") -> TokenizerInfo:
     """Load one ``ReferenceVocab`` (see the module docstring for the accepted forms)."""
     if ref.hub is not None:
         return _from_transformers(ref.hub, ref.name, ref.lowercase, field_name)
+    if ref.path is None:  # the config's validator asks for exactly one of hub and path
+        raise ConfigError(f"reference {ref.name!r} gives neither hub nor path", field=field_name)
     path = Path(ref.path)
     if path.is_dir():
         return _from_transformers(str(path), ref.name, ref.lowercase, field_name)
@@ -217,7 +225,7 @@ def _from_transformers(ref: str, name: str, lowercase: bool | None, field_name: 
     return info
 
 
-def load_base_tokenizer(name_or_path: str, lowercase: bool) -> tuple[object, TokenizerInfo]:
+def load_base_tokenizer(name_or_path: str, lowercase: bool) -> tuple[PreTrainedTokenizerBase, TokenizerInfo]:
     """The base model's transformers tokenizer and its ``TokenizerInfo``; casing checked against the config."""
     from domainbert.core.models import load_tokenizer
 

@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from domainbert.core.artifact_types import VocabReport, validate_artifact
 from domainbert.core.document import Block, Code, Document, Figure, Section, Table, to_html, to_markdown
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.vocab.overlap import __doc__ as OVERLAP_METHOD
 from domainbert.vocab.recommend import __doc__ as RECOMMEND_METHOD
+
+if TYPE_CHECKING:
+    from domainbert.config.vocab import PublishedOverlap
 
 
 def pct(x: float) -> str:
@@ -58,7 +62,7 @@ def extension_sentence(ext: dict, rec: dict) -> str:
     return f"{n:,} tokens added, {why}."
 
 
-def published_comparison(p, report: dict) -> dict:
+def published_comparison(p: PublishedOverlap, report: dict) -> dict:
     """A published overlap figure beside ours, with a sentence on why they differ."""
     ov = report["overlap"].get(p.reference)
     out = {"name": p.name, "reference": p.reference, "published_overlap": p.overlap, "published_vocab_size":

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from functools import cached_property, partial
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenizers import Tokenizer
 
@@ -52,6 +53,9 @@ from domainbert.vocab.train import (
     train_tokenizer,
     truncate_wordpiece,
 )
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -94,7 +98,8 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     return report
 
 
-def curve_points(requested: list[int], domain_at, control_at, prefix: bool) -> tuple[dict, list[tuple[list, list]]]:
+def curve_points(requested: list[int], domain_at: Callable[[int], list[str]], control_at: Callable[[int], list[str]],
+                 prefix: bool) -> tuple[dict, list[tuple[list, list]]]:
     """The overlap curve's points: the requested sizes both vocabularies reach, then one point at what they
     reached when a larger size was requested (a small corpus stops WordPiece and SentencePiece short).
 
@@ -141,7 +146,7 @@ class Build:
     out: Path
     inputs: dict[str, str] | None
     refs: list[TokenizerInfo]
-    base_hf: object
+    base_hf: PreTrainedTokenizerBase
     base: TokenizerInfo
     size: int
 

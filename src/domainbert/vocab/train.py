@@ -23,12 +23,16 @@ import time
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from tokenizers import AddedToken, Tokenizer, decoders, models, normalizers, pre_tokenizers, processors, trainers
 
 from domainbert.config.vocab import TokenizerConfig
 from domainbert.core.errors import DataError
 from domainbert.core.tokenizer_files import make_portable
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedTokenizerFast
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +91,7 @@ def empty_tokenizer(kind: str, lowercase: bool) -> Tokenizer:
     return tok
 
 
-def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: Sequence[str] = ()):
+def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: Sequence[str] = ()) -> trainers.Trainer:
     specials = _special_list(kind) + list(seeded)
     if kind == "wordpiece":
         return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
@@ -232,7 +236,7 @@ def truncate_wordpiece(tok: Tokenizer, size: int) -> Tokenizer:
     return Tokenizer.from_str(json.dumps(data))
 
 
-def to_transformers(tok: Tokenizer, kind: str, model_max_length: int = 512):
+def to_transformers(tok: Tokenizer, kind: str, model_max_length: int = 512) -> PreTrainedTokenizerFast:
     """Wrap a trained tokenizer as a transformers fast tokenizer with its special tokens named."""
     from transformers import PreTrainedTokenizerFast
 
