@@ -17,9 +17,13 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.core.paths import RunLayout
 
 # Prefect stores artifacts in its database; keep a very long Markdown report from bloating it.
 MAX_MARKDOWN_CHARS = 200_000
@@ -71,7 +75,7 @@ def publish_markdown_file(path: Path, key: str, description: str) -> str | None:
     return str(create_markdown_artifact(markdown=text, key=key, description=description))
 
 
-def publish_report(cfg: Any, layout: Any, html: Path) -> dict[str, str]:
+def publish_report(cfg: DomainConfig, layout: RunLayout, html: Path) -> dict[str, str]:
     """Publish the comparison report (Markdown), its results table and a link to report.html."""
     from domainbert.report.compare import read_rendered
 

@@ -13,10 +13,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from domainbert.core.errors import DomainbertError
 from domainbert.services.cards import dataset_card, model_card
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.core.paths import RunLayout
 
 NOT_UPLOADED = {"_domainbert.json"}  # the run's integrity record: local paths and hashes, not for the Hub
 def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model", private: bool = False,
@@ -53,7 +57,7 @@ def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model",
     return paths
 
 
-def publish(cfg: Any, layout: Any, what: str, repo: str, *, private: bool = False,
+def publish(cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, private: bool = False,
             dry_run: bool = False) -> list[str]:
     """Push a finished arm's model folder (``what`` = the arm) or the corpus (``what`` = ``corpus``) with a
     freshly built card: an arm's carries the fine-tuning scores of the run's report when it has been rendered.

@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from domainbert.config.domain import DomainConfig
+    from domainbert.core.paths import RunLayout
 
 
 @dataclass
@@ -47,7 +48,7 @@ def _arch(cfg: DomainConfig) -> PreTrainedModel | None:
         return AutoModelForMaskedLM.from_config(config)
 
 
-def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
+def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
     from domainbert.finetune.jobs import FLOOR
     from domainbert.finetune.stage import expected_results
@@ -94,7 +95,7 @@ def stage_plans(cfg: Any, layout: Any) -> list[StagePlan]:
     return plans
 
 
-def _warmup_plan(cfg: Any, layout: Any) -> StagePlan:
+def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
     """The MLM-head warm-up (before the arms; ``head_warmup.warmup_status``), sized as full training steps."""
     from domainbert.pretrain.head_warmup import NAME, warmup_status
 
@@ -106,7 +107,7 @@ def _warmup_plan(cfg: Any, layout: Any) -> StagePlan:
     return StagePlan(f"pretrain {NAME}", state, detail)
 
 
-def _seconds_per_token(cfg: Any, seq_len: int, batch: int, steps: int = 2, head_only: bool = False,
+def _seconds_per_token(cfg: DomainConfig, seq_len: int, batch: int, steps: int = 2, head_only: bool = False,
                        mlm: bool = True) -> float:
     """Seconds per token of a training step (forward, backward, optimizer) of the base architecture, measured:
     pretraining's objective (``MLMObjective``: its masking rate, sparse prediction) when ``mlm``; else a loss
@@ -142,7 +143,7 @@ def _seconds_per_token(cfg: Any, seq_len: int, batch: int, steps: int = 2, head_
     return min(times[1:]) / (batch * seq_len)
 
 
-def estimate_seconds(cfg: Any, plans: list[StagePlan], workers: int = 1) -> dict[str, float]:
+def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1) -> dict[str, float]:
     """Seconds each model stage that will run should take on this machine (calibrated; see the module)."""
     import torch
 

@@ -10,7 +10,7 @@ imports Prefect and runs nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import is_complete, read_record
@@ -19,6 +19,8 @@ from domainbert.core.paths import RunLayout
 
 if TYPE_CHECKING:
     from pathlib import Path
+
+    from domainbert.finetune.jobs import Job
 
 
 @dataclass(frozen=True)
@@ -57,7 +59,7 @@ def pretrain_state(cfg: DomainConfig, layout: RunLayout, arm: str) -> StageState
     return StageState(f"pretrain-{fp}", done)
 
 
-def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Any) -> StageState:
+def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Job) -> StageState:
     """``job``: a ``finetune.stage.Job`` (model, reference, task, seed, mode)."""
     from domainbert.finetune.jobs import run_record
     from domainbert.finetune.stage import run_current

@@ -33,6 +33,7 @@ from typing import Any
 import ahocorasick
 import numpy as np
 
+from domainbert.config.corpus import DecontaminationConfig
 from domainbert.core.errors import DataError
 
 EXAMPLES = 3
@@ -225,7 +226,7 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def audit_section(audit: LeakAudit | None, sources: dict[str, str], not_checked: dict[str, str], cfg: Any,
+def audit_section(audit: LeakAudit | None, sources: dict[str, str], not_checked: dict[str, str], cfg: DecontaminationConfig,
                   details: Path) -> dict[str, Any]:
     """The manifest's ``audit`` section from a finished ``LeakAudit`` (``None``: the audit is switched off).
 

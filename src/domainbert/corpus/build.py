@@ -31,7 +31,7 @@ import shutil
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -58,6 +58,10 @@ from domainbert.corpus.sources import input_fingerprint
 from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
 from domainbert.services.cards import dataset_card
 
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.core.paths import RunLayout
+
 log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
 # finished corpus or a half-done work folder of an older algorithm is rebuilt rather than reused.
@@ -68,11 +72,11 @@ TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose in
                  "the vocab stage measures the real fertility")
 
 
-def stage_fingerprint(cfg: Any) -> str:
+def stage_fingerprint(cfg: DomainConfig) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
     version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
-    tasks = [[t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
+    tasks: list[object] = [[t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
              for t in cfg.finetune.tasks]
     if _reads_eval_texts(cfg):
         tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for t in cfg.finetune.tasks
@@ -81,11 +85,11 @@ def stage_fingerprint(cfg: Any) -> str:
                        ALGORITHM)
 
 
-def _reads_eval_texts(cfg: Any) -> bool:
+def _reads_eval_texts(cfg: DomainConfig) -> bool:
     return cfg.corpus.decontamination.enabled or cfg.corpus.decontamination.audit
 
 
-def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
+def prepare(cfg: DomainConfig, work_dir: Path) -> dict[str, Any]:
     """Read the evaluation texts into ``work_dir`` (for the audit) and build the decontamination index there;
     returns what was indexed per task/split."""
     decon = cfg.corpus.decontamination
@@ -99,7 +103,7 @@ def prepare(cfg: Any, work_dir: Path) -> dict[str, Any]:
     return summary
 
 
-def build_corpus(cfg: Any, layout: Any) -> dict[str, Any]:
+def build_corpus(cfg: DomainConfig, layout: RunLayout) -> dict[str, Any]:
     """Build the domain corpus into ``layout.corpus`` and return its manifest.
 
     Args:
@@ -139,20 +143,20 @@ def _remove_stale_temporaries(out: Path) -> None:
             pass
 
 
-def work_dir_for(cfg: Any, layout: Any) -> Path:
+def work_dir_for(cfg: DomainConfig, layout: RunLayout) -> Path:
     """The resumable work folder of this build (``<run>/corpus.work/<fingerprint prefix>``)."""
     work_dir = Path(layout.root) / "corpus.work" / stage_fingerprint(cfg)[:16]
     work_dir.mkdir(parents=True, exist_ok=True)
     return work_dir
 
 
-def split_inputs(cfg: Any, work_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+def split_inputs(cfg: DomainConfig, work_dir: Path) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """All input shard specs and the read counts at once (for ``flows/``, which maps the specs)."""
     counts: dict[str, Any] = {}
     return list(iter_input_shards(cfg, work_dir, counts)), counts
 
 
-def finish(cfg: Any, layout: Any, work_dir: Path, stats: list[dict[str, Any]], counts: dict[str, Any]) -> dict[str, Any]:
+def finish(cfg: DomainConfig, layout: RunLayout, work_dir: Path, stats: list[dict[str, Any]], counts: dict[str, Any]) -> dict[str, Any]:
     """``merge`` into ``layout.corpus`` through ``atomic_output``, then remove the work folder.
 
     Args:
@@ -176,7 +180,7 @@ def finish(cfg: Any, layout: Any, work_dir: Path, stats: list[dict[str, Any]], c
     return manifest
 
 
-def _process_all(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> list[dict[str, Any]]:
+def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> list[dict[str, Any]]:
     """Read the sources into input shards and process them, in parallel when ``workers > 1``."""
     results: dict[int, dict[str, Any]] = {}
     resumed = 0
@@ -240,7 +244,7 @@ class _SplitWriter:
         self.count += 1
 
 
-def merge(cfg: Any, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]],
+def merge(cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]],
           counts: dict[str, Any]) -> dict[str, Any]:
     """Deduplicate across all processed shards, split, write output shards, manifest and reports.
 
@@ -342,7 +346,7 @@ def _with_tokens(d: dict[str, int]) -> dict[str, int]:
     return {**d, "estimated_tokens": round(d["words"] * TOKENS_PER_WORD)}
 
 
-def _manifest(cfg: Any, shard_stats: list[dict[str, Any]], counts: dict[str, Any], totals: dict[str, dict[str, int]],
+def _manifest(cfg: DomainConfig, shard_stats: list[dict[str, Any]], counts: dict[str, Any], totals: dict[str, dict[str, int]],
               per_source: dict[str, dict[str, int]], exact_removed: int, near_removed: int, near_clusters: int,
               lengths: np.ndarray, work_dir: Path) -> dict[str, Any]:
     corpus = cfg.corpus

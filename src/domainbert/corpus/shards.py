@@ -17,7 +17,7 @@ import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pyarrow as pa
@@ -31,6 +31,9 @@ from domainbert.corpus.sources import MalformedCounter
 from domainbert.corpus.store import read_work_table, write_work_table
 from domainbert.corpus.words import WordBatch, lower_words
 
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
 
@@ -43,7 +46,7 @@ def is_processed(work_dir: Path, index: int) -> bool:
     return (work_dir / PROCESSED / f"{shard_name(index)}.json").is_file()
 
 
-def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Iterator[dict[str, Any]]:
+def iter_input_shards(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> Iterator[dict[str, Any]]:
     """Write input shards and yield ``{"index", "input"}`` for each; fills ``counts`` (documents read per
     source, malformed lines) as it goes. Shards already processed (a resumed build) are not rewritten.
     """
@@ -77,7 +80,7 @@ def iter_input_shards(cfg: Any, work_dir: Path, counts: dict[str, Any]) -> Itera
     counts["malformed_lines"] = {"total": malformed.total, "by_source": malformed.by_source}
 
 
-def process_input_shard(cfg: Any, shard_spec: dict[str, Any], work_dir: Path) -> dict[str, Any]:
+def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir: Path) -> dict[str, Any]:
     """Clean, filter and decontaminate one input shard and hash its survivors; returns the shard's stats.
 
     Args:

@@ -25,13 +25,18 @@ import logging
 import signal
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import torch
 import torch.distributed as dist
 
 from domainbert.core import signals
 from domainbert.core.distributed import dist_info, rank_device
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.core.paths import RunLayout
+    from domainbert.finetune.jobs import Job
 
 logger = logging.getLogger(__name__)
 WORKER = "domainbert.finetune.worker"
@@ -111,11 +116,11 @@ def init_group(device: str) -> None:
     dist.init_process_group("nccl" if dev.type == "cuda" else "gloo")
 
 
-def launch_dir(layout: Any, job: Any) -> Path:
+def launch_dir(layout: RunLayout, job: Job) -> Path:
     return Path(layout.root) / "launch" / "finetune" / job.model_name / job.task_name / f"seed-{job.seed}"
 
 
-def launch_log(layout: Any, job: Any) -> Path:
+def launch_log(layout: RunLayout, job: Job) -> Path:
     """Where a launched run's processes write their output (the Prefect task follows it)."""
     return launch_dir(layout, job) / LAUNCH_LOG
 
@@ -126,7 +131,7 @@ def launch_command(num_processes: int, args: list[str], python: str = sys.execut
             "-m", WORKER, *args]
 
 
-def launch_run(cfg: Any, layout: Any, job: Any) -> Path:
+def launch_run(cfg: DomainConfig, layout: RunLayout, job: Job) -> Path:
     """Run ``job`` under torchrun with ``cfg.finetune.num_processes`` ranks; returns the launch log.
 
     Raises:

