@@ -45,6 +45,7 @@ bench: setup
 lint: typecheck
 	$(BIN)/lint-imports
 	$(BIN)/ruff check src flows tests bench
+	$(BIN)/ruff format --check src/domainbert flows
 
 # mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.
 typecheck: setup

@@ -62,6 +62,11 @@ def finetune_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
 
     spec = _spec(parameters)
     cfg = spec.config()
-    job = Job(parameters["model_name"], str(parameters["model_ref"]), parameters["task_name"],
-              int(parameters["seed"]), parameters.get("mode", "finetune"))
+    job = Job(
+        parameters["model_name"],
+        str(parameters["model_ref"]),
+        parameters["task_name"],
+        int(parameters["seed"]),
+        parameters.get("mode", "finetune"),
+    )
     return finetune_state(cfg, spec.layout(cfg), job).key

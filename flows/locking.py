@@ -20,6 +20,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 def locked(fn: F) -> F:
     """Hold the lock of the run folder of the flow's ``spec`` (or ``domain``/``out``) while ``fn`` runs."""
+
     @functools.wraps(fn)
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         import inspect
@@ -29,12 +30,17 @@ def locked(fn: F) -> F:
         params = bound.arguments
         spec = params.get("spec")
         if spec is None:
-            spec = RunSpec(domain=params["domain"], overrides=list(params.get("overrides") or []),
-                           profile=params["profile"], out=params.get("out"))
+            spec = RunSpec(
+                domain=params["domain"],
+                overrides=list(params.get("overrides") or []),
+                profile=params["profile"],
+                out=params.get("out"),
+            )
         elif not isinstance(spec, RunSpec):
             spec = RunSpec.model_validate(spec)
         execution = params.get("execution")
         token = execution.lock_token if isinstance(execution, ExecutionOptions) else None
         with run_lock(spec.layout().root, f"flow {fn.__name__} {spec.domain}", token=token):
             return fn(*args, **kwargs)
+
     return wrapper  # type: ignore[return-value]

@@ -35,7 +35,8 @@ class RunSpec(BaseModel):
     profile: str = Field(DEFAULT_PROFILE, description="Profile: offline (shipped samples) or full.")
     out: str | None = Field(None, description="Run folder (default runs/<domain>/ in the worker's cwd).")
     resolved_config: dict[str, Any] | None = Field(
-        None, description="The domain config as resolved at the start of the run (set by the flows; leave empty).")
+        None, description="The domain config as resolved at the start of the run (set by the flows; leave empty)."
+    )
 
     def config(self) -> DomainConfig:
         """The run's domain config: the one resolved at the start of the run, else the YAML's now (raises
@@ -73,10 +74,16 @@ def start_run(spec: RunSpec) -> RunSpec:
     spec = spec.resolved()
     root = spec.layout().root
     root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(root / RESOLVED_CONFIG, {
-        "domain_file": str(resolve_domain_file(spec.domain)), "profile": spec.profile,
-        "overrides": list(spec.overrides), "resolved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-        "config": spec.resolved_config})
+    write_json_atomic(
+        root / RESOLVED_CONFIG,
+        {
+            "domain_file": str(resolve_domain_file(spec.domain)),
+            "profile": spec.profile,
+            "overrides": list(spec.overrides),
+            "resolved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": spec.resolved_config,
+        },
+    )
     return spec
 
 
@@ -86,22 +93,34 @@ class ExecutionOptions(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     result_storage: str | None = Field(
-        None, description="Folder, fsspec URL (s3://bucket/prefix) or block:<slug>/<name> for task results; "
-                          "default <out>/.prefect/results.")
+        None,
+        description="Folder, fsspec URL (s3://bucket/prefix) or block:<slug>/<name> for task results; "
+        "default <out>/.prefect/results.",
+    )
     retries: int = Field(2, ge=0, description="Retries of I/O-bound tasks (with exponential backoff).")
     retry_delay_seconds: float = Field(10, ge=0, description="First retry delay; doubles on each retry.")
-    pretrain_retries: int = Field(3, ge=0, description="Retries of a pretraining arm; each resumes from its last checkpoint.")
+    pretrain_retries: int = Field(
+        3, ge=0, description="Retries of a pretraining arm; each resumes from its last checkpoint."
+    )
     dask_address: str | None = Field(
-        None, description="Scheduler address of a running Dask cluster (tcp://host:8786) for corpus shards.")
+        None, description="Scheduler address of a running Dask cluster (tcp://host:8786) for corpus shards."
+    )
     dask_local_workers: int = Field(
-        0, ge=0, description="Start a local Dask cluster with this many workers for corpus shards (0: thread pool).")
+        0, ge=0, description="Start a local Dask cluster with this many workers for corpus shards (0: thread pool)."
+    )
     gpu_concurrency_limit: str | None = Field(
-        None, description="Name of a Prefect global concurrency limit each pretraining arm holds a slot of "
-                          "(create it with `prefect gcl create NAME --limit 1`).")
+        None,
+        description="Name of a Prefect global concurrency limit each pretraining arm holds a slot of "
+        "(create it with `prefect gcl create NAME --limit 1`).",
+    )
     pretrain_deployment: str | None = Field(
-        None, description="Run pretraining through this deployment (flow-name/deployment-name, e.g. "
-                          "domainbert-pretrain/pretrain-gpu) so it lands on the GPU pool; default: in this flow run.")
+        None,
+        description="Run pretraining through this deployment (flow-name/deployment-name, e.g. "
+        "domainbert-pretrain/pretrain-gpu) so it lands on the GPU pool; default: in this flow run.",
+    )
     refresh_cache: bool = Field(False, description="Ignore cached task results (stages still skip complete outputs).")
     lock_token: str | None = Field(
-        None, description="Token of the run-folder lock held by the parent pipeline run (set by domain_pipeline "
-                          "for its pretraining deployment; leave empty).")
+        None,
+        description="Token of the run-folder lock held by the parent pipeline run (set by domain_pipeline "
+        "for its pretraining deployment; leave empty).",
+    )

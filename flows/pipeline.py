@@ -32,8 +32,13 @@ from domainbert.flows.tasks import configured, cross_domain_task
 
 @flow(name="domain-pipeline", log_prints=True)
 @locked
-def domain_pipeline(domain: str, overrides: list[str] | None = None, profile: str = DEFAULT_PROFILE,
-                    out: str | None = None, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
+def domain_pipeline(
+    domain: str,
+    overrides: list[str] | None = None,
+    profile: str = DEFAULT_PROFILE,
+    out: str | None = None,
+    execution: ExecutionOptions = DEFAULT_EXECUTION,
+) -> str:
     """Run every stage of one domain and return the path of its report.html.
 
     Args:
@@ -68,20 +73,31 @@ def _pretrain_on_deployment(spec: RunSpec, execution: ExecutionOptions, deployme
     from prefect.deployments import run_deployment
 
     # The GPU worker joins this run's folder lock (taken on the layout's root) instead of finding it held.
-    inner = execution.model_copy(update={"pretrain_deployment": None,
-                                         "lock_token": held_token(spec.layout().root)})
+    inner = execution.model_copy(update={"pretrain_deployment": None, "lock_token": held_token(spec.layout().root)})
     # Called from a sync flow, prefect's async_dispatch returns the flow run itself (not a coroutine).
-    run = cast(FlowRun, run_deployment(deployment, as_subflow=True,
-                                       parameters={"spec": spec.model_dump(mode="json"),
-                                                   "execution": inner.model_dump(mode="json")}))
+    run = cast(
+        FlowRun,
+        run_deployment(
+            deployment,
+            as_subflow=True,
+            parameters={"spec": spec.model_dump(mode="json"), "execution": inner.model_dump(mode="json")},
+        ),
+    )
     if run.state is None or not run.state.is_completed():
-        raise RuntimeError(f"pretraining deployment {deployment!r} ended "
-                           f"{run.state.type.value if run.state else 'without a state'} (flow run {run.id})")
+        raise RuntimeError(
+            f"pretraining deployment {deployment!r} ended "
+            f"{run.state.type.value if run.state else 'without a state'} (flow run {run.id})"
+        )
 
 
 @flow(name="compare-domains", log_prints=True)
-def compare_domains(domains: list[str], overrides: list[str] | None = None, profile: str = DEFAULT_PROFILE,
-                    out: str = "runs", execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
+def compare_domains(
+    domains: list[str],
+    overrides: list[str] | None = None,
+    profile: str = DEFAULT_PROFILE,
+    out: str = "runs",
+    execution: ExecutionOptions = DEFAULT_EXECUTION,
+) -> str:
     """Run ``domain_pipeline`` for several domains, then render and publish the cross-domain report.
 
     Args:
@@ -99,8 +115,10 @@ def compare_domains(domains: list[str], overrides: list[str] | None = None, prof
     for domain in domains:
         cfg = RunSpec(domain=domain, overrides=list(overrides or []), profile=profile).config()
         run_dir = root / cfg.name
-        domain_pipeline(domain=domain, overrides=list(overrides or []), profile=profile, out=str(run_dir),
-                        execution=execution)
+        domain_pipeline(
+            domain=domain, overrides=list(overrides or []), profile=profile, out=str(run_dir), execution=execution
+        )
         runs[cfg.name] = run_dir
-    return configured(cross_domain_task, execution, root)({k: str(v) for k, v in runs.items()},
-                                                          str(root / "cross-domain"))
+    return configured(cross_domain_task, execution, root)(
+        {k: str(v) for k, v in runs.items()}, str(root / "cross-domain")
+    )

@@ -51,7 +51,7 @@ def embed_figures(markdown: str, folder: Path, limit: int = MAX_MARKDOWN_CHARS) 
         if not replacement or size - len(match.group(0)) + len(replacement) > limit:
             replacement = f"*[figure: {caption or name} - {name} in the run folder]*"
         size += len(replacement) - len(match.group(0))
-        out += [text[last:match.start()], replacement]
+        out += [text[last : match.start()], replacement]
         last = match.end()
     return "".join(out) + text[last:]
 
@@ -81,15 +81,23 @@ def publish_report(cfg: DomainConfig, layout: RunLayout, html: Path) -> dict[str
 
     markdown, table = read_rendered(html.parent)  # what render_report just wrote: nothing is computed again
     ids: dict[str, str] = {}
-    ids["report"] = str(create_markdown_artifact(
-        markdown=embed_figures(markdown, html.parent), key=artifact_key(cfg.name, "report"),
-        description=f"domainbert comparison report for {cfg.name}"))
+    ids["report"] = str(
+        create_markdown_artifact(
+            markdown=embed_figures(markdown, html.parent),
+            key=artifact_key(cfg.name, "report"),
+            description=f"domainbert comparison report for {cfg.name}",
+        )
+    )
     rows = [{k: _cell(v) for k, v in row.items()} for row in table]
-    ids["results"] = str(create_table_artifact(table=rows, key=artifact_key(cfg.name, "results"),
-                                               description=f"Fine-tuning results for {cfg.name}"))
+    ids["results"] = str(
+        create_table_artifact(
+            table=rows, key=artifact_key(cfg.name, "results"), description=f"Fine-tuning results for {cfg.name}"
+        )
+    )
     link, text = report_link(html)
-    ids["html"] = str(create_link_artifact(link=link, link_text=f"{cfg.name} {text}",
-                                           key=artifact_key(cfg.name, "report-html")))
+    ids["html"] = str(
+        create_link_artifact(link=link, link_text=f"{cfg.name} {text}", key=artifact_key(cfg.name, "report-html"))
+    )
     return ids
 
 

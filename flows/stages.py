@@ -53,8 +53,15 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
         from prefect.client.orchestration import get_client
 
         env = {"PREFECT_API_URL": str(get_client(sync_client=True).api_url).rstrip("/")}
-        return DaskTaskRunner(cluster_kwargs={"n_workers": opts.dask_local_workers, "threads_per_worker": 1,
-                                              "processes": True, "dashboard_address": None, "env": env})
+        return DaskTaskRunner(
+            cluster_kwargs={
+                "n_workers": opts.dask_local_workers,
+                "threads_per_worker": 1,
+                "processes": True,
+                "dashboard_address": None,
+                "env": env,
+            }
+        )
     return ThreadPoolTaskRunner(max_workers=threads or os.cpu_count() or 1)
 
 
@@ -82,16 +89,18 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
         shard = configured(corpus_shard_task, execution, layout.root)
         get_run_logger().info("corpus: %d input shard(s) in %s", len(plan["shards"]), plan["work_dir"])
         with task_runner(execution, threads=cfg.corpus.workers) as runner:
-            futures = [runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]})
-                       for s in plan["shards"]]
+            futures = [
+                runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]}) for s in plan["shards"]
+            ]
             stats = [f.result() for f in futures]
         configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats, plan["counts"])
         # Record the finished corpus under its cache key (the stage only reads the manifest back).
         manifest = configured(corpus_task, execution, layout.root, refresh=True)(spec)
     else:
         manifest = configured(corpus_task, execution, layout.root)(spec)
-    publish_markdown_file(layout.corpus / "report.md", artifact_key(cfg.name, "corpus"),
-                          f"Corpus statistics for {cfg.name}")
+    publish_markdown_file(
+        layout.corpus / "report.md", artifact_key(cfg.name, "corpus"), f"Corpus statistics for {cfg.name}"
+    )
     return manifest
 
 
@@ -102,15 +111,17 @@ def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -
     spec, cfg, layout = _prepare(spec)
     current = caching.vocab_state(cfg, layout).current
     report = configured(vocab_task, execution, layout.root, refresh=not current)(spec)
-    publish_markdown_file(layout.vocab / "report.md", artifact_key(cfg.name, "vocab"),
-                          f"Vocabulary fit for {cfg.name}")
+    publish_markdown_file(
+        layout.vocab / "report.md", artifact_key(cfg.name, "vocab"), f"Vocabulary fit for {cfg.name}"
+    )
     return report
 
 
 @flow(name="domainbert-pretrain", log_prints=True)
 @locked
-def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION,
-                  arms: list[str] | None = None) -> dict[str, dict]:
+def pretrain_flow(
+    spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION, arms: list[str] | None = None
+) -> dict[str, dict]:
     """Pretrain each arm (all arms of the config by default), one after the other.
 
     Arms run in sequence: on one GPU node they would fight over the device; on several nodes deploy this
@@ -122,8 +133,13 @@ def pretrain_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     if any(arm != "scratch" for arm in arms):  # first: the checkpoint-based arms' fingerprints read its result
         configured(head_warmup_task, execution, layout.root, retries=execution.pretrain_retries)(spec)
     for arm in arms:
-        run = configured(pretrain_task, execution, layout.root, retries=execution.pretrain_retries,
-                         refresh=not caching.pretrain_state(cfg, layout, arm).current)
+        run = configured(
+            pretrain_task,
+            execution,
+            layout.root,
+            retries=execution.pretrain_retries,
+            refresh=not caching.pretrain_state(cfg, layout, arm).current,
+        )
         summaries[arm] = run(spec, arm, execution.gpu_concurrency_limit)
     return summaries
 
@@ -137,14 +153,16 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     from domainbert.finetune.jobs import run_list
 
     jobs = run_list(cfg, layout)
-    get_run_logger().info("fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs),
-                          len(cfg.finetune.tasks))
+    get_run_logger().info(
+        "fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs), len(cfg.finetune.tasks)
+    )
     # One at a time locally (each run already uses every core); spread over workers on a Dask cluster.
     with task_runner(execution, threads=1) as runner:
         futures = []
         for job in jobs:
-            run = configured(finetune_task, execution, layout.root,
-                             refresh=not caching.finetune_state(cfg, layout, job).current)
+            run = configured(
+                finetune_task, execution, layout.root, refresh=not caching.finetune_state(cfg, layout, job).current
+            )
             futures.append(runner.submit(run, {"spec": spec, **dataclasses.asdict(job)}))
         return [f.result() for f in futures]
 

@@ -50,14 +50,19 @@ def result_storage(opts: ExecutionOptions, root: Path) -> Path | str:
     return Path(url.removeprefix("file://")).resolve()
 
 
-def configured(tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None,
-               refresh: bool = False) -> Any:
+def configured(
+    tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None, refresh: bool = False
+) -> Any:
     """``tsk`` with this run's result storage and retry policy; ``refresh`` (or ``opts.refresh_cache``) makes
     it run and overwrite its cached result (the flows set it when the stage's output is not complete)."""
     n = opts.retries if retries is None else retries
     delays: Any = exponential_backoff(backoff_factor=opts.retry_delay_seconds) if opts.retry_delay_seconds else 0
-    return tsk.with_options(result_storage=result_storage(opts, root), retries=n, retry_delay_seconds=delays,
-                            refresh_cache=opts.refresh_cache or refresh)
+    return tsk.with_options(
+        result_storage=result_storage(opts, root),
+        retries=n,
+        retry_delay_seconds=delays,
+        refresh_cache=opts.refresh_cache or refresh,
+    )
 
 
 class ProgressArtifacts(logging.Handler):
@@ -115,8 +120,11 @@ def stage_logs_to_prefect() -> Iterator[None]:
         target.setLevel(old_level)
 
 
-COMMON: dict[str, Any] = {"persist_result": True, "result_serializer": "json",
-                          "retry_condition_fn": _retry_unless_user_error}
+COMMON: dict[str, Any] = {
+    "persist_result": True,
+    "result_serializer": "json",
+    "retry_condition_fn": _retry_unless_user_error,
+}
 
 
 @task(name="corpus", cache_key_fn=caching.corpus_key, tags=["cpu"], **COMMON)
@@ -215,8 +223,9 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 
 
 @task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)
-def finetune_task(spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int,
-                  mode: str = "finetune") -> dict:
+def finetune_task(
+    spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int, mode: str = "finetune"
+) -> dict:
     """Fine-tune one model on one task with one seed (``mode``: finetune or frozen); returns the result
     without its prediction lists (those stay in result.json). A run under torchrun (``finetune.num_processes``)
     has its launch log forwarded to the Prefect log."""

@@ -25,8 +25,9 @@ from domainbert.core.errors import ConfigError, DomainbertError
 from domainbert.core.paths import RunLayout, available_domains, default_run_dir
 from domainbert.core.runlock import run_lock
 
-app = typer.Typer(no_args_is_help=True, pretty_exceptions_enable=False,
-                  help="Domain-adaptive pretraining for BERT-style encoders.")
+app = typer.Typer(
+    no_args_is_help=True, pretty_exceptions_enable=False, help="Domain-adaptive pretraining for BERT-style encoders."
+)
 
 
 def _complete_domain(incomplete: str) -> list[str]:
@@ -48,12 +49,20 @@ def _complete_profile(ctx: typer.Context, incomplete: str) -> list[str]:
     return [name for name in names if name.startswith(incomplete)]
 
 
-DomainArg = Annotated[str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.",
-                                          autocompletion=_complete_domain)]
+DomainArg = Annotated[
+    str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.", autocompletion=_complete_domain)
+]
 OverridesArg = Annotated[list[str] | None, typer.Argument(help="Overrides such as pretrain.max_steps=50.")]
-ProfileOpt = Annotated[str, typer.Option("--profile", "-p", autocompletion=_complete_profile,
-                                         help="A profile the domain YAML defines under profiles: (offline: the "
-                                              "shipped samples; full: the real data); checked against the file.")]
+ProfileOpt = Annotated[
+    str,
+    typer.Option(
+        "--profile",
+        "-p",
+        autocompletion=_complete_profile,
+        help="A profile the domain YAML defines under profiles: (offline: the "
+        "shipped samples; full: the real data); checked against the file.",
+    ),
+]
 OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<domain>/).")]
 
 
@@ -64,13 +73,17 @@ def _print_version(value: bool) -> None:
 
 
 @app.callback()
-def _main(version: Annotated[bool, typer.Option("--version", callback=_print_version, is_eager=True,
-                                                help="Print the version and exit.")] = False) -> None:
+def _main(
+    version: Annotated[
+        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
+    ] = False,
+) -> None:
     """Domain-adaptive pretraining for BERT-style encoders."""
 
 
-def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | None,
-           create: bool = True) -> tuple[DomainConfig, RunLayout]:
+def _setup(
+    domain: str, overrides: list[str] | None, profile: str, out: Path | None, create: bool = True
+) -> tuple[DomainConfig, RunLayout]:
     """The config and the run's folders; the folder is created (``create``) and checked to be writable."""
     cfg = load_domain(domain, overrides or [], profile=profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
@@ -82,14 +95,17 @@ def _setup(domain: str, overrides: list[str] | None, profile: str, out: Path | N
         probe.touch()
         probe.unlink()
     except OSError as exc:  # a file, a read-only folder or file system, no space
-        raise ConfigError(f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root,
-                          field="--out") from None
+        raise ConfigError(
+            f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root, field="--out"
+        ) from None
     return cfg, layout
 
 
 @app.command()
-def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains to check (default: all).")] = None,
-             profile: ProfileOpt = DEFAULT_PROFILE) -> None:
+def validate(
+    domains: Annotated[list[str] | None, typer.Argument(help="Domains to check (default: all).")] = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+) -> None:
     """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files.
 
     Every task is read as fine-tuning will read it (formats, splits, label sets, tag scheme), so a wrong
@@ -109,8 +125,10 @@ def validate(domains: Annotated[list[str] | None, typer.Argument(help="Domains t
             typer.echo(f"error: {line}", err=True)
         problems += len(found)
         if not found:
-            typer.echo(f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
-                       f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}")
+            typer.echo(
+                f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
+                f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}"
+            )
     if problems:
         raise typer.Exit(2)
 
@@ -144,34 +162,45 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
 
 
 @app.command()
-def corpus(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-           out: OutOpt = None) -> None:
+def corpus(
+    domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
+) -> None:
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.corpus.build import build_corpus
+
     with run_lock(layout.root, f"domainbert corpus {domain}"):
         build_corpus(cfg, layout)
     typer.echo(f"corpus: {layout.corpus}")
 
 
 @app.command()
-def vocab(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-          out: OutOpt = None) -> None:
+def vocab(
+    domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
+) -> None:
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.vocab.stage import run_vocab
+
     with run_lock(layout.root, f"domainbert vocab {domain}"):
         run_vocab(cfg, layout)
     typer.echo(f"vocab: {layout.vocab}")
 
 
 @app.command()
-def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-             out: OutOpt = None,
-             arm: Annotated[list[str] | None, typer.Option("--arm", help="Arm(s) to train (default: all in the config).")] = None) -> None:
+def pretrain(
+    domain: DomainArg,
+    overrides: OverridesArg = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    out: OutOpt = None,
+    arm: Annotated[
+        list[str] | None, typer.Option("--arm", help="Arm(s) to train (default: all in the config).")
+    ] = None,
+) -> None:
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.pretrain.stage import pretrain_arm
+
     with run_lock(layout.root, f"domainbert pretrain {domain}"):
         for name in arm or cfg.pretrain.arms:
             pretrain_arm(cfg, name, layout)
@@ -179,22 +208,26 @@ def pretrain(domain: DomainArg, overrides: OverridesArg = None, profile: Profile
 
 
 @app.command()
-def finetune(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-             out: OutOpt = None) -> None:
+def finetune(
+    domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
+) -> None:
     """Fine-tune every model on every task over the configured seeds."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.finetune.stage import finetune_all
+
     with run_lock(layout.root, f"domainbert finetune {domain}"):
         finetune_all(cfg, layout)
     typer.echo(f"finetune: {layout.root / 'finetune'}")
 
 
 @app.command()
-def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-           out: OutOpt = None) -> None:
+def report(
+    domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
+) -> None:
     """Render the comparison report from a run's artifacts (no retraining)."""
     cfg, layout = _setup(domain, overrides, profile, out, create=False)
     from domainbert.report.compare import render_report, require_run_outputs
+
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
         path = render_report(cfg, layout)
@@ -202,10 +235,15 @@ def report(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOp
 
 
 @app.command()
-def compare(runs: Annotated[list[str], typer.Argument(help="Finished runs as DOMAIN=RUN_DIR, or run folders "
-                                                       "(the domain is the folder name).")],
-            out: Annotated[Path, typer.Option("--out", "-o", help="Folder of the cross-domain page.")] = Path(
-                "runs/cross-domain")) -> None:
+def compare(
+    runs: Annotated[
+        list[str],
+        typer.Argument(help="Finished runs as DOMAIN=RUN_DIR, or run folders (the domain is the folder name)."),
+    ],
+    out: Annotated[Path, typer.Option("--out", "-o", help="Folder of the cross-domain page.")] = Path(
+        "runs/cross-domain"
+    ),
+) -> None:
     """Render the cross-domain page over finished runs (no training; each run must have its report inputs)."""
     from domainbert.report.cross_domain import render_cross_domain
 
@@ -222,54 +260,80 @@ def compare(runs: Annotated[list[str], typer.Argument(help="Finished runs as DOM
 
 
 @app.command()
-def run(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE,
-        out: OutOpt = None,
-        workers: Annotated[int, typer.Option("--workers", min=0, help="Local Dask worker processes for corpus shards "
-                                             "and fine-tuning runs (0: in-process).")] = 0) -> None:
+def run(
+    domain: DomainArg,
+    overrides: OverridesArg = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    out: OutOpt = None,
+    workers: Annotated[
+        int,
+        typer.Option(
+            "--workers",
+            min=0,
+            help="Local Dask worker processes for corpus shards and fine-tuning runs (0: in-process).",
+        ),
+    ] = 0,
+) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
 
     with run_lock(layout.root, f"domainbert run {domain}"):
-        path = domain_pipeline(domain=str(domain), overrides=list(overrides or []), profile=profile,
-                               out=str(layout.root), execution=ExecutionOptions(dask_local_workers=workers))
+        path = domain_pipeline(
+            domain=str(domain),
+            overrides=list(overrides or []),
+            profile=profile,
+            out=str(layout.root),
+            execution=ExecutionOptions(dask_local_workers=workers),
+        )
     typer.echo(f"report: {path}")
 
 
 @app.command()
-def plan(domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None,
-         estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
-         workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1) -> None:
+def plan(
+    domain: DomainArg,
+    overrides: OverridesArg = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    out: OutOpt = None,
+    estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
+    workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1,
+) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.run_plan import estimate_seconds, render, stage_plans
+
     plans = stage_plans(cfg, layout)
     typer.echo(render(plans, estimate_seconds(cfg, plans, workers) if estimate else None))
 
 
 @app.command()
-def push(domain: DomainArg,
-         arm: Annotated[str, typer.Option("--arm", help="The arm to push (continued, extended, scratch) or 'corpus'.")],
-         repo: Annotated[str, typer.Option("--repo", help="Hub repository id, e.g. 'my-org/science-bert'.")],
-         overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None,
-         private: Annotated[bool, typer.Option(help="Create the repository private.")] = False,
-         dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded; send nothing.")] = False,
-         ) -> None:
+def push(
+    domain: DomainArg,
+    arm: Annotated[str, typer.Option("--arm", help="The arm to push (continued, extended, scratch) or 'corpus'.")],
+    repo: Annotated[str, typer.Option("--repo", help="Hub repository id, e.g. 'my-org/science-bert'.")],
+    overrides: OverridesArg = None,
+    profile: ProfileOpt = DEFAULT_PROFILE,
+    out: OutOpt = None,
+    private: Annotated[bool, typer.Option(help="Create the repository private.")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded; send nothing.")] = False,
+) -> None:
     """Upload a finished arm (its card with the run's fine-tuning scores) or the corpus to the Hugging Face Hub.
 
     The token is read from the HF_TOKEN environment variable only."""
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.hub import publish
+
     paths = publish(cfg, layout, arm, repo, private=private, dry_run=dry_run)
     verb = "would upload" if dry_run else "uploaded"
     typer.echo(f"{verb} {len(paths)} files to {repo}: {', '.join(paths[:8])}{' ...' if len(paths) > 8 else ''}")
 
 
 def main() -> None:
-    logging.basicConfig(level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"),
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
     sys.exit(run_cli(None))
 

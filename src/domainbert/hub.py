@@ -23,8 +23,11 @@ if TYPE_CHECKING:
     from domainbert.core.paths import RunLayout
 
 NOT_UPLOADED = {"_domainbert.json"}  # the run's integrity record: local paths and hashes, not for the Hub
-def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model", private: bool = False,
-                dry_run: bool = False) -> list[str]:
+
+
+def push_folder(
+    folder: Path, repo: str, card: str, *, repo_type: str = "model", private: bool = False, dry_run: bool = False
+) -> list[str]:
     """Upload ``folder`` (less ``NOT_UPLOADED``, with ``card`` as README.md) to ``repo`` in one commit.
 
     Returns:
@@ -33,8 +36,11 @@ def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model",
     Raises:
         DomainbertError: no ``HF_TOKEN`` in the environment, offline mode, or the Hub refused (one line).
     """
-    files = sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in NOT_UPLOADED
-                   and p.relative_to(folder).as_posix() != "README.md")
+    files = sorted(
+        p
+        for p in folder.rglob("*")
+        if p.is_file() and p.name not in NOT_UPLOADED and p.relative_to(folder).as_posix() != "README.md"
+    )
     paths = ["README.md", *(p.relative_to(folder).as_posix() for p in files)]
     if dry_run:
         return paths
@@ -57,8 +63,9 @@ def push_folder(folder: Path, repo: str, card: str, *, repo_type: str = "model",
     return paths
 
 
-def publish(cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, private: bool = False,
-            dry_run: bool = False) -> list[str]:
+def publish(
+    cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, private: bool = False, dry_run: bool = False
+) -> list[str]:
     """Push a finished arm's model folder (``what`` = the arm) or the corpus (``what`` = ``corpus``) with a
     freshly built card: an arm's carries the fine-tuning scores of the run's report when it has been rendered.
 
@@ -81,8 +88,9 @@ def publish(cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, priva
         raise DomainbertError(f"unknown arm {what!r}: push one of {', '.join(arms)} or 'corpus'", field="--arm")
     folder = Path(layout.pretrained_model(what))
     if not is_complete(folder):
-        raise DomainbertError(f"arm {what!r} has no finished model to push: run `domainbert pretrain` first",
-                              file=folder)
+        raise DomainbertError(
+            f"arm {what!r} has no finished model to push: run `domainbert pretrain` first", file=folder
+        )
     verify_folder(folder)
     summary = json.loads((Path(layout.pretrain(what)) / "summary.json").read_text())
     results = Path(layout.report) / "results.json"

@@ -66,8 +66,11 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     warm_pending = plans[-1].name if plans[-1].status == "will run" else None
     # What each arm is built from: the corpus; the vocabulary stage's outputs (extended model, domain
     # tokenizer) for extended and scratch; the warmed head for continued and extended.
-    pending = {"continued": corpus_pending or warm_pending, "extended": vocab_pending or warm_pending,
-               "scratch": vocab_pending}
+    pending = {
+        "continued": corpus_pending or warm_pending,
+        "extended": vocab_pending or warm_pending,
+        "scratch": vocab_pending,
+    }
     upstream = vocab_pending or warm_pending  # fine-tuning follows every model
     for arm in cfg.pretrain.arms:
         pcfg = cfg.pretrain.for_arm(arm)
@@ -82,16 +85,23 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
         arm_status = f"after {pending[arm]}" if pending[arm] else status(pretrain_state(cfg, layout, arm), folder)
         plans.append(StagePlan(f"pretrain {arm}", arm_status, detail))
     states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
-    counts = {s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded",
-                                                                 "no model")}
+    counts = {
+        s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded", "no model")
+    }
     # an arm that will be (re)trained changes, so do its fine-tuning runs; the base model's stay current
-    retrained = {p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ")
-                 and p.status != "up to date"}
+    retrained = {
+        p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ") and p.status != "up to date"
+    }
     todo = [r["task"] for r in states if r["state"] != "current" or r["model"] in retrained]
     ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states)}"
     ft_status += f" (after {upstream})" if upstream and todo else ""
-    plans.append(StagePlan("finetune", ft_status, {"runs": len(states), "floors": len(cfg.finetune.tasks),
-                                                   "todo_tasks": todo, **counts}))
+    plans.append(
+        StagePlan(
+            "finetune",
+            ft_status,
+            {"runs": len(states), "floors": len(cfg.finetune.tasks), "todo_tasks": todo, **counts},
+        )
+    )
     return plans
 
 
@@ -107,8 +117,9 @@ def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
     return StagePlan(f"pretrain {NAME}", state, detail)
 
 
-def _seconds_per_token(cfg: DomainConfig, seq_len: int, batch: int, steps: int = 2, head_only: bool = False,
-                       mlm: bool = True) -> float:
+def _seconds_per_token(
+    cfg: DomainConfig, seq_len: int, batch: int, steps: int = 2, head_only: bool = False, mlm: bool = True
+) -> float:
     """Seconds per token of a training step (forward, backward, optimizer) of the base architecture, measured:
     pretraining's objective (``MLMObjective``: its masking rate, sparse prediction) when ``mlm``; else a loss
     at every position, standing in for fine-tuning's (its task head is smaller than the vocabulary projection
@@ -178,15 +189,24 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
         d = p.detail
         sizes = ""
         if "steps" in d:
-            flops = (f", {d['flops']:.2e} FLOPs" if d.get("flops") else "" if "flops" in d
-                     else ", FLOPs n/a (base config unreachable)")
+            flops = (
+                f", {d['flops']:.2e} FLOPs"
+                if d.get("flops")
+                else ""
+                if "flops" in d
+                else ", FLOPs n/a (base config unreachable)"
+            )
             sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
         elif "runs" in d:
-            sizes = (f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "
-                     f"{d['missing']} missing" + (f", {d['no model']} without their model" if d.get("no model") else ""))
+            sizes = (
+                f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "
+                f"{d['missing']} missing" + (f", {d['no model']} without their model" if d.get("no model") else "")
+            )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
     if seconds:
-        lines.append(f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine (calibrated "
-                     "with a few training steps of the base architecture; corpus and vocabulary not included)")
+        lines.append(
+            f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine (calibrated "
+            "with a few training steps of the base architecture; corpus and vocabulary not included)"
+        )
     return "\n".join(lines)

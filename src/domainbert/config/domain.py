@@ -94,22 +94,25 @@ def read_domain_yaml(path: Path) -> dict[str, Any]:
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
-        line = path.read_bytes()[:exc.start].count(b"\n") + 1
-        raise ConfigError(f"not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the file as UTF-8",
-                          file=path, line=line) from None
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise ConfigError(
+            f"not UTF-8 text (byte {exc.object[exc.start]:#04x}); save the file as UTF-8", file=path, line=line
+        ) from None
     except OSError as exc:
         raise ConfigError(f"cannot read: {exc.strerror or exc}", file=path) from None
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
-        raise ConfigError(f"invalid YAML: {getattr(exc, 'problem', exc)}", file=path,
-                          line=mark.line + 1 if mark else None) from None
+        raise ConfigError(
+            f"invalid YAML: {getattr(exc, 'problem', exc)}", file=path, line=mark.line + 1 if mark else None
+        ) from None
     if not isinstance(data, dict):
         raise ConfigError("a domain file must be a YAML mapping", file=path)
     return data
 
 
-def load_domain(domain: str | Path, overrides: list[str] | tuple[str, ...] = (),
-                profile: str = DEFAULT_PROFILE) -> DomainConfig:
+def load_domain(
+    domain: str | Path, overrides: list[str] | tuple[str, ...] = (), profile: str = DEFAULT_PROFILE
+) -> DomainConfig:
     """Load, merge and validate a domain.
 
     Args:
@@ -126,8 +129,9 @@ def load_domain(domain: str | Path, overrides: list[str] | tuple[str, ...] = (),
     if not isinstance(profiles, dict) or not profiles:
         raise ConfigError("a 'profiles:' mapping (with at least 'offline') is required", file=path, field="profiles")
     if profile not in profiles:
-        raise ConfigError(f"unknown profile {profile!r}; this domain has: {', '.join(sorted(profiles))}",
-                          file=path, field="profiles")
+        raise ConfigError(
+            f"unknown profile {profile!r}; this domain has: {', '.join(sorted(profiles))}", file=path, field="profiles"
+        )
     patch = profiles[profile] or {}
     if not isinstance(patch, dict):
         raise ConfigError("a profile must be a mapping", file=path, field=f"profiles.{profile}")

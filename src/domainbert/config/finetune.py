@@ -16,8 +16,10 @@ class TaskConfig(StrictModel):
     name: str
     type: Literal["ner", "classification"]
     format: Literal["conll", "jsonl", "csv", "hf"]
-    path: str = Field(description="A folder with train/validation/test files (relative: to the domain file), or "
-                      "for format 'hf' a Hub dataset id or a saved dataset folder.")
+    path: str = Field(
+        description="A folder with train/validation/test files (relative: to the domain file), or "
+        "for format 'hf' a Hub dataset id or a saved dataset folder."
+    )
     labels: list[str] = Field(min_length=1, description="The label set; a label outside it is an error.")
     tag_scheme: Literal["IOB1", "IOB2", "BIOES"] = "IOB2"
     text_field: str = "text"
@@ -30,8 +32,9 @@ class TaskConfig(StrictModel):
     tags_field: str = Field("ner_tags", description="NER from the hub: the column holding the tag list.")
     hf_config_name: str | None = Field(None, description="Hub dataset configuration name, if it has several.")
     label_separator: str = Field("|", description="Multi-label CSV: separator between the labels of one cell.")
-    subset_seed: int = Field(0, description="Seed of the fixed subsample taken by max_*_examples "
-                                            "(the same for every model and seed).")
+    subset_seed: int = Field(
+        0, description="Seed of the fixed subsample taken by max_*_examples (the same for every model and seed)."
+    )
     lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
     epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
 
@@ -62,51 +65,82 @@ class FinetuneConfig(StrictModel):
     max_length: int = Field(128, ge=8)
     early_stopping_patience: int = Field(2, ge=1)
     mode: Literal["finetune", "frozen", "both"] = Field(
-        "finetune", description="finetune: train all weights; frozen: train only the head on frozen features "
-                                "(results under '<model>-frozen'); both: run the two.")
-    extra_models: dict[str, str] = Field(default_factory=dict, description="More models to compare: name -> hub id or folder.")
+        "finetune",
+        description="finetune: train all weights; frozen: train only the head on frozen features "
+        "(results under '<model>-frozen'); both: run the two.",
+    )
+    extra_models: dict[str, str] = Field(
+        default_factory=dict, description="More models to compare: name -> hub id or folder."
+    )
     frozen_lr: float = Field(1e-3, gt=0, description="Learning rate of the head in frozen (feature-based) mode.")
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
     weight_decay: float = Field(0.01, ge=0)
     max_grad_norm: float = Field(1.0, gt=0)
     evals_per_epoch: int = Field(1, ge=1, description="Validation evaluations per epoch (early stopping checks).")
     eval_batch_size: int = Field(64, ge=1)
-    torch_threads: int | None = Field(None, ge=1, description="CPU threads for torch (None: torch's default). "
-                                                               "1 is fastest on a shared, oversubscribed machine.")
+    torch_threads: int | None = Field(
+        None,
+        ge=1,
+        description="CPU threads for torch (None: torch's default). 1 is fastest on a shared, oversubscribed machine.",
+    )
     pooling: Literal["mean", "cls"] = Field(
-        "mean", description="Sequence classification: mean of the encoder's last hidden states for every model "
-                            "(no pooler, so no model has one the others lack), or 'cls': transformers' [CLS] + "
-                            "pooler head.")
-    floor: bool = Field(True, description="Score a simple baseline on every task (TF-IDF + logistic regression, a "
-                                          "CRF for NER) on the same examples, as the 'floor' model.")
+        "mean",
+        description="Sequence classification: mean of the encoder's last hidden states for every model "
+        "(no pooler, so no model has one the others lack), or 'cls': transformers' [CLS] + "
+        "pooler head.",
+    )
+    floor: bool = Field(
+        True,
+        description="Score a simple baseline on every task (TF-IDF + logistic regression, a "
+        "CRF for NER) on the same examples, as the 'floor' model.",
+    )
     collapse_retry_lr_factor: float | None = Field(
-        3.0, gt=0, description="A run whose validation predictions collapsed (one class, no entities, a loss that "
+        3.0,
+        gt=0,
+        description="A run whose validation predictions collapsed (one class, no entities, a loss that "
         "did not fall) is run again once with its learning rate times this factor, recorded in result.json. Above "
         "1 (the default) for runs stuck on the majority answer, which is how small fine-tuning budgets fail; below "
-        "1 for runs that diverge. None: no retry.")
-    length_group_size: int = Field(50, ge=1, description="Length-grouped batching: sort within windows of "
-                                                          "this many batches (as transformers' group_by_length).")
-    device: str = Field("auto", description="Where fine-tuning runs: 'auto' (the first CUDA GPU when there is one, "
-                                            "else the CPU), 'cpu', 'cuda' or 'cuda:N'. A speed setting: not part of a "
-                                            "result's fingerprint.")
+        "1 for runs that diverge. None: no retry.",
+    )
+    length_group_size: int = Field(
+        50,
+        ge=1,
+        description="Length-grouped batching: sort within windows of "
+        "this many batches (as transformers' group_by_length).",
+    )
+    device: str = Field(
+        "auto",
+        description="Where fine-tuning runs: 'auto' (the first CUDA GPU when there is one, "
+        "else the CPU), 'cpu', 'cuda' or 'cuda:N'. A speed setting: not part of a "
+        "result's fingerprint.",
+    )
     precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
-        "auto", description="Mixed precision by autocast: 'auto' is bf16 on a GPU that supports it and fp32 "
-                            "otherwise (the CPU default); fp16 uses a gradient scaler (GPU only).")
+        "auto",
+        description="Mixed precision by autocast: 'auto' is bf16 on a GPU that supports it and fp32 "
+        "otherwise (the CPU default); fp16 uses a gradient scaler (GPU only).",
+    )
     num_processes: int = Field(
-        1, ge=1, description="Data-parallel processes per run: above 1, each run is started under torchrun, one "
+        1,
+        ge=1,
+        description="Data-parallel processes per run: above 1, each run is started under torchrun, one "
         "process per GPU (cuda:LOCAL_RANK; gloo on the CPU), each taking its slice of every batch of batch_size "
         "examples, so the optimisation does not depend on the count. A speed setting: not part of a result's "
-        "fingerprint.")
+        "fingerprint.",
+    )
     save_models: bool = Field(
-        False, description="Also save each run's fine-tuned model and tokenizer in its folder (model/: loads with "
+        False,
+        description="Also save each run's fine-tuned model and tokenizer in its folder (model/: loads with "
         "AutoModelFor*Classification, label names in config.id2label; mean pooling needs trust_remote_code) with "
-        "a model card. Not part of the fingerprint; turning it on reruns the runs whose folder has no model.")
+        "a model card. Not part of the fingerprint; turning it on reruns the runs whose folder has no model.",
+    )
 
     @model_validator(mode="after")
     def _one_gpu_per_process(self) -> FinetuneConfig:
         if self.num_processes > 1 and self.device.startswith("cuda:"):
-            raise ValueError(f"device {self.device!r} names one GPU, but with num_processes > 1 each process takes "
-                             "its own (cuda:LOCAL_RANK): use 'auto' or 'cuda'")
+            raise ValueError(
+                f"device {self.device!r} names one GPU, but with num_processes > 1 each process takes "
+                "its own (cuda:LOCAL_RANK): use 'auto' or 'cuda'"
+            )
         return self
 
 

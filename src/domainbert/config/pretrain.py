@@ -16,8 +16,11 @@ class BaseModelConfig(StrictModel):
 
     name_or_path: str
     lowercase: bool = True
-    hub_id: str | None = Field(None, description="The Hub id this checkpoint is (for model cards' base_model) when "
-                                                 "name_or_path is a package or a folder.")
+    hub_id: str | None = Field(
+        None,
+        description="The Hub id this checkpoint is (for model cards' base_model) when "
+        "name_or_path is a package or a folder.",
+    )
 
     def recipe(self) -> dict:
         """What training depends on (for fingerprints): everything but the card-only ``hub_id``."""
@@ -61,12 +64,15 @@ class HeadWarmupConfig(StrictModel):
     """
 
     enabled: Literal["auto", "on", "off"] = Field(
-        "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never.")
+        "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never."
+    )
     steps: int = Field(120, ge=1, description="Optimizer steps (batch_size x seq_len tokens each).")
     lr: float = Field(2e-3, gt=0, description="Learning rate of the head (the encoder stays frozen).")
     corpus: list[PathStr] = Field(
-        default_factory=list, description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "
-        "less the files of pretrain.general_eval_corpus (so forgetting is measured on unseen text).")
+        default_factory=list,
+        description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "
+        "less the files of pretrain.general_eval_corpus (so forgetting is measured on unseen text).",
+    )
     max_documents: int = Field(20000, ge=1, description="Documents read from the warm-up corpus.")
 
 
@@ -93,17 +99,21 @@ class PretrainConfig(StrictModel):
     max_steps: int | None = Field(None, ge=1, description="Cap on optimizer steps (tests and smoke runs).")
     seq_len: int = Field(128, ge=8)
     seq_len_schedule: list[LengthPhase] = Field(
-        default_factory=list, description="Length phases (fractions sum to 1); empty = seq_len throughout.")
+        default_factory=list, description="Length phases (fractions sum to 1); empty = seq_len throughout."
+    )
     constant_batch_tokens: bool = Field(
-        True, description="Scale the batch size with the phase length so tokens per step stay constant.")
+        True, description="Scale the batch size with the phase length so tokens per step stay constant."
+    )
     batch_size: int = Field(16, ge=1, description="Sequences per device per micro-step (at seq_len).")
     grad_accum: int = Field(1, ge=1)
     packing: bool = Field(True, description="Concatenate documents into full sequences (no padding).")
-    lr: float | None = Field(None, gt=0, description="Peak learning rate of every arm; None: each arm's literature "
-                             "default (arm_optim).")
+    lr: float | None = Field(
+        None, gt=0, description="Peak learning rate of every arm; None: each arm's literature default (arm_optim)."
+    )
     warmup_ratio: float | None = Field(None, ge=0, lt=1, description="Warmup share of steps; None: per-arm default.")
     arm_optim: dict[Arm, ArmOptimConfig] = Field(
-        default_factory=dict, description="Per-arm lr / warmup_ratio; wins over lr and warmup_ratio.")
+        default_factory=dict, description="Per-arm lr / warmup_ratio; wins over lr and warmup_ratio."
+    )
     head_warmup: HeadWarmupConfig = HeadWarmupConfig()
     weight_decay: float = 0.01
     adam_betas: tuple[float, float] = (0.9, 0.98)
@@ -114,22 +124,36 @@ class PretrainConfig(StrictModel):
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
     next_sentence_prediction: bool = Field(
-        False, description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.")
+        False,
+        description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.",
+    )
     sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
     precision: Literal["fp32", "bf16", "fp16"] = "fp32"
-    compile: bool = Field(False, description="torch.compile the encoder (for GPUs; on a CPU compiling takes long and "
-                          "the steps are not faster).")
+    compile: bool = Field(
+        False,
+        description="torch.compile the encoder (for GPUs; on a CPU compiling takes long and "
+        "the steps are not faster).",
+    )
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
     checkpoint_every: int = Field(100, ge=1)
     keep_checkpoints: int = Field(2, ge=1)
     log_every: int = Field(5, ge=1)
     eval_documents: int = Field(200, ge=1, description="Held-out documents for domain and general perplexity.")
-    eval_every: int | None = Field(None, ge=1, description="Also evaluate perplexity every this many steps (None: "
-                                   "at the start and the end only); not part of the recipe.")
-    general_eval_corpus: list[PathStr] = Field(default_factory=list, description="General text for forgetting (perplexity).")
+    eval_every: int | None = Field(
+        None,
+        ge=1,
+        description="Also evaluate perplexity every this many steps (None: "
+        "at the start and the end only); not part of the recipe.",
+    )
+    general_eval_corpus: list[PathStr] = Field(
+        default_factory=list, description="General text for forgetting (perplexity)."
+    )
     torch_threads: int | None = Field(
-        None, ge=1, description="CPU threads for torch during training (None: torch's default, one per core). On a "
-        "CPU shared with other busy processes fewer threads than cores can be faster; not part of the recipe.")
+        None,
+        ge=1,
+        description="CPU threads for torch during training (None: torch's default, one per core). On a "
+        "CPU shared with other busy processes fewer threads than cores can be faster; not part of the recipe.",
+    )
     peak_tflops: float | None = Field(None, gt=0, description="Declared peak of the hardware (MFU denominator).")
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     launch: LaunchConfig = LaunchConfig()
@@ -142,7 +166,9 @@ class PretrainConfig(StrictModel):
         default = DEFAULT_ARM_OPTIM[arm]
         lr = (own.lr if own and own.lr is not None else None) or self.lr or default["lr"]
         warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio
-        return self.model_copy(update={"lr": lr, "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup})
+        return self.model_copy(
+            update={"lr": lr, "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup}
+        )
 
     @property
     def peak_lr(self) -> float:

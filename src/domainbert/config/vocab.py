@@ -37,9 +37,13 @@ class ReferenceVocab(StrictModel):
 
 class ExtensionConfig(StrictModel):
     enabled: bool = True
-    num_tokens: int | None = Field(None, ge=0, description="New tokens added to the base vocabulary (the most "
-                                   "frequent x fragmented candidates); default: the recommendation's number, the "
-                                   "words its rule 3 counts. A number here overrides it (the report says so).")
+    num_tokens: int | None = Field(
+        None,
+        ge=0,
+        description="New tokens added to the base vocabulary (the most "
+        "frequent x fragmented candidates); default: the recommendation's number, the "
+        "words its rule 3 counts. A number here overrides it (the report says so).",
+    )
     min_count: int = Field(3, ge=1, description="A candidate word occurs at least this often in the train split.")
 
 
@@ -65,13 +69,17 @@ class RecommendConfig(StrictModel):
     scratch_min_shift: float = Field(0.10, description="Overlap shift (control - domain) that favours a new vocab.")
     scratch_min_saving: float = Field(0.10, description="Sequence-length saving that favours a new vocab.")
     extend_min_per_million: float = Field(20.0, description="Extension candidates occur this often per million words.")
-    extend_min_pieces: int = Field(3, ge=2, description="... and the base tokenizer splits them into this many pieces.")
+    extend_min_pieces: int = Field(
+        3, ge=2, description="... and the base tokenizer splits them into this many pieces."
+    )
 
 
 class VocabConfig(StrictModel):
     references: list[ReferenceVocab] = Field(min_length=1)
     curve_sizes: list[int] = Field(default_factory=lambda: [5000, 10000, 20000, 30000])
-    control_corpus: list[PathStr] = Field(description="General-domain text (globs) for the same-size control vocabulary.")
+    control_corpus: list[PathStr] = Field(
+        description="General-domain text (globs) for the same-size control vocabulary."
+    )
     heldout_documents: int = Field(500, ge=10, description="Validation documents used for fertility and UNK rate.")
     extension: ExtensionConfig = ExtensionConfig()
     min_words_per_token: float = Field(2.0, gt=0, description="Train-split words per requested vocab entry, at least.")

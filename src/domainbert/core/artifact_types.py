@@ -125,8 +125,12 @@ class FinetuneResult(Artifact):
     wall_seconds: float = Field(ge=0)
 
 
-ARTIFACTS: dict[str, type[Artifact]] = {"corpus-manifest": CorpusManifest, "vocab-report": VocabReport,
-                                        "pretrain-summary": PretrainSummary, "finetune-result": FinetuneResult}
+ARTIFACTS: dict[str, type[Artifact]] = {
+    "corpus-manifest": CorpusManifest,
+    "vocab-report": VocabReport,
+    "pretrain-summary": PretrainSummary,
+    "finetune-result": FinetuneResult,
+}
 A = TypeVar("A", bound=Artifact)
 
 
@@ -166,8 +170,11 @@ def load_artifact(kind: type[A], path: Path) -> dict[str, Any] | None:
     if not isinstance(data, dict):
         raise DataError(f"not a valid {kind.__name__}: a JSON object was expected", file=path)
     if int(data.get("schema_version", SCHEMA_VERSION)) > SCHEMA_VERSION:
-        raise DataError(f"written by a newer domainbert (schema_version {data['schema_version']}, this version "
-                        f"reads {SCHEMA_VERSION}); upgrade to read it", file=path)
+        raise DataError(
+            f"written by a newer domainbert (schema_version {data['schema_version']}, this version "
+            f"reads {SCHEMA_VERSION}); upgrade to read it",
+            file=path,
+        )
     return validate_artifact(kind, data, path).model_dump(mode="json")
 
 

@@ -43,8 +43,10 @@ def file_hash(path: Path, chunk: int = 1 << 20) -> str:
 
 def file_hashes(folder: Path) -> dict[str, str]:
     """sha256 of every file in ``folder`` (records excluded), by relative path, in sorted order."""
-    return {path.relative_to(folder).as_posix(): file_hash(path)
-            for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD)}
+    return {
+        path.relative_to(folder).as_posix(): file_hash(path)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD)
+    }
 
 
 def combined_hash(hashes: dict[str, str]) -> str:
@@ -93,8 +95,9 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 
 @contextmanager
-def atomic_output(final: Path, *, config: Any, inputs: dict[str, str] | None = None,
-                  fp: str | None = None) -> Iterator[Path]:
+def atomic_output(
+    final: Path, *, config: Any, inputs: dict[str, str] | None = None, fp: str | None = None
+) -> Iterator[Path]:
     """Yield a temporary folder; on success record it and rename it to ``final``.
 
     On an exception the temporary folder is removed and ``final`` is left as it was.
@@ -137,8 +140,13 @@ def atomic_output(final: Path, *, config: Any, inputs: dict[str, str] | None = N
 
 
 def _stat_key(folder: Path) -> tuple:
-    return tuple(sorted((p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns)
-                        for p in folder.rglob("*") if p.is_file() and (st := p.stat())))
+    return tuple(
+        sorted(
+            (p.relative_to(folder).as_posix(), st.st_size, st.st_mtime_ns)
+            for p in folder.rglob("*")
+            if p.is_file() and (st := p.stat())
+        )
+    )
 
 
 _VERIFIED: dict[str, tuple] = {}
@@ -167,17 +175,23 @@ def verify_folder(folder: Path) -> None:
     if recorded is not None:
         for rel in sorted(set(recorded) | set(actual)):
             if rel not in actual:
-                raise ModelError("file missing since the folder was written (restore or rebuild it)",
-                                 file=folder / rel)
+                raise ModelError(
+                    "file missing since the folder was written (restore or rebuild it)", file=folder / rel
+                )
             if rel not in recorded:
-                raise ModelError(f"file added after the folder was written (not in its {RECORD})",
-                                 file=folder / rel)
+                raise ModelError(f"file added after the folder was written (not in its {RECORD})", file=folder / rel)
             if recorded[rel] != actual[rel]:
-                raise ModelError("content changed since it was written (sha256 mismatch; corrupt or edited, "
-                                 "delete the folder to rebuild it)", file=folder / rel)
+                raise ModelError(
+                    "content changed since it was written (sha256 mismatch; corrupt or edited, "
+                    "delete the folder to rebuild it)",
+                    file=folder / rel,
+                )
     if combined_hash(actual) != record["content_hash"]:
-        raise ModelError(f"content changed since it was written (content hash differs from {RECORD}; "
-                         "delete the folder to rebuild it)", file=folder)
+        raise ModelError(
+            f"content changed since it was written (content hash differs from {RECORD}; "
+            "delete the folder to rebuild it)",
+            file=folder,
+        )
     _VERIFIED[str(folder)] = key
 
 

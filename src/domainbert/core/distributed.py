@@ -68,10 +68,15 @@ def rank_device(dev: torch.device) -> torch.device:
     from domainbert.core.errors import ModelError
 
     if dev.index is not None:
-        raise ModelError(f"finetune.device {str(dev)!r} names one GPU, but each of several processes takes its "
-                         "own (cuda:LOCAL_RANK): use 'auto' or 'cuda'", field="finetune.device")
+        raise ModelError(
+            f"finetune.device {str(dev)!r} names one GPU, but each of several processes takes its "
+            "own (cuda:LOCAL_RANK): use 'auto' or 'cuda'",
+            field="finetune.device",
+        )
     local = int(os.environ.get("LOCAL_RANK", "0"))
     if local >= torch.cuda.device_count():
-        raise ModelError(f"process {local} has no GPU: torch sees {torch.cuda.device_count()}; lower "
-                         "finetune.num_processes", field="finetune.num_processes")
+        raise ModelError(
+            f"process {local} has no GPU: torch sees {torch.cuda.device_count()}; lower finetune.num_processes",
+            field="finetune.num_processes",
+        )
     return torch.device("cuda", local)

@@ -131,8 +131,11 @@ def _html_table(table: Table) -> str:
     parts = ["<table>"]
     if table.caption:
         parts.append(f"<caption>{html.escape(table.caption)}</caption>")
-    parts.append("<thead><tr>" + "".join(f'<th scope="col">{html.escape(h)}</th>' for h in table.headers)
-                 + "</tr></thead><tbody>")
+    parts.append(
+        "<thead><tr>"
+        + "".join(f'<th scope="col">{html.escape(h)}</th>' for h in table.headers)
+        + "</tr></thead><tbody>"
+    )
     for row in table.rows:
         cells = []
         for i, cell in enumerate(row):
@@ -160,8 +163,9 @@ def _html_figure(figure: Figure, folder: Path) -> str:
     if not path.is_file():
         return f"<p><em>Figure missing: {html.escape(figure.filename)}</em></p>"
     data = base64.b64encode(path.read_bytes()).decode("ascii")
-    return (f'<figure><img src="data:image/png;base64,{data}" alt="{caption}">'
-            f"<figcaption>{caption}</figcaption></figure>")
+    return (
+        f'<figure><img src="data:image/png;base64,{data}" alt="{caption}"><figcaption>{caption}</figcaption></figure>'
+    )
 
 
 def to_html(doc: Document, figure_dir: Path) -> str:
@@ -195,6 +199,9 @@ def to_html(doc: Document, figure_dir: Path) -> str:
         body.append("</section>")
     if doc.footer:
         body.append(f"<footer>{html.escape(doc.footer)}</footer>")
-    return ("<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
-            f"<title>{html.escape(doc.title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
-            + "\n".join(body) + "\n</body>\n</html>\n")
+    return (
+        '<!DOCTYPE html>\n<html lang="en">\n<head>\n<meta charset="utf-8">\n'
+        f"<title>{html.escape(doc.title)}</title>\n<style>{STYLE}</style>\n</head>\n<body>\n"
+        + "\n".join(body)
+        + "\n</body>\n</html>\n"
+    )

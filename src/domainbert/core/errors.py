@@ -12,8 +12,9 @@ from pathlib import Path
 class DomainbertError(Exception):
     """An error in user input: says what is wrong and where (file, line, field)."""
 
-    def __init__(self, message: str, *, file: str | Path | None = None, line: int | None = None,
-                 field: str | None = None) -> None:
+    def __init__(
+        self, message: str, *, file: str | Path | None = None, line: int | None = None, field: str | None = None
+    ) -> None:
         self.file = str(file) if file is not None else None
         self.line = line
         self.field = field

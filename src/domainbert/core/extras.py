@@ -20,5 +20,7 @@ def require(module: str, extra: str, purpose: str) -> ModuleType:
     except ImportError as exc:
         if exc.name is not None and module.split(".")[0] != exc.name.split(".")[0]:
             raise  # the package is there but one of its own imports is broken: that traceback is the news
-        raise DomainbertError(f"{purpose} needs the '{module.split('.')[0]}' package, which is not installed: "
-                              f"pip install 'domainbert[{extra}]'") from None
+        raise DomainbertError(
+            f"{purpose} needs the '{module.split('.')[0]}' package, which is not installed: "
+            f"pip install 'domainbert[{extra}]'"
+        ) from None

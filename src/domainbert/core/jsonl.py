@@ -34,8 +34,9 @@ def _decoded(raw: Iterable[bytes], path: Path) -> Iterator[str]:
         try:
             yield line.decode("utf-8")
         except UnicodeDecodeError as exc:
-            raise DataError(f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8",
-                            file=path, line=lineno) from None
+            raise DataError(
+                f"not UTF-8 text (byte {line[exc.start]:#04x}); save the file as UTF-8", file=path, line=lineno
+            ) from None
 
 
 def iter_records(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -31,11 +31,13 @@ PACKAGE_PREFIX = "package:"
 def resolve_model_ref(ref: str) -> str:
     """Turn a model reference into something ``from_pretrained`` accepts (a folder path or a hub id)."""
     if ref.startswith(PACKAGE_PREFIX):
-        module = ref[len(PACKAGE_PREFIX):]
+        module = ref[len(PACKAGE_PREFIX) :]
         spec = importlib.util.find_spec(module)
         if spec is None or not spec.submodule_search_locations:
-            raise ModelError(f"model package {module!r} is not installed (pip install {module.replace('_', '-')})",
-                             field="base_model.name_or_path")
+            raise ModelError(
+                f"model package {module!r} is not installed (pip install {module.replace('_', '-')})",
+                field="base_model.name_or_path",
+            )
         folder = Path(next(iter(spec.submodule_search_locations))) / "model"
         if not (folder / "config.json").is_file():
             raise ModelError(f"package {module!r} has no model folder with a config.json", file=folder)
@@ -53,8 +55,10 @@ def resolve_model_ref(ref: str) -> str:
 
 def has_tokenizer(folder: str | Path) -> bool:
     folder = Path(folder)
-    return any((folder / name).is_file() for name in
-               ("tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model"))
+    return any(
+        (folder / name).is_file()
+        for name in ("tokenizer.json", "vocab.txt", "tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+    )
 
 
 def load_tokenizer(ref: str | Path) -> PreTrainedTokenizerBase:
@@ -69,8 +73,9 @@ def load_tokenizer(ref: str | Path) -> PreTrainedTokenizerBase:
     else:
         resolved = resolve_model_ref(str(ref))
     if Path(resolved).is_dir() and not has_tokenizer(resolved):
-        raise ModelError("model folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)",
-                         file=resolved)
+        raise ModelError(
+            "model folder has no tokenizer (tokenizer.json, vocab.txt or a SentencePiece model)", file=resolved
+        )
     try:
         return AutoTokenizer.from_pretrained(resolved)
     except OSError as exc:

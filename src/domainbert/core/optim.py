@@ -28,15 +28,18 @@ def param_groups(model: nn.Module, weight_decay: float) -> list[dict[str, Any]]:
 
 def linear_schedule(warmup_steps: int, total_steps: int) -> Callable[[int], float]:
     """``LambdaLR`` factor: 0 -> 1 over ``warmup_steps``, then linearly to 0 at ``total_steps``."""
+
     def factor(step: int) -> float:
         if warmup_steps > 0 and step < warmup_steps:
             return (step + 1) / warmup_steps
         return max(0.0, (total_steps - step) / max(1, total_steps - warmup_steps))
+
     return factor
 
 
-def adamw(groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999),
-          eps: float = 1e-8) -> torch.optim.Optimizer:
+def adamw(
+    groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
+) -> torch.optim.Optimizer:
     """AdamW with the fused kernel (CPU and CUDA), or the default one where torch has no fused kernel."""
     try:
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps, fused=True)
@@ -44,13 +47,19 @@ def adamw(groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = 
         return torch.optim.AdamW(groups, lr=lr, betas=betas, eps=eps)
 
 
-def linear_warmup_decay(optimizer: torch.optim.Optimizer, warmup_steps: int,
-                        total_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
+def linear_warmup_decay(
+    optimizer: torch.optim.Optimizer, warmup_steps: int, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
     return torch.optim.lr_scheduler.LambdaLR(optimizer, linear_schedule(warmup_steps, total_steps))
 
 
-def clipped_step(optimizer: torch.optim.Optimizer, scheduler: Any, params: Any, max_norm: float,
-                 scaler: torch.amp.GradScaler | None = None) -> torch.Tensor:
+def clipped_step(
+    optimizer: torch.optim.Optimizer,
+    scheduler: Any,
+    params: Any,
+    max_norm: float,
+    scaler: torch.amp.GradScaler | None = None,
+) -> torch.Tensor:
     """The end of an optimizer step: unscale (fp16), clip the gradient norm, step the optimizer and the
     schedule, clear the gradients. Returns the norm before clipping."""
     if scaler is not None:

@@ -31,8 +31,13 @@ def preload() -> None:
     from matplotlib.figure import Figure  # noqa: F401
 
 
-def new_figure(nrows: int = 1, ncols: int = 1, *, figsize: tuple[float, float], squeeze: bool = True,
-               ) -> tuple[Figure, Any]:
+def new_figure(
+    nrows: int = 1,
+    ncols: int = 1,
+    *,
+    figsize: tuple[float, float],
+    squeeze: bool = True,
+) -> tuple[Figure, Any]:
     """A figure of ``figsize`` inches and its ``nrows`` x ``ncols`` axes (one ``Axes`` when both are 1 and
     ``squeeze``, else an array, as ``Figure.subplots`` returns them)."""
     from matplotlib.backends.backend_agg import FigureCanvasAgg

@@ -51,8 +51,9 @@ class ProgressLine:
         every_steps: also a line every this many steps (default ``DOMAINBERT_PROGRESS_STEPS`` or 0: off).
     """
 
-    def __init__(self, total: int, initial: int = 0, *, every_s: float | None = None,
-                 every_steps: int | None = None) -> None:
+    def __init__(
+        self, total: int, initial: int = 0, *, every_s: float | None = None, every_steps: int | None = None
+    ) -> None:
         self.total, self.initial = total, initial
         self.every_s = _env_number("DOMAINBERT_PROGRESS_SECONDS", 30.0) if every_s is None else every_s
         self.every_steps = int(_env_number("DOMAINBERT_PROGRESS_STEPS", 0) if every_steps is None else every_steps)
@@ -62,8 +63,12 @@ class ProgressLine:
     def due(self, step: int) -> bool:
         """Whether ``step`` (just finished) gets a line; records it when so."""
         now = time.monotonic()
-        due = (self.lines == 0 or step >= self.total or now - self.last >= self.every_s
-               or (self.every_steps > 0 and step % self.every_steps == 0))
+        due = (
+            self.lines == 0
+            or step >= self.total
+            or now - self.last >= self.every_s
+            or (self.every_steps > 0 and step % self.every_steps == 0)
+        )
         if due:
             self.last, self.lines = now, self.lines + 1
         return due
@@ -91,6 +96,7 @@ def duration(seconds: float | None) -> str:
 def tagged(template: str) -> Callable[[F], F]:
     """Decorator: records logged while the function runs start with ``[template]``, filled from its arguments
     (``str.format`` with the bound arguments, defaults included)."""
+
     def wrap(fn: F) -> F:
         signature = inspect.signature(fn)
 
@@ -103,7 +109,9 @@ def tagged(template: str) -> Callable[[F], F]:
                 return fn(*args, **kwargs)
             finally:
                 _tag.reset(token)
+
         return inner  # type: ignore[return-value]
+
     return wrap
 
 

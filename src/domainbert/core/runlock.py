@@ -73,8 +73,7 @@ def read_lock(root: Path) -> dict[str, Any] | None:
 
 
 def _describe(holder: dict[str, Any]) -> str:
-    return (f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('started')} "
-            f"({holder.get('command')!r})")
+    return f"pid {holder.get('pid')} on {holder.get('host')} since {holder.get('started')} ({holder.get('command')!r})"
 
 
 def _create(path: Path, record: dict[str, Any]) -> bool:
@@ -114,8 +113,14 @@ def _acquire(root: Path, command: str, token: str | None) -> tuple[str, bool]:
     """Take the lock (or join it with ``token``); returns (token, whether this process must release it)."""
     path = root / LOCK
     host = socket.gethostname()
-    record: dict[str, Any] = {"pid": os.getpid(), "host": host, "pid_start": _start_ticks(os.getpid()), "command": command,
-              "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"), "token": uuid.uuid4().hex}
+    record: dict[str, Any] = {
+        "pid": os.getpid(),
+        "host": host,
+        "pid_start": _start_ticks(os.getpid()),
+        "command": command,
+        "started": time.strftime("%Y-%m-%dT%H:%M:%S%z"),
+        "token": uuid.uuid4().hex,
+    }
     for _ in range(3):
         if _create(path, record):
             return record["token"], True
@@ -125,8 +130,10 @@ def _acquire(root: Path, command: str, token: str | None) -> tuple[str, bool]:
         if token and holder.get("token") == token:
             return token, False
         if not holder:
-            raise RunLocked("run folder is locked and the lock file is unreadable (remove it if no run is using "
-                            "the folder)", file=path)
+            raise RunLocked(
+                "run folder is locked and the lock file is unreadable (remove it if no run is using the folder)",
+                file=path,
+            )
         if holder.get("host") == host and not _alive(holder):
             if _take_over(path, holder):
                 log.warning("%s: taking over a stale lock of a process that is gone: %s", path, _describe(holder))

@@ -21,12 +21,14 @@ from domainbert.core.errors import ModelError
 
 # Classes DeepSpeed pickles into ZeRO optimizer states (loss scaler, stage enum, fragment addresses). Exact
 # names only: a prefix would let a pickle reach any attribute chain under the package.
-DEEPSPEED_GLOBALS = frozenset({
-    "deepspeed.runtime.fp16.loss_scaler.LossScaler",
-    "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
-    "deepspeed.runtime.zero.config.ZeroStageEnum",
-    "deepspeed.utils.tensor_fragment.fragment_address",
-})
+DEEPSPEED_GLOBALS = frozenset(
+    {
+        "deepspeed.runtime.fp16.loss_scaler.LossScaler",
+        "deepspeed.runtime.fp16.loss_scaler.DynamicLossScaler",
+        "deepspeed.runtime.zero.config.ZeroStageEnum",
+        "deepspeed.utils.tensor_fragment.fragment_address",
+    }
+)
 
 
 class CheckpointError(ModelError):
@@ -42,8 +44,11 @@ def safe_torch_load(path: Path) -> Any:
     except pickle.UnpicklingError as exc:
         first = str(exc).splitlines()[0] if str(exc) else ""
         if "Weights only load failed" in first or "Unsupported global" in str(exc):
-            raise CheckpointError("refused to load: the file holds objects other than tensors and plain values "
-                                  "(a tampered or foreign file; domainbert never writes one)", file=path) from None
+            raise CheckpointError(
+                "refused to load: the file holds objects other than tensors and plain values "
+                "(a tampered or foreign file; domainbert never writes one)",
+                file=path,
+            ) from None
         raise CheckpointError(f"cannot read (truncated or corrupt): {first}", file=path) from None
     except FileNotFoundError:
         raise CheckpointError("file missing", file=path) from None
@@ -68,8 +73,11 @@ def vet_pickle(path: Path, allowed: Iterable[str] = DEEPSPEED_GLOBALS) -> None:
         raise CheckpointError(f"cannot read (truncated or corrupt): {first}", file=path) from None
     refused = sorted(set(unsafe) - set(allowed))
     if refused:
-        raise CheckpointError(f"refused to load: the file references {', '.join(refused)} (a tampered or foreign "
-                              "file; domainbert's checkpoints never do)", file=path)
+        raise CheckpointError(
+            f"refused to load: the file references {', '.join(refused)} (a tampered or foreign "
+            "file; domainbert's checkpoints never do)",
+            file=path,
+        )
 
 
 def vet_folder(folder: Path, allowed: Iterable[str] = DEEPSPEED_GLOBALS) -> None:

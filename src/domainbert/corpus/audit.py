@@ -37,9 +37,11 @@ from domainbert.config.corpus import DecontaminationConfig
 from domainbert.core.errors import DataError
 
 EXAMPLES = 3
-METHOD = ("independent of decontamination: lowercase, \\w+ words joined by single spaces; a text of at least {m} "
-          "words is verbatim when it occurs in a document word-aligned (Aho-Corasick), a shorter one when a whole "
-          "document equals it; n-grams: the text's {n}-word windows found anywhere in the corpus")
+METHOD = (
+    "independent of decontamination: lowercase, \\w+ words joined by single spaces; a text of at least {m} "
+    "words is verbatim when it occurs in a document word-aligned (Aho-Corasick), a shorter one when a whole "
+    "document equals it; n-grams: the text's {n}-word windows found anywhere in the corpus"
+)
 _SEP = 3  # characters between two documents in the buffer: [a word's trailing space] "\n" " "
 _NL, _SPACE = 10, 32
 _BASE = np.uint64(0x100000001B3)  # odd multipliers: products modulo 2^64 lose no bits
@@ -116,11 +118,11 @@ def _ngram_hashes(cps: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
         words = _mix(np.add.reduceat(chars, offsets) ^ lengths.astype(np.uint64) * _MUL)
         doc = np.searchsorted(np.flatnonzero(cps == _NL), starts)  # fewer documents than characters
         m = len(words) - n + 1
-        inside = doc[:m] == doc[n - 1:]
+        inside = doc[:m] == doc[n - 1 :]
         weights = _powers(int(_MUL), n)
         acc = np.zeros(m, dtype=np.uint64)
         for k in range(n):
-            acc += words[k: k + m] * weights[k]
+            acc += words[k : k + m] * weights[k]
     return _mix(acc[inside]), starts[:m][inside]
 
 
@@ -170,7 +172,7 @@ class LeakAudit:
             for end, (length, found) in self.automaton.iter(joined):
                 doc = int(np.searchsorted(newlines, end - length + 1, side="right")) - 1
                 for i in found:
-                    if len(self.norms[i]) <= length or self.norms[i] in joined[newlines[doc]: newlines[doc + 1]]:
+                    if len(self.norms[i]) <= length or self.norms[i] in joined[newlines[doc] : newlines[doc + 1]]:
                         self._verbatim(i, ids[doc])
         if len(self.unique):
             grams, first = _ngram_hashes(cps, self.ngram)
@@ -179,7 +181,7 @@ class LeakAudit:
             hit = self.unique[slot] == grams[maybe]
             new = np.flatnonzero(hit & ~self.gram_found[slot])
             self.gram_found[slot[hit]] = True
-            for k in new[:EXAMPLES * len(self.owners)].tolist():
+            for k in new[: EXAMPLES * len(self.owners)].tolist():
                 doc = int(np.searchsorted(newlines, first[maybe[k]], side="right")) - 1
                 self._ngram_example(int(slot[k]), ids[doc])
         self.seconds += time.perf_counter() - start
@@ -201,8 +203,9 @@ class LeakAudit:
         """Per task/split: texts, texts under ``min_words`` words (matched against whole documents only),
         texts found verbatim, texts of at least ``ngram`` words and how many of them have an n-gram in the
         corpus, n-grams and n-grams found, examples of both."""
-        per_text = np.bincount(self.gram_text, weights=self.gram_found[self.gram_slot],
-                               minlength=len(self.texts)).astype(np.int64)
+        per_text = np.bincount(
+            self.gram_text, weights=self.gram_found[self.gram_slot], minlength=len(self.texts)
+        ).astype(np.int64)
         owner_of = np.array([self.owners.index(o) for o, _ in self.texts], dtype=np.int64)
         out = {}
         for k, owner in enumerate(self.owners):
@@ -226,8 +229,13 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
-def audit_section(audit: LeakAudit | None, sources: dict[str, str], not_checked: dict[str, str], cfg: DecontaminationConfig,
-                  details: Path) -> dict[str, Any]:
+def audit_section(
+    audit: LeakAudit | None,
+    sources: dict[str, str],
+    not_checked: dict[str, str],
+    cfg: DecontaminationConfig,
+    details: Path,
+) -> dict[str, Any]:
     """The manifest's ``audit`` section from a finished ``LeakAudit`` (``None``: the audit is switched off).
 
     Raises:
@@ -235,9 +243,17 @@ def audit_section(audit: LeakAudit | None, sources: dict[str, str], not_checked:
             section is written to ``details`` first, so the examples can be read there.
     """
     section: dict[str, Any] = {
-        "enabled": audit is not None, "allow_leaks": cfg.allow_leaks, "ngram": cfg.ngram,
-        "min_words": cfg.min_words, "method": METHOD.format(m=cfg.min_words, n=cfg.ngram),
-        "texts": 0, "verbatim": 0, "texts_with_ngram_hits": 0, "not_checked": not_checked, "by_task_split": {}}
+        "enabled": audit is not None,
+        "allow_leaks": cfg.allow_leaks,
+        "ngram": cfg.ngram,
+        "min_words": cfg.min_words,
+        "method": METHOD.format(m=cfg.min_words, n=cfg.ngram),
+        "texts": 0,
+        "verbatim": 0,
+        "texts_with_ngram_hits": 0,
+        "not_checked": not_checked,
+        "by_task_split": {},
+    }
     if audit is not None:
         for owner, counts in audit.result().items():
             section["by_task_split"][owner] = {"source": sources.get(owner, ""), **counts}
@@ -251,5 +267,7 @@ def audit_section(audit: LeakAudit | None, sources: dict[str, str], not_checked:
             f"corpus audit: {section['verbatim']} evaluation texts are in the corpus verbatim ("
             + ", ".join(f"{o}: {c['verbatim']}" for o, c in leaks.items())
             + f"), e.g. {first['text']!r} in document {first['document']!r}; all counts and examples in "
-            f"{details}; set corpus.decontamination.allow_leaks: true to build anyway", field="corpus.decontamination")
+            f"{details}; set corpus.decontamination.allow_leaks: true to build anyway",
+            field="corpus.decontamination",
+        )
     return section

@@ -68,21 +68,33 @@ log = logging.getLogger(__name__)
 ALGORITHM = 3
 EVAL_TEXTS = "eval-texts.json"
 TOKENS_PER_WORD = 1.3
-TOKENS_METHOD = ("whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
-                 "the vocab stage measures the real fertility")
+TOKENS_METHOD = (
+    "whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
+    "the vocab stage measures the real fertility"
+)
 
 
 def stage_fingerprint(cfg: DomainConfig) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
     version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
-    tasks: list[object] = [[t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
-             for t in cfg.finetune.tasks]
+    tasks: list[object] = [
+        [t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
+        for t in cfg.finetune.tasks
+    ]
     if _reads_eval_texts(cfg):
-        tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for t in cfg.finetune.tasks
-                            if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()))
-    return fingerprint(cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__,
-                       ALGORITHM)
+        tasks.append(
+            sorted(
+                f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}"
+                for t in cfg.finetune.tasks
+                if Path(t.path).is_dir()
+                for p in Path(t.path).iterdir()
+                if p.is_file()
+            )
+        )
+    return fingerprint(
+        cfg.corpus.model_dump(mode="json"), tasks, input_fingerprint(cfg.corpus.sources), __version__, ALGORITHM
+    )
 
 
 def _reads_eval_texts(cfg: DomainConfig) -> bool:
@@ -156,7 +168,9 @@ def split_inputs(cfg: DomainConfig, work_dir: Path) -> tuple[list[dict[str, Any]
     return list(iter_input_shards(cfg, work_dir, counts)), counts
 
 
-def finish(cfg: DomainConfig, layout: RunLayout, work_dir: Path, stats: list[dict[str, Any]], counts: dict[str, Any]) -> dict[str, Any]:
+def finish(
+    cfg: DomainConfig, layout: RunLayout, work_dir: Path, stats: list[dict[str, Any]], counts: dict[str, Any]
+) -> dict[str, Any]:
     """``merge`` into ``layout.corpus`` through ``atomic_output``, then remove the work folder.
 
     Args:
@@ -170,13 +184,19 @@ def finish(cfg: DomainConfig, layout: RunLayout, work_dir: Path, stats: list[dic
         The manifest.
     """
     stats = sorted(stats, key=lambda s: s["index"])
-    with atomic_output(Path(layout.corpus), config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)) as tmp:
+    with atomic_output(
+        Path(layout.corpus), config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)
+    ) as tmp:
         manifest = merge(cfg, work_dir, tmp, stats, counts)
     shutil.rmtree(work_dir, ignore_errors=True)
     if not any(work_dir.parent.iterdir()):
         work_dir.parent.rmdir()
-    log.info("corpus: %d train / %d validation documents -> %s", manifest["documents"]["train"],
-             manifest["documents"]["validation"], layout.corpus)
+    log.info(
+        "corpus: %d train / %d validation documents -> %s",
+        manifest["documents"]["train"],
+        manifest["documents"]["validation"],
+        layout.corpus,
+    )
     return manifest
 
 
@@ -244,8 +264,9 @@ class _SplitWriter:
         self.count += 1
 
 
-def merge(cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]],
-          counts: dict[str, Any]) -> dict[str, Any]:
+def merge(
+    cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]], counts: dict[str, Any]
+) -> dict[str, Any]:
     """Deduplicate across all processed shards, split, write output shards, manifest and reports.
 
     Args:
@@ -266,14 +287,17 @@ def merge(cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[di
     near_clusters = 0
     if corpus.dedup.near:
         before = keep
-        keep, near_clusters = near_duplicate_mask(SignatureStore([b.with_suffix(".sig.npy") for b in bases]),
-                                                  keep, corpus.dedup)
+        keep, near_clusters = near_duplicate_mask(
+            SignatureStore([b.with_suffix(".sig.npy") for b in bases]), keep, corpus.dedup
+        )
         near_removed = int((before & ~keep).sum())
     else:
         near_removed = 0
     if not keep.any():
-        raise DataError("the corpus is empty after filtering, decontamination and deduplication "
-                        "(check the filters in corpus.filters)")
+        raise DataError(
+            "the corpus is empty after filtering, decontamination and deduplication "
+            "(check the filters in corpus.filters)"
+        )
     writers = {s: _SplitWriter(out_dir / s, corpus.shard_documents) for s in SPLITS}
     totals = {s: {"documents": 0, "words": 0, "bytes": 0} for s in SPLITS}
     per_source: dict[str, dict[str, int]] = {}
@@ -284,15 +308,20 @@ def merge(cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[di
     pos = 0
     for base in bases:
         words = np.load(base.with_suffix(".words.npy"))
-        mask = keep[pos: pos + len(words)]
+        mask = keep[pos : pos + len(words)]
         pos += len(words)
         table = read_work_table(base.with_suffix(".arrow")).filter(pa.array(mask))
         if audit is not None:
             audit.add(table.column("id").to_pylist(), table.column("text").to_pylist())
         words = words[mask]
         lengths.append(words)
-        is_val = np.array([_split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
-                           for i in table.column("id").to_pylist()], dtype=bool)
+        is_val = np.array(
+            [
+                _split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
+                for i in table.column("id").to_pylist()
+            ],
+            dtype=bool,
+        )
         nbytes = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False).astype(np.int64)
         names, source_of = np.unique(np.array(table.column("source").to_pylist(), dtype=object), return_inverse=True)
         for name, in_source in ((str(n), source_of == k) for k, n in enumerate(names)):
@@ -305,8 +334,18 @@ def merge(cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[di
         w.flush(force=True)
     if corpus.write_dropped:
         _collect_dropped(bases, out_dir / "dropped.jsonl.gz")
-    manifest = _manifest(cfg, shard_stats, counts, totals, per_source, exact_removed, near_removed, near_clusters,
-                         np.concatenate(lengths), work_dir)
+    manifest = _manifest(
+        cfg,
+        shard_stats,
+        counts,
+        totals,
+        per_source,
+        exact_removed,
+        near_removed,
+        near_clusters,
+        np.concatenate(lengths),
+        work_dir,
+    )
     if audit is not None:
         log.info("corpus: leakage audit of %d evaluation texts took %.1f s", len(audit.texts), audit.seconds)
     manifest["audit"] = audit_section(audit, sets.sources, sets.not_checked, decon, work_dir / "audit.json")
@@ -346,9 +385,18 @@ def _with_tokens(d: dict[str, int]) -> dict[str, int]:
     return {**d, "estimated_tokens": round(d["words"] * TOKENS_PER_WORD)}
 
 
-def _manifest(cfg: DomainConfig, shard_stats: list[dict[str, Any]], counts: dict[str, Any], totals: dict[str, dict[str, int]],
-              per_source: dict[str, dict[str, int]], exact_removed: int, near_removed: int, near_clusters: int,
-              lengths: np.ndarray, work_dir: Path) -> dict[str, Any]:
+def _manifest(
+    cfg: DomainConfig,
+    shard_stats: list[dict[str, Any]],
+    counts: dict[str, Any],
+    totals: dict[str, dict[str, int]],
+    per_source: dict[str, dict[str, int]],
+    exact_removed: int,
+    near_removed: int,
+    near_clusters: int,
+    lengths: np.ndarray,
+    work_dir: Path,
+) -> dict[str, Any]:
     corpus = cfg.corpus
     filters: dict[str, dict[str, Any]] = {f.name: {"dropped": 0, "reasons": {}} for f in corpus.filters}
     decon: dict[str, dict[str, int]] = {}
@@ -376,22 +424,38 @@ def _manifest(cfg: DomainConfig, shard_stats: list[dict[str, Any]], counts: dict
         "estimated_tokens": {s: round(totals[s]["words"] * TOKENS_PER_WORD) for s in SPLITS},
         "estimated_tokens_method": TOKENS_METHOD,
         "splits": {s: _with_tokens(totals[s]) for s in SPLITS},
-        "sources": {name: _with_tokens({"documents_in": documents_in.get(name, 0),
-                                        **per_source.get(name, {"documents": 0, "words": 0, "bytes": 0})})
-                    for name in documents_in},
+        "sources": {
+            name: _with_tokens(
+                {
+                    "documents_in": documents_in.get(name, 0),
+                    **per_source.get(name, {"documents": 0, "words": 0, "bytes": 0}),
+                }
+            )
+            for name in documents_in
+        },
         "filters": filters,
         "filter_examples": drop_samples.merge(st.get("drop_samples") for st in shard_stats),
-        "dedup": {"exact_removed": exact_removed, "near_removed": near_removed, "near_clusters": near_clusters,
-                  "threshold": corpus.dedup.threshold, "num_perm": corpus.dedup.num_perm,
-                  "ngram": corpus.dedup.ngram, "lsh_bands": bands, "lsh_rows": rows,
-                  "state_bytes_per_million_documents": (state_bytes_per_doc(bands) if bands else 16) * 1_000_000},
+        "dedup": {
+            "exact_removed": exact_removed,
+            "near_removed": near_removed,
+            "near_clusters": near_clusters,
+            "threshold": corpus.dedup.threshold,
+            "num_perm": corpus.dedup.num_perm,
+            "ngram": corpus.dedup.ngram,
+            "lsh_bands": bands,
+            "lsh_rows": rows,
+            "state_bytes_per_million_documents": (state_bytes_per_doc(bands) if bands else 16) * 1_000_000,
+        },
         "decontamination": {
-            "enabled": corpus.decontamination.enabled, "ngram": corpus.decontamination.ngram,
-            "rule": (f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "
-                     f"{corpus.decontamination.ngram}-grams are in the evaluation index; otherwise cut the "
-                     "sentences holding a hit n-gram or any part of an evaluation text shorter than "
-                     f"{corpus.decontamination.ngram} words found anywhere in the document; a text under "
-                     f"{corpus.decontamination.min_words} words removes only a whole document equal to it"),
+            "enabled": corpus.decontamination.enabled,
+            "ngram": corpus.decontamination.ngram,
+            "rule": (
+                f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "
+                f"{corpus.decontamination.ngram}-grams are in the evaluation index; otherwise cut the "
+                "sentences holding a hit n-gram or any part of an evaluation text shorter than "
+                f"{corpus.decontamination.ngram} words found anywhere in the document; a text under "
+                f"{corpus.decontamination.min_words} words removes only a whole document equal to it"
+            ),
             "index": index_summary,
             "documents_removed": sum(c["documents"] for c in decon.values()),
             "sentences_removed": sum(c["sentences"] for c in decon.values()),

@@ -17,6 +17,8 @@ from domainbert.config.schema import StrictModel
 from domainbert.core.errors import ConfigError
 
 PLUGINS = ("domainbert.corpus.filters", "domainbert.corpus.repetition", "domainbert.corpus.langid_filter")
+
+
 class NoOptions(StrictModel):
     """A component without options."""
 

@@ -76,7 +76,9 @@ def eval_texts(tasks: list[Any], splits: list[str]) -> EvalSets:
     return sets
 
 
-def build_index(texts_by_owner: dict[str, list[str]], cfg: DecontaminationConfig, path: Path) -> dict[str, dict[str, int]]:
+def build_index(
+    texts_by_owner: dict[str, list[str]], cfg: DecontaminationConfig, path: Path
+) -> dict[str, dict[str, int]]:
     """Index the evaluation texts (``"task/split" -> texts``) into ``path`` (.npz); returns per task/split how
     many texts were indexed by each rule and how many n-grams."""
     owners = sorted(texts_by_owner.items())
@@ -101,17 +103,28 @@ def build_index(texts_by_owner: dict[str, list[str]], cfg: DecontaminationConfig
         short["owners"].append(np.full(int(is_short.sum()), code, dtype=np.int32))
         tiny["grams"].append(whole[is_tiny])
         tiny["owners"].append(np.full(int(is_tiny.sum()), code, dtype=np.int32))
-        summary[name] = {"texts": len(texts), "ngram_texts": int((lengths >= cfg.ngram).sum()),
-                         "short_texts": int(is_short.sum()), "whole_document_texts": int(is_tiny.sum()),
-                         "ngrams": len(g)}
+        summary[name] = {
+            "texts": len(texts),
+            "ngram_texts": int((lengths >= cfg.ngram).sum()),
+            "short_texts": int(is_short.sum()),
+            "whole_document_texts": int(is_tiny.sum()),
+            "ngrams": len(g),
+        }
     g = _cat(grams, np.uint64)
     order = np.argsort(g, kind="stable")
     path.parent.mkdir(parents=True, exist_ok=True)
-    np.savez(path, grams=g[order], owners=_cat(gram_owner, np.int32)[order],
-             short_grams=_cat(short["grams"], np.uint64), short_lengths=_cat(short["lengths"], np.int64),
-             short_prefix=_cat(short["prefix"], np.uint64), short_owners=_cat(short["owners"], np.int32),
-             tiny_grams=_cat(tiny["grams"], np.uint64), tiny_owners=_cat(tiny["owners"], np.int32),
-             names=np.array([n for n, _ in owners], dtype=str))
+    np.savez(
+        path,
+        grams=g[order],
+        owners=_cat(gram_owner, np.int32)[order],
+        short_grams=_cat(short["grams"], np.uint64),
+        short_lengths=_cat(short["lengths"], np.int64),
+        short_prefix=_cat(short["prefix"], np.uint64),
+        short_owners=_cat(short["owners"], np.int32),
+        tiny_grams=_cat(tiny["grams"], np.uint64),
+        tiny_owners=_cat(tiny["owners"], np.int32),
+        names=np.array([n for n, _ in owners], dtype=str),
+    )
     return summary
 
 
@@ -210,9 +223,15 @@ class Decontaminator:
         for i in np.flatnonzero(suspect).tolist():
             start = ends[i - 1] if i else 0
             a, b = np.searchsorted(span_doc, [i, i + 1])
-            spans = list(zip((span_start[a:b] - offsets[i]).tolist(), span_len[a:b].tolist(),
-                             span_owner[a:b].tolist(), strict=True))
-            out[i] = self._cut(texts[i], grams[start: ends[i]], hit[start: ends[i]], spans)
+            spans = list(
+                zip(
+                    (span_start[a:b] - offsets[i]).tolist(),
+                    span_len[a:b].tolist(),
+                    span_owner[a:b].tolist(),
+                    strict=True,
+                )
+            )
+            out[i] = self._cut(texts[i], grams[start : ends[i]], hit[start : ends[i]], spans)
         return out
 
     def _short_matches(self, hashes: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -236,8 +255,9 @@ class Decontaminator:
             return tuple(np.zeros(0, dtype=np.int64) for _ in range(4))
         return tuple(np.concatenate(col).astype(np.int64) for col in zip(*found, strict=True))
 
-    def _whole_document_matches(self, hashes: np.ndarray, lengths: np.ndarray,
-                                offsets: np.ndarray) -> list[tuple[int, int]]:
+    def _whole_document_matches(
+        self, hashes: np.ndarray, lengths: np.ndarray, offsets: np.ndarray
+    ) -> list[tuple[int, int]]:
         """(document, owner code) of each document whose words are exactly a text under ``min_words`` words."""
         if not self.tiny:
             return []
@@ -274,12 +294,12 @@ class Decontaminator:
         for first, length, code in spans:
             covered[first] += 1
             covered[first + length] -= 1
-            span_owner[first: first + length] = code
+            span_owner[first : first + length] = code
         covered_words = np.cumsum(covered)[:-1] > 0
         keep: list[str] = []
         for i, sentence in enumerate(sentences):
-            if covered_words[bounds[i]:bounds[i + 1]].any():
-                codes = span_owner[bounds[i]:bounds[i + 1]]
+            if covered_words[bounds[i] : bounds[i + 1]].any():
+                codes = span_owner[bounds[i] : bounds[i + 1]]
                 codes = codes[codes >= 0]
                 self.removed[self.names[codes[0]] if len(codes) else owner]["sentences"] += 1
             elif sentence:

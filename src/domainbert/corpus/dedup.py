@@ -98,8 +98,9 @@ class SignatureStore:
         return out
 
 
-def near_duplicate_mask(store: SignatureStore, eligible: np.ndarray, cfg: DedupConfig,
-                        pair_chunk: int = 200_000) -> tuple[np.ndarray, int]:
+def near_duplicate_mask(
+    store: SignatureStore, eligible: np.ndarray, cfg: DedupConfig, pair_chunk: int = 200_000
+) -> tuple[np.ndarray, int]:
     """Keep-mask after near-dedup among ``eligible`` documents, and the number of clusters (size > 1) found."""
     n = len(store)
     keep = eligible.copy()
@@ -116,7 +117,7 @@ def near_duplicate_mask(store: SignatureStore, eligible: np.ndarray, cfg: DedupC
         same = sorted_col[1:] == sorted_col[:-1]
         a, c = idx[order[:-1][same]], idx[order[1:][same]]
         for lo in range(0, len(a), pair_chunk):
-            pa, pc = a[lo: lo + pair_chunk], c[lo: lo + pair_chunk]
+            pa, pc = a[lo : lo + pair_chunk], c[lo : lo + pair_chunk]
             agree = (store.rows(pa) == store.rows(pc)).mean(axis=1)
             ok = agree >= cfg.threshold
             src_all.append(pa[ok])
@@ -139,5 +140,5 @@ def _band_keys(store: SignatureStore, bands: int, rows: int) -> np.ndarray:
     """Every document's LSH band keys ``[n, bands]``, reading each shard's signatures once."""
     out = np.empty((len(store), bands), dtype=np.uint64)
     for s in range(len(store.paths)):
-        out[store.offsets[s]: store.offsets[s + 1]] = band_keys(store.shard(s), bands, rows)
+        out[store.offsets[s] : store.offsets[s + 1]] = band_keys(store.shard(s), bands, rows)
     return out

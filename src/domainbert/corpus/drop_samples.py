@@ -26,8 +26,14 @@ def _key(source: str, doc_id: str) -> str:
     return hashlib.blake2b(f"{source}\x00{doc_id}".encode(), digest_size=8).hexdigest()
 
 
-def shard_sample(ids: list[Any], sources: list[Any], reasons: list[str | None], texts: list[str],
-                 recut: set[int] | None = None, k: int = K) -> dict[str, list[dict[str, Any]]]:
+def shard_sample(
+    ids: list[Any],
+    sources: list[Any],
+    reasons: list[str | None],
+    texts: list[str],
+    recut: set[int] | None = None,
+    k: int = K,
+) -> dict[str, list[dict[str, Any]]]:
     """Per filter name, up to ``k`` dropped documents of one shard (``reasons[i]`` is ``"filter:reason"``
     for a dropped document, None for a kept one; ``recut``: the documents decontamination cut sentences from
     before the filters saw them again, left out like decontamination's own drops)."""
@@ -38,8 +44,15 @@ def shard_sample(ids: list[Any], sources: list[Any], reasons: list[str | None], 
         name, _, why = reason.partition(":")
         if name in LEFT_OUT or (recut and i in recut):
             continue
-        by_filter.setdefault(name, []).append({"key": _key(str(source), str(doc_id)), "reason": why,
-                                               "source": source, "id": doc_id, "text": text[:MAX_CHARS]})
+        by_filter.setdefault(name, []).append(
+            {
+                "key": _key(str(source), str(doc_id)),
+                "reason": why,
+                "source": source,
+                "id": doc_id,
+                "text": text[:MAX_CHARS],
+            }
+        )
     return {name: sorted(rows, key=lambda r: r["key"])[:k] for name, rows in by_filter.items()}
 
 
@@ -49,16 +62,26 @@ def merge(samples: Iterable[dict[str, list[dict[str, Any]]] | None], k: int = K)
     for sample in samples:
         for name, rows in (sample or {}).items():
             pooled.setdefault(name, []).extend(rows)
-    return {name: [{k_: v for k_, v in r.items() if k_ != "key"} for r in sorted(rows, key=lambda r: r["key"])[:k]]
-            for name, rows in pooled.items()}
+    return {
+        name: [{k_: v for k_, v in r.items() if k_ != "key"} for r in sorted(rows, key=lambda r: r["key"])[:k]]
+        for name, rows in pooled.items()
+    }
 
 
 def report_tables(examples: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[str], list[list[Any]]]]:
     """The corpus report's table of sampled drops (``examples``: the manifest's ``filter_examples``, as
     ``merge`` returns it); none when nothing was sampled."""
-    rows = [[name, ex["reason"], ex["source"], ex["id"], ex["text"].replace("\n", " ")]
-            for name, sample in examples.items() for ex in sample]
+    rows = [
+        [name, ex["reason"], ex["source"], ex["id"], ex["text"].replace("\n", " ")]
+        for name, sample in examples.items()
+        for ex in sample
+    ]
     if not rows:
         return []
-    return [(f"Dropped documents: a sample of up to {K} per filter (check the filters' mistakes)",
-             ["filter", "reason", "source", "id", f"text (first {MAX_CHARS} characters)"], rows)]
+    return [
+        (
+            f"Dropped documents: a sample of up to {K} per filter (check the filters' mistakes)",
+            ["filter", "reason", "source", "id", f"text (first {MAX_CHARS} characters)"],
+            rows,
+        )
+    ]

@@ -58,7 +58,9 @@ class Pipeline:
                     else:
                         out[i], reasons[i] = self._drop(comp.name, "empty_after_transform")
             else:
-                for i, (keep, reason) in zip(alive, comp.filter_batch([cast(str, out[i]) for i in alive]), strict=True):
+                for i, (keep, reason) in zip(
+                    alive, comp.filter_batch([cast(str, out[i]) for i in alive]), strict=True
+                ):
                     if keep:
                         survivors.append(i)
                     else:
@@ -78,6 +80,7 @@ def build_pipeline(specs: list[FilterSpec]) -> Pipeline:
 
 
 # --- transforms -------------------------------------------------------------------------------------------
+
 
 class UnicodeOptions(StrictModel):
     form: Literal["NFC", "NFKC", "NFD", "NFKD"] = "NFC"
@@ -150,13 +153,21 @@ class TweetNormalize(Component[TweetOptions]):
         return _URL.sub(self.options.url_token, _MENTION.sub(self.options.user_token, text))
 
 
-_BOILERPLATE_DEFAULT = [r"copyright\b", r"\(c\)", r"all rights reserved", r"spdx-license-identifier",
-                        r"licensed under", r"^\s*(#|//|/\*|\*|--)"]
+_BOILERPLATE_DEFAULT = [
+    r"copyright\b",
+    r"\(c\)",
+    r"all rights reserved",
+    r"spdx-license-identifier",
+    r"licensed under",
+    r"^\s*(#|//|/\*|\*|--)",
+]
 
 
 class BoilerplateOptions(StrictModel):
-    patterns: list[str] = Field(default_factory=lambda: list(_BOILERPLATE_DEFAULT),
-                                description="Case-insensitive regexes; a leading line matching one is removed.")
+    patterns: list[str] = Field(
+        default_factory=lambda: list(_BOILERPLATE_DEFAULT),
+        description="Case-insensitive regexes; a leading line matching one is removed.",
+    )
     max_lines: int = Field(30, ge=1, description="Look at most this many leading lines.")
 
 
@@ -174,12 +185,14 @@ class StripBoilerplate(Component[BoilerplateOptions]):
         lines = text.split("\n")
         cut = 0
         while cut < min(len(lines), self.options.max_lines) and (
-                not lines[cut].strip() or self._pattern.search(lines[cut])):
+            not lines[cut].strip() or self._pattern.search(lines[cut])
+        ):
             cut += 1
         return "\n".join(lines[cut:]).strip()
 
 
 # --- filters ----------------------------------------------------------------------------------------------
+
 
 class MinLengthOptions(StrictModel):
     min_words: int = Field(0, ge=0)
@@ -221,8 +234,9 @@ class MaxLength(Component[MaxLengthOptions]):
 
 class SymbolRatioOptions(StrictModel):
     max_ratio: float = Field(0.1, gt=0)
-    symbols: list[str] = Field(default_factory=lambda: ["#", "...", "\u2026"],
-                               description="Gopher counts hash signs and ellipses.")
+    symbols: list[str] = Field(
+        default_factory=lambda: ["#", "...", "\u2026"], description="Gopher counts hash signs and ellipses."
+    )
 
 
 @register

@@ -33,7 +33,7 @@ def ngram_hashes_upto(hashes: np.ndarray, max_n: int) -> dict[int, np.ndarray]:
             if m <= 0:
                 out[k + 1] = np.zeros(0, dtype=np.uint64)
                 continue
-            acc = acc[:m] + hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
+            acc = acc[:m] + hashes[k : k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
             out[k + 1] = _mix(acc)
     return out
 
@@ -46,7 +46,7 @@ def ngram_hashes(hashes: np.ndarray, n: int) -> np.ndarray:
     acc = np.zeros(m, dtype=np.uint64)
     with np.errstate(over="ignore"):
         for k in range(n):
-            acc += hashes[k: k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
+            acc += hashes[k : k + m] * _SEEDS[k % len(_SEEDS)] + np.uint64(k)
     return _mix(acc)
 
 
@@ -121,8 +121,9 @@ class MinHasher:
 
     def __init__(self, num_perm: int, ngram: int, seed: int = 1) -> None:
         rng = np.random.RandomState(seed)
-        self.a = rng.randint(0, 2**63 - 1, size=num_perm, dtype=np.int64).astype(np.uint64) * np.uint64(2) + \
-            np.uint64(1)
+        self.a = rng.randint(0, 2**63 - 1, size=num_perm, dtype=np.int64).astype(np.uint64) * np.uint64(2) + np.uint64(
+            1
+        )
         self.b = rng.randint(0, 2**63 - 1, size=num_perm, dtype=np.int64).astype(np.uint64)
         self.num_perm = num_perm
         self.ngram = ngram
@@ -150,7 +151,7 @@ class MinHasher:
                 total += len(shingle_sets[stop])
                 stop += 1
             block = np.concatenate(shingle_sets[start:stop])
-            offsets = np.cumsum([0] + [len(s) for s in shingle_sets[start:stop - 1]])
+            offsets = np.cumsum([0] + [len(s) for s in shingle_sets[start : stop - 1]])
             # [num_perm, shingles]: each hash function's values contiguous, so the per-document minima run
             # along rows (faster than reducing the transposed layout); in place, no temporaries
             perm = np.multiply(self.a[:, None], block[None, :])

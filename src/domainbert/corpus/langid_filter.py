@@ -52,8 +52,14 @@ class LanguageOptions(StrictModel):
 
 
 # Texts the tables must classify as langid's own ``classify`` does (several scripts, multi-byte UTF-8, no text).
-_PROBES = ("The court held that the licence was void.", "Der Vertrag ist nichtig und ungültig.",
-           "Ça coûte 5 € – très cher!", "東京は日本の首都です。", "Москва — столица России.", "")
+_PROBES = (
+    "The court held that the licence was void.",
+    "Der Vertrag ist nichtig und ungültig.",
+    "Ça coûte 5 € – très cher!",
+    "東京は日本の首都です。",
+    "Москва — столица России.",
+    "",
+)
 
 
 def _cache_path(model: bytes) -> Path:
@@ -99,17 +105,23 @@ def _tables_from_langid(model: bytes) -> dict[str, np.ndarray]:
     ident = LanguageIdentifier.from_modelstring(model, norm_probs=True)
     states = sorted(ident.tk_output)
     lists = [list(ident.tk_output[st]) for st in states]
-    tables = {"nextmove": np.asarray(ident.tk_nextmove, dtype=np.int64), "out_states": np.array(states, dtype=np.int64),
-              "out_offsets": np.cumsum([0] + [len(x) for x in lists]).astype(np.int64),
-              "out_indices": np.array([i for x in lists for i in x], dtype=np.int64),
-              "ptc": np.asarray(ident.nb_ptc, dtype=np.float64), "pc": np.asarray(ident.nb_pc, dtype=np.float64),
-              "classes": np.array([str(c) for c in ident.nb_classes])}
+    tables = {
+        "nextmove": np.asarray(ident.tk_nextmove, dtype=np.int64),
+        "out_states": np.array(states, dtype=np.int64),
+        "out_offsets": np.cumsum([0] + [len(x) for x in lists]).astype(np.int64),
+        "out_indices": np.array([i for x in lists for i in x], dtype=np.int64),
+        "ptc": np.asarray(ident.nb_ptc, dtype=np.float64),
+        "pc": np.asarray(ident.nb_pc, dtype=np.float64),
+        "classes": np.array([str(c) for c in ident.nb_classes]),
+    }
     for text, (lang, prob) in zip(_PROBES, _Model(tables).classify_batch(list(_PROBES)), strict=True):
         ref_lang, ref_prob = ident.classify(text)
         if lang != ref_lang or abs(prob - ref_prob) > 1e-9:
-            raise RuntimeError(f"langid's model tables do not reproduce langid's classify on {text!r} ({lang}, "
-                               f"{prob:.6f} against {ref_lang}, {ref_prob:.6f}): this langid release stores its "
-                               "model differently; language ID cannot run on it")
+            raise RuntimeError(
+                f"langid's model tables do not reproduce langid's classify on {text!r} ({lang}, "
+                f"{prob:.6f} against {ref_lang}, {ref_prob:.6f}): this langid release stores its "
+                "model differently; language ID cannot run on it"
+            )
     return tables
 
 
@@ -125,8 +137,7 @@ class _Model:
         states, offsets, indices = tables["out_states"], tables["out_offsets"], tables["out_indices"]
         # state -> features it emits, as a sparse matrix (a repeated feature counts twice, as in langid)
         rows = np.repeat(states, np.diff(offsets))
-        self.emits = coo_matrix((np.ones(len(indices)), (rows, indices)),
-                                shape=(n_states, len(tables["ptc"]))).tocsr()
+        self.emits = coo_matrix((np.ones(len(indices)), (rows, indices)), shape=(n_states, len(tables["ptc"]))).tocsr()
         self.emitting = np.diff(self.emits.indptr) > 0
         self.ptc = tables["ptc"]
         self.pc = tables["pc"]
@@ -151,7 +162,7 @@ class _Model:
         the number of model features the text hit (its evidence)."""
         logps, feats = [np.zeros((0, len(self.classes)))], [np.zeros(0, dtype=np.int64)]
         for start in range(0, len(texts), self.CHUNK):
-            logp, n_feat = self._scores_chunk([t.encode("utf-8") for t in texts[start: start + self.CHUNK]])
+            logp, n_feat = self._scores_chunk([t.encode("utf-8") for t in texts[start : start + self.CHUNK]])
             logps.append(logp)
             feats.append(n_feat)
         return np.concatenate(logps), np.concatenate(feats)
@@ -177,8 +188,7 @@ class _Model:
         # rows are already grouped by document: build the CSR matrix directly (repeated states are summed by
         # the product), no COO sort
         indptr = np.concatenate([[0], np.cumsum(np.bincount(rows[useful], minlength=n))])
-        counts = csr_matrix((np.ones(int(indptr[-1])), states[useful], indptr),
-                            shape=(n, self.emits.shape[0]))
+        counts = csr_matrix((np.ones(int(indptr[-1])), states[useful], indptr), shape=(n, self.emits.shape[0]))
         features = counts @ self.emits
         logp = np.asarray(features @ self.ptc) + self.pc
         return logp, np.asarray(features.sum(axis=1)).ravel().astype(np.int64)
@@ -200,8 +210,10 @@ class LanguageId(Component[LanguageOptions]):
         return self.filter_batch([text])[0]
 
     def filter_batch(self, texts: list[str]) -> list[tuple[bool, str]]:
-        return [self._verdict(lang, conf)
-                for lang, conf in self._model.classify_batch([t[: self.options.max_chars] for t in texts])]
+        return [
+            self._verdict(lang, conf)
+            for lang, conf in self._model.classify_batch([t[: self.options.max_chars] for t in texts])
+        ]
 
     def _verdict(self, lang: str, conf: float) -> tuple[bool, str]:
         if lang not in self._keep:
@@ -212,15 +224,21 @@ class LanguageId(Component[LanguageOptions]):
 
 
 # Emoji, pictographs, dingbats, arrows and the joiners/selectors/keycaps that build emoji sequences.
-_SYMBOLS = re.compile("[\U0001F000-\U0001FFFF\u2190-\u21FF\u2300-\u23FF\u2600-\u27BF\u2B00-\u2BFF"
-                      "\uFE00-\uFE0F\u200D\u20E3]+")
+_SYMBOLS = re.compile(
+    "[\U0001f000-\U0001ffff\u2190-\u21ff\u2300-\u23ff\u2600-\u27bf\u2b00-\u2bff\ufe00-\ufe0f\u200d\u20e3]+"
+)
 
 
 class LanguageOptionsV2(LanguageOptions):
-    short_margin: float = Field(8.0, ge=0, description="Log-score lead another language may have over the best "
-                                "kept language on a text with no evidence, and the text is still kept.")
-    full_evidence_features: int = Field(40, ge=1, description="Model features (byte n-grams) at which that "
-                                        "allowance reaches 0 and v1's rule applies.")
+    short_margin: float = Field(
+        8.0,
+        ge=0,
+        description="Log-score lead another language may have over the best "
+        "kept language on a text with no evidence, and the text is still kept.",
+    )
+    full_evidence_features: int = Field(
+        40, ge=1, description="Model features (byte n-grams) at which that allowance reaches 0 and v1's rule applies."
+    )
 
 
 class LanguageIdV2(LanguageId):

@@ -34,10 +34,15 @@ class GopherOptions(StrictModel):
     dup_line_char_frac: float = Field(0.2, ge=0, le=1)
     dup_para_char_frac: float = Field(0.2, ge=0, le=1)
     top_n_grams: dict[int, float] = Field(default_factory=lambda: {2: 0.2, 3: 0.18, 4: 0.16})
-    dup_n_grams: dict[int, float] = Field(default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11,
-                                                                   10: 0.10})
-    ngram_min_words: int = Field(50, ge=0, description="Apply the n-gram rules only to documents of at least "
-                                 "this many words (a short definition naturally repeats its subject).")
+    dup_n_grams: dict[int, float] = Field(
+        default_factory=lambda: {5: 0.15, 6: 0.14, 7: 0.13, 8: 0.12, 9: 0.11, 10: 0.10}
+    )
+    ngram_min_words: int = Field(
+        50,
+        ge=0,
+        description="Apply the n-gram rules only to documents of at least "
+        "this many words (a short definition naturally repeats its subject).",
+    )
 
 
 def _duplicates(items: list[str]) -> tuple[int, int]:
@@ -98,8 +103,9 @@ class GopherRepetition(Component[GopherOptions]):
             long_docs = [i for i, is_long in zip(rest, long_mask.tolist(), strict=True) if is_long]
             take = np.repeat(long_mask, words.counts)  # the words of the long documents
             subset = WordBatch(words.hashes[take], words.counts[long_mask], words.chars[take])
-            for i, verdict in zip(long_docs, _batch_ngram_rules(self.options, [texts[i] for i in long_docs], subset),
-                                  strict=True):
+            for i, verdict in zip(
+                long_docs, _batch_ngram_rules(self.options, [texts[i] for i in long_docs], subset), strict=True
+            ):
                 results[i] = verdict
         return results  # type: ignore[return-value]
 
@@ -145,8 +151,9 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     family = ngram_hashes_upto(words.hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
     reasons: list[str | None] = [None] * ndocs
     repeating = np.ones(ndocs, dtype=bool)  # documents that may still hold a repeated n-gram
-    rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + \
-            [("dup", n, f) for n, f in sorted(o.dup_n_grams.items())]
+    rules = [("top", n, f) for n, f in sorted(o.top_n_grams.items())] + [
+        ("dup", n, f) for n, f in sorted(o.dup_n_grams.items())
+    ]
     remaining = ends[doc_of] - np.arange(len(doc_of))  # words from each position to its document's end
     repeating_n = 0  # ``repeating`` holds for n-grams of at least this length
     for kind, n, frac in rules:
@@ -191,8 +198,8 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
             fired = np.zeros(ndocs, dtype=bool)
             for d in np.flatnonzero(bound / size > frac):
                 if reasons[d] is None:
-                    grams = family[n][starts[d]: ends[d] - n + 1].tolist()
-                    fired[d] = _repeated_chars(grams, cum[starts[d]: ends[d] + 1].tolist(), n) / size[d] > frac
+                    grams = family[n][starts[d] : ends[d] - n + 1].tolist()
+                    fired[d] = _repeated_chars(grams, cum[starts[d] : ends[d] + 1].tolist(), n) / size[d] > frac
         for d in np.flatnonzero(fired):
             if reasons[d] is None:
                 reasons[d] = f"top_{n}_gram" if kind == "top" else f"duplicated_{n}_n_grams"

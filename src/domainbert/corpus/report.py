@@ -23,28 +23,59 @@ def length_summary(lengths: np.ndarray) -> dict[str, Any]:
     """Min, median, mean, p95 and max document length in words."""
     if len(lengths) == 0:
         return {"min": 0, "median": 0, "mean": 0.0, "p95": 0, "max": 0}
-    return {"min": int(lengths.min()), "median": int(np.median(lengths)), "mean": round(float(lengths.mean()), 1),
-            "p95": int(np.percentile(lengths, 95)), "max": int(lengths.max())}
+    return {
+        "min": int(lengths.min()),
+        "median": int(np.median(lengths)),
+        "mean": round(float(lengths.mean()), 1),
+        "p95": int(np.percentile(lengths, 95)),
+        "max": int(lengths.max()),
+    }
 
 
 def _tables(m: dict[str, Any]) -> list[tuple[str, list[str], list[list[Any]]]]:
     tables = []
     cols = ["documents", "words", "bytes", "estimated_tokens"]
     tables.append(("Splits", ["split", *cols], [[s, *(v[c] for c in cols)] for s, v in m["splits"].items()]))
-    tables.append(("Sources", ["source", "documents_in", *cols],
-                   [[s, v["documents_in"], *(v[c] for c in cols)] for s, v in m["sources"].items()]))
-    rows = [[name, f["dropped"], ", ".join(f"{r}: {n}" for r, n in sorted(f["reasons"].items())) or "-"]
-            for name, f in m["filters"].items()]
+    tables.append(
+        (
+            "Sources",
+            ["source", "documents_in", *cols],
+            [[s, v["documents_in"], *(v[c] for c in cols)] for s, v in m["sources"].items()],
+        )
+    )
+    rows = [
+        [name, f["dropped"], ", ".join(f"{r}: {n}" for r, n in sorted(f["reasons"].items())) or "-"]
+        for name, f in m["filters"].items()
+    ]
     tables.append(("Filters (in pipeline order)", ["filter", "dropped", "reasons"], rows))
     tables += drop_samples.report_tables(m.get("filter_examples") or {})
     d = m["dedup"]
-    tables.append(("Deduplication", ["exact duplicates removed", "near-duplicate clusters", "near duplicates removed",
-                                     "threshold", "LSH bands x rows"],
-                   [[d["exact_removed"], d["near_clusters"], d["near_removed"], d["threshold"],
-                     f"{d['lsh_bands']} x {d['lsh_rows']}"]]))
+    tables.append(
+        (
+            "Deduplication",
+            [
+                "exact duplicates removed",
+                "near-duplicate clusters",
+                "near duplicates removed",
+                "threshold",
+                "LSH bands x rows",
+            ],
+            [
+                [
+                    d["exact_removed"],
+                    d["near_clusters"],
+                    d["near_removed"],
+                    d["threshold"],
+                    f"{d['lsh_bands']} x {d['lsh_rows']}",
+                ]
+            ],
+        )
+    )
     dc = m["decontamination"]
-    rows = [[owner, dc["index"].get(owner, {}).get("texts", "-"), c["documents"], c["sentences"]]
-            for owner, c in sorted(dc["by_task_split"].items())]
+    rows = [
+        [owner, dc["index"].get(owner, {}).get("texts", "-"), c["documents"], c["sentences"]]
+        for owner, c in sorted(dc["by_task_split"].items())
+    ]
     tables.append(("Decontamination", ["task/split", "eval texts", "documents removed", "sentences removed"], rows))
     tables += _audit_tables(m.get("audit"))
     mal = m["malformed_lines"]
@@ -62,18 +93,46 @@ def _audit_tables(audit: dict[str, Any] | None) -> list[tuple[str, list[str], li
         return [("Leakage audit", ["audit"], [[Alert("switched off (corpus.decontamination.audit: false)")]])]
     rows, examples = [], []
     for owner, c in sorted(audit["by_task_split"].items()):
-        rows.append([owner, c["texts"], c["whole_document_texts"], Alert(f"{c['verbatim']:,}") if c["verbatim"]
-                     else 0, c["ngram_texts"], c["texts_with_ngram_hits"], f"{c['ngrams_found']:,} / {c['ngrams']:,}",
-                     c["source"]])
-        examples += [[owner, kind, e["document"], e["text"]] for kind, key in (("verbatim", "examples"),
-                     (f"{audit['ngram']}-gram", "ngram_examples")) for e in c[key]]
-    rows += [[owner, Alert(f"not checked: {why}"), "-", "-", "-", "-", "-", "-"]
-             for owner, why in sorted(audit["not_checked"].items())]
-    header = ["task/split", "eval texts", f"under {audit['min_words']} words (whole documents only)", "verbatim",
-              f"texts of {audit['ngram']}+ words", "with an n-gram in the corpus", "n-grams found", "read from"]
-    return [(f"Leakage audit: {audit['verbatim']:,} of {audit['texts']:,} evaluation texts in the corpus verbatim"
-             + (" (allowed by corpus.decontamination.allow_leaks)" if audit["verbatim"] else ""), header, rows),
-            ("Leakage audit examples", ["task/split", "found", "document", "evaluation text"], examples)]
+        rows.append(
+            [
+                owner,
+                c["texts"],
+                c["whole_document_texts"],
+                Alert(f"{c['verbatim']:,}") if c["verbatim"] else 0,
+                c["ngram_texts"],
+                c["texts_with_ngram_hits"],
+                f"{c['ngrams_found']:,} / {c['ngrams']:,}",
+                c["source"],
+            ]
+        )
+        examples += [
+            [owner, kind, e["document"], e["text"]]
+            for kind, key in (("verbatim", "examples"), (f"{audit['ngram']}-gram", "ngram_examples"))
+            for e in c[key]
+        ]
+    rows += [
+        [owner, Alert(f"not checked: {why}"), "-", "-", "-", "-", "-", "-"]
+        for owner, why in sorted(audit["not_checked"].items())
+    ]
+    header = [
+        "task/split",
+        "eval texts",
+        f"under {audit['min_words']} words (whole documents only)",
+        "verbatim",
+        f"texts of {audit['ngram']}+ words",
+        "with an n-gram in the corpus",
+        "n-grams found",
+        "read from",
+    ]
+    return [
+        (
+            f"Leakage audit: {audit['verbatim']:,} of {audit['texts']:,} evaluation texts in the corpus verbatim"
+            + (" (allowed by corpus.decontamination.allow_leaks)" if audit["verbatim"] else ""),
+            header,
+            rows,
+        ),
+        ("Leakage audit examples", ["task/split", "found", "document", "evaluation text"], examples),
+    ]
 
 
 def _cell(v: Any) -> str:
@@ -84,20 +143,24 @@ def _cell(v: Any) -> str:
 
 def _summary(m: dict[str, Any]) -> str:
     lw = m["length_words"]
-    return (f"{m['documents_in']:,} documents read, {m['documents_out']:,} kept "
-            f"({m['documents']['train']:,} train, {m['documents']['validation']:,} validation); "
-            f"{m['words']['total']:,} words, {m['bytes']['total']:,} bytes. Document length in words: median "
-            f"{lw['median']}, mean {lw['mean']}, p95 {lw['p95']}, max {lw['max']}. "
-            f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}."
-            + _audit_summary(m.get("audit")))
+    return (
+        f"{m['documents_in']:,} documents read, {m['documents_out']:,} kept "
+        f"({m['documents']['train']:,} train, {m['documents']['validation']:,} validation); "
+        f"{m['words']['total']:,} words, {m['bytes']['total']:,} bytes. Document length in words: median "
+        f"{lw['median']}, mean {lw['mean']}, p95 {lw['p95']}, max {lw['max']}. "
+        f"Estimated tokens: {m['estimated_tokens_method']}. Decontamination rule: {m['decontamination']['rule']}."
+        + _audit_summary(m.get("audit"))
+    )
 
 
 def _audit_summary(audit: dict[str, Any] | None) -> str:
     if not audit or not audit["enabled"]:
         return " Leakage audit: off." if audit else ""
     gaps = f" Not checked: {', '.join(sorted(audit['not_checked']))}." if audit["not_checked"] else ""
-    return (f" Leakage audit ({audit['method']}): {audit['verbatim']:,} of {audit['texts']:,} evaluation texts "
-            f"verbatim in the corpus, {audit['texts_with_ngram_hits']:,} with a {audit['ngram']}-gram in it.{gaps}")
+    return (
+        f" Leakage audit ({audit['method']}): {audit['verbatim']:,} of {audit['texts']:,} evaluation texts "
+        f"verbatim in the corpus, {audit['texts_with_ngram_hits']:,} with a {audit['ngram']}-gram in it.{gaps}"
+    )
 
 
 def plot_lengths(lengths: np.ndarray, path: Path) -> None:
@@ -123,7 +186,10 @@ def write_reports(out_dir: Path, manifest: dict[str, Any], lengths: np.ndarray) 
     for name, header, rows in _tables(manifest):
         section = Section(name)
         sections.append(section.add(Table(header, [[_cell(v) for v in row] for row in rows]) if rows else "(none)"))
-    doc = Document(f"Corpus report: {manifest['domain']} ({manifest['profile']})", sections,
-                   footer=f"Content hash of the shards: {manifest['content_hash']}")
+    doc = Document(
+        f"Corpus report: {manifest['domain']} ({manifest['profile']})",
+        sections,
+        footer=f"Content hash of the shards: {manifest['content_hash']}",
+    )
     (out_dir / "report.md").write_text(to_markdown(doc))
     (out_dir / "report.html").write_text(to_html(doc, out_dir))

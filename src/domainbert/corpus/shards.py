@@ -128,8 +128,9 @@ def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir:
     base.parent.mkdir(parents=True, exist_ok=True)
     hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
     if corpus.dedup.near and kept:  # signatures are most of the hashing cost: only when near dedup wants them
-        sigs = hasher.signatures(hasher.batch_shingles(_kept_words(kept, kept_list, alive_words, unchanged),
-                                                       kept_list))
+        sigs = hasher.signatures(
+            hasher.batch_shingles(_kept_words(kept, kept_list, alive_words, unchanged), kept_list)
+        )
     else:
         sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
     _save_npy(base.with_suffix(".sig.npy"), sigs)
@@ -140,30 +141,52 @@ def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir:
     if corpus.write_dropped:
         ids, sources = table.column("id").to_pylist(), table.column("source").to_pylist()
         with gzip.GzipFile(base.with_suffix(".dropped.jsonl.gz"), "wb", mtime=0) as f:
-            f.writelines((json.dumps({"id": ids[i], "source": sources[i], "reason": reasons[i],
-                                      "text": originals[i]}, ensure_ascii=False) + "\n").encode()
-                         for i, t in enumerate(texts) if t is None)
-    stats = {"index": index, "documents_in": table.num_rows, "documents_kept": len(kept),
-             "filters": pipeline.dropped, "decontamination": decon.removed if decon else {},
-             "drop_samples": drop_samples.shard_sample(table.column("id").to_pylist(),
-                                                       table.column("source").to_pylist(), reasons, originals,
-                                                       set(cut) if decon is not None else None)}
+            f.writelines(
+                (
+                    json.dumps(
+                        {"id": ids[i], "source": sources[i], "reason": reasons[i], "text": originals[i]},
+                        ensure_ascii=False,
+                    )
+                    + "\n"
+                ).encode()
+                for i, t in enumerate(texts)
+                if t is None
+            )
+    stats = {
+        "index": index,
+        "documents_in": table.num_rows,
+        "documents_kept": len(kept),
+        "filters": pipeline.dropped,
+        "decontamination": decon.removed if decon else {},
+        "drop_samples": drop_samples.shard_sample(
+            table.column("id").to_pylist(),
+            table.column("source").to_pylist(),
+            reasons,
+            originals,
+            set(cut) if decon is not None else None,
+        ),
+    }
     tmp_json = done.with_suffix(".json.tmp")
     tmp_json.write_text(json.dumps(stats, sort_keys=True))
     os.replace(tmp_json, done)
     return stats
 
 
-def _kept_words(kept: list[int], kept_texts: list[str], alive_words: WordBatch | None,
-                unchanged: dict[int, int]) -> WordBatch:
+def _kept_words(
+    kept: list[int], kept_texts: list[str], alive_words: WordBatch | None, unchanged: dict[int, int]
+) -> WordBatch:
     """``lower_words(kept_texts)``, taking the words of documents that decontamination left unchanged from
     ``alive_words`` (row ``unchanged[i]``) and splitting only the others."""
     if alive_words is None:
         return lower_words(kept_texts)
     reused = np.array([k for k, i in enumerate(kept) if i in unchanged], dtype=np.int64)
     fresh = np.setdiff1d(np.arange(len(kept)), reused)
-    both = WordBatch.concat([alive_words.take(np.array([unchanged[kept[k]] for k in reused], dtype=np.int64)),
-                             lower_words([kept_texts[k] for k in fresh])])
+    both = WordBatch.concat(
+        [
+            alive_words.take(np.array([unchanged[kept[k]] for k in reused], dtype=np.int64)),
+            lower_words([kept_texts[k] for k in fresh]),
+        ]
+    )
     order = np.empty(len(kept), dtype=np.int64)  # kept document k is row order[k] of ``both``
     order[np.concatenate([reused, fresh])] = np.arange(len(kept))
     return both.take(order)

@@ -58,8 +58,10 @@ def iter_source_tables(source: SourceConfig, malformed: MalformedCounter) -> Ite
         if detect_format(path, source.format) == "jsonl":
             parts = _jsonl_tables(path, source, malformed, count, _left(limit, count))
         else:
-            records = (((path, line), rec) for line, rec in _records(path, detect_format(path, source.format),
-                                                                     source.name, malformed))
+            records = (
+                ((path, line), rec)
+                for line, rec in _records(path, detect_format(path, source.format), source.name, malformed)
+            )
             parts = _chunks(documents_of(source, records, malformed, count, _left(limit, count)))
         for table in parts:
             if limit is not None and count + table.num_rows > limit:
@@ -80,8 +82,9 @@ def _chunks(docs: Iterator[dict[str, Any]]) -> Iterator[pa.Table]:
         yield records_table(batch)
 
 
-def _jsonl_tables(path: Path, source: LocalSource, malformed: MalformedCounter, start: int,
-                  limit: int | None) -> Iterator[pa.Table]:
+def _jsonl_tables(
+    path: Path, source: LocalSource, malformed: MalformedCounter, start: int, limit: int | None
+) -> Iterator[pa.Table]:
     """One JSONL file through Arrow; on anything it cannot take, the Python reader after the rows done."""
     done = 0
     try:
@@ -130,9 +133,12 @@ def _documents_table(batch: pa.RecordBatch, source: LocalSource, start: int, max
         missing = pc.fill_null(pc.equal(ids, ""), True) if not pa.types.is_null(ids.type) else None
         if missing is None or pc.any(missing).as_py():
             present = ids.to_pylist() if missing is not None else [None] * n
-            ids = pa.array([i if i not in (None, "") else f"{source.name}:{start + k}" for k, i in enumerate(present)],
-                           type=pa.string())
+            ids = pa.array(
+                [i if i not in (None, "") else f"{source.name}:{start + k}" for k, i in enumerate(present)],
+                type=pa.string(),
+            )
     else:
         ids = pa.array([f"{source.name}:{start + k}" for k in range(n)], type=pa.string())
-    return pa.table([ids, text, pa.repeat(source.name, n).cast(pa.string()), pa.repeat("{}", n).cast(pa.string())],
-                    schema=SCHEMA)
+    return pa.table(
+        [ids, text, pa.repeat(source.name, n).cast(pa.string()), pa.repeat("{}", n).cast(pa.string())], schema=SCHEMA
+    )

@@ -55,8 +55,13 @@ class MalformedCounter:
 
     def oversize(self, source: str, file: str | Path, line: int | None) -> None:
         """Record one document skipped for its size (warned, never an error)."""
-        logger.warning("%s:%s: document over corpus.max_document_bytes=%d skipped (source %r)", file, line,
-                       self.max_document_bytes, source)
+        logger.warning(
+            "%s:%s: document over corpus.max_document_bytes=%d skipped (source %r)",
+            file,
+            line,
+            self.max_document_bytes,
+            source,
+        )
         counts = self.by_source.setdefault(source, {})
         counts[OVERSIZE] = counts.get(OVERSIZE, 0) + 1
 
@@ -64,8 +69,12 @@ class MalformedCounter:
         """Record one skipped line, or raise ``DataError`` when more than ``limit`` were skipped."""
         self.total += 1
         if self.total > self.limit:
-            raise DataError(f"{reason} (source {source!r}; {self.total} malformed lines exceed "
-                            f"corpus.max_malformed_lines={self.limit})", file=file, line=line)
+            raise DataError(
+                f"{reason} (source {source!r}; {self.total} malformed lines exceed "
+                f"corpus.max_malformed_lines={self.limit})",
+                file=file,
+                line=line,
+            )
         counts = self.by_source.setdefault(source, {})
         counts[reason] = counts.get(reason, 0) + 1
 
@@ -90,8 +99,15 @@ def detect_format(path: Path, declared: str) -> str:
     for suffix in COMPRESSION_SUFFIXES:
         if name.endswith(suffix):
             name = name[: -len(suffix)]
-    for ext, fmt in ((".jsonl", "jsonl"), (".ndjson", "jsonl"), (".json", "json"), (".csv", "csv"),
-                     (".tsv", "tsv"), (".parquet", "parquet"), (".txt", "text_lines")):
+    for ext, fmt in (
+        (".jsonl", "jsonl"),
+        (".ndjson", "jsonl"),
+        (".json", "json"),
+        (".csv", "csv"),
+        (".tsv", "tsv"),
+        (".parquet", "parquet"),
+        (".txt", "text_lines"),
+    ):
         if name.endswith(ext):
             return fmt
     raise DataError("cannot tell the format from the file name; set 'format:' on the source", file=path)
@@ -115,8 +131,9 @@ def _lines(path: Path, max_bytes: int) -> Iterator[tuple[int, bytes | None]]:
                     pass
                 yield lineno, None
     except _READ_ERRORS as exc:
-        raise DataError(f"cannot read (corrupt or truncated compressed data?): {exc}", file=path,
-                        line=lineno + 1) from None
+        raise DataError(
+            f"cannot read (corrupt or truncated compressed data?): {exc}", file=path, line=lineno + 1
+        ) from None
 
 
 def _whole_file(path: Path) -> bytes:
@@ -127,8 +144,11 @@ def _whole_file(path: Path) -> bytes:
     except _READ_ERRORS as exc:
         raise DataError(f"cannot read (corrupt or truncated compressed data?): {exc}", file=path) from None
     if len(data) > MAX_JSON_FILE_BYTES:
-        raise DataError(f"a JSON array source is loaded whole and this one is over {MAX_JSON_FILE_BYTES} bytes; "
-                        "write it as JSONL (one document per line)", file=path)
+        raise DataError(
+            f"a JSON array source is loaded whole and this one is over {MAX_JSON_FILE_BYTES} bytes; "
+            "write it as JSONL (one document per line)",
+            file=path,
+        )
     return data
 
 
@@ -196,8 +216,9 @@ def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> 
         raise DataError(f"unknown format {fmt!r}", file=path)
 
 
-def _blocks(decoded: Iterator[tuple[int, str]], path: Path, source: str,
-            malformed: MalformedCounter) -> Iterator[tuple[int, dict[str, Any]]]:
+def _blocks(
+    decoded: Iterator[tuple[int, str]], path: Path, source: str, malformed: MalformedCounter
+) -> Iterator[tuple[int, dict[str, Any]]]:
     """Blank-line separated blocks; one growing past ``max_document_bytes`` is dropped (and counted) as it
     grows, so it is never held whole."""
     block: list[str] = []
@@ -273,8 +294,13 @@ def iter_source(source: SourceConfig, malformed: MalformedCounter) -> Iterator[d
     yield from documents_of(source, records, malformed, start=0, limit=source.max_documents)
 
 
-def documents_of(source: SourceConfig, records: Iterator[tuple[tuple[Any, int], dict[str, Any]]],
-                 malformed: MalformedCounter, start: int, limit: int | None) -> Iterator[dict[str, Any]]:
+def documents_of(
+    source: SourceConfig,
+    records: Iterator[tuple[tuple[Any, int], dict[str, Any]]],
+    malformed: MalformedCounter,
+    start: int,
+    limit: int | None,
+) -> Iterator[dict[str, Any]]:
     """Document dicts from ``(where, record)`` pairs; positional ids count from ``start``; at most ``limit``."""
     used = {source.text_field, source.id_field or "", "meta"}
     position = start

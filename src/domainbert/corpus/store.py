@@ -26,8 +26,9 @@ def shard_paths(corpus_dir: Path, split: str) -> list[Path]:
     folder = Path(corpus_dir) / split
     paths = sorted(folder.glob("shard-*.parquet"))
     if not paths:
-        raise DataError(f"no shards for split {split!r} (build the corpus first: domainbert corpus DOMAIN)",
-                        file=folder)
+        raise DataError(
+            f"no shards for split {split!r} (build the corpus first: domainbert corpus DOMAIN)", file=folder
+        )
     return paths
 
 
@@ -42,9 +43,12 @@ def write_shard(path: Path, records: Iterable[dict[str, Any]], row_group_size: i
 def records_table(records: Iterable[dict[str, Any]]) -> pa.Table:
     """Document dicts as an Arrow table with the shard schema (``meta`` dicts become JSON strings)."""
     records = list(records)
-    columns = {"id": [str(r["id"]) for r in records], "text": [r["text"] for r in records],
-               "source": [r.get("source", "") for r in records],
-               "meta": [r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta")) for r in records]}
+    columns = {
+        "id": [str(r["id"]) for r in records],
+        "text": [r["text"] for r in records],
+        "source": [r.get("source", "") for r in records],
+        "meta": [r["meta"] if isinstance(r.get("meta"), str) else _dump_meta(r.get("meta")) for r in records],
+    }
     return pa.table(columns, schema=SCHEMA)
 
 
@@ -71,8 +75,7 @@ def read_work_table(path: Path) -> pa.Table:
 def write_table(path: Path, table: pa.Table, row_group_size: int = 1000) -> int:
     """Write an Arrow table with the shard schema, as ``write_shard`` does (deterministic bytes)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    pq.write_table(table.select(SCHEMA.names).cast(SCHEMA), path, row_group_size=row_group_size,
-                   compression="zstd")
+    pq.write_table(table.select(SCHEMA.names).cast(SCHEMA), path, row_group_size=row_group_size, compression="zstd")
     return table.num_rows
 
 
@@ -84,7 +87,9 @@ def _dump_meta(meta: Any) -> str:
     return json.dumps(meta, sort_keys=True, ensure_ascii=False)
 
 
-def iter_documents(corpus_dir: Path, split: str = "train", columns: list[str] | None = None) -> Iterator[dict[str, Any]]:
+def iter_documents(
+    corpus_dir: Path, split: str = "train", columns: list[str] | None = None
+) -> Iterator[dict[str, Any]]:
     """Stream documents of a split as dicts, one Parquet row group at a time."""
     for path in shard_paths(corpus_dir, split):
         parquet = pq.ParquetFile(path)

@@ -16,8 +16,9 @@ import numpy as np
 from domainbert.services.tasks import ClsExample
 
 
-def encode_classification(examples: list[ClsExample], tokenizer: Any, label2id: dict[str, int], max_length: int,
-                          multi_label: bool) -> list[dict[str, Any]]:
+def encode_classification(
+    examples: list[ClsExample], tokenizer: Any, label2id: dict[str, int], max_length: int, multi_label: bool
+) -> list[dict[str, Any]]:
     """Tokenise texts (and pairs, truncating the longer first) and attach integer or multi-hot labels."""
     texts = [ex.text for ex in examples]
     pairs = [ex.text_pair or "" for ex in examples] if any(ex.text_pair is not None for ex in examples) else None
@@ -58,8 +59,12 @@ def classification_metrics(gold: list[Any], pred: list[Any], labels: list[str], 
             return m
 
         g, p = hot(gold), hot(pred)
-        return {"macro_f1": float(f1_score(g, p, average="macro", zero_division=0)),
-                "micro_f1": float(f1_score(g, p, average="micro", zero_division=0)),
-                "accuracy": float(accuracy_score(g, p))}
-    return {"macro_f1": float(f1_score(gold, pred, average="macro", zero_division=0)),
-            "accuracy": float(accuracy_score(gold, pred))}
+        return {
+            "macro_f1": float(f1_score(g, p, average="macro", zero_division=0)),
+            "micro_f1": float(f1_score(g, p, average="micro", zero_division=0)),
+            "accuracy": float(accuracy_score(g, p)),
+        }
+    return {
+        "macro_f1": float(f1_score(gold, pred, average="macro", zero_division=0)),
+        "accuracy": float(accuracy_score(gold, pred)),
+    }

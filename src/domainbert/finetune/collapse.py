@@ -25,8 +25,14 @@ def _entities(tags: list[str]) -> int:
     return sum(1 for t in tags if t.startswith("B-"))
 
 
-def diagnose(task_type: str, gold: list[Any], pred: list[Any], loss_start: float | None = None,
-             loss_end: float | None = None, multi_label: bool = False) -> dict[str, Any]:
+def diagnose(
+    task_type: str,
+    gold: list[Any],
+    pred: list[Any],
+    loss_start: float | None = None,
+    loss_end: float | None = None,
+    multi_label: bool = False,
+) -> dict[str, Any]:
     """Whether a run collapsed, and why.
 
     Args:
@@ -58,8 +64,9 @@ def diagnose(task_type: str, gold: list[Any], pred: list[Any], loss_start: float
         gold_share = Counter(gold_keys).most_common(1)[0][1] / len(gold_keys) if gold_keys else 0.0
         out["top_share"] = share
         if keys and share >= CONSTANT_SHARE and gold_share < CONSTANT_SHARE:
-            reasons.append(f"predicted {top!r} for {share:.0%} of the examples (gold's most frequent answer: "
-                           f"{gold_share:.0%})")
+            reasons.append(
+                f"predicted {top!r} for {share:.0%} of the examples (gold's most frequent answer: {gold_share:.0%})"
+            )
     if loss_start is not None and loss_end is not None and loss_end > LOSS_FALL * loss_start:
         reasons.append(f"training loss did not fall ({loss_start:.3f} at the start, {loss_end:.3f} at the end)")
     out["collapsed"] = bool(reasons)

@@ -47,8 +47,14 @@ def _class_counts(gold: list[Any], pred: list[Any], labels: list[str], multi_lab
     return out.reshape(len(gold), -1)
 
 
-def count_metric(task_type: str, metric: str, gold: list[Any], pred: list[Any], labels: list[str] | None = None,
-                 multi_label: bool = False) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
+def count_metric(
+    task_type: str,
+    metric: str,
+    gold: list[Any],
+    pred: list[Any],
+    labels: list[str] | None = None,
+    multi_label: bool = False,
+) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
     """Per-example count matrix ``[n, k]`` and a function from summed counts ``[..., k]`` to the metric.
 
     Supported: NER ``f1`` (micro, strict IOB2); classification ``accuracy``, ``macro_f1`` (single-label:
@@ -60,7 +66,10 @@ def count_metric(task_type: str, metric: str, gold: list[Any], pred: list[Any], 
             raise ValueError(f"bootstrap of NER metric {metric!r} is not supported (use 'f1')")
         return _ner_counts(gold, pred), lambda s: _f1_from(s[..., 0], s[..., 1], s[..., 2])
     if metric == "accuracy":
-        same = [float((sorted(g) if multi_label else g) == (sorted(p) if multi_label else p)) for g, p in zip(gold, pred, strict=True)]
+        same = [
+            float((sorted(g) if multi_label else g) == (sorted(p) if multi_label else p))
+            for g, p in zip(gold, pred, strict=True)
+        ]
         return np.asarray(same)[:, None], lambda s: s[..., 0] / len(gold)
     if labels is None:
         seen = {x for rows in (gold, pred) for r in rows for x in (r if multi_label else [r])}
@@ -73,11 +82,14 @@ def count_metric(task_type: str, metric: str, gold: list[Any], pred: list[Any], 
         return s[..., 0, :], s[..., 1, :], s[..., 2, :]
 
     if metric == "micro_f1":
+
         def micro(s: np.ndarray) -> np.ndarray:
             tp, fp, fn = per_label(s)
             return _f1_from(tp.sum(-1), (tp + fp).sum(-1), (tp + fn).sum(-1))
+
         return counts, micro
     if metric == "macro_f1":
+
         def macro(s: np.ndarray) -> np.ndarray:
             tp, fp, fn = per_label(s)
             f1 = _f1_from(tp, tp + fp, tp + fn)
@@ -85,5 +97,6 @@ def count_metric(task_type: str, metric: str, gold: list[Any], pred: list[Any], 
                 return f1.mean(-1)
             present = (tp + fp + fn) > 0  # scikit-learn's default labels: those in gold or predictions
             return np.where(present, f1, 0).sum(-1) / np.maximum(present.sum(-1), 1)
+
         return counts, macro
     raise ValueError(f"bootstrap of classification metric {metric!r} is not supported")

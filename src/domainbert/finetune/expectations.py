@@ -40,16 +40,25 @@ def expected_path(layout: RunLayout) -> Path:
 
 def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
     """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint."""
-    models: dict[str, str] = {"base": cfg.base_model.name_or_path,
-                              **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
-                              **cfg.finetune.extra_models}
+    models: dict[str, str] = {
+        "base": cfg.base_model.name_or_path,
+        **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
+        **cfg.finetune.extra_models,
+    }
     hashes: dict[str, str] = {}
     out = []
     for job in run_list(cfg, layout, models):
         if job.task_name not in hashes:
             hashes[job.task_name] = task_data_hash(task_config(cfg, job.task_name))
-        out.append(ExpectedRun(model=job.model_name, task=job.task_name, seed=job.seed, mode=job.mode,
-                               fingerprint=run_record(cfg, job, hashes[job.task_name])[2]))
+        out.append(
+            ExpectedRun(
+                model=job.model_name,
+                task=job.task_name,
+                seed=job.seed,
+                mode=job.mode,
+                fingerprint=run_record(cfg, job, hashes[job.task_name])[2],
+            )
+        )
     return out
 
 
@@ -57,8 +66,7 @@ def write_expected(cfg: DomainConfig, layout: RunLayout) -> Path:
     """Write ``finetune/expected.json`` (atomically) for this configuration; returns its path."""
     path = expected_path(layout)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(path, {"format": EXPECTED_FORMAT,
-                             "runs": [r.model_dump() for r in expected_runs(cfg, layout)]})
+    write_json_atomic(path, {"format": EXPECTED_FORMAT, "runs": [r.model_dump() for r in expected_runs(cfg, layout)]})
     return path
 
 

@@ -33,12 +33,18 @@ def hub_model(model: Any, data: TaskData) -> Any:
     labels = data.label_list
     multi = data.config.multi_label
     # The encoder's own label names and the folder it was loaded from are not this model's.
-    encoder = {k: v for k, v in model.encoder.config.to_dict().items()
-               if k not in ("_name_or_path", "id2label", "label2id")}
-    config = MeanPoolConfig(encoder=encoder, multi_label=multi,
-                            classifier_dropout=model.dropout.p, num_labels=len(labels),
-                            id2label=dict(enumerate(labels)), label2id={label: i for i, label in enumerate(labels)},
-                            problem_type="multi_label_classification" if multi else "single_label_classification")
+    encoder = {
+        k: v for k, v in model.encoder.config.to_dict().items() if k not in ("_name_or_path", "id2label", "label2id")
+    }
+    config = MeanPoolConfig(
+        encoder=encoder,
+        multi_label=multi,
+        classifier_dropout=model.dropout.p,
+        num_labels=len(labels),
+        id2label=dict(enumerate(labels)),
+        label2id={label: i for i, label in enumerate(labels)},
+        problem_type="multi_label_classification" if multi else "single_label_classification",
+    )
     MeanPoolConfig.register_for_auto_class()
     MeanPoolForSequenceClassification.register_for_auto_class("AutoModelForSequenceClassification")
     out = MeanPoolForSequenceClassification(config)

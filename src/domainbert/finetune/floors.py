@@ -50,6 +50,7 @@ CRF_METHOD = "CRF over word, affix, shape and +-2 context features (c1, c2 chose
 
 # ---- classification ------------------------------------------------------------------------------------------
 
+
 def _cls_text(ex: ClsExample) -> str:
     return ex.text if ex.text_pair is None else ex.text + PAIR_SEPARATOR + ex.text_pair
 
@@ -69,14 +70,16 @@ def _cls_fit(data: TaskData, params: dict[str, Any]) -> tuple[Callable[[str], li
     if data.config.multi_label:
         y = np.array([[label in ex.labels for label in labels] for ex in train], dtype=int)
         # One binary model per label; a label that is constant in train is predicted constant (no weights).
-        models: list[Any] = [make().fit(x, y[:, j]) if 0 < y[:, j].sum() < len(train) else bool(y[0, j])
-                             for j in range(len(labels))]
+        models: list[Any] = [
+            make().fit(x, y[:, j]) if 0 < y[:, j].sum() < len(train) else bool(y[0, j]) for j in range(len(labels))
+        ]
 
         def predict(split: str) -> list[Any]:
             xe = vec.transform([_cls_text(ex) for ex in data.splits[split]])
             cols = [np.full(xe.shape[0], m) if isinstance(m, bool) else m.predict(xe).astype(bool) for m in models]
-            return [sorted(label for label, col in zip(labels, cols, strict=True) if col[i])
-                    for i in range(xe.shape[0])]
+            return [
+                sorted(label for label, col in zip(labels, cols, strict=True) if col[i]) for i in range(xe.shape[0])
+            ]
 
         weights = sum(m.coef_.size + m.intercept_.size for m in models if not isinstance(m, bool))
         return predict, int(weights)
@@ -95,6 +98,7 @@ def _cls_fit(data: TaskData, params: dict[str, Any]) -> tuple[Callable[[str], li
 
 # ---- NER -----------------------------------------------------------------------------------------------------
 
+
 def word_shape(word: str) -> str:
     """``Linux2.6`` -> ``Xxd.d``: upper/lower/digit classes, runs collapsed to one character."""
     shape = "".join("X" if c.isupper() else "x" if c.islower() else "d" if c.isdigit() else c for c in word)
@@ -105,8 +109,17 @@ def word_features(tokens: list[str], i: int) -> dict[str, Any]:
     """CRFsuite features of word ``i``: strings become one-hot ``name=value`` features, booleans 0/1 weights."""
     w = tokens[i]
     low = w.lower()
-    f: dict[str, Any] = {"bias": 1.0, "w": low, "suf3": low[-3:], "suf2": low[-2:], "pre3": low[:3],
-                         "upper": w.isupper(), "title": w.istitle(), "digit": w.isdigit(), "shape": word_shape(w)}
+    f: dict[str, Any] = {
+        "bias": 1.0,
+        "w": low,
+        "suf3": low[-3:],
+        "suf2": low[-2:],
+        "pre3": low[:3],
+        "upper": w.isupper(),
+        "title": w.istitle(),
+        "digit": w.isdigit(),
+        "shape": word_shape(w),
+    }
     for off in (-2, -1, 1, 2):
         j = i + off
         if 0 <= j < len(tokens):
@@ -125,11 +138,13 @@ def sentence_features(tokens: list[str]) -> list[dict[str, Any]]:
     return [word_features(tokens, i) for i in range(len(tokens))]
 
 
-def _ner_fit(data: TaskData, params: dict[str, Any],
-             feats: dict[str, list[list[dict[str, Any]]]]) -> tuple[Callable[[str], list[Any]], int]:
+def _ner_fit(
+    data: TaskData, params: dict[str, Any], feats: dict[str, list[list[dict[str, Any]]]]
+) -> tuple[Callable[[str], list[Any]], int]:
     # all_possible_transitions: transitions never seen in train (O -> I-X) get weights too, learnt negative.
-    crf = sklearn_crfsuite.CRF(algorithm="lbfgs", max_iterations=CRF_MAX_ITERATIONS, all_possible_transitions=True,
-                               **params)
+    crf = sklearn_crfsuite.CRF(
+        algorithm="lbfgs", max_iterations=CRF_MAX_ITERATIONS, all_possible_transitions=True, **params
+    )
     crf.fit(feats["train"], [ex.tags for ex in data.splits["train"]])
 
     def predict(split: str) -> list[Any]:
@@ -140,6 +155,7 @@ def _ner_fit(data: TaskData, params: dict[str, Any],
 
 
 # ---- both ----------------------------------------------------------------------------------------------------
+
 
 def run_floor(data: TaskData) -> dict[str, Any]:
     """Fit and score the task's floor baseline.
@@ -190,9 +206,24 @@ def run_floor(data: TaskData) -> dict[str, Any]:
     pred = predict("test")
     test = score(data, gold, pred)
     n_train = len(data.splits["train"])
-    logger.info("floor %s: chose %s, test %s %.4f (%.1f s)", data.config.name, params, primary, test[primary],
-                train_seconds)
-    return {"validation": val_metrics, "test": test, "gold": gold, "pred": pred, "history": [], "best_step": 0,
-            "steps": 0, "stopped_early": False, "train_seconds": train_seconds, "train_cpu_seconds": train_cpu,
-            "train_examples": n_train, "num_parameters": n_weights, "trainable_parameters": n_weights,
-            "floor_method": CRF_METHOD if ner else CLS_METHOD, "floor_params": params, "floor_search": search}
+    logger.info(
+        "floor %s: chose %s, test %s %.4f (%.1f s)", data.config.name, params, primary, test[primary], train_seconds
+    )
+    return {
+        "validation": val_metrics,
+        "test": test,
+        "gold": gold,
+        "pred": pred,
+        "history": [],
+        "best_step": 0,
+        "steps": 0,
+        "stopped_early": False,
+        "train_seconds": train_seconds,
+        "train_cpu_seconds": train_cpu,
+        "train_examples": n_train,
+        "num_parameters": n_weights,
+        "trainable_parameters": n_weights,
+        "floor_method": CRF_METHOD if ner else CLS_METHOD,
+        "floor_params": params,
+        "floor_search": search,
+    }

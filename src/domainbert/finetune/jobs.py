@@ -51,8 +51,12 @@ def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None
     for task in cfg.finetune.tasks:
         if cfg.finetune.floor:
             jobs.append(Job(FLOOR, FLOOR, task.name, FLOOR_SEED, FLOOR))
-        jobs += [Job(name + FROZEN_SUFFIX if mode == "frozen" else name, ref, task.name, seed, mode)
-                 for name, ref in models.items() for mode in modes for seed in cfg.finetune.seeds]
+        jobs += [
+            Job(name + FROZEN_SUFFIX if mode == "frozen" else name, ref, task.name, seed, mode)
+            for name, ref in models.items()
+            for mode in modes
+            for seed in cfg.finetune.seeds
+        ]
     return jobs
 
 
@@ -65,8 +69,9 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
             models[arm] = str(folder)
     for name, ref in cfg.finetune.extra_models.items():
         if name in models:
-            raise ConfigError(f"extra model name {name!r} clashes with a built-in model name",
-                              field="finetune.extra_models")
+            raise ConfigError(
+                f"extra model name {name!r} clashes with a built-in model name", field="finetune.extra_models"
+            )
         models[name] = ref
     return models
 
@@ -96,11 +101,26 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
     if job.mode == FLOOR:
         run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
     else:
-        run_cfg = {"finetune": cfg.finetune.model_dump(mode="json", exclude={"tasks", "seeds", "extra_models", "mode",
-                                                                         "torch_threads", "eval_batch_size",
-                                                                         "device", "num_processes",
-                                                                         "save_models"}),
-                   "task": task.model_dump(mode="json"), "model": job.model_name, "model_ref": job.model_ref,
-                   "seed": job.seed, "mode": job.mode}
+        run_cfg = {
+            "finetune": cfg.finetune.model_dump(
+                mode="json",
+                exclude={
+                    "tasks",
+                    "seeds",
+                    "extra_models",
+                    "mode",
+                    "torch_threads",
+                    "eval_batch_size",
+                    "device",
+                    "num_processes",
+                    "save_models",
+                },
+            ),
+            "task": task.model_dump(mode="json"),
+            "model": job.model_name,
+            "model_ref": job.model_ref,
+            "seed": job.seed,
+            "mode": job.mode,
+        }
         inputs["model"] = model_input_hash(job.model_ref)
     return run_cfg, inputs, fingerprint(run_cfg, inputs)

@@ -30,8 +30,13 @@ class MeanPoolConfig(PretrainedConfig):
 
     model_type = "domainbert_mean_pool"
 
-    def __init__(self, encoder: dict[str, Any] | PretrainedConfig | None = None, multi_label: bool = False,
-                 classifier_dropout: float = 0.1, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        encoder: dict[str, Any] | PretrainedConfig | None = None,
+        multi_label: bool = False,
+        classifier_dropout: float = 0.1,
+        **kwargs: Any,
+    ) -> None:
         if isinstance(encoder, dict):
             encoder = AutoConfig.for_model(**encoder)
         self.encoder = encoder
@@ -64,10 +69,15 @@ class MeanPoolForSequenceClassification(PreTrainedModel):
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 
-    def forward(self, input_ids: torch.Tensor | None = None, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None,
-                **kwargs: Any) -> SequenceClassifierOutput:
-        loss, logits = pool_and_classify(self, self.config.multi_label, input_ids, attention_mask, token_type_ids,
-                                         labels)
+    def forward(
+        self,
+        input_ids: torch.Tensor | None = None,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+        **kwargs: Any,
+    ) -> SequenceClassifierOutput:
+        loss, logits = pool_and_classify(
+            self, self.config.multi_label, input_ids, attention_mask, token_type_ids, labels
+        )
         return SequenceClassifierOutput(loss=loss, logits=logits)
-

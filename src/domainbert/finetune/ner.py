@@ -27,7 +27,9 @@ log = logging.getLogger(__name__)
 IGNORE = -100
 
 
-def encode_ner(examples: list[NerExample], tokenizer: Any, label2id: dict[str, int], max_length: int) -> list[dict[str, Any]]:
+def encode_ner(
+    examples: list[NerExample], tokenizer: Any, label2id: dict[str, int], max_length: int
+) -> list[dict[str, Any]]:
     """Tokenise pre-split words and align the word tags to the first sub-token of each word.
 
     Args:
@@ -41,8 +43,7 @@ def encode_ner(examples: list[NerExample], tokenizer: Any, label2id: dict[str, i
         tokenizer makes them), ``labels`` (-100 off first sub-tokens) and ``first_positions`` (the sub-token
         index of each kept word, in word order; words cut off are absent).
     """
-    enc = tokenizer([ex.tokens for ex in examples], is_split_into_words=True, truncation=True,
-                    max_length=max_length)
+    enc = tokenizer([ex.tokens for ex in examples], is_split_into_words=True, truncation=True, max_length=max_length)
     features = []
     for i, ex in enumerate(examples):
         word_ids = enc.word_ids(i)
@@ -60,8 +61,9 @@ def encode_ner(examples: list[NerExample], tokenizer: Any, label2id: dict[str, i
     return features
 
 
-def decode_ner(logits: list[np.ndarray], features: list[dict[str, Any]], examples: list[NerExample],
-               id2label: list[str]) -> list[list[str]]:
+def decode_ner(
+    logits: list[np.ndarray], features: list[dict[str, Any]], examples: list[NerExample], id2label: list[str]
+) -> list[list[str]]:
     """Word-level IOB2 predictions from per-sentence token logits (each ``[seq, labels]``), ill-formed
     ``I-`` tags repaired."""
     out = []
@@ -84,9 +86,16 @@ def ner_metrics(gold: list[list[str]], pred: list[list[str]]) -> dict[str, Any]:
 
     kw = {"mode": "strict", "scheme": IOB2, "zero_division": 0}
     report = classification_report(gold, pred, output_dict=True, **kw)
-    per_type = {k: {"precision": float(v["precision"]), "recall": float(v["recall"]), "f1": float(v["f1-score"]),
-                    "support": int(v["support"])}
-                for k, v in report.items() if not k.endswith(" avg")}
+    per_type = {
+        k: {
+            "precision": float(v["precision"]),
+            "recall": float(v["recall"]),
+            "f1": float(v["f1-score"]),
+            "support": int(v["support"]),
+        }
+        for k, v in report.items()
+        if not k.endswith(" avg")
+    }
     return {
         "f1": float(f1_score(gold, pred, average="micro", **kw)),
         "precision": float(precision_score(gold, pred, average="micro", **kw)),

@@ -100,8 +100,12 @@ def wrap(model: torch.nn.Module, dev: torch.device) -> torch.nn.Module:
 
     # find_unused_parameters: the mean-pooling classifier leaves its encoder's pooler out of the graph.
     # The buffers (position and token type ids) never change, so they are not broadcast every step.
-    return DistributedDataParallel(model, device_ids=[dev.index] if dev.type == "cuda" else None,
-                                   find_unused_parameters=True, broadcast_buffers=False)
+    return DistributedDataParallel(
+        model,
+        device_ids=[dev.index] if dev.type == "cuda" else None,
+        find_unused_parameters=True,
+        broadcast_buffers=False,
+    )
 
 
 def init_group(device: str) -> None:
@@ -127,8 +131,17 @@ def launch_log(layout: RunLayout, job: Job) -> Path:
 
 def launch_command(num_processes: int, args: list[str], python: str = sys.executable) -> list[str]:
     # --standalone: a rendezvous on a free local port, so parallel runs on one machine do not collide.
-    return [python, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node", str(num_processes),
-            "-m", WORKER, *args]
+    return [
+        python,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        "--nproc_per_node",
+        str(num_processes),
+        "-m",
+        WORKER,
+        *args,
+    ]
 
 
 def launch_run(cfg: DomainConfig, layout: RunLayout, job: Job) -> Path:
@@ -142,10 +155,30 @@ def launch_run(cfg: DomainConfig, layout: RunLayout, job: Job) -> Path:
 
     folder = launch_dir(layout, job)
     config_path = save_run_config(cfg, folder / "run_config.json")
-    args = ["--config", str(config_path), "--run-dir", str(layout.root), "--model-name", job.model_name,
-            "--model-ref", job.model_ref, "--task", job.task_name, "--seed", str(job.seed), "--mode", job.mode]
+    args = [
+        "--config",
+        str(config_path),
+        "--run-dir",
+        str(layout.root),
+        "--model-name",
+        job.model_name,
+        "--model-ref",
+        job.model_ref,
+        "--task",
+        job.task_name,
+        "--seed",
+        str(job.seed),
+        "--mode",
+        job.mode,
+    ]
     log = launch_log(layout, job)
-    logger.info("%s/%s/seed-%d on %d processes (torchrun; log %s)", job.model_name, job.task_name, job.seed,
-                cfg.finetune.num_processes, log)
+    logger.info(
+        "%s/%s/seed-%d on %d processes (torchrun; log %s)",
+        job.model_name,
+        job.task_name,
+        job.seed,
+        cfg.finetune.num_processes,
+        log,
+    )
     run_command(launch_command(cfg.finetune.num_processes, args), log)
     return log

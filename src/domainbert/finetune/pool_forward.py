@@ -14,9 +14,14 @@ import torch
 from torch import nn
 
 
-def pool_and_classify(model: Any, multi_label: bool, input_ids: Any, attention_mask: torch.Tensor | None,
-                      token_type_ids: torch.Tensor | None,
-                      labels: torch.Tensor | None) -> tuple[torch.Tensor | None, torch.Tensor]:
+def pool_and_classify(
+    model: Any,
+    multi_label: bool,
+    input_ids: Any,
+    attention_mask: torch.Tensor | None,
+    token_type_ids: torch.Tensor | None,
+    labels: torch.Tensor | None,
+) -> tuple[torch.Tensor | None, torch.Tensor]:
     """(loss or None, logits) of a module with ``encoder``, ``dropout`` and ``classifier``: the forward pass
     shared with the training class (``pooling.MeanPoolClassifier``), so the saved model computes its logits."""
     extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
@@ -32,4 +37,3 @@ def pool_and_classify(model: Any, multi_label: bool, input_ids: Any, attention_m
         else:
             loss = nn.functional.cross_entropy(logits, labels)
     return loss, logits
-

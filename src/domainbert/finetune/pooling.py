@@ -62,7 +62,12 @@ class MeanPoolClassifier(nn.Module):
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
 
-    def forward(self, input_ids: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None, labels: torch.Tensor | None = None) -> ClassifierOutput:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        labels: torch.Tensor | None = None,
+    ) -> ClassifierOutput:
         loss, logits = pool_and_classify(self, self.multi_label, input_ids, attention_mask, token_type_ids, labels)
         return ClassifierOutput(loss=loss, logits=logits)

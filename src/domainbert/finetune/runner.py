@@ -53,8 +53,11 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "mean") -> PreTrain
             raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
         finally:
             hf_logging.set_verbosity(verbosity)
-    kwargs: dict[str, Any] = {"num_labels": len(labels), "id2label": dict(enumerate(labels)),
-                              "label2id": {label: i for i, label in enumerate(labels)}}
+    kwargs: dict[str, Any] = {
+        "num_labels": len(labels),
+        "id2label": dict(enumerate(labels)),
+        "label2id": {label: i for i, label in enumerate(labels)},
+    }
     if cfg.type == "classification":
         kwargs["problem_type"] = "multi_label_classification" if cfg.multi_label else "single_label_classification"
     cls = AutoModelForTokenClassification if cfg.type == "ner" else AutoModelForSequenceClassification
@@ -112,8 +115,15 @@ def score(data: TaskData, gold: list[Any], pred: list[Any]) -> dict[str, Any]:
     return classification_metrics(gold, pred, data.label_list, data.config.multi_label)
 
 
-def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any]], batch_size: int,
-            pad_id: int, dtype: Any = None) -> list[Any]:
+def predict(
+    model: Any,
+    data: TaskData,
+    split: str,
+    features: list[dict[str, Any]],
+    batch_size: int,
+    pad_id: int,
+    dtype: Any = None,
+) -> list[Any]:
     logits = predict_logits(model, features, batch_size, pad_id, dtype)
     if data.config.type == "ner":
         return decode_ner(logits, features, data.splits[split], data.label_list)
@@ -121,8 +131,14 @@ def predict(model: Any, data: TaskData, split: str, features: list[dict[str, Any
     return [sorted(p) for p in pred] if data.config.multi_label else pred
 
 
-def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_length: int,
-                 pooling: str = "mean", save_to: Path | None = None) -> dict[str, Any]:
+def run_finetune(
+    data: TaskData,
+    model_ref: str,
+    settings: TrainSettings,
+    max_length: int,
+    pooling: str = "mean",
+    save_to: Path | None = None,
+) -> dict[str, Any]:
     """Fine-tune ``model_ref`` on ``data`` and score it.
 
     Args:
@@ -150,8 +166,9 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     model = load_task_model(model_ref, data, pooling)
     emb = embedding_rows(model)
     if len(tok) > emb:
-        raise ModelError(f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings",
-                         file=resolve_model_ref(model_ref))
+        raise ModelError(
+            f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings", file=resolve_model_ref(model_ref)
+        )
     feats = {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
@@ -162,8 +179,9 @@ def run_finetune(data: TaskData, model_ref: str, settings: TrainSettings, max_le
     _, dtype = resolve_device(settings.device, settings.precision)  # fit places the model
 
     def evaluate() -> dict[str, Any]:
-        val_preds.append(predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id,
-                                 dtype))
+        val_preds.append(
+            predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id, dtype)
+        )
         return score(data, val_gold, val_preds[-1])
 
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)

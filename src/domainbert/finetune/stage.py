@@ -68,22 +68,42 @@ from domainbert.services.tasks import TaskData, load_task
 
 logger = logging.getLogger(__name__)
 
+
 def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | None = None) -> TrainSettings:
     """The loop settings of one run: ``finetune``'s, with the task's own lr and epochs where it sets them."""
     ft = cfg.finetune
     lr = ft.frozen_lr if mode == "frozen" else (task.lr if task is not None and task.lr else ft.lr)
     epochs = task.epochs if task is not None and task.epochs else ft.epochs
-    return TrainSettings(epochs=epochs, lr=lr, batch_size=ft.batch_size,
-                         eval_batch_size=ft.eval_batch_size, warmup_ratio=ft.warmup_ratio,
-                         weight_decay=ft.weight_decay, max_grad_norm=ft.max_grad_norm,
-                         patience=ft.early_stopping_patience, evals_per_epoch=ft.evals_per_epoch,
-                         length_group_size=ft.length_group_size, seed=seed, frozen=mode == "frozen",
-                         device=ft.device, precision=ft.precision)
+    return TrainSettings(
+        epochs=epochs,
+        lr=lr,
+        batch_size=ft.batch_size,
+        eval_batch_size=ft.eval_batch_size,
+        warmup_ratio=ft.warmup_ratio,
+        weight_decay=ft.weight_decay,
+        max_grad_norm=ft.max_grad_norm,
+        patience=ft.early_stopping_patience,
+        evals_per_epoch=ft.evals_per_epoch,
+        length_group_size=ft.length_group_size,
+        seed=seed,
+        frozen=mode == "frozen",
+        device=ft.device,
+        precision=ft.precision,
+    )
 
 
 @tagged("{model_name}/{task_name}/seed-{seed}")  # log lines of parallel runs told apart
-def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_ref: str, task_name: str, seed: int,
-                 *, mode: str | None = None, data: TaskData | None = None) -> dict[str, Any]:
+def finetune_one(
+    cfg: DomainConfig,
+    layout: RunLayout,
+    model_name: str,
+    model_ref: str,
+    task_name: str,
+    seed: int,
+    *,
+    mode: str | None = None,
+    data: TaskData | None = None,
+) -> dict[str, Any]:
     """Fine-tune one model on one task with one seed; write ``result.json`` (skipped when up to date).
 
     Args:
@@ -136,17 +156,34 @@ def finetune_one(cfg: DomainConfig, layout: RunLayout, model_name: str, model_re
         raise
     if tracker:
         send_run(tracker, out)
-    result = {"model": model_name, "model_ref": model_ref, "mode": mode, "task": task_name, "task_type": task.type,
-              "multi_label": task.multi_label, "seed": seed, "primary_metric": PRIMARY[task.type],
-              "num_examples": {k: len(v) for k, v in data.splits.items()}, "processes": world,
-              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0, **out}
+    result = {
+        "model": model_name,
+        "model_ref": model_ref,
+        "mode": mode,
+        "task": task_name,
+        "task_type": task.type,
+        "multi_label": task.multi_label,
+        "seed": seed,
+        "primary_metric": PRIMARY[task.type],
+        "num_examples": {k: len(v) for k, v in data.splits.items()},
+        "processes": world,
+        "wall_seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        **out,
+    }
     if writer:
         _write(cfg, final, result, (run_cfg, inputs, fp), staging, data.label_list)
     return result
 
 
-def _write(cfg: DomainConfig, final: Path, result: dict[str, Any], record: tuple[dict, dict[str, str], str],
-           staging: Path | None, labels: list[str]) -> None:
+def _write(
+    cfg: DomainConfig,
+    final: Path,
+    result: dict[str, Any],
+    record: tuple[dict, dict[str, str], str],
+    staging: Path | None,
+    labels: list[str],
+) -> None:
     """``result.json`` and, when ``staging`` holds the saved model, ``model/`` with its card: one atomic folder."""
     run_cfg, inputs, fp = record
     try:
@@ -177,8 +214,9 @@ def run_current(cfg: DomainConfig, job: Job, folder: Path, fp: str) -> bool:
     return not (cfg.finetune.save_models and job.mode != FLOOR) or has_model(folder)
 
 
-def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job,
-           save_to: Path | None = None) -> dict[str, Any]:
+def _train(
+    cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job, save_to: Path | None = None
+) -> dict[str, Any]:
     """``run_finetune``, run once more at a lower learning rate when validation predictions collapsed; the model
     of the kept attempt is saved to ``save_to`` (when given)."""
     model_name, task_name, seed = job.model_name, job.task_name, job.seed
@@ -187,11 +225,21 @@ def _train(cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSet
     factor = cfg.finetune.collapse_retry_lr_factor
     if out["collapse_validation"]["collapsed"] and factor:
         # Decided on validation only, so the test set never steers which run is kept.
-        first = {"lr": settings.lr, "reasons": out["collapse_validation"]["reasons"],
-                 "validation": out["validation"], "test": out["test"]}
+        first = {
+            "lr": settings.lr,
+            "reasons": out["collapse_validation"]["reasons"],
+            "validation": out["validation"],
+            "test": out["test"],
+        }
         settings = dataclasses.replace(settings, lr=settings.lr * factor)
-        logger.warning("%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g", model_name, task_name, seed,
-                       "; ".join(first["reasons"]), settings.lr)
+        logger.warning(
+            "%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g",
+            model_name,
+            task_name,
+            seed,
+            "; ".join(first["reasons"]),
+            settings.lr,
+        )
         out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, save_to)
         out["retry"] = {"first": first, "lr": settings.lr}
     out["lr"] = settings.lr
@@ -214,8 +262,9 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
     return out
 
 
-def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None,
-           record: tuple[dict, dict[str, str], str]) -> dict[str, Any]:
+def _floor(
+    task: TaskConfig, layout: RunLayout, data: TaskData | None, record: tuple[dict, dict[str, str], str]
+) -> dict[str, Any]:
     """The task's floor baseline (``floors.run_floor``) stored like a model's result (skipped when up to date)."""
     from domainbert.finetune.collapse import diagnose
     from domainbert.finetune.floors import run_floor
@@ -229,13 +278,30 @@ def _floor(task: TaskConfig, layout: RunLayout, data: TaskData | None,
     t0, c0 = time.perf_counter(), time.process_time()
     out = run_floor(data)
     collapse = diagnose(task.type, out["gold"], out["pred"], multi_label=task.multi_label)
-    result = {"model": FLOOR, "model_ref": out["floor_method"], "mode": FLOOR, "task": task.name,
-              "task_type": task.type, "multi_label": task.multi_label, "seed": FLOOR_SEED,
-              "primary_metric": PRIMARY[task.type], "num_examples": {k: len(v) for k, v in data.splits.items()},
-              "wall_seconds": time.perf_counter() - t0, "cpu_seconds": time.process_time() - c0,
-              "collapse": collapse, "collapsed": bool(collapse["collapsed"]), "retry": None, **out}
-    logger.info("floor on %s: test %s %.4f (%s)", task.name, PRIMARY[task.type], out["test"][PRIMARY[task.type]],
-                out["floor_method"])
+    result = {
+        "model": FLOOR,
+        "model_ref": out["floor_method"],
+        "mode": FLOOR,
+        "task": task.name,
+        "task_type": task.type,
+        "multi_label": task.multi_label,
+        "seed": FLOOR_SEED,
+        "primary_metric": PRIMARY[task.type],
+        "num_examples": {k: len(v) for k, v in data.splits.items()},
+        "wall_seconds": time.perf_counter() - t0,
+        "cpu_seconds": time.process_time() - c0,
+        "collapse": collapse,
+        "collapsed": bool(collapse["collapsed"]),
+        "retry": None,
+        **out,
+    }
+    logger.info(
+        "floor on %s: test %s %.4f (%s)",
+        task.name,
+        PRIMARY[task.type],
+        out["test"][PRIMARY[task.type]],
+        out["floor_method"],
+    )
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
         (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
     return result
@@ -252,14 +318,27 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     """
     jobs = run_list(cfg, layout)
     write_expected(cfg, layout)
-    logger.info("fine-tuning matrix: %d runs (%d tasks; models x modes x seeds, and a floor per task)", len(jobs),
-                len(cfg.finetune.tasks))
+    logger.info(
+        "fine-tuning matrix: %d runs (%d tasks; models x modes x seeds, and a floor per task)",
+        len(jobs),
+        len(cfg.finetune.tasks),
+    )
     results = []
     loaded: dict[str, TaskData] = {}
     for i, job in enumerate(jobs, 1):
         if job.task_name not in loaded:
             loaded = {job.task_name: load_task(task_config(cfg, job.task_name))}  # one task in memory at a time
         logger.info("run %d/%d: %s / %s / seed %d", i, len(jobs), job.model_name, job.task_name, job.seed)
-        results.append(finetune_one(cfg, layout, job.model_name, job.model_ref, job.task_name, job.seed,
-                                    mode=job.mode, data=loaded[job.task_name]))
+        results.append(
+            finetune_one(
+                cfg,
+                layout,
+                job.model_name,
+                job.model_ref,
+                job.task_name,
+                job.seed,
+                mode=job.mode,
+                data=loaded[job.task_name],
+            )
+        )
     return results

@@ -78,15 +78,16 @@ def _to(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, torch.Te
     return batch if dev.type == "cpu" else {k: v.to(dev, non_blocking=True) for k, v in batch.items()}
 
 
-def length_grouped_batches(lengths: list[int], batch_size: int, group_size: int,
-                           rng: np.random.Generator) -> list[list[int]]:
+def length_grouped_batches(
+    lengths: list[int], batch_size: int, group_size: int, rng: np.random.Generator
+) -> list[list[int]]:
     """One epoch of batches of example indices, grouped by length within shuffled windows (see module doc)."""
     order = rng.permutation(len(lengths))
     window = batch_size * group_size
     batches: list[list[int]] = []
     for start in range(0, len(order), window):
-        chunk = sorted(order[start:start + window].tolist(), key=lambda i: -lengths[i])  # stable sort
-        batches += [chunk[j:j + batch_size] for j in range(0, len(chunk), batch_size)]
+        chunk = sorted(order[start : start + window].tolist(), key=lambda i: -lengths[i])  # stable sort
+        batches += [chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size)]
     return [batches[i] for i in rng.permutation(len(batches))]
 
 
@@ -109,8 +110,13 @@ def collate(features: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tens
 
 
 @torch.no_grad()
-def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch_size: int,
-                   pad_id: int, dtype: torch.dtype | None = None) -> list[np.ndarray]:
+def predict_logits(
+    model: torch.nn.Module,
+    features: list[dict[str, Any]],
+    batch_size: int,
+    pad_id: int,
+    dtype: torch.dtype | None = None,
+) -> list[np.ndarray]:
     """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order, on
     the model's device under autocast to ``dtype`` (None: fp32).
 
@@ -121,7 +127,7 @@ def predict_logits(model: torch.nn.Module, features: list[dict[str, Any]], batch
     order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
     out: list[np.ndarray | None] = [None] * len(features)
     for start in range(0, len(order), batch_size):
-        idx = order[start:start + batch_size]
+        idx = order[start : start + batch_size]
         batch = collate([features[i] for i in idx], pad_id)
         batch.pop("labels")
         with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
@@ -162,13 +168,17 @@ class FitState:
         self.losses.append(value)
         if len(self.curve) < self.window:
             self.curve.append(value)
-        self.tail = (self.tail + [value])[-self.window:]
+        self.tail = (self.tail + [value])[-self.window :]
         self.step += 1
 
     def add_evaluation(self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int) -> dict[str, Any]:
         """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
-        entry = {"step": self.step, "epoch": round(self.step / self.steps_per_epoch, 3),
-                 "loss": float(np.mean(self.losses)), "validation": metrics}
+        entry = {
+            "step": self.step,
+            "epoch": round(self.step / self.steps_per_epoch, 3),
+            "loss": float(np.mean(self.losses)),
+            "validation": metrics,
+        }
         self.history.append(entry)
         self.losses.clear()
         if self.best is None or metrics[primary] > self.best[primary]:
@@ -180,12 +190,19 @@ class FitState:
         return entry
 
     def result(self) -> dict[str, Any]:
-        return {"history": self.history, "best": self.best, "best_step": self.best_step, "steps": self.step,
-                "stopped_early": self.stopped,
-                "loss_start": float(np.mean(self.curve)) if self.curve else None,
-                "loss_end": float(np.mean(self.tail)) if self.tail else None,
-                "train_seconds": self.train_seconds, "train_cpu_seconds": self.train_cpu, "train_examples": self.seen,
-                "examples_per_s": self.seen / self.train_seconds if self.train_seconds > 0 else 0.0}
+        return {
+            "history": self.history,
+            "best": self.best,
+            "best_step": self.best_step,
+            "steps": self.step,
+            "stopped_early": self.stopped,
+            "loss_start": float(np.mean(self.curve)) if self.curve else None,
+            "loss_end": float(np.mean(self.tail)) if self.tail else None,
+            "train_seconds": self.train_seconds,
+            "train_cpu_seconds": self.train_cpu,
+            "train_examples": self.seen,
+            "examples_per_s": self.seen / self.train_seconds if self.train_seconds > 0 else 0.0,
+        }
 
 
 @dataclass
@@ -208,8 +225,10 @@ class Optimisation:
         where = f"at fine-tuning step {step}"
         loss, value = agree_step(loss, weight, world, where) if world > 1 else (loss, loss.item())
         if not math.isfinite(value):
-            raise ModelError(f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
-                             "damaged or the learning rate is too high; no result was written")
+            raise ModelError(
+                f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
+                "damaged or the learning rate is too high; no result was written"
+            )
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
         clipped_step(self.opt, self.sched, self.params, s.max_grad_norm, self.scaler)
         return value
@@ -223,13 +242,26 @@ def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total
             p.requires_grad_(False)
     net = wrap(model, dev) if world > 1 else model  # after freezing: DDP syncs only what trains
     opt = adamw(param_groups(model, s.weight_decay), lr=s.lr)
-    return Optimisation(net=net, params=[p for p in model.parameters() if p.requires_grad], opt=opt,
-                        sched=linear_warmup_decay(opt, int(s.warmup_ratio * total), total),
-                        scaler=torch.amp.GradScaler("cuda") if dtype == torch.float16 else None, dev=dev, dtype=dtype)
+    return Optimisation(
+        net=net,
+        params=[p for p in model.parameters() if p.requires_grad],
+        opt=opt,
+        sched=linear_warmup_decay(opt, int(s.warmup_ratio * total), total),
+        scaler=torch.amp.GradScaler("cuda") if dtype == torch.float16 else None,
+        dev=dev,
+        dtype=dtype,
+    )
 
 
-def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]], lengths: list[int],
-        evaluate: Callable[[], dict[str, Any]], primary: str, s: TrainSettings, pad_id: int) -> dict[str, Any]:
+def fit(
+    model: PreTrainedModel | MeanPoolClassifier,
+    train: list[dict[str, Any]],
+    lengths: list[int],
+    evaluate: Callable[[], dict[str, Any]],
+    primary: str,
+    s: TrainSettings,
+    pad_id: int,
+) -> dict[str, Any]:
     """Train ``model`` in place with early stopping; leave it holding the best validation weights.
 
     Args:
@@ -256,8 +288,16 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
-    logger.info("training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s", len(train), state.total,
-                s.epochs, steps_per_epoch, s.batch_size, s.lr, ", frozen encoder" if s.frozen else "")
+    logger.info(
+        "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s",
+        len(train),
+        state.total,
+        s.epochs,
+        steps_per_epoch,
+        s.batch_size,
+        s.lr,
+        ", frozen encoder" if s.frozen else "",
+    )
     lines = ProgressLine(state.total)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while state.step < state.total and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
@@ -272,18 +312,32 @@ def fit(model: PreTrainedModel | MeanPoolClassifier, train: list[dict[str, Any]]
             state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
             step, total = state.step, state.total
             if lines.due(step) or step % state.window == 0:
-                logger.info("step %d/%d loss %.4f (%.1f examples/s, ETA %s)", step, total,
-                            np.mean(state.losses[-20:]), state.seen / state.train_seconds,
-                            duration(lines.eta_s(step)), extra={"progress": (step, total, current_tag() or "fine-tuning")})
+                logger.info(
+                    "step %d/%d loss %.4f (%.1f examples/s, ETA %s)",
+                    step,
+                    total,
+                    np.mean(state.losses[-20:]),
+                    state.seen / state.train_seconds,
+                    duration(lines.eta_s(step)),
+                    extra={"progress": (step, total, current_tag() or "fine-tuning")},
+                )
             if step % eval_every == 0 or step == total:
                 metrics = evaluate() if rank == 0 else {}
                 if world > 1:
                     metrics = broadcast(metrics)  # every rank takes rank 0's decision
                 entry = state.add_evaluation(metrics, primary, model, s.patience)
                 assert state.best is not None
-                logger.info("step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)", step, total,
-                            entry["epoch"], entry["loss"], primary, metrics[primary], state.best[primary],
-                            state.best_step)
+                logger.info(
+                    "step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)",
+                    step,
+                    total,
+                    entry["epoch"],
+                    entry["loss"],
+                    primary,
+                    metrics[primary],
+                    state.best[primary],
+                    state.best_step,
+                )
                 if state.stopped:
                     logger.info("early stopping: no improvement in %d evaluations", state.bad)
             if step >= total or state.stopped:

@@ -31,8 +31,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", required=True, choices=["finetune", "frozen"])
     args = parser.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
-    logging.basicConfig(level=logging.INFO if rank == 0 else logging.WARNING,
-                        format=f"%(asctime)s %(levelname)s rank {rank} %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if rank == 0 else logging.WARNING,
+        format=f"%(asctime)s %(levelname)s rank {rank} %(name)s: %(message)s",
+    )
     import torch.distributed as dist
 
     from domainbert.finetune.parallel import init_group
@@ -42,8 +44,9 @@ def main(argv: list[str] | None = None) -> int:
     init_group(cfg.finetune.device)
     try:
         with signals.graceful_stop():
-            finetune_one(cfg, RunLayout(args.run_dir), args.model_name, args.model_ref, args.task, args.seed,
-                         mode=args.mode)
+            finetune_one(
+                cfg, RunLayout(args.run_dir), args.model_name, args.model_ref, args.task, args.seed, mode=args.mode
+            )
     except signals.StopRequested as exc:
         logging.getLogger(__name__).warning("%s", exc)
         return signals.exit_code(exc.signum)

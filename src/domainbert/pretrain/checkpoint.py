@@ -43,10 +43,12 @@ def rng_state() -> dict[str, Any]:
     # numpy's stub types the default (legacy) call as a dict; the global MT19937 state is this tuple
     legacy = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
     name, keys, pos, has_gauss, cached = legacy
-    return {"python": [version, torch.tensor(internal, dtype=torch.int64), gauss],
-            "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
-            "torch": torch.get_rng_state(),
-            "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None}
+    return {
+        "python": [version, torch.tensor(internal, dtype=torch.int64), gauss],
+        "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
+        "torch": torch.get_rng_state(),
+        "cuda": torch.cuda.get_rng_state_all() if torch.cuda.is_available() else None,
+    }
 
 
 def set_rng_state(state: dict[str, Any]) -> None:
@@ -61,8 +63,11 @@ def set_rng_state(state: dict[str, Any]) -> None:
 
 def file_manifest(folder: Path) -> dict[str, dict[str, Any]]:
     """Size and sha256 of every file under ``folder`` except the trainer state."""
-    return {p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": file_hash(p)}
-            for p in sorted(folder.rglob("*")) if p.is_file() and p.name != STATE}
+    return {
+        p.relative_to(folder).as_posix(): {"size": p.stat().st_size, "sha256": file_hash(p)}
+        for p in sorted(folder.rglob("*"))
+        if p.is_file() and p.name != STATE
+    }
 
 
 def verify_checkpoint(folder: Path) -> dict[str, Any]:
@@ -80,8 +85,9 @@ def verify_checkpoint(folder: Path) -> dict[str, Any]:
         if not path.is_file():
             raise CheckpointError("file missing (listed in the checkpoint's trainer state)", file=path)
         if path.stat().st_size != want["size"]:
-            raise CheckpointError(f"truncated or resized: {path.stat().st_size} bytes, recorded {want['size']}",
-                                  file=path)
+            raise CheckpointError(
+                f"truncated or resized: {path.stat().st_size} bytes, recorded {want['size']}", file=path
+            )
         if file_hash(path) != want["sha256"]:
             raise CheckpointError("content changed since it was saved (sha256 mismatch)", file=path)
     vet_folder(folder)
@@ -105,9 +111,16 @@ def latest_checkpoint(root: Path) -> Path | None:
     return found[-1][1] if found else None
 
 
-def save_checkpoint(root: Path, step: int, engine: Engine, trainer_state: dict[str, Any], *, rank: int = 0,
-                    barrier: Callable[[], None] | None = None,
-                    hf_view: Callable[[Path], None] | None = None) -> Path:
+def save_checkpoint(
+    root: Path,
+    step: int,
+    engine: Engine,
+    trainer_state: dict[str, Any],
+    *,
+    rank: int = 0,
+    barrier: Callable[[], None] | None = None,
+    hf_view: Callable[[Path], None] | None = None,
+) -> Path:
     """Write checkpoint ``step`` (every rank calls this) and prune old ones (rank 0).
 
     ``hf_view(folder)``, called on every rank after the engine's files, writes what makes the folder load with
@@ -164,8 +177,9 @@ def _restore(folder: Path, engine: Engine, state: dict[str, Any], rank: int) -> 
     return state
 
 
-def resume(root: Path, engine: Engine, *, fingerprint: str, rank: int = 0, barrier: Callable[[], None] | None = None
-           ) -> tuple[Path, dict[str, Any]] | None:
+def resume(
+    root: Path, engine: Engine, *, fingerprint: str, rank: int = 0, barrier: Callable[[], None] | None = None
+) -> tuple[Path, dict[str, Any]] | None:
     """Load the newest checkpoint under ``root`` that verifies; a bad one is skipped with a warning.
 
     Checkpoints are verified before the engine is touched, so a fallback starts from a clean engine. When
@@ -178,7 +192,9 @@ def resume(root: Path, engine: Engine, *, fingerprint: str, rank: int = 0, barri
         try:
             state = verify_checkpoint(folder)
         except CheckpointError as exc:
-            fallback = "falling back to the previous one" if i + 1 < len(candidates) else "no earlier one: starting over"
+            fallback = (
+                "falling back to the previous one" if i + 1 < len(candidates) else "no earlier one: starting over"
+            )
             log.warning("checkpoint step %d is unusable, %s: %s", step, fallback, exc)
             continue
         if state.get("fingerprint") != fingerprint:

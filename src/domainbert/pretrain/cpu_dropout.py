@@ -42,9 +42,16 @@ class LaneDropout(nn.Dropout):
         return lane_dropout(x, self.p, self.training)
 
 
-def lane_dropout_attention(module: nn.Module, query: torch.Tensor, key: torch.Tensor, value: torch.Tensor,
-                           attention_mask: torch.Tensor | None, scaling: float | None = None, dropout: float = 0.0,
-                           **kwargs: object) -> tuple[torch.Tensor, torch.Tensor]:
+def lane_dropout_attention(
+    module: nn.Module,
+    query: torch.Tensor,
+    key: torch.Tensor,
+    value: torch.Tensor,
+    attention_mask: torch.Tensor | None,
+    scaling: float | None = None,
+    dropout: float = 0.0,
+    **kwargs: object,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """transformers' eager attention (BERT family), with ``lane_dropout`` on the attention probabilities."""
     if scaling is None:
         scaling = query.size(-1) ** -0.5

@@ -64,8 +64,9 @@ class CursorState:
 class DocumentCursor:
     """Reads blocks of documents from a corpus split, resuming at a saved position."""
 
-    def __init__(self, corpus_dir: Path, split: str = "train", state: CursorState | None = None,
-                 shuffle_seed: int | None = None) -> None:
+    def __init__(
+        self, corpus_dir: Path, split: str = "train", state: CursorState | None = None, shuffle_seed: int | None = None
+    ) -> None:
         self.paths = store.shard_paths(Path(corpus_dir), split)
         self.state = state or CursorState()
         self.shuffle_seed = shuffle_seed
@@ -98,8 +99,11 @@ class DocumentCursor:
                 real_group = self._order(parquet.num_row_groups, epoch, shard)[group]
                 texts = parquet.read_row_group(real_group, columns=["text"]).column("text").to_pylist()
             except (OSError, pa.ArrowException, UnicodeDecodeError) as exc:
-                raise DataError(f"cannot read corpus shard (truncated or corrupt; delete the corpus folder to "
-                                f"rebuild it): {str(exc).splitlines()[0]}", file=path) from None
+                raise DataError(
+                    f"cannot read corpus shard (truncated or corrupt; delete the corpus folder to "
+                    f"rebuild it): {str(exc).splitlines()[0]}",
+                    file=path,
+                ) from None
             self._cache = [texts[i] for i in self._order(len(texts), epoch, shard, real_group)]
             self._cache_key = key
         return self._cache
@@ -122,7 +126,7 @@ class DocumentCursor:
             if s.row >= len(texts):
                 self.state = CursorState(s.epoch, s.shard, s.row_group + 1, 0)
                 continue
-            block = texts[s.row:s.row + n]
+            block = texts[s.row : s.row + n]
             self.state = CursorState(s.epoch, s.shard, s.row_group, s.row + len(block))
             return block
 
@@ -192,19 +196,26 @@ class TokenStream:
                 doc_ids, doc_starts = self._docs.pop(0)
                 k = min(len(doc_ids), length - 2)
                 ids[i, 0], ids[i, k + 1] = self.cls_id, self.sep_id
-                ids[i, 1:k + 1] = doc_ids[:k]
-                starts[i, 1:k + 1] = doc_starts[:k]
-                real[i, :k + 2] = True
+                ids[i, 1 : k + 1] = doc_ids[:k]
+                starts[i, 1 : k + 1] = doc_starts[:k]
+                real[i, : k + 2] = True
             special[i] = (ids[i] == self.cls_id) | (ids[i] == self.sep_id) | ~real[i]
         attention = None if real.all() else torch.from_numpy(real.astype(np.int64))
-        return Batch(torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), attention,
-                     int(real.sum()))
+        return Batch(
+            torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), attention, int(real.sum())
+        )
 
     def state_dict(self) -> dict[str, Any]:
         s = self.cursor.state
-        return {"epoch": s.epoch, "shard": s.shard, "row_group": s.row_group, "row": s.row,
-                "ids": self._ids.tolist(), "starts": self._starts.tolist(),
-                "docs": [(a.tolist(), b.tolist()) for a, b in self._docs]}
+        return {
+            "epoch": s.epoch,
+            "shard": s.shard,
+            "row_group": s.row_group,
+            "row": s.row,
+            "ids": self._ids.tolist(),
+            "starts": self._starts.tolist(),
+            "docs": [(a.tolist(), b.tolist()) for a, b in self._docs],
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.cursor.state = CursorState(state["epoch"], state["shard"], state["row_group"], state["row"])
@@ -213,7 +224,9 @@ class TokenStream:
         self._docs = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=bool)) for a, b in state["docs"]]
 
 
-def pack_texts(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], length: int, max_sequences: int | None = None) -> Batch | None:
+def pack_texts(
+    tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], length: int, max_sequences: int | None = None
+) -> Batch | None:
     """Pack a fixed list of texts (held-out evaluation) into full sequences; the tail shorter than one
     sequence is dropped. Returns None if the texts fill no sequence."""
     ids_parts, start_parts = [], []
@@ -228,8 +241,8 @@ def pack_texts(tokenizer: PreTrainedTokenizerBase, texts: Iterable[str], length:
         n = min(n, max_sequences)
     if n == 0:
         return None
-    body = ids[:n * (length - 1)].reshape(n, length - 1)
-    st = starts[:n * (length - 1)].reshape(n, length - 1)
+    body = ids[: n * (length - 1)].reshape(n, length - 1)
+    st = starts[: n * (length - 1)].reshape(n, length - 1)
     full = np.concatenate([np.full((n, 1), tokenizer.cls_token_id), body], axis=1)
     full_st = np.concatenate([np.ones((n, 1), dtype=bool), st], axis=1)
     special = (full == tokenizer.cls_token_id) | (full == tokenizer.sep_token_id)

@@ -50,17 +50,18 @@ def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, 
         try:
             from_file = json.loads(Path(ds.config_file).read_text())
         except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(f"cannot read DeepSpeed config: {exc}", file=ds.config_file,
-                              field="pretrain.deepspeed.config_file") from None
+            raise ConfigError(
+                f"cannot read DeepSpeed config: {exc}", file=ds.config_file, field="pretrain.deepspeed.config_file"
+            ) from None
         if not isinstance(from_file, dict):
-            raise ConfigError("a DeepSpeed config must be a JSON object", file=ds.config_file,
-                              field="pretrain.deepspeed.config_file")
+            raise ConfigError(
+                "a DeepSpeed config must be a JSON object", file=ds.config_file, field="pretrain.deepspeed.config_file"
+            )
         from_file.update(batch)  # ours whatever the file says, so budgets stay exact
         return resolve_auto(from_file, pcfg, total_steps=total_steps, hidden_size=hidden_size, source=ds.config_file)
     zero: dict[str, Any] = {"stage": ds.zero_stage}
     if ds.zero_stage >= 1:
-        zero.update({"contiguous_gradients": True, "overlap_comm": torch.cuda.is_available(),
-                     "reduce_scatter": True})
+        zero.update({"contiguous_gradients": True, "overlap_comm": torch.cuda.is_available(), "reduce_scatter": True})
     if ds.offload_optimizer and ds.zero_stage >= 1:
         zero["offload_optimizer"] = {"device": "cpu", "pin_memory": torch.cuda.is_available()}
     if ds.offload_params and ds.zero_stage == 3:
@@ -83,8 +84,14 @@ def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, 
     return config
 
 
-def resolve_auto(config: dict[str, Any], pcfg: PretrainConfig, *, total_steps: int, hidden_size: int,
-                 source: str | Path = "DeepSpeed config") -> dict[str, Any]:
+def resolve_auto(
+    config: dict[str, Any],
+    pcfg: PretrainConfig,
+    *,
+    total_steps: int,
+    hidden_size: int,
+    source: str | Path = "DeepSpeed config",
+) -> dict[str, Any]:
     """Fill a Hugging Face-style DeepSpeed config's ``"auto"`` values from ``pcfg`` (in place; returned).
 
     The keys and the values they take follow transformers' ``HfTrainerDeepSpeedConfig``; warmup steps are
@@ -117,10 +124,12 @@ def resolve_auto(config: dict[str, Any], pcfg: PretrainConfig, *, total_steps: i
         "zero_optimization.reduce_bucket_size": (hidden_size * hidden_size, "hidden size squared", False),
     }
     if zero3:
-        wanted["zero_optimization.stage3_prefetch_bucket_size"] = (int(0.9 * hidden_size * hidden_size),
-                                                                  "0.9 x hidden size squared", False)
-        wanted["zero_optimization.stage3_param_persistence_threshold"] = (10 * hidden_size, "10 x hidden size",
-                                                                         False)
+        wanted["zero_optimization.stage3_prefetch_bucket_size"] = (
+            int(0.9 * hidden_size * hidden_size),
+            "0.9 x hidden size squared",
+            False,
+        )
+        wanted["zero_optimization.stage3_param_persistence_threshold"] = (10 * hidden_size, "10 x hidden size", False)
     mismatches = []
     for key, (value, origin, must_match) in wanted.items():
         *parents, leaf = key.split(".")
@@ -134,16 +143,27 @@ def resolve_auto(config: dict[str, Any], pcfg: PretrainConfig, *, total_steps: i
         elif must_match and not _same(node[leaf], value):
             mismatches.append(f"{key}={node[leaf]!r} but {origin} gives {value!r}")
     config.setdefault("gradient_clipping", pcfg.max_grad_norm)
-    for block, allowed, ours in (("optimizer", ("adamw", "adam"), "AdamW"),
-                                 ("scheduler", ("warmupdecaylr",), "linear warmup then linear decay")):
+    for block, allowed, ours in (
+        ("optimizer", ("adamw", "adam"), "AdamW"),
+        ("scheduler", ("warmupdecaylr",), "linear warmup then linear decay"),
+    ):
         kind = config[block].get("type") if isinstance(config.get(block), dict) else None
         if kind is not None and str(kind).lower() not in allowed:  # e.g. the HF examples' WarmupLR
-            log.warning("%s: %s.type %s is not used: the trainer's %s is (its values filled from the domain "
-                        "config)", source, block, kind, ours)
+            log.warning(
+                "%s: %s.type %s is not used: the trainer's %s is (its values filled from the domain config)",
+                source,
+                block,
+                kind,
+                ours,
+            )
     left = _auto_keys(config)
-    problems = ([f"\"auto\" that nothing in the domain config fills: {', '.join(left)} (give values)"] if left
-                else []) + ([f"contradicts the domain config: {'; '.join(mismatches)} (use \"auto\" or change "
-                             "the domain config)"] if mismatches else [])
+    problems = (
+        [f'"auto" that nothing in the domain config fills: {", ".join(left)} (give values)'] if left else []
+    ) + (
+        [f'contradicts the domain config: {"; ".join(mismatches)} (use "auto" or change the domain config)']
+        if mismatches
+        else []
+    )
     if problems:
         raise ConfigError("; ".join(problems), file=source, field="pretrain.deepspeed.config_file")
     return config
@@ -151,8 +171,11 @@ def resolve_auto(config: dict[str, Any], pcfg: PretrainConfig, *, total_steps: i
 
 def _same(given: Any, value: Any) -> bool:
     if isinstance(value, list):
-        return isinstance(given, list | tuple) and len(given) == len(value) and all(
-            _same(g, v) for g, v in zip(given, value, strict=True))
+        return (
+            isinstance(given, list | tuple)
+            and len(given) == len(value)
+            and all(_same(g, v) for g, v in zip(given, value, strict=True))
+        )
     if isinstance(value, bool) or isinstance(given, bool):
         return given == value
     if isinstance(value, int | float) and isinstance(given, int | float):

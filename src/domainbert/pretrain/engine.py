@@ -51,12 +51,15 @@ class TorchEngine:
         self.module = module
         self.accum = pcfg.grad_accum
         self.max_grad_norm = pcfg.max_grad_norm
-        self.optimizer = adamw(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas,
-                               eps=pcfg.adam_eps)
+        self.optimizer = adamw(
+            param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
+        )
         warmup = int(pcfg.warmup_share * total_steps)
         self.scheduler = linear_warmup_decay(self.optimizer, warmup, total_steps)
         self.micro_steps = 0
-        self.scaler = torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
+        self.scaler = (
+            torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
+        )
 
     def forward(self, *args: torch.Tensor | None, **kwargs: torch.Tensor | None) -> torch.Tensor:
         return self.module(*args, **kwargs)
@@ -70,8 +73,9 @@ class TorchEngine:
         self.micro_steps += 1
         if self.micro_steps % self.accum:
             return None
-        return float(clipped_step(self.optimizer, self.scheduler, self.module.parameters(), self.max_grad_norm,
-                                  self.scaler))
+        return float(
+            clipped_step(self.optimizer, self.scheduler, self.module.parameters(), self.max_grad_norm, self.scaler)
+        )
 
     def current_lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
@@ -86,9 +90,15 @@ class TorchEngine:
         # The Hugging Face model's own key names (handles tied weights): the checkpoint folder, with the config
         # and tokenizer the trainer writes beside it, loads with from_pretrained.
         save_model(self.hf_model(), str(folder / "model.safetensors"))
-        torch.save({"optimizer": self.optimizer.state_dict(), "scheduler": self.scheduler.state_dict(),
-                    "micro_steps": self.micro_steps,
-                    "scaler": self.scaler.state_dict() if self.scaler else None}, folder / "optimizer.pt")
+        torch.save(
+            {
+                "optimizer": self.optimizer.state_dict(),
+                "scheduler": self.scheduler.state_dict(),
+                "micro_steps": self.micro_steps,
+                "scaler": self.scaler.state_dict() if self.scaler else None,
+            },
+            folder / "optimizer.pt",
+        )
 
     def load(self, folder: Path) -> None:
         from safetensors import SafetensorError
@@ -106,8 +116,9 @@ class TorchEngine:
         try:
             load_model(self.hf_model(), str(weights_path))  # handles the tied weights save_model wrote once
         except RuntimeError as exc:
-            raise CheckpointError(f"weights do not fit the model: {str(exc).splitlines()[0]}",
-                                  file=weights_path) from None
+            raise CheckpointError(
+                f"weights do not fit the model: {str(exc).splitlines()[0]}", file=weights_path
+            ) from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.micro_steps = state["micro_steps"]
@@ -144,15 +155,23 @@ class DeepSpeedEngine:
         offload = ds_config.get("zero_optimization", {}).get("offload_optimizer", {}).get("device") == "cpu"
         if offload:  # ZeRO-Offload needs DeepSpeed's CPU Adam (a C++ op compiled on first use)
             from deepspeed.ops.adam import DeepSpeedCPUAdam
-            optimizer = DeepSpeedCPUAdam(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr,
-                                         betas=pcfg.adam_betas, eps=pcfg.adam_eps, adamw_mode=True)
+
+            optimizer = DeepSpeedCPUAdam(
+                param_groups(module, pcfg.weight_decay),
+                lr=pcfg.peak_lr,
+                betas=pcfg.adam_betas,
+                eps=pcfg.adam_eps,
+                adamw_mode=True,
+            )
         else:
-            optimizer = torch.optim.AdamW(param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr,
-                                          betas=pcfg.adam_betas, eps=pcfg.adam_eps)
+            optimizer = torch.optim.AdamW(
+                param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
+            )
         warmup = int(pcfg.warmup_share * total_steps)
         scheduler = linear_warmup_decay(optimizer, warmup, total_steps)
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
-            model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config)
+            model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config
+        )
         self.module = self.engine.module
         self.micro_steps = 0
 
@@ -217,8 +236,9 @@ def build_engine(objective: MLMObjective, pcfg: PretrainConfig, total_steps: int
     if pcfg.deepspeed.enabled:
         from domainbert.pretrain.ds_config import build_ds_config
 
-        ds_config = build_ds_config(pcfg, world, total_steps=total_steps,
-                                    hidden_size=objective.model.config.hidden_size)
+        ds_config = build_ds_config(
+            pcfg, world, total_steps=total_steps, hidden_size=objective.model.config.hidden_size
+        )
         return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
     wrapped: nn.Module = torch.nn.parallel.DistributedDataParallel(objective) if world > 1 else objective
     return TorchEngine(wrapped, pcfg, total_steps)

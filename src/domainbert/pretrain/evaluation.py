@@ -28,9 +28,14 @@ EVAL_SEED_OFFSET = 7919  # evaluation masks differ from training masks but are e
 
 
 def masking_spec(pcfg: PretrainConfig, tokenizer: PreTrainedTokenizerBase) -> MaskingSpec:
-    return MaskingSpec(mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer), rate=pcfg.mask_rate,
-                       mask_token_prob=pcfg.mask_token_prob, random_token_prob=pcfg.random_token_prob,
-                       whole_word=pcfg.whole_word_mask)
+    return MaskingSpec(
+        mask_token_id=tokenizer.mask_token_id,
+        vocab_size=len(tokenizer),
+        rate=pcfg.mask_rate,
+        mask_token_prob=pcfg.mask_token_prob,
+        random_token_prob=pcfg.random_token_prob,
+        whole_word=pcfg.whole_word_mask,
+    )
 
 
 def validation_texts(layout: RunLayout, limit: int) -> list[str]:
@@ -44,12 +49,15 @@ def validation_texts(layout: RunLayout, limit: int) -> list[str]:
     return texts
 
 
-def eval_sets(tokenizer: PreTrainedTokenizerBase, layout: RunLayout, pcfg: PretrainConfig, seq_len: int) -> dict[str, Batch | None]:
+def eval_sets(
+    tokenizer: PreTrainedTokenizerBase, layout: RunLayout, pcfg: PretrainConfig, seq_len: int
+) -> dict[str, Batch | None]:
     """``domain`` (the corpus's validation split) and, when configured, ``general``, packed at ``seq_len``."""
     sets = {"domain": pack_texts(tokenizer, validation_texts(layout, pcfg.eval_documents), seq_len)}
     if pcfg.general_eval_corpus:
-        sets["general"] = pack_texts(tokenizer, read_jsonl_texts(pcfg.general_eval_corpus, pcfg.eval_documents),
-                                     seq_len)
+        sets["general"] = pack_texts(
+            tokenizer, read_jsonl_texts(pcfg.general_eval_corpus, pcfg.eval_documents), seq_len
+        )
     return sets
 
 
@@ -72,6 +80,7 @@ def evaluate(engine: Engine, batch: Batch | None, spec: MaskingSpec, seed: int, 
     return math.exp(min(total / max(count, 1), 50.0))
 
 
-def evaluate_all(engine: Engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int,
-                 device: torch.device) -> dict[str, float | None]:
+def evaluate_all(
+    engine: Engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int, device: torch.device
+) -> dict[str, float | None]:
     return {name: evaluate(engine, batch, spec, seed, device) for name, batch in sets.items()}

@@ -70,9 +70,11 @@ def warmup_corpus(cfg: DomainConfig) -> list[str]:
     files = sorted({str(Path(p).resolve()) for pattern in cfg.vocab.control_corpus for p in glob.glob(pattern)})
     kept = [f for f in files if f not in held_out]
     if not kept:
-        raise ConfigError("no general-domain text left for the MLM-head warm-up once the forgetting set "
-                          "(pretrain.general_eval_corpus) is set aside; give pretrain.head_warmup.corpus",
-                          field="pretrain.head_warmup.corpus")
+        raise ConfigError(
+            "no general-domain text left for the MLM-head warm-up once the forgetting set "
+            "(pretrain.general_eval_corpus) is set aside; give pretrain.head_warmup.corpus",
+            field="pretrain.head_warmup.corpus",
+        )
     return kept
 
 
@@ -83,9 +85,15 @@ def head_missing(info: dict[str, Any]) -> bool:
 
 def _fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     p = cfg.pretrain
-    config = {"head_warmup": resolved_dict(p.head_warmup), "base_model": cfg.base_model.recipe(),
-              "batch_size": p.batch_size, "seq_len": p.seq_len, "precision": p.precision, "seed": p.seed,
-              "mask": [p.mask_rate, p.mask_token_prob, p.random_token_prob, p.whole_word_mask]}
+    config = {
+        "head_warmup": resolved_dict(p.head_warmup),
+        "base_model": cfg.base_model.recipe(),
+        "batch_size": p.batch_size,
+        "seq_len": p.seq_len,
+        "precision": p.precision,
+        "seed": p.seed,
+        "mask": [p.mask_rate, p.mask_token_prob, p.random_token_prob, p.whole_word_mask],
+    }
     return fingerprint(config, {f: file_hash(Path(f)) for f in files}, __version__)
 
 
@@ -151,13 +159,20 @@ def ensure_head_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
         model.save_pretrained(tmp)
         tokenizer.save_pretrained(tmp)
         make_portable(Path(tmp))
-    log.info("MLM-head warm-up: %d steps in %.1f s, domain perplexity %.1f -> %.1f; wrote %s", summary["steps"],
-             summary["wall_seconds"], summary["domain_perplexity_random_head"] or float("nan"),
-             summary["domain_perplexity"] or float("nan"), folder)
+    log.info(
+        "MLM-head warm-up: %d steps in %.1f s, domain perplexity %.1f -> %.1f; wrote %s",
+        summary["steps"],
+        summary["wall_seconds"],
+        summary["domain_perplexity_random_head"] or float("nan"),
+        summary["domain_perplexity"] or float("nan"),
+        folder,
+    )
     return folder
 
 
-def train_head(cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> dict[str, Any]:
+def train_head(
+    cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]
+) -> dict[str, Any]:
     """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
     from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
     from domainbert.pretrain.runtime import autocast_dtype, torch_threads
@@ -178,16 +193,16 @@ def train_head(cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tok
     spec = masking_spec(p, tokenizer)
     device = torch.device("cpu")
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(p.precision))
-    engine = TorchEngine(objective, p.model_copy(update={"lr": hw.lr, "warmup_ratio": 0.1, "grad_accum": 1}),
-                         hw.steps)
+    engine = TorchEngine(objective, p.model_copy(update={"lr": hw.lr, "warmup_ratio": 0.1, "grad_accum": 1}), hw.steps)
     evals = eval_sets(tokenizer, layout, p, p.seq_len)
     with torch_threads(p.torch_threads):
         before = evaluate_all(engine, evals, spec, p.seed, device)  # the random head
         t0, n, curve = time.perf_counter(), data.input_ids.shape[0], []
         for step in range(hw.steps):
             rows = torch.arange(step * p.batch_size, (step + 1) * p.batch_size) % n
-            inputs, labels = apply_mask(data.input_ids[rows], data.special[rows], data.word_start[rows], spec,
-                                        step_generator(p.seed, step))
+            inputs, labels = apply_mask(
+                data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
+            )
             objective.train()
             model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
             loss = engine.forward(inputs, labels)
@@ -198,12 +213,20 @@ def train_head(cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tok
         after = evaluate_all(engine, evals, spec, p.seed, device)
     for q in model.parameters():
         q.requires_grad_(True)
-    return {"steps": hw.steps, "lr": hw.lr, "tokens": hw.steps * p.batch_size * p.seq_len,
-            "corpus": [Path(f).name for f in files], "sequences_available": n, "wall_seconds": seconds,
-            "trainable_parameters": sum(q.numel() for q in model.parameters() if id(q) in trainable),
-            "domain_perplexity_random_head": before.get("domain"), "domain_perplexity": after.get("domain"),
-            "general_perplexity_random_head": before.get("general"), "general_perplexity": after.get("general"),
-            "loss_curve": curve}
+    return {
+        "steps": hw.steps,
+        "lr": hw.lr,
+        "tokens": hw.steps * p.batch_size * p.seq_len,
+        "corpus": [Path(f).name for f in files],
+        "sequences_available": n,
+        "wall_seconds": seconds,
+        "trainable_parameters": sum(q.numel() for q in model.parameters() if id(q) in trainable),
+        "domain_perplexity_random_head": before.get("domain"),
+        "domain_perplexity": after.get("domain"),
+        "general_perplexity_random_head": before.get("general"),
+        "general_perplexity": after.get("general"),
+        "loss_curve": curve,
+    }
 
 
 def copy_warm_head(model: PreTrainedModel, warm_folder: Path, extended_folder: Path) -> None:
@@ -227,7 +250,7 @@ def copy_warm_head(model: PreTrainedModel, warm_folder: Path, extended_folder: P
                 tensor.copy_(src)
             elif tensor.ndim == 1 and src.ndim == 1 and src.shape[0] < tensor.shape[0]:  # the output bias
                 tensor[: src.shape[0]] = src
-                tensor[src.shape[0]:] = src.mean()
+                tensor[src.shape[0] :] = src.mean()
         _pieces_bias(head, extended_folder, weights, prefix)
 
 

@@ -34,16 +34,29 @@ def build_command(launch: LaunchConfig, args: list[str], python: str = sys.execu
         if launch.hostfile:
             if not Path(launch.hostfile).is_file():
                 raise ConfigError("hostfile not found", file=launch.hostfile, field="pretrain.launch.hostfile")
-            cmd += ["--hostfile", str(launch.hostfile), "--num_nodes", str(launch.num_nodes),
-                    "--num_gpus", str(launch.num_processes)]
+            cmd += [
+                "--hostfile",
+                str(launch.hostfile),
+                "--num_nodes",
+                str(launch.num_nodes),
+                "--num_gpus",
+                str(launch.num_processes),
+            ]
         else:
             # --num_gpus works without GPUs (CPU ranks over gloo); localhost keeps it off any hostfile.
             cmd += ["--num_gpus", str(launch.num_processes)]
         return cmd + ["--module", WORKER] + args
     if launch.launcher == "torchrun":
-        cmd = [python, "-m", "torch.distributed.run", "--nproc_per_node", str(launch.num_processes),
-               "--nnodes", str(launch.num_nodes), "--master_port", str(launch.master_port)]
+        cmd = [
+            python,
+            "-m",
+            "torch.distributed.run",
+            "--nproc_per_node",
+            str(launch.num_processes),
+            "--nnodes",
+            str(launch.num_nodes),
+            "--master_port",
+            str(launch.master_port),
+        ]
         return cmd + ["-m", WORKER] + args
     return [python, "-m", WORKER] + args
-
-

@@ -29,8 +29,9 @@ class MaskingSpec:
     whole_word: bool = False
 
 
-def select_positions(special: torch.Tensor, word_start: torch.Tensor, rate: float, whole_word: bool,
-                     generator: torch.Generator) -> torch.Tensor:
+def select_positions(
+    special: torch.Tensor, word_start: torch.Tensor, rate: float, whole_word: bool, generator: torch.Generator
+) -> torch.Tensor:
     """Boolean mask of the positions to predict.
 
     Args:
@@ -53,8 +54,13 @@ def select_positions(special: torch.Tensor, word_start: torch.Tensor, rate: floa
     return chosen & ~special
 
 
-def apply_mask(input_ids: torch.Tensor, special: torch.Tensor, word_start: torch.Tensor, spec: MaskingSpec,
-               generator: torch.Generator) -> tuple[torch.Tensor, torch.Tensor]:
+def apply_mask(
+    input_ids: torch.Tensor,
+    special: torch.Tensor,
+    word_start: torch.Tensor,
+    spec: MaskingSpec,
+    generator: torch.Generator,
+) -> tuple[torch.Tensor, torch.Tensor]:
     """Mask a batch; returns (inputs, labels) with labels IGNORE_INDEX where nothing is predicted.
 
     At least one position per batch is selected, so a tiny batch never yields an empty loss.

@@ -32,8 +32,15 @@ if TYPE_CHECKING:
 
 # BERT size table (Turc et al. 2019, "Well-Read Students Learn Better"): (layers, hidden).
 SCRATCH_SIZES: dict[str, tuple[int, int]] = {
-    "tiny": (2, 128), "mini": (4, 256), "small": (4, 512), "medium": (8, 512), "base": (12, 768), "large": (24, 1024),
+    "tiny": (2, 128),
+    "mini": (4, 256),
+    "small": (4, 512),
+    "medium": (8, 512),
+    "base": (12, 768),
+    "large": (24, 1024),
 }
+
+
 def load_tokenizer_folder(folder: str) -> PreTrainedTokenizerBase:
     """A bare tokenizer folder (no model config beside it), as the vocab stage writes it."""
     from transformers import AutoTokenizer
@@ -56,12 +63,20 @@ def scratch_config(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase) -> Pre
         config = base
     else:
         layers, hidden = SCRATCH_SIZES[size]
-        config = BertConfig(num_hidden_layers=layers, hidden_size=hidden, num_attention_heads=max(hidden // 64, 2),
-                            intermediate_size=4 * hidden,
-                            max_position_embeddings=getattr(base, "max_position_embeddings", 512))
+        config = BertConfig(
+            num_hidden_layers=layers,
+            hidden_size=hidden,
+            num_attention_heads=max(hidden // 64, 2),
+            intermediate_size=4 * hidden,
+            max_position_embeddings=getattr(base, "max_position_embeddings", 512),
+        )
     config.vocab_size = len(tokenizer)
     config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
-    needed = max(p.seq_len for p in cfg.pretrain.seq_len_schedule) if cfg.pretrain.seq_len_schedule else cfg.pretrain.seq_len
+    needed = (
+        max(p.seq_len for p in cfg.pretrain.seq_len_schedule)
+        if cfg.pretrain.seq_len_schedule
+        else cfg.pretrain.seq_len
+    )
     config.max_position_embeddings = max(config.max_position_embeddings, needed)
     return config
 
@@ -104,5 +119,3 @@ def training_attention(model: PreTrainedModel, device: torch.device, autocast_dt
     with contextlib.suppress(Exception):  # models without an eager/SDPA switch keep theirs
         model.set_attn_implementation(implementation)
     return getattr(config, "_attn_implementation", implementation) or implementation
-
-

@@ -52,8 +52,9 @@ class MLMObjective(nn.Module):
     or None, so the trainer can log NSP without a second output type through DeepSpeed and DDP.
     """
 
-    def __init__(self, model: PreTrainedModel, sparse: bool = True, autocast_dtype: torch.dtype | None = None,
-                 nsp: bool = False) -> None:
+    def __init__(
+        self, model: PreTrainedModel, sparse: bool = True, autocast_dtype: torch.dtype | None = None, nsp: bool = False
+    ) -> None:
         super().__init__()
         self.model = model
         # The head's attribute name, not the module: registering it twice would duplicate state_dict keys.
@@ -68,15 +69,21 @@ class MLMObjective(nn.Module):
             return contextlib.nullcontext()
         return torch.autocast(device_type=device.type, dtype=self.autocast_dtype)
 
-    def forward(self, input_ids: torch.Tensor, labels: torch.Tensor, attention_mask: torch.Tensor | None = None,
-                token_type_ids: torch.Tensor | None = None,
-                next_sentence_label: torch.Tensor | None = None) -> torch.Tensor:
+    def forward(
+        self,
+        input_ids: torch.Tensor,
+        labels: torch.Tensor,
+        attention_mask: torch.Tensor | None = None,
+        token_type_ids: torch.Tensor | None = None,
+        next_sentence_label: torch.Tensor | None = None,
+    ) -> torch.Tensor:
         self.last_nsp = None
         with self._autocast(input_ids.device):
             if not (self.sparse or self.nsp):
                 logits = self.model(input_ids=input_ids, attention_mask=attention_mask).logits
-                return nn.functional.cross_entropy(logits.float().view(-1, logits.shape[-1]), labels.view(-1),
-                                                   ignore_index=-100)
+                return nn.functional.cross_entropy(
+                    logits.float().view(-1, logits.shape[-1]), labels.view(-1), ignore_index=-100
+                )
             # Only models with segment embeddings take token_type_ids (DistilBERT's forward has no such argument).
             extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
             encoded = self.model.base_model(input_ids=input_ids, attention_mask=attention_mask, **extra)

@@ -30,7 +30,7 @@ def strip_wrappers(weights: dict[str, Any]) -> dict[str, Any]:
     for key, value in weights.items():
         for prefix in WRAPPER_PREFIXES:
             if key.startswith(prefix):
-                key = key[len(prefix):]
+                key = key[len(prefix) :]
         out[key] = value
     return out
 
@@ -70,20 +70,30 @@ def base_pooler(cfg: DomainConfig, model: PreTrainedModel) -> dict[str, Any]:
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()
     try:
-        base, info = AutoModel.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path),
-                                               output_loading_info=True)
+        base, info = AutoModel.from_pretrained(
+            resolve_model_ref(cfg.base_model.name_or_path), output_loading_info=True
+        )
     finally:
         hf_logging.set_verbosity(verbosity)
     pooler = getattr(base, "pooler", None)
     if pooler is None or any("pooler" in k for k in info.get("missing_keys", [])):
         return {}
     prefix = getattr(model, "base_model_prefix", "")
-    return {f"{prefix}.pooler.{k}" if prefix else f"pooler.{k}": v.detach().clone()
-            for k, v in pooler.state_dict().items()}
+    return {
+        f"{prefix}.pooler.{k}" if prefix else f"pooler.{k}": v.detach().clone() for k, v in pooler.state_dict().items()
+    }
 
 
-def write_outputs(cfg: DomainConfig, arm: str, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, weights: dict[str, Any], summary: dict[str, Any],
-                  fingerprint: str) -> Path:
+def write_outputs(
+    cfg: DomainConfig,
+    arm: str,
+    layout: RunLayout,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    weights: dict[str, Any],
+    summary: dict[str, Any],
+    fingerprint: str,
+) -> Path:
     """summary.json, then the model folder (atomic, recorded with ``fingerprint``); the checkpoint-based arms
     keep the base checkpoint's pooler (``base_pooler``)."""
     out_dir = Path(layout.pretrain(arm))
@@ -95,8 +105,9 @@ def write_outputs(cfg: DomainConfig, arm: str, layout: RunLayout, model: PreTrai
     else:
         summary["pooler"] = "trained" if any("pooler" in k for k in state_dict) else "new (initialised at fine-tuning)"
     write_json_atomic(out_dir / "summary.json", validate_artifact(PretrainSummary, summary).model_dump(mode="json"))
-    with atomic_output(Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)},
-                       fp=fingerprint) as tmp:
+    with atomic_output(
+        Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)}, fp=fingerprint
+    ) as tmp:
         model.save_pretrained(tmp, state_dict=state_dict)
         tokenizer.save_pretrained(tmp)
         make_portable(Path(tmp))

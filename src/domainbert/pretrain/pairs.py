@@ -35,7 +35,7 @@ IS_NEXT, NOT_NEXT = 0, 1
 
 def _word_cut(starts: np.ndarray, low: int, high: int, rng: np.random.Generator) -> int:
     """A random position in ``[low, high]`` where a word starts (any position there if none does)."""
-    candidates = np.flatnonzero(starts[low:high + 1]) + low
+    candidates = np.flatnonzero(starts[low : high + 1]) + low
     if len(candidates) == 0:
         return int(rng.integers(low, high + 1))
     return int(rng.choice(candidates))
@@ -80,8 +80,11 @@ class PairStream:
             if len(self._docs) > POOL_DOCS:
                 return
             if not self._docs and self.cursor.state.epoch > first_epoch + 1:
-                raise DataError("the corpus split has too few documents of two or more tokens for sentence pairs",
-                                file=self.corpus_dir, field="pretrain.next_sentence_prediction")
+                raise DataError(
+                    "the corpus split has too few documents of two or more tokens for sentence pairs",
+                    file=self.corpus_dir,
+                    field="pretrain.next_sentence_prediction",
+                )
             # Documents of one token can be neither A with a continuation nor worth a NotNext draw.
             self._docs.extend(d for d in encode_documents(self.tokenizer, self.cursor.read_block()) if len(d[0]) >= 2)
 
@@ -93,20 +96,28 @@ class PairStream:
         ids, starts = self._docs[0]
         off = self._offset
         total = min(len(ids) - off, body)
-        a = _word_cut(starts[off:off + total], 1, total - 1, rng)
+        a = _word_cut(starts[off : off + total], 1, total - 1, rng)
         seg_a = slice(off, off + a)
         if rng.random() < 0.5:
             self._offset = off + total
             seg_b = slice(off + a, off + total)
-            return (np.concatenate([ids[seg_a], ids[seg_b]]), np.concatenate([starts[seg_a], starts[seg_b]]), a,
-                    IS_NEXT)
+            return (
+                np.concatenate([ids[seg_a], ids[seg_b]]),
+                np.concatenate([starts[seg_a], starts[seg_b]]),
+                a,
+                IS_NEXT,
+            )
         other_ids, other_starts = self._docs[int(rng.integers(1, len(self._docs)))]
         want = body - a
         start = _word_cut(other_starts, 0, max(len(other_ids) - want, 0), rng)
         seg_b = slice(start, start + want)
         self._offset = off + a
-        return (np.concatenate([ids[seg_a], other_ids[seg_b]]),
-                np.concatenate([starts[seg_a], other_starts[seg_b]]), a, NOT_NEXT)
+        return (
+            np.concatenate([ids[seg_a], other_ids[seg_b]]),
+            np.concatenate([starts[seg_a], other_starts[seg_b]]),
+            a,
+            NOT_NEXT,
+        )
 
     def next_sequences(self, n: int, length: int) -> Batch:
         """``n`` pair sequences of ``length`` positions (padded where a pair is shorter)."""
@@ -124,21 +135,33 @@ class PairStream:
             b = len(pair_ids) - a
             ids[i, 0], ids[i, a + 1], ids[i, a + b + 2] = self.cls_id, self.sep_id, self.sep_id
             special[i, [0, a + 1, a + b + 2]] = True
-            ids[i, 1:a + 1], ids[i, a + 2:a + b + 2] = pair_ids[:a], pair_ids[a:]
-            starts[i, 1:a + 1], starts[i, a + 2:a + b + 2] = pair_starts[:a], pair_starts[a:]
-            types[i, a + 2:a + b + 3] = 1
-            real[i, :a + b + 3] = True
+            ids[i, 1 : a + 1], ids[i, a + 2 : a + b + 2] = pair_ids[:a], pair_ids[a:]
+            starts[i, 1 : a + 1], starts[i, a + 2 : a + b + 2] = pair_starts[:a], pair_starts[a:]
+            types[i, a + 2 : a + b + 3] = 1
+            real[i, : a + b + 3] = True
         special |= ~real
         attention = None if real.all() else torch.from_numpy(real.astype(np.int64))
-        return Batch(torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), attention,
-                     int(real.sum()), token_type_ids=torch.from_numpy(types),
-                     next_sentence_label=torch.from_numpy(labels))
+        return Batch(
+            torch.from_numpy(ids),
+            torch.from_numpy(special),
+            torch.from_numpy(starts),
+            attention,
+            int(real.sum()),
+            token_type_ids=torch.from_numpy(types),
+            next_sentence_label=torch.from_numpy(labels),
+        )
 
     def state_dict(self) -> dict[str, Any]:
         s = self.cursor.state
-        return {"epoch": s.epoch, "shard": s.shard, "row_group": s.row_group, "row": s.row,
-                "docs": [(a.tolist(), b.tolist()) for a, b in self._docs], "offset": self._offset,
-                "pairs": self._pairs}
+        return {
+            "epoch": s.epoch,
+            "shard": s.shard,
+            "row_group": s.row_group,
+            "row": s.row,
+            "docs": [(a.tolist(), b.tolist()) for a, b in self._docs],
+            "offset": self._offset,
+            "pairs": self._pairs,
+        }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
         self.cursor.state = CursorState(state["epoch"], state["shard"], state["row_group"], state["row"])

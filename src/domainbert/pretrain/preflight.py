@@ -23,8 +23,11 @@ REQUIRED_SPECIAL = ("cls_token", "sep_token", "mask_token", "pad_token")
 def check_vocab_size(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
     rows = embedding_rows(model)
     if len(tokenizer) > rows:
-        raise ModelError(f"tokenizer has {len(tokenizer)} tokens but the model has only {rows} embedding rows "
-                         "(resize the embeddings, or use the extended model written by the vocab stage)", file=source)
+        raise ModelError(
+            f"tokenizer has {len(tokenizer)} tokens but the model has only {rows} embedding rows "
+            "(resize the embeddings, or use the extended model written by the vocab stage)",
+            file=source,
+        )
 
 
 def check_special_tokens(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, source: str) -> None:
@@ -52,8 +55,11 @@ def check_casing(tokenizer: PreTrainedTokenizerBase, lowercase: bool, source: st
     if actual != lowercase:
         want = "lowercases" if lowercase else "keeps case"
         got = "lowercases" if actual else "keeps case"
-        raise ConfigError(f"the config says the model {want} but its tokenizer {got} ({source}); "
-                          f"set {field} to {str(actual).lower()} or use a matching tokenizer", field=field)
+        raise ConfigError(
+            f"the config says the model {want} but its tokenizer {got} ({source}); "
+            f"set {field} to {str(actual).lower()} or use a matching tokenizer",
+            field=field,
+        )
     if not actual:
         # A cased tokenizer whose vocabulary has no uppercase entries maps every capital to [UNK]-ish pieces.
         vocab = tokenizer.get_vocab()
@@ -65,20 +71,25 @@ def check_seq_len(model: PreTrainedModel, seq_len: int, source: str) -> None:
     limit = getattr(model.config, "max_position_embeddings", None)
     offset = 2 if getattr(model.config, "model_type", "") in ("roberta", "xlm-roberta") else 0
     if limit is not None and seq_len > limit - offset:
-        raise ConfigError(f"sequence length {seq_len} exceeds the model's {limit - offset} position embeddings "
-                          f"({source})", field="pretrain.seq_len")
+        raise ConfigError(
+            f"sequence length {seq_len} exceeds the model's {limit - offset} position embeddings ({source})",
+            field="pretrain.seq_len",
+        )
 
 
 def check_whole_word(tokenizer: PreTrainedTokenizerBase, whole_word: bool, source: str) -> None:
     if not whole_word:
         return
     if not getattr(tokenizer, "is_fast", False):
-        raise ConfigError(f"whole-word masking needs a fast tokenizer with word ids; {source} has a slow "
-                          f"{type(tokenizer).__name__}", field="pretrain.whole_word_mask")
+        raise ConfigError(
+            f"whole-word masking needs a fast tokenizer with word ids; {source} has a slow {type(tokenizer).__name__}",
+            field="pretrain.whole_word_mask",
+        )
     enc = tokenizer(["word boundaries"], add_special_tokens=False)
     if any(w is None for w in enc.word_ids(0)):
-        raise ConfigError(f"tokenizer {source} gives no word ids; whole-word masking is impossible",
-                          field="pretrain.whole_word_mask")
+        raise ConfigError(
+            f"tokenizer {source} gives no word ids; whole-word masking is impossible", field="pretrain.whole_word_mask"
+        )
 
 
 def check_nsp(model: PreTrainedModel, enabled: bool, source: str) -> None:
@@ -89,17 +100,32 @@ def check_nsp(model: PreTrainedModel, enabled: bool, source: str) -> None:
     model_type = getattr(model.config, "model_type", type(model).__name__)
     types = getattr(model.config, "type_vocab_size", 0) or 0
     if types < 2:
-        raise ConfigError(f"next-sentence prediction needs segment (token type) embeddings for A and B, but the "
-                          f"{model_type} model {source} has {types} (RoBERTa-style models have no NSP); set {field} "
-                          "to false", field=field)
+        raise ConfigError(
+            f"next-sentence prediction needs segment (token type) embeddings for A and B, but the "
+            f"{model_type} model {source} has {types} (RoBERTa-style models have no NSP); set {field} "
+            "to false",
+            field=field,
+        )
     head = getattr(getattr(model, "cls", None), "seq_relationship", None)
     if head is None or getattr(model.base_model, "pooler", None) is None:
-        raise ConfigError(f"next-sentence prediction needs a pooler and an NSP head (BERT's cls.seq_relationship); "
-                          f"{type(model).__name__} from {source} has none; set {field} to false", field=field)
+        raise ConfigError(
+            f"next-sentence prediction needs a pooler and an NSP head (BERT's cls.seq_relationship); "
+            f"{type(model).__name__} from {source} has none; set {field} to false",
+            field=field,
+        )
 
 
-def run_preflight(model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, *, source: str, seq_len: int, lowercase: bool, lowercase_field: str,
-                  whole_word: bool, nsp: bool = False) -> None:
+def run_preflight(
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    *,
+    source: str,
+    seq_len: int,
+    lowercase: bool,
+    lowercase_field: str,
+    whole_word: bool,
+    nsp: bool = False,
+) -> None:
     """All checks, cheapest first.
 
     Raises:

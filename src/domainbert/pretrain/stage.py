@@ -44,12 +44,18 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         pretrain.pop(key, None)
     start = arm_start(cfg, arm, layout)
     resolved = resolve_model_ref(start.source) if arm == "continued" else start.source
-    inputs = {"corpus": folder_hash(Path(layout.corpus)),
-              "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved}
+    inputs = {
+        "corpus": folder_hash(Path(layout.corpus)),
+        "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved,
+    }
     if arm == "extended" and start.warm_head is not None:
         inputs["head"] = folder_hash(start.warm_head)
-    config = {"arm": arm, "pretrain": pretrain, "base_model": cfg.base_model.recipe(),
-              "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None}
+    config = {
+        "arm": arm,
+        "pretrain": pretrain,
+        "base_model": cfg.base_model.recipe(),
+        "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None,
+    }
     return fingerprint(config, inputs, __version__)
 
 

@@ -69,14 +69,16 @@ def arm_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmStart:
     if arm == "extended":
         folder = Path(layout.extended_model)
         if not (folder / "config.json").is_file():
-            raise ModelError("extended model not found (run the vocab stage first: domainbert vocab DOMAIN)",
-                             file=folder)
+            raise ModelError(
+                "extended model not found (run the vocab stage first: domainbert vocab DOMAIN)", file=folder
+            )
         return ArmStart(arm, str(folder), warm, enabled)
     if arm == "scratch":
         folder = Path(layout.tokenizer)
         if not folder.is_dir():
-            raise ModelError("domain tokenizer not found (run the vocab stage first: domainbert vocab DOMAIN)",
-                             file=folder)
+            raise ModelError(
+                "domain tokenizer not found (run the vocab stage first: domainbert vocab DOMAIN)", file=folder
+            )
         return ArmStart(arm, str(folder), None, enabled)
     raise ModelError(f"unknown arm {arm!r}; arms are continued, extended, scratch", field="pretrain.arms")
 

@@ -132,15 +132,20 @@ def loadable_view(engine: Engine, tokenizer: PreTrainedTokenizerBase, rank: int)
         if weights is not None:
             from safetensors.torch import save_file
 
-            save_file({k: v.contiguous() for k, v in weights.items()}, str(folder / "model.safetensors"),
-                      metadata={"format": "pt"})
+            save_file(
+                {k: v.contiguous() for k, v in weights.items()},
+                str(folder / "model.safetensors"),
+                metadata={"format": "pt"},
+            )
         tokenizer.save_pretrained(folder)
         make_portable(Path(folder))
 
     return write
 
 
-def train_arm(cfg: DomainConfig, arm: str, layout: RunLayout, *, fingerprint: str, throttle_s: float = 0.0) -> dict[str, Any] | None:
+def train_arm(
+    cfg: DomainConfig, arm: str, layout: RunLayout, *, fingerprint: str, throttle_s: float = 0.0
+) -> dict[str, Any] | None:
     """Train one arm to its budget (resuming from the newest checkpoint) and write its outputs.
 
     Args:
@@ -158,8 +163,9 @@ def train_arm(cfg: DomainConfig, arm: str, layout: RunLayout, *, fingerprint: st
     with torch_threads(cfg.pretrain.torch_threads), signals.graceful_stop():
         setup = set_up(cfg, arm, layout)
         state, resume_step = start(setup, fingerprint)
-        metrics = MetricsLog(setup.out_dir, setup.rank == 0, resume_step,
-                             lambda: _tracker(cfg, setup, layout, fingerprint, resume_step))
+        metrics = MetricsLog(
+            setup.out_dir, setup.rank == 0, resume_step, lambda: _tracker(cfg, setup, layout, fingerprint, resume_step)
+        )
         if resume_step is None:
             metrics.write({"kind": "eval", "step": 0, **_perplexities(state.before)})
         try:
@@ -194,28 +200,54 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     model, tokenizer = load_arm(cfg, start)
     source = start.source
     plan = make_plan(pcfg, world)
-    lowercase, lowercase_field = ((cfg.tokenizer.lowercase, "tokenizer.lowercase") if arm == "scratch"
-                                  else (cfg.base_model.lowercase, "base_model.lowercase"))
-    run_preflight(model, tokenizer, source=source, seq_len=max(p.seq_len for p in plan.phases),
-                  lowercase=lowercase, lowercase_field=lowercase_field, whole_word=pcfg.whole_word_mask,
-                  nsp=pcfg.next_sentence_prediction)
+    lowercase, lowercase_field = (
+        (cfg.tokenizer.lowercase, "tokenizer.lowercase")
+        if arm == "scratch"
+        else (cfg.base_model.lowercase, "base_model.lowercase")
+    )
+    run_preflight(
+        model,
+        tokenizer,
+        source=source,
+        seq_len=max(p.seq_len for p in plan.phases),
+        lowercase=lowercase,
+        lowercase_field=lowercase_field,
+        whole_word=pcfg.whole_word_mask,
+        nsp=pcfg.next_sentence_prediction,
+    )
     model.to(device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
     attention = training_attention(model, device, autocast_dtype(pcfg.precision))
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
-    objective = MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=autocast_dtype(pcfg.precision),
-                             nsp=pcfg.next_sentence_prediction)
+    objective = MLMObjective(
+        model,
+        sparse=pcfg.sparse_prediction,
+        autocast_dtype=autocast_dtype(pcfg.precision),
+        nsp=pcfg.next_sentence_prediction,
+    )
     stream: PairStream | TokenStream
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
     else:
         stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
-    return ArmSetup(arm=arm, pcfg=pcfg, rank=rank, world=world, device=device, model=model, tokenizer=tokenizer,
-                    start=start, plan=plan, engine=build_engine(objective, pcfg, plan.total_steps, world),
-                    spec=masking_spec(pcfg, tokenizer), stream=stream, out_dir=Path(layout.pretrain(arm)),
-                    evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len), attention=attention,
-                    flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate,
-                                                    pcfg.sparse_prediction))
+    return ArmSetup(
+        arm=arm,
+        pcfg=pcfg,
+        rank=rank,
+        world=world,
+        device=device,
+        model=model,
+        tokenizer=tokenizer,
+        start=start,
+        plan=plan,
+        engine=build_engine(objective, pcfg, plan.total_steps, world),
+        spec=masking_spec(pcfg, tokenizer),
+        stream=stream,
+        out_dir=Path(layout.pretrain(arm)),
+        evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len),
+        attention=attention,
+        flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction),
+    )
 
 
 def start(setup: ArmSetup, fingerprint: str) -> tuple[TrainState, int | None]:
@@ -265,13 +297,16 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
     sl = slice(rank * phase.batch_size, (rank + 1) * phase.batch_size)
     for micro in range(pcfg.grad_accum):
         batch = setup.stream.next_sequences(phase.batch_size * setup.world, phase.seq_len)
-        inputs, labels = apply_mask(batch.input_ids, batch.special, batch.word_start, setup.spec,
-                                    step_generator(pcfg.seed, state.step, micro))
+        inputs, labels = apply_mask(
+            batch.input_ids, batch.special, batch.word_start, setup.spec, step_generator(pcfg.seed, state.step, micro)
+        )
         attn = batch.attention_mask[sl].to(setup.device) if batch.attention_mask is not None else None
         pair = {}
         if batch.next_sentence_label is not None:  # sentence pairs carry segment ids with their labels
-            pair = {"token_type_ids": cast(torch.Tensor, batch.token_type_ids)[sl].to(setup.device),
-                    "next_sentence_label": batch.next_sentence_label[sl].to(setup.device)}
+            pair = {
+                "token_type_ids": cast(torch.Tensor, batch.token_type_ids)[sl].to(setup.device),
+                "next_sentence_label": batch.next_sentence_label[sl].to(setup.device),
+            }
         loss = engine.forward(inputs[sl].to(setup.device), labels[sl].to(setup.device), attn, **pair)
         engine.backward(loss)
         grad_norm = engine.step()
@@ -289,9 +324,15 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
 
 
 def save(setup: ArmSetup, state: TrainState) -> None:
-    ckpt.save_checkpoint(setup.ckpt_root, state.step, setup.engine, state.to_checkpoint(setup.stream),
-                         rank=setup.rank, barrier=barrier, hf_view=loadable_view(setup.engine, setup.tokenizer,
-                                                                                  setup.rank))
+    ckpt.save_checkpoint(
+        setup.ckpt_root,
+        state.step,
+        setup.engine,
+        state.to_checkpoint(setup.stream),
+        rank=setup.rank,
+        barrier=barrier,
+        hf_view=loadable_view(setup.engine, setup.tokenizer, setup.rank),
+    )
     if setup.rank == 0:
         ckpt.prune_checkpoints(setup.ckpt_root, setup.pcfg.keep_checkpoints)
 
@@ -318,17 +359,36 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
             progress.update(1)
             progress.set_postfix(loss=f"{loss:.3f}")
         if lines and lines.due(state.step):
-            log.info("pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s", setup.arm,
-                     state.step, plan.total_steps, 100 * state.step / plan.total_steps, f"{state.tokens:,}",
-                     f"{plan.planned_tokens:,}", loss, f"{(state.tokens - tokens_at_start) / lines.elapsed():,.0f}",
-                     duration(lines.eta_s(state.step)),
-                     extra={"progress": (state.step, plan.total_steps, f"pretrain {setup.arm}")})
+            log.info(
+                "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s",
+                setup.arm,
+                state.step,
+                plan.total_steps,
+                100 * state.step / plan.total_steps,
+                f"{state.tokens:,}",
+                f"{plan.planned_tokens:,}",
+                loss,
+                f"{(state.tokens - tokens_at_start) / lines.elapsed():,.0f}",
+                duration(lines.eta_s(state.step)),
+                extra={"progress": (state.step, plan.total_steps, f"pretrain {setup.arm}")},
+            )
         if state.step % pcfg.log_every == 0 or state.step == plan.total_steps:
             tps = window.close()
-            metrics.write({"kind": "train", "step": state.step, "loss": loss, "lr": setup.engine.current_lr(),
-                           "grad_norm": grad_norm, "tokens": state.tokens, "seq_len": phase.seq_len,
-                           "real_tokens_per_s": tps, "real_token_fraction": state.real_tokens / state.positions,
-                           "mfu": setup.mfu(tps), **(window.nsp_last if pcfg.next_sentence_prediction else {})})
+            metrics.write(
+                {
+                    "kind": "train",
+                    "step": state.step,
+                    "loss": loss,
+                    "lr": setup.engine.current_lr(),
+                    "grad_norm": grad_norm,
+                    "tokens": state.tokens,
+                    "seq_len": phase.seq_len,
+                    "real_tokens_per_s": tps,
+                    "real_token_fraction": state.real_tokens / state.positions,
+                    "mfu": setup.mfu(tps),
+                    **(window.nsp_last if pcfg.next_sentence_prediction else {}),
+                }
+            )
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
             t0 = time.perf_counter()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(setup.evaluate())})
@@ -353,38 +413,77 @@ def _perplexities(values: dict[str, float | None]) -> dict[str, float | None]:
     return {f"{name}_perplexity": value for name, value in values.items()}
 
 
-def _tracker(cfg: DomainConfig, setup: ArmSetup, layout: RunLayout, fingerprint: str, resume_step: int | None) -> Tracker:
-    return Tracker(cfg.tracking, folder=setup.out_dir, store_root=Path(layout.root), domain=cfg.name,
-                   run_name=f"pretrain/{setup.arm}", fingerprint=fingerprint, resume_step=resume_step,
-                   params={"arm": setup.arm, "pretrain": setup.pcfg.model_dump(mode="json"),
-                           "base_model": cfg.base_model.recipe(), "world_size": setup.world},
-                   tags={"domainbert.stage": "pretrain", "domainbert.arm": setup.arm,
-                         "domainbert.version": __version__})
+def _tracker(
+    cfg: DomainConfig, setup: ArmSetup, layout: RunLayout, fingerprint: str, resume_step: int | None
+) -> Tracker:
+    return Tracker(
+        cfg.tracking,
+        folder=setup.out_dir,
+        store_root=Path(layout.root),
+        domain=cfg.name,
+        run_name=f"pretrain/{setup.arm}",
+        fingerprint=fingerprint,
+        resume_step=resume_step,
+        params={
+            "arm": setup.arm,
+            "pretrain": setup.pcfg.model_dump(mode="json"),
+            "base_model": cfg.base_model.recipe(),
+            "world_size": setup.world,
+        },
+        tags={"domainbert.stage": "pretrain", "domainbert.arm": setup.arm, "domainbert.version": __version__},
+    )
 
 
-def _summary(cfg: DomainConfig, setup: ArmSetup, state: TrainState, after: dict[str, float | None], nsp_last: dict[str, Any],
-             layout: RunLayout) -> dict[str, Any]:
+def _summary(
+    cfg: DomainConfig,
+    setup: ArmSetup,
+    state: TrainState,
+    after: dict[str, float | None],
+    nsp_last: dict[str, Any],
+    layout: RunLayout,
+) -> dict[str, Any]:
     pcfg, plan, engine = setup.pcfg, setup.plan, setup.engine
     tps = state.real_tokens / max(state.train_seconds, 1e-9)
     return {
-        "arm": setup.arm, "source": setup.start.source, "steps": state.step, "planned_steps": plan.total_steps,
-        "budget_tokens": pcfg.budget_tokens, "tokens_consumed": state.tokens,
-        "real_tokens_per_s": tps, "real_token_fraction": state.real_tokens / max(state.positions, 1),
+        "arm": setup.arm,
+        "source": setup.start.source,
+        "steps": state.step,
+        "planned_steps": plan.total_steps,
+        "budget_tokens": pcfg.budget_tokens,
+        "tokens_consumed": state.tokens,
+        "real_tokens_per_s": tps,
+        "real_token_fraction": state.real_tokens / max(state.positions, 1),
         "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,
-        "domain_perplexity": after.get("domain"), "domain_perplexity_before": state.before.get("domain"),
-        "general_perplexity": after.get("general"), "general_perplexity_before": state.before.get("general"),
-        "flops_per_token": setup.flops_per_token, "peak_tflops": pcfg.peak_tflops, "mfu": setup.mfu(tps),
-        "wall_seconds": state.train_seconds, "loss_curve": state.loss_curve,
+        "domain_perplexity": after.get("domain"),
+        "domain_perplexity_before": state.before.get("domain"),
+        "general_perplexity": after.get("general"),
+        "general_perplexity_before": state.before.get("general"),
+        "flops_per_token": setup.flops_per_token,
+        "peak_tflops": pcfg.peak_tflops,
+        "mfu": setup.mfu(tps),
+        "wall_seconds": state.train_seconds,
+        "loss_curve": state.loss_curve,
         "seq_len_phases": [[p.start, p.end, p.seq_len, p.batch_size] for p in plan.phases],
-        "precision": pcfg.precision, "sparse_prediction": pcfg.sparse_prediction, "packing": pcfg.packing,
-        "whole_word_mask": pcfg.whole_word_mask, "world_size": setup.world,
-        "next_sentence_prediction": pcfg.next_sentence_prediction, **nsp_last,
-        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch", "attention": setup.attention,
+        "precision": pcfg.precision,
+        "sparse_prediction": pcfg.sparse_prediction,
+        "packing": pcfg.packing,
+        "whole_word_mask": pcfg.whole_word_mask,
+        "world_size": setup.world,
+        "next_sentence_prediction": pcfg.next_sentence_prediction,
+        **nsp_last,
+        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
+        "attention": setup.attention,
         "torch_threads": torch.get_num_threads(),
-        "zero_stage": (engine.ds_config.get("zero_optimization", {}).get("stage", 0)  # a user's file may set it
-                       if pcfg.deepspeed.enabled else None),
-        "parameters": count_parameters(setup.model), "vocab_size": len(setup.tokenizer),
-        "resumed_from": state.resumed_from, "lr": pcfg.lr, "warmup_ratio": pcfg.warmup_ratio,
+        "zero_stage": (
+            engine.ds_config.get("zero_optimization", {}).get("stage", 0)  # a user's file may set it
+            if pcfg.deepspeed.enabled
+            else None
+        ),
+        "parameters": count_parameters(setup.model),
+        "vocab_size": len(setup.tokenizer),
+        "resumed_from": state.resumed_from,
+        "lr": pcfg.lr,
+        "warmup_ratio": pcfg.warmup_ratio,
         "start_head": setup.start.head_origin,
     }
 

@@ -27,8 +27,9 @@ def _quantiles(sorted_scores: np.ndarray, p: np.ndarray) -> np.ndarray:
     n = sorted_scores.shape[-1]
     index = np.clip(np.ceil(n * p).astype(int) - 1, 0, n - 1)
     lead = np.broadcast_shapes(sorted_scores.shape[:-1], index.shape[:-1])
-    return np.take_along_axis(np.broadcast_to(sorted_scores, lead + (n,)),
-                              np.broadcast_to(index, lead + index.shape[-1:]), -1)
+    return np.take_along_axis(
+        np.broadcast_to(sorted_scores, lead + (n,)), np.broadcast_to(index, lead + index.shape[-1:]), -1
+    )
 
 
 def violation_ratios(scores_a: np.ndarray, scores_b: np.ndarray, dt: float) -> np.ndarray:
@@ -44,8 +45,14 @@ def violation_ratios(scores_a: np.ndarray, scores_b: np.ndarray, dt: float) -> n
     return np.divide(violation, w2, out=np.full_like(w2, 0.5), where=w2 != 0)
 
 
-def aso_eps(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] | np.ndarray, confidence_level: float = 0.95,
-            num_bootstrap_iterations: int = 1000, dt: float = 0.005, seed: int = 0) -> float:
+def aso_eps(
+    scores_a: Sequence[float] | np.ndarray,
+    scores_b: Sequence[float] | np.ndarray,
+    confidence_level: float = 0.95,
+    num_bootstrap_iterations: int = 1000,
+    dt: float = 0.005,
+    seed: int = 0,
+) -> float:
     """``eps_min`` of A over B (``deepsig.aso(scores_a, scores_b, ...)`` with ``num_jobs=1``)."""
     a = np.asarray(scores_a, dtype=float)
     b = np.asarray(scores_b, dtype=float)
@@ -58,7 +65,7 @@ def aso_eps(scores_a: Sequence[float] | np.ndarray, scores_b: Sequence[float] | 
         state.seed(seed + k + 1)
         uniforms[k] = state.uniform(0, 1, a.size + b.size)
     sampled_a = _quantiles(np.sort(a), uniforms[:, : a.size])
-    sampled_b = _quantiles(np.sort(b), uniforms[:, a.size:])
+    sampled_b = _quantiles(np.sort(b), uniforms[:, a.size :])
     samples = violation_ratios(sampled_a, sampled_b, dt)
     const = np.sqrt(a.size * b.size / (a.size + b.size))
     sigma = np.std(const * (samples - ratio))

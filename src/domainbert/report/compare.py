@@ -38,25 +38,43 @@ log = logging.getLogger(__name__)
 REPORT_FORMAT = 5
 
 
-def compare_tables(results: list[dict[str, Any]], compare: CompareConfig, task_order: list[str],
-                   arms: list[str], extra: list[str],
-                   compare_fn: CompareFn | None = None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def compare_tables(
+    results: list[dict[str, Any]],
+    compare: CompareConfig,
+    task_order: list[str],
+    arms: list[str],
+    extra: list[str],
+    compare_fn: CompareFn | None = None,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score and comparison rows of a set of results (see ``results.build_tables``)."""
     fn = compare_fn or default_compare_fn(compare.bootstrap_samples, compare.confidence, compare.seed)
     return build_tables(results, task_order, arms, extra, fn, compare.confidence)
 
 
-def _tables(cfg: DomainConfig, arts: RunArtifacts,
-            compare_fn: CompareFn | None) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    return compare_tables(arts.finetune, cfg.compare, [t.name for t in cfg.finetune.tasks], list(cfg.pretrain.arms),
-                          list(cfg.finetune.extra_models), compare_fn)
+def _tables(
+    cfg: DomainConfig, arts: RunArtifacts, compare_fn: CompareFn | None
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    return compare_tables(
+        arts.finetune,
+        cfg.compare,
+        [t.name for t in cfg.finetune.tasks],
+        list(cfg.pretrain.arms),
+        list(cfg.finetune.extra_models),
+        compare_fn,
+    )
 
 
 def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
     # The result check is part of the key: a config change that makes results stale re-renders the page.
-    return {"domain": cfg.name, "compare": cfg.compare.model_dump(mode="json"), "arms": list(cfg.pretrain.arms),
-            "tasks": [t.name for t in cfg.finetune.tasks], "extra_models": list(cfg.finetune.extra_models),
-            "result_check": arts.result_check, "report_format": REPORT_FORMAT}
+    return {
+        "domain": cfg.name,
+        "compare": cfg.compare.model_dump(mode="json"),
+        "arms": list(cfg.pretrain.arms),
+        "tasks": [t.name for t in cfg.finetune.tasks],
+        "extra_models": list(cfg.finetune.extra_models),
+        "result_check": arts.result_check,
+        "report_format": REPORT_FORMAT,
+    }
 
 
 def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
@@ -99,73 +117,95 @@ def require_run_outputs(cfg: DomainConfig, layout: RunLayout) -> None:
     """
     arts = load_run(layout, list(cfg.pretrain.arms))
     if arts.manifest is None and arts.vocab is None and not arts.pretrain and not arts.finetune:
-        raise DataError("nothing to report: none of corpus/manifest.json, vocab/report.json, "
-                        f"pretrain/{{{','.join(cfg.pretrain.arms)}}}/summary.json, "
-                        "finetune/<model>/<task>/seed-*/result.json is here (not a run folder, or no stage has "
-                        "run: run the stages or `domainbert run` into it first)", file=layout.root)
+        raise DataError(
+            "nothing to report: none of corpus/manifest.json, vocab/report.json, "
+            f"pretrain/{{{','.join(cfg.pretrain.arms)}}}/summary.json, "
+            "finetune/<model>/<task>/seed-*/result.json is here (not a run folder, or no stage has "
+            "run: run the stages or `domainbert run` into it first)",
+            file=layout.root,
+        )
 
 
 def found_text(arts: RunArtifacts) -> str:
     """What the run folder holds, from the artifacts themselves (the config may have been overridden)."""
+
     def names(key: str) -> str:
         return ", ".join(sorted({str(r[key]) for r in arts.finetune})) or "-"
 
-    stages = [name for name, present in (("corpus", arts.manifest is not None), ("vocab", arts.vocab is not None))
-              if present]
-    text = (f"Found in the run folder: {', '.join(stages) or 'no corpus or vocab stage'}; pretraining arms "
-            f"{', '.join(arts.pretrain) or '-'}")
+    stages = [
+        name for name, present in (("corpus", arts.manifest is not None), ("vocab", arts.vocab is not None)) if present
+    ]
+    text = (
+        f"Found in the run folder: {', '.join(stages) or 'no corpus or vocab stage'}; pretraining arms "
+        f"{', '.join(arts.pretrain) or '-'}"
+    )
     if arts.finetune:
-        text += (f"; {len(arts.finetune)} fine-tuning results (models {names('model')}; tasks {names('task')}; "
-                 f"seeds {names('seed')})")
+        text += (
+            f"; {len(arts.finetune)} fine-tuning results (models {names('model')}; tasks {names('task')}; "
+            f"seeds {names('seed')})"
+        )
     return text + "."
 
 
-def build_document(cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path,
-                   compare_fn: CompareFn | None = None) -> tuple[Document, list[dict], list[dict]]:
+def build_document(
+    cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
+) -> tuple[Document, list[dict], list[dict]]:
     """The report document; its figures are written into ``out_dir``.
 
     Returns:
         (document, score rows, comparison rows).
     """
     scores, comparisons = _tables(cfg, arts, compare_fn)
-    intro = Section("This run").add(cfg.description, found_text(arts), (
-        f"Domain config used to render (profile '{cfg.profile}'): base model {cfg.base_model.name_or_path}; "
-        f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
-        f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."),
-        f"Run folder: {layout.root}")
+    intro = Section("This run").add(
+        cfg.description,
+        found_text(arts),
+        (
+            f"Domain config used to render (profile '{cfg.profile}'): base model {cfg.base_model.name_or_path}; "
+            f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
+            f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."
+        ),
+        f"Run folder: {layout.root}",
+    )
     resampled = next((c["resampled"] for c in comparisons if c.get("resampled") and c["reference"] == "base"), None)
-    method = Section("How the comparison is made").add([
-        "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
-        "classification. Mean and sample standard deviation are over the seeds each model ran.",
-        f"Each difference is model minus reference with a {round(100 * cfg.compare.confidence)}% interval that "
-        f"includes seed-to-seed variance as well as test-set sampling ({cfg.compare.bootstrap_samples} draws, "
-        f"seed {cfg.compare.seed})" + (f": {resampled}" if resampled else "") + ".",
-        "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion: eps_min is an "
-        "upper confidence bound on how far the model falls short of stochastically dominating its reference; "
-        "below 0.2 it is almost stochastically better. With a few seeds the bound is wide and reads 1.0 unless "
-        "one model wins on every seed, so 1.0 there means 'cannot tell', not 'worse'.",
-        "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
-        "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
-        "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
-        "word features for NER.",
-        "A run is marked collapsed when its predictions are (nearly) constant or its training loss did not fall; "
-        "a run whose validation predictions collapsed is run once more at another learning rate, and the report "
-        "counts those retries.",
-        "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
-    ])
-    doc = Document(f"domainbert report: {cfg.name}", [
-        headline_section(scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models)),
-        intro,
-        sections.summary_section(scores, comparisons),
-        sections.corpus_section(arts, layout.corpus, out_dir, [f.name for f in cfg.corpus.filters]),
-        vocab_section(arts, layout.vocab, out_dir),
-        sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
-        sections.compute_section(arts),
-        sections.finetune_section(scores, comparisons, out_dir, cfg.compare.bootstrap_samples,
-                                  [t.name for t in cfg.finetune.tasks]),
-        method,
-    ], footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} "
-              f"from {len(arts.input_hashes)} artifact file(s).")
+    method = Section("How the comparison is made").add(
+        [
+            "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
+            "classification. Mean and sample standard deviation are over the seeds each model ran.",
+            f"Each difference is model minus reference with a {round(100 * cfg.compare.confidence)}% interval that "
+            f"includes seed-to-seed variance as well as test-set sampling ({cfg.compare.bootstrap_samples} draws, "
+            f"seed {cfg.compare.seed})" + (f": {resampled}" if resampled else "") + ".",
+            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion: eps_min is an "
+            "upper confidence bound on how far the model falls short of stochastically dominating its reference; "
+            "below 0.2 it is almost stochastically better. With a few seeds the bound is wide and reads 1.0 unless "
+            "one model wins on every seed, so 1.0 there means 'cannot tell', not 'worse'.",
+            "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
+            "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
+            "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
+            "word features for NER.",
+            "A run is marked collapsed when its predictions are (nearly) constant or its training loss did not fall; "
+            "a run whose validation predictions collapsed is run once more at another learning rate, and the report "
+            "counts those retries.",
+            "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
+        ]
+    )
+    doc = Document(
+        f"domainbert report: {cfg.name}",
+        [
+            headline_section(scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models)),
+            intro,
+            sections.summary_section(scores, comparisons),
+            sections.corpus_section(arts, layout.corpus, out_dir, [f.name for f in cfg.corpus.filters]),
+            vocab_section(arts, layout.vocab, out_dir),
+            sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
+            sections.compute_section(arts),
+            sections.finetune_section(
+                scores, comparisons, out_dir, cfg.compare.bootstrap_samples, [t.name for t in cfg.finetune.tasks]
+            ),
+            method,
+        ],
+        footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} "
+        f"from {len(arts.input_hashes)} artifact file(s).",
+    )
     return doc, scores, comparisons
 
 
@@ -235,12 +275,25 @@ def flat_rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -
     rows = []
     for s in scores:
         ref = reference_of(s["model"])
-        cmp = next((c for c in comparisons if c["task"] == s["task"] and c["model"] == s["model"]
-                    and c["reference"] == ref), None)
-        rows.append({"task": s["task"], "metric": s["metric"], "model": s["model"], "n_seeds": s["n_seeds"],
-                     "mean": s["mean"], "std": s["std"], "reference": cmp["reference"] if cmp else None,
-                     "diff": cmp["diff"] if cmp else None, "ci_low": cmp["ci_low"] if cmp else None,
-                     "ci_high": cmp["ci_high"] if cmp else None, "verdict": cmp["verdict"] if cmp else None})
+        cmp = next(
+            (c for c in comparisons if c["task"] == s["task"] and c["model"] == s["model"] and c["reference"] == ref),
+            None,
+        )
+        rows.append(
+            {
+                "task": s["task"],
+                "metric": s["metric"],
+                "model": s["model"],
+                "n_seeds": s["n_seeds"],
+                "mean": s["mean"],
+                "std": s["std"],
+                "reference": cmp["reference"] if cmp else None,
+                "diff": cmp["diff"] if cmp else None,
+                "ci_low": cmp["ci_low"] if cmp else None,
+                "ci_high": cmp["ci_high"] if cmp else None,
+                "verdict": cmp["verdict"] if cmp else None,
+            }
+        )
     return rows
 
 

@@ -48,11 +48,26 @@ def _corpus_vocab_table(runs: dict[str, RunArtifacts]) -> Table:
         choice, _, _ = recommendation(arts.vocab or {})
         found = domain_overlap(arts.vocab or {})
         overlap = f"{100 * found[1]:.1f}% ({found[0]})" if found else "-"
-        rows.append([domain, fmt(train.get("documents")) if arts.manifest else "not run",
-                     fmt(train.get("estimated_tokens")) if arts.manifest else "-",
-                     choice or ("not run" if arts.vocab is None else "-"), overlap])
-    return Table(["domain", "train documents", "train tokens (est.)", "vocab recommendation",
-                  "domain vocab in reference vocab"], rows, "Corpus and vocabulary per domain")
+        rows.append(
+            [
+                domain,
+                fmt(train.get("documents")) if arts.manifest else "not run",
+                fmt(train.get("estimated_tokens")) if arts.manifest else "-",
+                choice or ("not run" if arts.vocab is None else "-"),
+                overlap,
+            ]
+        )
+    return Table(
+        [
+            "domain",
+            "train documents",
+            "train tokens (est.)",
+            "vocab recommendation",
+            "domain vocab in reference vocab",
+        ],
+        rows,
+        "Corpus and vocabulary per domain",
+    )
 
 
 def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
@@ -61,16 +76,31 @@ def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
         if not arts.pretrain:
             rows.append([domain, "not run", "-", "-", "-"])
         for arm, s in arts.pretrain.items():
-            rows.append([domain, arm,
-                         f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
-                         f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}",
-                         fmt(s.get("wall_seconds"), 1)])
-    return Table(["domain", "arm", "domain perplexity (before -> after)", "general perplexity (before -> after)",
-                  "train seconds"], rows, "Pretraining per domain and arm")
+            rows.append(
+                [
+                    domain,
+                    arm,
+                    f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
+                    f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}",
+                    fmt(s.get("wall_seconds"), 1),
+                ]
+            )
+    return Table(
+        [
+            "domain",
+            "arm",
+            "domain perplexity (before -> after)",
+            "general perplexity (before -> after)",
+            "train seconds",
+        ],
+        rows,
+        "Pretraining per domain and arm",
+    )
 
 
-def render_cross_domain(runs: dict[str, Path], out_dir: Path, *, compare: CompareConfig | None = None,
-                        compare_fn: CompareFn | None = None) -> Path:
+def render_cross_domain(
+    runs: dict[str, Path], out_dir: Path, *, compare: CompareConfig | None = None, compare_fn: CompareFn | None = None
+) -> Path:
     """Render the cross-domain page over several run folders.
 
     Args:
@@ -86,8 +116,7 @@ def render_cross_domain(runs: dict[str, Path], out_dir: Path, *, compare: Compar
     out_dir = Path(out_dir)
     loaded = {domain: load_run(RunLayout(Path(root))) for domain, root in runs.items()}
     hashes = {f"{d}/{k}": v for d, arts in loaded.items() for k, v in arts.input_hashes.items()}
-    config = {"runs": {d: str(Path(p).resolve()) for d, p in runs.items()},
-              "compare": compare.model_dump(mode="json")}
+    config = {"runs": {d: str(Path(p).resolve()) for d, p in runs.items()}, "compare": compare.model_dump(mode="json")}
     fp = fingerprint(config, hashes, __version__)
     html_path = out_dir / "report.html"
     if is_complete(out_dir, fp) and html_path.is_file():
@@ -101,8 +130,14 @@ def render_cross_domain(runs: dict[str, Path], out_dir: Path, *, compare: Compar
     return html_path
 
 
-def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: CompareConfig,
-              compare_fn: CompareFn | None, tmp: Path, out_dir: Path) -> Document:
+def _document(
+    loaded: dict[str, RunArtifacts],
+    runs: dict[str, Path],
+    compare: CompareConfig,
+    compare_fn: CompareFn | None,
+    tmp: Path,
+    out_dir: Path,
+) -> Document:
     all_scores: list[dict[str, Any]] = []
     all_cmps: list[dict[str, Any]] = []
     for domain, arts in loaded.items():
@@ -119,22 +154,54 @@ def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: C
             summary.add(f"{domain}: fine-tuned, but no model could be compared with the base model.")
         else:
             mine = [r for r in all_scores if r["domain"] == domain]
-            summary.add(f"{domain}:", floor_sentences(mine, [c for c in all_cmps if c["domain"] == domain])
-                        + [comparison_sentence(c) for c in key])
+            summary.add(
+                f"{domain}:",
+                floor_sentences(mine, [c for c in all_cmps if c["domain"] == domain])
+                + [comparison_sentence(c) for c in key],
+            )
 
-    scores_rows = [[r["domain"], r["task"], r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
-                    f"{r.get('collapsed', 0)}/{r['n_seeds']}"] for r in all_scores]
-    cmp_rows = [[c["domain"], c["task"], f"{c['model']} vs {c['reference']}", signed_points(c["diff"]),
-                 interval_text(c), c["verdict"]] for c in all_cmps]
+    scores_rows = [
+        [
+            r["domain"],
+            r["task"],
+            r["model"],
+            str(r["n_seeds"]),
+            points(r["mean"]),
+            std_text(r),
+            f"{r.get('collapsed', 0)}/{r['n_seeds']}",
+        ]
+        for r in all_scores
+    ]
+    cmp_rows = [
+        [
+            c["domain"],
+            c["task"],
+            f"{c['model']} vs {c['reference']}",
+            signed_points(c["diff"]),
+            interval_text(c),
+            c["verdict"],
+        ]
+        for c in all_cmps
+    ]
     level = round(100 * compare.confidence)
     results = Section("Fine-tuning results")
     if scores_rows:
-        results.add(Table(["domain", "task", "model", "seeds", "mean (x100)", "std", "collapsed"], scores_rows,
-                          "Test score (F1 for NER, macro-F1 for classification), mean and std over seeds; floor: "
-                          "a simple baseline on the same examples"))
+        results.add(
+            Table(
+                ["domain", "task", "model", "seeds", "mean (x100)", "std", "collapsed"],
+                scores_rows,
+                "Test score (F1 for NER, macro-F1 for classification), mean and std over seeds; floor: "
+                "a simple baseline on the same examples",
+            )
+        )
     if cmp_rows:
-        results.add(Table(["domain", "task", "comparison", "difference (points)", f"{level}% CI", "verdict"],
-                          cmp_rows, f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain"))
+        results.add(
+            Table(
+                ["domain", "task", "comparison", "difference (points)", f"{level}% CI", "verdict"],
+                cmp_rows,
+                f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain",
+            )
+        )
     if name := figures.domain_bars(all_scores, tmp):
         results.add(Figure(name, "Mean test score per domain, task and model; error bars: one std over seeds"))
     if not scores_rows:
@@ -145,11 +212,15 @@ def _document(loaded: dict[str, RunArtifacts], runs: dict[str, Path], compare: C
         page = Path(root).resolve() / "report" / "report.html"
         rel = os.path.relpath(page, out_dir.resolve())
         links.append(f"{domain}: {rel}" + ("" if page.is_file() else " (not rendered yet)"))
-    return Document("domainbert cross-domain comparison", [
-        summary,
-        Section("Corpus and vocabulary").add(_corpus_vocab_table(loaded)),
-        Section("Pretraining").add(_pretrain_table(loaded)),
-        results,
-        Section("Per-domain reports").add(links),
-    ], footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} from "
-              f"{len(loaded)} run folder(s).")
+    return Document(
+        "domainbert cross-domain comparison",
+        [
+            summary,
+            Section("Corpus and vocabulary").add(_corpus_vocab_table(loaded)),
+            Section("Pretraining").add(_pretrain_table(loaded)),
+            results,
+            Section("Per-domain reports").add(links),
+        ],
+        footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} from "
+        f"{len(loaded)} run folder(s).",
+    )

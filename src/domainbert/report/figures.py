@@ -42,12 +42,19 @@ def loss_points(summary: dict[str, Any], metrics: list[dict[str, Any]]) -> list[
     curve = summary.get("loss_curve") or []
     if curve:
         return [(float(s), float(v)) for s, v in curve if v is not None]
-    return [(float(r["step"]), float(r["loss"])) for r in metrics
-            if r.get("kind", "train") == "train" and r.get("loss") is not None and "step" in r]
+    return [
+        (float(r["step"]), float(r["loss"]))
+        for r in metrics
+        if r.get("kind", "train") == "train" and r.get("loss") is not None and "step" in r
+    ]
 
 
-def loss_curves(pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dict[str, Any]]],
-                out_dir: Path, name: str = "pretrain_loss.png") -> str | None:
+def loss_curves(
+    pretrain: dict[str, dict[str, Any]],
+    metrics: dict[str, list[dict[str, Any]]],
+    out_dir: Path,
+    name: str = "pretrain_loss.png",
+) -> str | None:
     """Training loss per arm; None when no arm logged a loss."""
     series = {arm: loss_points(s, metrics.get(arm, [])) for arm, s in pretrain.items()}
     series = {arm: pts for arm, pts in series.items() if pts}
@@ -59,8 +66,13 @@ def loss_curves(pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dic
         window = max(1, len(losses) // 20)
         line = ax.plot(steps, losses, alpha=0.3 if window > 1 else 1.0, linewidth=0.8)[0]
         if window > 1:
-            ax.plot(steps, _moving_average(losses, window), color=line.get_color(), linewidth=1.8,
-                    label=f"{arm} (moving avg, {window} steps)")
+            ax.plot(
+                steps,
+                _moving_average(losses, window),
+                color=line.get_color(),
+                linewidth=1.8,
+                label=f"{arm} (moving avg, {window} steps)",
+            )
         else:
             line.set_label(arm)
     ax.set_xlabel("optimizer step")
@@ -72,15 +84,18 @@ def loss_curves(pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dic
 
 
 def eval_points(metrics: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
-    return [(float(r["step"]), float(r[key])) for r in metrics
-            if r.get("kind") == "eval" and r.get(key) is not None and "step" in r]
+    return [
+        (float(r["step"]), float(r[key]))
+        for r in metrics
+        if r.get("kind") == "eval" and r.get(key) is not None and "step" in r
+    ]
 
 
-def perplexity_curves(metrics: dict[str, list[dict[str, Any]]], out_dir: Path,
-                      name: str = "pretrain_perplexity.png") -> str | None:
+def perplexity_curves(
+    metrics: dict[str, list[dict[str, Any]]], out_dir: Path, name: str = "pretrain_perplexity.png"
+) -> str | None:
     """Domain (held-out) and general perplexity per arm over the eval records; None without any."""
-    panels = [("domain_perplexity", "Held-out domain perplexity"),
-              ("general_perplexity", "General-domain perplexity")]
+    panels = [("domain_perplexity", "Held-out domain perplexity"), ("general_perplexity", "General-domain perplexity")]
     data = {key: {arm: eval_points(m, key) for arm, m in metrics.items()} for key, _ in panels}
     panels = [(k, t) for k, t in panels if any(data[k].values())]
     if not panels:
@@ -115,7 +130,7 @@ def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetun
     cols = min(len(tasks), 2)
     rows = math.ceil(len(tasks) / cols)
     fig, axes = new_figure(rows, cols, figsize=(6 * cols, 4.2 * rows), squeeze=False)
-    for ax in axes.flat[len(tasks):]:
+    for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
     for ax, task in zip(axes.flat, tasks, strict=False):
         rows_t = [r for r in scores if r["task"] == task]

@@ -51,8 +51,12 @@ def headline_table(scores: list[dict[str, Any]], arms: list[str], extra: list[st
             cells.append("-" if row is None else score_cell(row, model != FLOOR_MODEL and row["mean"] == best[task]))
         table_rows.append(cells)
     labels = [f"{t} ({metric_label(next(r['metric'] for r in scores if r['task'] == t))})" for t in tasks]
-    return Table(["model", *labels], table_rows, "Test score (x100), mean ± sample standard deviation over seeds; "
-                 "best model in bold; floor: a simple baseline trained on the same examples")
+    return Table(
+        ["model", *labels],
+        table_rows,
+        "Test score (x100), mean ± sample standard deviation over seeds; "
+        "best model in bold; floor: a simple baseline trained on the same examples",
+    )
 
 
 def _arm_tally(comparisons: list[dict[str, Any]], model: str) -> dict[str, list[dict[str, Any]]]:
@@ -71,12 +75,16 @@ def arm_verdicts(comparisons: list[dict[str, Any]], arms: list[str]) -> list[str
         parts = []
         for verdict, word in (("better", "beat the base model"), ("worse", "was worse than the base model")):
             for c in tally[verdict]:
-                parts.append(f"{word} on {c['task']} by {signed_points(c['diff'])} {metric_label(c['metric'])} "
-                             f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else ""))
+                parts.append(
+                    f"{word} on {c['task']} by {signed_points(c['diff'])} {metric_label(c['metric'])} "
+                    f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else "")
+                )
         same = tally["no significant difference"]
         if same:
-            parts.append("did not differ significantly from the base model on " + ", ".join(
-                c["task"] + (" (collapsed runs involved)" if c.get("collapsed") else "") for c in same))
+            parts.append(
+                "did not differ significantly from the base model on "
+                + ", ".join(c["task"] + (" (collapsed runs involved)" if c.get("collapsed") else "") for c in same)
+            )
         out.append(f"{arm}: " + "; ".join(parts) + ".")
     return out
 
@@ -86,21 +94,27 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     out = []
     seeds = sorted({r["n_seeds"] for r in scores if r["model"] != FLOOR_MODEL})
     if seeds:
-        out.append(f"Seeds: {'/'.join(map(str, seeds))} per model and task; the intervals include seed-to-seed "
-                   "variance and test-set sampling.")
+        out.append(
+            f"Seeds: {'/'.join(map(str, seeds))} per model and task; the intervals include seed-to-seed "
+            "variance and test-set sampling."
+        )
     collapsed = [(r["model"], r["task"], r["collapsed"], r["n_seeds"]) for r in scores if r.get("collapsed")]
     if collapsed:
-        out.append("Collapsed runs (constant predictions or a loss that did not fall): "
-                   + "; ".join(f"{m} on {t}: {k} of {n}" for m, t, k, n in collapsed)
-                   + ". Differences involving them describe failed runs, not encoders.")
+        out.append(
+            "Collapsed runs (constant predictions or a loss that did not fall): "
+            + "; ".join(f"{m} on {t}: {k} of {n}" for m, t, k, n in collapsed)
+            + ". Differences involving them describe failed runs, not encoders."
+        )
     else:
         out.append("No fine-tuning run collapsed.")
     out.append(result_check_text(arts.result_check))
     warm = arts.head_warmup
     if warm:
-        out.append(f"The base checkpoint has no MLM head: one was trained for {warm['steps']} steps "
-                   f"({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s, encoder frozen) on general text "
-                   "before continued and extended pretraining, and 'before' perplexities are measured through it.")
+        out.append(
+            f"The base checkpoint has no MLM head: one was trained for {warm['steps']} steps "
+            f"({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s, encoder frozen) on general text "
+            "before continued and extended pretraining, and 'before' perplexities are measured through it."
+        )
     out += budget_caveats(arts, arms)
     return out
 
@@ -109,11 +123,13 @@ def result_check_text(check: dict[str, Any]) -> str:
     """Which expected results the tables use, and which are missing, stale or unrecorded."""
     if not check:
         return "Results were not checked against the config."
+
     def listed(names: list[str]) -> str:
         return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
-    missing, stale, loose, other = (check.get(k) or [] for k in ("missing", "stale", "unrecorded",
-                                                                  "not in this config"))
+    missing, stale, loose, other = (
+        check.get(k) or [] for k in ("missing", "stale", "unrecorded", "not in this config")
+    )
     text = f"Results: {check['expected'] - len(missing) - len(stale)} of the {check['expected']} this config asks for"
     parts = []
     if missing:
@@ -140,20 +156,31 @@ def budget_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
     share = budget / published
     text += f", {share:.2e} of {name}'s about {published:.1e} tokens."
     if share < TOO_SMALL_SHARE:
-        text += (" This budget is too small to conclude anything about domain-adaptive pretraining as published: "
-                 "a difference here, or its absence, neither confirms nor contradicts it.")
+        text += (
+            " This budget is too small to conclude anything about domain-adaptive pretraining as published: "
+            "a difference here, or its absence, neither confirms nor contradicts it."
+        )
     return [text]
 
 
-def headline_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arts: RunArtifacts,
-                     arms: list[str], extra: list[str]) -> Section:
+def headline_section(
+    scores: list[dict[str, Any]],
+    comparisons: list[dict[str, Any]],
+    arts: RunArtifacts,
+    arms: list[str],
+    extra: list[str],
+) -> Section:
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
     sec.add(headline_table(scores, arms, extra))
     verdict = arm_verdicts(comparisons, arms)
-    below = {r["model"] for r in scores if r["model"] != FLOOR_MODEL and any(
-        f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)}
+    below = {
+        r["model"]
+        for r in scores
+        if r["model"] != FLOOR_MODEL
+        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
+    }
     winners = [a for a in arms if _arm_tally(comparisons, a)["better"]]
     if winners:
         lead = f"Verdict: {', '.join(winners)} beat the base model on at least one task (details below)."

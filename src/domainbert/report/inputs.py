@@ -70,8 +70,7 @@ def _note(arts: RunArtifacts, path: Path) -> None:
         arts.input_hashes[path.relative_to(arts.root).as_posix()] = file_hash(path)
 
 
-def _stage_json_and_plots(arts: RunArtifacts, folder: Path, name: str,
-                          kind: type[Artifact]) -> tuple[Any, list[Path]]:
+def _stage_json_and_plots(arts: RunArtifacts, folder: Path, name: str, kind: type[Artifact]) -> tuple[Any, list[Path]]:
     """A stage's JSON artifact (checked as ``kind``) and, when it exists, the PNG plots beside it (all noted as
     inputs)."""
     path = folder / name
@@ -125,6 +124,11 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
             continue
         arts.finetune.append(result)
         _note(arts, path)
-    log.info("report inputs: corpus=%s vocab=%s arms=%s finetune results=%d", arts.manifest is not None,
-             arts.vocab is not None, sorted(arts.pretrain), len(arts.finetune))
+    log.info(
+        "report inputs: corpus=%s vocab=%s arms=%s finetune results=%d",
+        arts.manifest is not None,
+        arts.vocab is not None,
+        sorted(arts.pretrain),
+        len(arts.finetune),
+    )
     return arts

@@ -23,8 +23,13 @@ BASE_MODEL = "base"
 FLOOR_MODEL = "floor"  # the bag-of-words / CRF baseline on the same examples (finetune/floors.py)
 FROZEN_SUFFIX = "-frozen"
 PRIMARY_METRIC = {"ner": "f1", "classification": "macro_f1"}
-METRIC_LABEL = {"f1": "F1", "macro_f1": "macro-F1", "accuracy": "accuracy", "precision": "precision",
-                "recall": "recall"}
+METRIC_LABEL = {
+    "f1": "F1",
+    "macro_f1": "macro-F1",
+    "accuracy": "accuracy",
+    "precision": "precision",
+    "recall": "recall",
+}
 # Head-to-head pairs beyond "each against base": (better-if-positive, reference).
 ARM_PAIRS = [("continued", "scratch"), ("extended", "continued")]
 
@@ -39,11 +44,17 @@ def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
     def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str) -> dict[str, Any]:
         from domainbert.report import stats
 
-        out = stats.compare_models(results_a, results_b, n_samples=samples, confidence=confidence, seed=seed,
-                                   metric=metric)
+        out = stats.compare_models(
+            results_a, results_b, n_samples=samples, confidence=confidence, seed=seed, metric=metric
+        )
         # Runs per side (a floor is one deterministic run); the seeds of the two sides need not match.
-        return {**out, "ci_low": out["low"], "ci_high": out["high"],
-                "n_seeds": min(out["a"]["n"], out["b"]["n"]), "runs_text": f"{out['a']['n']} v {out['b']['n']}"}
+        return {
+            **out,
+            "ci_low": out["low"],
+            "ci_high": out["high"],
+            "n_seeds": min(out["a"]["n"], out["b"]["n"]),
+            "runs_text": f"{out['a']['n']} v {out['b']['n']}",
+        }
 
     return compare
 
@@ -104,7 +115,7 @@ def collapsed_runs(runs: list[dict[str, Any]]) -> int:
 
 
 def verdict(diff: float, ci_low: float, ci_high: float) -> str:
-    """"better" / "worse" when the interval excludes 0, else "no significant difference"."""
+    """ "better" / "worse" when the interval excludes 0, else "no significant difference"."""
     if ci_low > 0:
         return "better"
     if ci_high < 0:
@@ -123,8 +134,14 @@ def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dic
     return grouped
 
 
-def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: list[str], extra: list[str],
-                 compare_fn: CompareFn, confidence: float) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+def build_tables(
+    results: list[dict[str, Any]],
+    task_order: list[str],
+    arms: list[str],
+    extra: list[str],
+    compare_fn: CompareFn,
+    confidence: float,
+) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score rows (one per task and model) and comparison rows (one per compared pair and task).
 
     Args:
@@ -151,28 +168,64 @@ def build_tables(results: list[dict[str, Any]], task_order: list[str], arms: lis
             values = [test_score(r, metric) for r in runs]
             mean, std = mean_std(values)
             seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
-            scores.append({"task": task, "task_type": first.get("task_type"), "metric": metric, "model": model,
-                           "seeds": [r["seed"] for r in runs], "n_seeds": len(runs), "values": values,
-                           "mean": mean, "std": std, "collapsed": collapsed_runs(runs),
-                           "retried": sum(1 for r in runs if r.get("retry")),
-                           "train_seconds": sum(seconds) / len(seconds) if seconds else None})
+            scores.append(
+                {
+                    "task": task,
+                    "task_type": first.get("task_type"),
+                    "metric": metric,
+                    "model": model,
+                    "seeds": [r["seed"] for r in runs],
+                    "n_seeds": len(runs),
+                    "values": values,
+                    "mean": mean,
+                    "std": std,
+                    "collapsed": collapsed_runs(runs),
+                    "retried": sum(1 for r in runs if r.get("retry")),
+                    "train_seconds": sum(seconds) / len(seconds) if seconds else None,
+                }
+            )
         for model_a, model_b in comparison_pairs(models):
-            row = {"task": task, "metric": metric, "model": model_a, "reference": model_b, "confidence": confidence,
-                   "collapsed": {m: collapsed_runs(by_model[m]) for m in (model_a, model_b)
-                                 if collapsed_runs(by_model[m])},
-                   "runs": {m: len(by_model[m]) for m in (model_a, model_b)}}
+            row = {
+                "task": task,
+                "metric": metric,
+                "model": model_a,
+                "reference": model_b,
+                "confidence": confidence,
+                "collapsed": {
+                    m: collapsed_runs(by_model[m]) for m in (model_a, model_b) if collapsed_runs(by_model[m])
+                },
+                "runs": {m: len(by_model[m]) for m in (model_a, model_b)},
+            }
             try:
                 stat = compare_fn(by_model[model_a], by_model[model_b], metric)
             except ValueError as exc:
                 # e.g. no common seed, or a different test set: say so on the page instead of failing it.
-                comparisons.append({**row, "diff": None, "ci_low": None, "ci_high": None, "n_seeds": 0,
-                                    "p_value": None, "verdict": "not compared", "reason": str(exc)})
+                comparisons.append(
+                    {
+                        **row,
+                        "diff": None,
+                        "ci_low": None,
+                        "ci_high": None,
+                        "n_seeds": 0,
+                        "p_value": None,
+                        "verdict": "not compared",
+                        "reason": str(exc),
+                    }
+                )
                 continue
             diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
-            comparisons.append({**row, "diff": diff, "ci_low": low, "ci_high": high,
-                                "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]),
-                                                                       len(by_model[model_b])))),
-                                "p_value": stat.get("p_value"), "aso_eps": stat.get("aso_eps"),
-                                "runs_text": stat.get("runs_text"),
-                                "resampled": stat.get("resampled"), "verdict": verdict(diff, low, high)})
+            comparisons.append(
+                {
+                    **row,
+                    "diff": diff,
+                    "ci_low": low,
+                    "ci_high": high,
+                    "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
+                    "p_value": stat.get("p_value"),
+                    "aso_eps": stat.get("aso_eps"),
+                    "runs_text": stat.get("runs_text"),
+                    "resampled": stat.get("resampled"),
+                    "verdict": verdict(diff, low, high),
+                }
+            )
     return scores, comparisons

@@ -28,7 +28,7 @@ def fmt(value: Any, digits: int = 2) -> str:
     if isinstance(value, int):
         return f"{value:,}"
     if isinstance(value, float):
-        if value != 0 and (abs(value) >= 1e6 or abs(value) < 10 ** -digits):
+        if value != 0 and (abs(value) >= 1e6 or abs(value) < 10**-digits):
             return f"{value:.{digits}e}"
         return f"{value:,.{digits}f}"
     return str(value)
@@ -40,8 +40,16 @@ def not_run(title: str, path: Path, root: Path, stage: str) -> Section:
 
 
 # Artifacts are saved with sorted keys; tables read better with counts in pipeline order.
-PREFERRED_ORDER = ["documents_in", "documents", "words", "bytes", "estimated_tokens",
-                   "exact_removed", "near_removed", "near_clusters"]
+PREFERRED_ORDER = [
+    "documents_in",
+    "documents",
+    "words",
+    "bytes",
+    "estimated_tokens",
+    "exact_removed",
+    "near_removed",
+    "near_clusters",
+]
 
 
 def ordered(keys: list[str]) -> list[str]:
@@ -59,8 +67,11 @@ def stat_table(mapping: dict[str, Any], first: str, caption: str | None = None) 
     for stats in rows.values():
         cols += [k for k, v in stats.items() if not isinstance(v, (dict, list)) and k not in cols]
     cols = ordered(cols)
-    return Table([first, *(c.replace("_", " ") for c in cols)],
-                 [[name, *(fmt(stats.get(c)) for c in cols)] for name, stats in rows.items()], caption)
+    return Table(
+        [first, *(c.replace("_", " ") for c in cols)],
+        [[name, *(fmt(stats.get(c)) for c in cols)] for name, stats in rows.items()],
+        caption,
+    )
 
 
 def flat_pairs(mapping: dict[str, Any], prefix: str = "") -> list[list[str]]:
@@ -85,8 +96,10 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path, filter_o
     if m is None:
         return not_run(title, corpus_dir / "manifest.json", arts.root, "corpus")
     sec = Section(title)
-    for key, first, caption in (("splits", "split", "Documents, words, bytes and estimated tokens per split"),
-                                ("sources", "source", "Per source")):
+    for key, first, caption in (
+        ("splits", "split", "Documents, words, bytes and estimated tokens per split"),
+        ("sources", "source", "Per source"),
+    ):
         if isinstance(m.get(key), dict) and (table := stat_table(m[key], first, caption)):
             sec.add(table)
     filters = m.get("filters") or {}
@@ -97,8 +110,13 @@ def corpus_section(arts: RunArtifacts, corpus_dir: Path, out_dir: Path, filter_o
             info = filters[name]
             reasons = (info.get("reasons") or {}) if isinstance(info, dict) else {}
             top = sorted(reasons.items(), key=lambda kv: -kv[1])[:3] if isinstance(reasons, dict) else []
-            rows.append([name, fmt(info.get("dropped") if isinstance(info, dict) else info),
-                         ", ".join(f"{r} ({fmt(n)})" for r, n in top) or "-"])
+            rows.append(
+                [
+                    name,
+                    fmt(info.get("dropped") if isinstance(info, dict) else info),
+                    ", ".join(f"{r} ({fmt(n)})" for r, n in top) or "-",
+                ]
+            )
         sec.add(Table(["filter", "dropped", "top reasons"], rows, "Documents dropped by each filter, in order"))
     dedup = m.get("dedup")
     if isinstance(dedup, dict) and dedup:
@@ -121,18 +139,31 @@ def decontamination_blocks(decon: Any) -> list[str | Table]:
         return ["Decontamination: disabled in the domain config."]
     blocks: list[str | Table] = [
         f"Decontamination against the evaluation sets: {fmt(decon.get('documents_removed'))} documents removed "
-        f"and {fmt(decon.get('sentences_removed'))} sentences cut." + (f" Rule: {decon['rule']}." if decon.get("rule")
-                                                                      else "")]
+        f"and {fmt(decon.get('sentences_removed'))} sentences cut."
+        + (f" Rule: {decon['rule']}." if decon.get("rule") else "")
+    ]
     by_owner = decon.get("by_task_split")
     index = decon.get("index")
     if not isinstance(index, dict):
         index = {}
     if isinstance(by_owner, dict):
         owners = list(dict.fromkeys([*index, *by_owner]))
-        rows = [[o, fmt((index.get(o) or {}).get("texts")), fmt((by_owner.get(o) or {}).get("documents", 0)),
-                 fmt((by_owner.get(o) or {}).get("sentences", 0))] for o in owners]
-        blocks.append(Table(["evaluation set", "texts indexed", "documents removed", "sentences cut"], rows,
-                            "Decontamination per evaluation task and split"))
+        rows = [
+            [
+                o,
+                fmt((index.get(o) or {}).get("texts")),
+                fmt((by_owner.get(o) or {}).get("documents", 0)),
+                fmt((by_owner.get(o) or {}).get("sentences", 0)),
+            ]
+            for o in owners
+        ]
+        blocks.append(
+            Table(
+                ["evaluation set", "texts indexed", "documents removed", "sentences cut"],
+                rows,
+                "Decontamination per evaluation task and split",
+            )
+        )
     else:
         blocks.append(Table(["decontamination", "value"], flat_pairs(decon), "Decontamination counts"))
     return blocks
@@ -142,57 +173,104 @@ def audit_blocks(audit: Any) -> list[str | Table]:
     """The corpus stage's leakage audit (``corpus/audit.py``): evaluation texts still in the corpus, per split."""
     if not isinstance(audit, dict) or not audit.get("enabled", True):
         return ["Leakage audit: not run (no audit in the manifest, or disabled)."]
-    rows = [[name, fmt(a.get("texts")), fmt(a.get("verbatim")), fmt(a.get("texts_with_ngram_hits"))]
-            for name, a in (audit.get("by_task_split") or {}).items() if isinstance(a, dict)]
-    verbatim = sum(int(a.get("verbatim") or 0) for a in (audit.get("by_task_split") or {}).values()
-                   if isinstance(a, dict))
-    text = (f"Leakage audit of the finished corpus: {verbatim} evaluation text(s) found verbatim"
-            + (" (allowed by the domain config)." if verbatim and audit.get("allow_leaks") else "."))
+    rows = [
+        [name, fmt(a.get("texts")), fmt(a.get("verbatim")), fmt(a.get("texts_with_ngram_hits"))]
+        for name, a in (audit.get("by_task_split") or {}).items()
+        if isinstance(a, dict)
+    ]
+    verbatim = sum(
+        int(a.get("verbatim") or 0) for a in (audit.get("by_task_split") or {}).values() if isinstance(a, dict)
+    )
+    text = f"Leakage audit of the finished corpus: {verbatim} evaluation text(s) found verbatim" + (
+        " (allowed by the domain config)." if verbatim and audit.get("allow_leaks") else "."
+    )
     unchecked = audit.get("not_checked") or []
     if unchecked:
         items = unchecked.items() if isinstance(unchecked, dict) else [(u, "") for u in unchecked]
         text += " Not checked: " + ", ".join(f"{k} ({v})" if v else str(k) for k, v in items) + "."
-    return [text, Table(["evaluation set", "texts", "verbatim in corpus", "texts with an n-gram in corpus"], rows,
-                        "Independent check of every evaluation text against the final corpus")]
+    return [
+        text,
+        Table(
+            ["evaluation set", "texts", "verbatim in corpus", "texts with an n-gram in corpus"],
+            rows,
+            "Independent check of every evaluation text against the final corpus",
+        ),
+    ]
 
 
 def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Section:
     """Per arm: steps, tokens, final loss, perplexities before and after; loss and perplexity figures."""
     sec = Section("Pretraining")
     if not arts.pretrain:
-        return sec.add("Not run: no pretrain/<arm>/summary.json was found. Run `domainbert pretrain` and "
-                       "re-render the report.")
+        return sec.add(
+            "Not run: no pretrain/<arm>/summary.json was found. Run `domainbert pretrain` and re-render the report."
+        )
     rows = []
     warm = arts.head_warmup
     if warm:
-        rows.append(["base, MLM head warmed up", fmt(warm.get("steps")), fmt(warm.get("tokens")), "-", "-",
-                     f"random head {fmt(warm.get('domain_perplexity_random_head'), 1)} -> "
-                     f"{fmt(warm.get('domain_perplexity'), 1)}",
-                     f"random head {fmt(warm.get('general_perplexity_random_head'), 1)} -> "
-                     f"{fmt(warm.get('general_perplexity'), 1)}"])
+        rows.append(
+            [
+                "base, MLM head warmed up",
+                fmt(warm.get("steps")),
+                fmt(warm.get("tokens")),
+                "-",
+                "-",
+                f"random head {fmt(warm.get('domain_perplexity_random_head'), 1)} -> "
+                f"{fmt(warm.get('domain_perplexity'), 1)}",
+                f"random head {fmt(warm.get('general_perplexity_random_head'), 1)} -> "
+                f"{fmt(warm.get('general_perplexity'), 1)}",
+            ]
+        )
     for arm, s in arts.pretrain.items():
         random_start = s.get("start_head") == "random" or s.get("start_head", "").startswith("checkpoint or random")
         # A perplexity through a random head says nothing about the encoder: not shown as a "before" figure.
         before_d = "random init" if random_start else fmt(s.get("domain_perplexity_before"), 1)
         before_g = "random init" if random_start else fmt(s.get("general_perplexity_before"), 1)
-        rows.append([arm, fmt(s.get("steps")), fmt(s.get("tokens_consumed")), fmt(s.get("lr")),
-                     fmt(s.get("final_loss"), 3), f"{before_d} -> {fmt(s.get('domain_perplexity'), 1)}",
-                     f"{before_g} -> {fmt(s.get('general_perplexity'), 1)}"])
-    sec.add(Table(["arm", "steps", "tokens", "peak lr", "final loss", "held-out domain perplexity (before -> after)",
-                   "general perplexity (before -> after)"], rows,
-                  "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences "
-                  "under each model's own tokenizer"))
+        rows.append(
+            [
+                arm,
+                fmt(s.get("steps")),
+                fmt(s.get("tokens_consumed")),
+                fmt(s.get("lr")),
+                fmt(s.get("final_loss"), 3),
+                f"{before_d} -> {fmt(s.get('domain_perplexity'), 1)}",
+                f"{before_g} -> {fmt(s.get('general_perplexity'), 1)}",
+            ]
+        )
+    sec.add(
+        Table(
+            [
+                "arm",
+                "steps",
+                "tokens",
+                "peak lr",
+                "final loss",
+                "held-out domain perplexity (before -> after)",
+                "general perplexity (before -> after)",
+            ],
+            rows,
+            "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences "
+            "under each model's own tokenizer",
+        )
+    )
     if warm:
-        sec.add("The continued arm starts from the warmed-up model, the extended arm gets its head, so their "
-                "'before' perplexities are the warmed-up base's; the warm-up's cost is not part of the arms' budget.")
+        sec.add(
+            "The continued arm starts from the warmed-up model, the extended arm gets its head, so their "
+            "'before' perplexities are the warmed-up base's; the warm-up's cost is not part of the arms' budget."
+        )
     missing = [a for a in arms if a not in arts.pretrain]
     if missing:
         sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
     if name := figures.loss_curves(arts.pretrain, arts.metrics, out_dir):
         sec.add(Figure(name, "MLM training loss per optimizer step (long runs: faint per step, solid moving average)"))
     if name := figures.perplexity_curves(arts.metrics, out_dir):
-        sec.add(Figure(name, "Held-out domain and general-domain perplexity at each evaluation (step 0 = "
-                             "before pretraining). A rise in general perplexity is forgetting."))
+        sec.add(
+            Figure(
+                name,
+                "Held-out domain and general-domain perplexity at each evaluation (step 0 = "
+                "before pretraining). A rise in general perplexity is forgetting.",
+            )
+        )
     return sec
 
 
@@ -213,18 +291,57 @@ def compute_section(arts: RunArtifacts) -> Section:
         engine = s.get("engine") or "-"
         if s.get("zero_stage") is not None:
             engine += f" ZeRO-{s['zero_stage']}"
-        rows.append([arm, fmt(s.get("wall_seconds"), 1), fmt(s.get("real_tokens_per_s"), 1),
-                     fmt(s.get("real_token_fraction"), 3), fmt(fpt, 3), fmt(total, 3),
-                     fmt(s.get("mfu"), 4), engine, fmt(s.get("world_size")), fmt(s.get("precision")),
-                     fmt(_total(s.get("parameters")))])
+        rows.append(
+            [
+                arm,
+                fmt(s.get("wall_seconds"), 1),
+                fmt(s.get("real_tokens_per_s"), 1),
+                fmt(s.get("real_token_fraction"), 3),
+                fmt(fpt, 3),
+                fmt(total, 3),
+                fmt(s.get("mfu"), 4),
+                engine,
+                fmt(s.get("world_size")),
+                fmt(s.get("precision")),
+                fmt(_total(s.get("parameters"))),
+            ]
+        )
     warm = arts.head_warmup
     if warm:
-        rows.append(["MLM-head warm-up (before the arms)", fmt(warm.get("wall_seconds"), 1),
-                     fmt(warm.get("tokens", 0) / max(warm.get("wall_seconds") or 1e-9, 1e-9), 1), "-", "-", "-", "-",
-                     "torch, encoder frozen", "1", "-", fmt(warm.get("trainable_parameters"))])
-    sec.add(Table(["arm", "train seconds", "real tokens/s", "real-token fraction", "FLOPs/token",
-                   "training FLOPs (FLOPs/token x tokens)", "MFU", "engine", "processes", "precision",
-                   "parameters"], rows, "Compute each arm used (MFU is '-' when no hardware peak was declared)"))
+        rows.append(
+            [
+                "MLM-head warm-up (before the arms)",
+                fmt(warm.get("wall_seconds"), 1),
+                fmt(warm.get("tokens", 0) / max(warm.get("wall_seconds") or 1e-9, 1e-9), 1),
+                "-",
+                "-",
+                "-",
+                "-",
+                "torch, encoder frozen",
+                "1",
+                "-",
+                fmt(warm.get("trainable_parameters")),
+            ]
+        )
+    sec.add(
+        Table(
+            [
+                "arm",
+                "train seconds",
+                "real tokens/s",
+                "real-token fraction",
+                "FLOPs/token",
+                "training FLOPs (FLOPs/token x tokens)",
+                "MFU",
+                "engine",
+                "processes",
+                "precision",
+                "parameters",
+            ],
+            rows,
+            "Compute each arm used (MFU is '-' when no hardware peak was declared)",
+        )
+    )
     return sec
 
 
@@ -244,14 +361,21 @@ def p_text(p: Any, samples: int) -> str:
     return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3f}"
 
 
-def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], out_dir: Path,
-                     bootstrap_samples: int, tasks: list[str]) -> Section:
+def finetune_section(
+    scores: list[dict[str, Any]],
+    comparisons: list[dict[str, Any]],
+    out_dir: Path,
+    bootstrap_samples: int,
+    tasks: list[str],
+) -> Section:
     """Per task: mean, std and seeds per model with the difference to the base model; then every comparison.
     ``tasks`` (the config's) that have no results are listed as not run."""
     sec = Section("Fine-tuning results")
     if not scores:
-        return sec.add("Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
-                       "`domainbert finetune` and re-render the report.")
+        return sec.add(
+            "Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
+            "`domainbert finetune` and re-render the report."
+        )
     missing = [t for t in tasks if t not in {r["task"] for r in scores}]
     if missing:
         sec.add(f"Not run: task(s) {', '.join(missing)} (no results).")
@@ -260,32 +384,88 @@ def finetune_section(scores: list[dict[str, Any]], comparisons: list[dict[str, A
         label = metric_label(rows_t[0]["metric"])
         rows = []
         for r in rows_t:
-            cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
-                        and c["reference"] == reference_of(r["model"])), None)
-            rows.append([r["model"], str(r["n_seeds"]), points(r["mean"]), std_text(r),
-                         ", ".join(points(v) for v in r["values"]), f"{r.get('collapsed', 0)}/{r['n_seeds']}",
-                         str(r.get("retried", 0)),
-                         signed_points(cmp["diff"]) if cmp else "-",
-                         interval_text(cmp) if cmp else "-",
-                         cmp["verdict"] if cmp else ("(floor)" if r["model"] == "floor" else "(reference)"),
-                         fmt(r.get("train_seconds"), 1)])
+            cmp = next(
+                (
+                    c
+                    for c in comparisons
+                    if c["task"] == task and c["model"] == r["model"] and c["reference"] == reference_of(r["model"])
+                ),
+                None,
+            )
+            rows.append(
+                [
+                    r["model"],
+                    str(r["n_seeds"]),
+                    points(r["mean"]),
+                    std_text(r),
+                    ", ".join(points(v) for v in r["values"]),
+                    f"{r.get('collapsed', 0)}/{r['n_seeds']}",
+                    str(r.get("retried", 0)),
+                    signed_points(cmp["diff"]) if cmp else "-",
+                    interval_text(cmp) if cmp else "-",
+                    cmp["verdict"] if cmp else ("(floor)" if r["model"] == "floor" else "(reference)"),
+                    fmt(r.get("train_seconds"), 1),
+                ]
+            )
         level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
-        sec.add(Table(["model", "seeds", f"mean {label}", "std", "per seed", "collapsed", "retried",
-                       "diff vs base", f"{level}% CI", "verdict", "train s (mean)"], rows,
-                      f"{task}: test {label} (x100), mean and sample standard deviation over seeds"))
+        sec.add(
+            Table(
+                [
+                    "model",
+                    "seeds",
+                    f"mean {label}",
+                    "std",
+                    "per seed",
+                    "collapsed",
+                    "retried",
+                    "diff vs base",
+                    f"{level}% CI",
+                    "verdict",
+                    "train s (mean)",
+                ],
+                rows,
+                f"{task}: test {label} (x100), mean and sample standard deviation over seeds",
+            )
+        )
     if comparisons:
-        rows = [[f"{c['model']} vs {c['reference']}", c["task"], c.get("runs_text") or str(c["n_seeds"]),
-                 signed_points(c["diff"]),
-                 interval_text(c), p_text(c.get("p_value"), bootstrap_samples), fmt(c.get("aso_eps"), 2),
-                 c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else "")] for c in comparisons]
+        rows = [
+            [
+                f"{c['model']} vs {c['reference']}",
+                c["task"],
+                c.get("runs_text") or str(c["n_seeds"]),
+                signed_points(c["diff"]),
+                interval_text(c),
+                p_text(c.get("p_value"), bootstrap_samples),
+                fmt(c.get("aso_eps"), 2),
+                c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else ""),
+            ]
+            for c in comparisons
+        ]
         level = round(100 * comparisons[0]["confidence"])
-        sec.add(Table(["comparison", "task", "runs", "difference (points)", f"{level}% CI", "p (two-sided)",
-                       "ASO eps_min", "verdict"], rows,
-                      f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
-                      + _n_comparisons(comparisons)))
+        sec.add(
+            Table(
+                [
+                    "comparison",
+                    "task",
+                    "runs",
+                    "difference (points)",
+                    f"{level}% CI",
+                    "p (two-sided)",
+                    "ASO eps_min",
+                    "verdict",
+                ],
+                rows,
+                f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
+                + _n_comparisons(comparisons),
+            )
+        )
     if name := figures.score_bars(scores, out_dir):
-        sec.add(Figure(name, "Mean test score per model; error bars: one standard deviation over seeds; "
-                             "dots: individual seeds"))
+        sec.add(
+            Figure(
+                name,
+                "Mean test score per model; error bars: one standard deviation over seeds; dots: individual seeds",
+            )
+        )
     return sec
 
 

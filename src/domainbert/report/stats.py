@@ -75,8 +75,15 @@ def _interval(diffs: np.ndarray, point: float, confidence: float) -> dict[str, A
         verdict = "A better" if point > 0 else "B better"
     else:
         verdict = NO_DIFFERENCE
-    return {"diff": float(point), "low": float(low), "high": float(high), "p_value": p,
-            "significant": significant, "verdict": verdict, "confidence": confidence}
+    return {
+        "diff": float(point),
+        "low": float(low),
+        "high": float(high),
+        "p_value": p,
+        "significant": significant,
+        "verdict": verdict,
+        "confidence": confidence,
+    }
 
 
 ASO_ITERATIONS = 200  # deepsig's default is 1000; 200 keeps a comparison to a few milliseconds
@@ -97,8 +104,9 @@ class SeedNoise:
     within: float
 
 
-def _scorer(runs: list[dict[str, Any]], metric: str | None, n_samples: int,
-            seed: int) -> tuple[str, Callable[[list[dict[str, Any]]], tuple[np.ndarray, np.ndarray]]]:
+def _scorer(
+    runs: list[dict[str, Any]], metric: str | None, n_samples: int, seed: int
+) -> tuple[str, Callable[[list[dict[str, Any]]], tuple[np.ndarray, np.ndarray]]]:
     """The metric's name and a function from runs to each run's metric on the full test set ``[S]`` and on every
     bootstrap draw ``[S, n_samples]`` (the same draws for all runs; classification labels: those of ``runs``)."""
     first = runs[0]
@@ -106,8 +114,9 @@ def _scorer(runs: list[dict[str, Any]], metric: str | None, n_samples: int,
     multi = bool(first.get("multi_label", False))
     labels = None
     if first["task_type"] != "ner":
-        labels = sorted({x for r in runs for rows in (r["gold"], r["pred"]) for row in rows
-                         for x in (row if multi else [row])})
+        labels = sorted(
+            {x for r in runs for rows in (r["gold"], r["pred"]) for row in rows for x in (row if multi else [row])}
+        )
     weights = np.zeros((n_samples, len(first["gold"])))
     np.add.at(weights, (np.arange(n_samples)[:, None], bootstrap_indices(len(first["gold"]), n_samples, seed)), 1.0)
 
@@ -131,7 +140,9 @@ def seed_noise_of(full: np.ndarray, boot: np.ndarray) -> SeedNoise | None:
     if len(full) < 2:
         return None
     deviation = boot - boot.mean(0)
-    return SeedNoise(sd=float(full.std(ddof=1)), df=len(full) - 1, within=float(deviation.var(axis=1).sum() / (len(full) - 1)))
+    return SeedNoise(
+        sd=float(full.std(ddof=1)), df=len(full) - 1, within=float(deviation.var(axis=1).sum() / (len(full) - 1))
+    )
 
 
 def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> None:
@@ -150,9 +161,15 @@ def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]
             raise ValueError(f"{r['model']} seed {r['seed']} was tested on different gold answers")
 
 
-def compare_models(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], n_samples: int = 1000,
-                   confidence: float = 0.95, seed: int = 0, metric: str | None = None,
-                   seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None = None) -> dict[str, Any]:
+def compare_models(
+    results_a: list[dict[str, Any]],
+    results_b: list[dict[str, Any]],
+    n_samples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    metric: str | None = None,
+    seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None = None,
+) -> dict[str, Any]:
     """Compare two models on one task from their ``result.json`` dicts (one per run), seed-aware.
 
     The statistic is mean over A's runs minus mean over B's runs; each draw is an example bootstrap of it
@@ -212,38 +229,65 @@ def compare_models(results_a: list[dict[str, Any]], results_b: list[dict[str, An
     if max(sizes) >= 2:
         aso = aso_eps(full_a, full_b, confidence_level=confidence, num_bootstrap_iterations=ASO_ITERATIONS, seed=seed)
     seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
-    score_a, score_b = dict(zip(seeds_a, full_a.tolist(), strict=True)), dict(zip(seeds_b, full_b.tolist(), strict=True))
+    score_a, score_b = (
+        dict(zip(seeds_a, full_a.tolist(), strict=True)),
+        dict(zip(seeds_b, full_b.tolist(), strict=True)),
+    )
     seeds = sorted(set(seeds_a) | set(seeds_b))
-    return {"model_a": first["model"], "model_b": runs_b[0]["model"], "task": first["task"], "metric": metric,
-            "seeds": seeds, "seeds_a": seeds_a, "seeds_b": seeds_b, "n_examples": len(gold), "n_samples": n_samples,
-            "a": mean_std(full_a), "b": mean_std(full_b),
-            "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
-            "method": "paired example bootstrap + Welch-t seed draw" if terms else "paired example bootstrap",
-            "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
-            "seed_df": seed_df, "aso_eps": aso,
-            "resampled": _resampled(len(gold), n_samples, sizes, noise, seed_df), **out}
+    return {
+        "model_a": first["model"],
+        "model_b": runs_b[0]["model"],
+        "task": first["task"],
+        "metric": metric,
+        "seeds": seeds,
+        "seeds_a": seeds_a,
+        "seeds_b": seeds_b,
+        "n_examples": len(gold),
+        "n_samples": n_samples,
+        "a": mean_std(full_a),
+        "b": mean_std(full_b),
+        "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
+        "method": "paired example bootstrap + Welch-t seed draw" if terms else "paired example bootstrap",
+        "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
+        "seed_df": seed_df,
+        "aso_eps": aso,
+        "resampled": _resampled(len(gold), n_samples, sizes, noise, seed_df),
+        **out,
+    }
 
 
-def _resampled(n: int, n_samples: int, sizes: tuple[int, int], noise: list[SeedNoise | None],
-               seed_df: float | None) -> str:
-    text = (f"test examples ({n}) drawn with replacement {n_samples} times, the same indices for all "
-            f"{sizes[0]} + {sizes[1]} runs of both models; statistic = mean over A's runs - mean over B's runs")
+def _resampled(
+    n: int, n_samples: int, sizes: tuple[int, int], noise: list[SeedNoise | None], seed_df: float | None
+) -> str:
+    text = (
+        f"test examples ({n}) drawn with replacement {n_samples} times, the same indices for all "
+        f"{sizes[0]} + {sizes[1]} runs of both models; statistic = mean over A's runs - mean over B's runs"
+    )
     if seed_df is None:
-        return text + ("; seed variance could not be estimated (one run per side): the interval covers test "
-                       "sampling only")
+        return text + (
+            "; seed variance could not be estimated (one run per side): the interval covers test sampling only"
+        )
     sides = []
     for name, nz, size in zip("AB", noise, sizes, strict=True):
         if nz is None:
             sides.append(f"{name} has one run, taken as deterministic")
         else:
             sides.append(f"{name}: sd {nz.sd:.4f} over {nz.df:g} df, {size} run(s)")
-    return (text + "; the per-example part of seed noise taken out of the example draws; seed noise drawn as "
-            f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df and added to each draw ("
-            + "; ".join(sides) + ")")
+    return (
+        text + "; the per-example part of seed noise taken out of the example draws; seed noise drawn as "
+        f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df and added to each draw ("
+        + "; ".join(sides)
+        + ")"
+    )
 
 
-def aa_check(results: list[dict[str, Any]], n_samples: int = 1000, confidence: float = 0.95, seed: int = 0,
-             metric: str | None = None) -> dict[str, Any]:
+def aa_check(
+    results: list[dict[str, Any]],
+    n_samples: int = 1000,
+    confidence: float = 0.95,
+    seed: int = 0,
+    metric: str | None = None,
+) -> dict[str, Any]:
     """A/A check on real results: how often is one model against ITSELF (other seeds) called significant?
 
     Design: for every task and every model with at least 2 runs on it, each run is compared with each other
@@ -279,16 +323,29 @@ def aa_check(results: list[dict[str, Any]], n_samples: int = 1000, confidence: f
                 skipped += len(pairs)
                 continue
             df = sum(nz.df for nz in others)
-            pooled = SeedNoise(sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df,
-                               within=noise[model].within)
+            pooled = SeedNoise(
+                sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df, within=noise[model].within
+            )
             hits = 0
             for i, j in pairs:
                 draws_seed += 1
-                out = compare_models([runs[i]], [runs[j]], n_samples=n_samples, confidence=confidence,
-                                     seed=draws_seed, metric=metric, seed_noise=(pooled, pooled))
+                out = compare_models(
+                    [runs[i]],
+                    [runs[j]],
+                    n_samples=n_samples,
+                    confidence=confidence,
+                    seed=draws_seed,
+                    metric=metric,
+                    seed_noise=(pooled, pooled),
+                )
                 hits += out["significant"]
             groups.append({"task": task, "model": model, "pairs": len(pairs), "significant": hits})
             comparisons += len(pairs)
             significant += hits
-    return {"comparisons": comparisons, "significant": significant,
-            "rate": significant / comparisons if comparisons else None, "skipped": skipped, "groups": groups}
+    return {
+        "comparisons": comparisons,
+        "significant": significant,
+        "rate": significant / comparisons if comparisons else None,
+        "skipped": skipped,
+        "groups": groups,
+    }

@@ -56,8 +56,10 @@ def comparison_sentence(row: dict[str, Any]) -> str:
     elif row["verdict"] == "worse":
         text = f"{a} was worse than {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
     else:
-        text = (f"{a} did not differ significantly from {b} on {task} "
-                f"({signed_points(row['diff'])} {label}, {ci_text(row)})")
+        text = (
+            f"{a} did not differ significantly from {b} on {task} "
+            f"({signed_points(row['diff'])} {label}, {ci_text(row)})"
+        )
     if row.get("n_seeds", 2) < 2 and row.get("reference") != "floor":
         text += "; one seed only, so the interval covers test-set sampling but not seed variance"
     return text + "." + collapse_caveat(row)
@@ -69,10 +71,14 @@ def collapse_caveat(row: dict[str, Any]) -> str:
     if not collapsed:
         return ""
     runs = row.get("runs") or {}
-    parts = [f"{m} collapsed in {n} of {runs.get(m, n)} run{'s' if runs.get(m, n) != 1 else ''}"
-             for m, n in collapsed.items()]
-    return (f" Caution: {' and '.join(parts)} (constant predictions or a loss that did not fall), so this "
-            "difference reflects a failed fine-tuning run, not the encoder.")
+    parts = [
+        f"{m} collapsed in {n} of {runs.get(m, n)} run{'s' if runs.get(m, n) != 1 else ''}"
+        for m, n in collapsed.items()
+    ]
+    return (
+        f" Caution: {' and '.join(parts)} (constant predictions or a loss that did not fall), so this "
+        "difference reflects a failed fine-tuning run, not the encoder."
+    )
 
 
 def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
@@ -85,8 +91,10 @@ def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
         winners = [r for r in rows if r["mean"] == top]
         names = " and ".join(r["model"] for r in winners)
         seeds = winners[0]["n_seeds"]
-        out.append(f"Highest mean on {task}: {names} with {points(top)} {metric_label(winners[0]['metric'])} "
-                   f"(mean over {seeds} seed{'s' if seeds != 1 else ''}).")
+        out.append(
+            f"Highest mean on {task}: {names} with {points(top)} {metric_label(winners[0]['metric'])} "
+            f"(mean over {seeds} seed{'s' if seeds != 1 else ''})."
+        )
     return out
 
 
@@ -106,20 +114,30 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             unsure = [c["model"] for c in vs_floor if c["verdict"] != "better"]
             text = f"Every model's mean is above the floor on {task} ({points(floor['mean'])} {label})"
             if unsure:
-                text += (f"; significantly for {', '.join(sure) or 'none'}, not significantly for "
-                         f"{', '.join(unsure)} (the seeds' spread leaves the interval across 0)")
+                text += (
+                    f"; significantly for {', '.join(sure) or 'none'}, not significantly for "
+                    f"{', '.join(unsure)} (the seeds' spread leaves the interval across 0)"
+                )
             else:
                 text += ", each significantly"
             out.append(text + ".")
             continue
         named = []
         for r in below:
-            cmp = next((c for c in comparisons if c["task"] == task and c["model"] == r["model"]
-                        and c["reference"] == "floor"), None)
+            cmp = next(
+                (
+                    c
+                    for c in comparisons
+                    if c["task"] == task and c["model"] == r["model"] and c["reference"] == "floor"
+                ),
+                None,
+            )
             significance = " (significantly)" if cmp is not None and cmp["verdict"] == "worse" else ""
             named.append(f"{r['model']} {points(r['mean'])}{significance}")
-        out.append(f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
-                   f"same examples): {', '.join(named)}.")
+        out.append(
+            f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
+            f"same examples): {', '.join(named)}."
+        )
     return out
 
 
@@ -140,6 +158,8 @@ def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]
     rest = [r for r in pairs if r["verdict"] not in ("better", "worse")]
     lines = floor_sentences(scores, comparisons) + [comparison_sentence(r) for r in significant + rest]
     if not comparisons:
-        lines.append("No comparison could be made: the base model and the pretrained arms were not all "
-                     "fine-tuned on the same task.")
+        lines.append(
+            "No comparison could be made: the base model and the pretrained arms were not all "
+            "fine-tuned on the same task."
+        )
     return lines + best_sentences(scores)

@@ -62,14 +62,36 @@ def published_blocks(published: list[Any]) -> list[str | Table]:
     rows = [p for p in published if isinstance(p, dict)]
     if not rows:
         return []
-    table = Table(["published vocabulary", "reference", "published overlap", "published vocab size",
-                   "published corpus words", "this run's overlap", "this run's vocab size", "this run's corpus words",
-                   "general-text control", "source"],
-                  [[str(p.get("name")), str(p.get("reference")), pct(p.get("published_overlap")),
-                    fmt(p.get("published_vocab_size")), _count(p.get("published_corpus_words")), pct(p.get("ours")),
-                    fmt(p.get("vocab_size")), fmt(p.get("corpus_words")), pct(p.get("control")),
-                    str(p.get("source") or "-")] for p in rows],
-                  "Published overlap figures (as their authors reported them) beside this run's")
+    table = Table(
+        [
+            "published vocabulary",
+            "reference",
+            "published overlap",
+            "published vocab size",
+            "published corpus words",
+            "this run's overlap",
+            "this run's vocab size",
+            "this run's corpus words",
+            "general-text control",
+            "source",
+        ],
+        [
+            [
+                str(p.get("name")),
+                str(p.get("reference")),
+                pct(p.get("published_overlap")),
+                fmt(p.get("published_vocab_size")),
+                _count(p.get("published_corpus_words")),
+                pct(p.get("ours")),
+                fmt(p.get("vocab_size")),
+                fmt(p.get("corpus_words")),
+                pct(p.get("control")),
+                str(p.get("source") or "-"),
+            ]
+            for p in rows
+        ],
+        "Published overlap figures (as their authors reported them) beside this run's",
+    )
     return [table, *[str(p["sentence"]) for p in rows if p.get("sentence")]]
 
 
@@ -86,43 +108,94 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
     rows = []
     for ref, row in overlap_rows(v):
         dom, ctl, matched = row.get("domain") or {}, row.get("control") or {}, row.get("domain_matched") or {}
-        rows.append([ref, pct(dom.get("domain_in_reference")), pct(matched.get("domain_in_reference")),
-                     pct(ctl.get("domain_in_reference")), pct(dom.get("reference_in_domain")),
-                     fmt(dom.get("shared")), fmt(dom.get("domain_tokens"))])
+        rows.append(
+            [
+                ref,
+                pct(dom.get("domain_in_reference")),
+                pct(matched.get("domain_in_reference")),
+                pct(ctl.get("domain_in_reference")),
+                pct(dom.get("reference_in_domain")),
+                fmt(dom.get("shared")),
+                fmt(dom.get("domain_tokens")),
+            ]
+        )
     if rows:
-        sec.add(Table(["reference", "domain vocab in reference", "size-matched domain vocab in reference",
-                       "general-text control vocab in reference", "reference in domain vocab",
-                       "shared tokens", "domain tokens compared"], rows,
-                      "Vocabulary overlap (special tokens left out; the control vocabulary is trained on an equal "
-                      "amount of general text, so control minus domain is the domain shift)"))
+        sec.add(
+            Table(
+                [
+                    "reference",
+                    "domain vocab in reference",
+                    "size-matched domain vocab in reference",
+                    "general-text control vocab in reference",
+                    "reference in domain vocab",
+                    "shared tokens",
+                    "domain tokens compared",
+                ],
+                rows,
+                "Vocabulary overlap (special tokens left out; the control vocabulary is trained on an equal "
+                "amount of general text, so control minus domain is the domain shift)",
+            )
+        )
     sec.add(*published_blocks(v.get("published") or []))
     heldout = v.get("heldout")
     if isinstance(heldout, dict) and heldout:
-        sec.add(Table(["tokenizer", "fertility (tokens/word)", "words split in 3+", "UNK rate",
-                       "tokens per document", "length vs base"],
-                      [[name, fmt(h.get("fertility"), 3), pct(h.get("split_3plus")), pct(h.get("unk_rate"), 2),
-                        fmt(h.get("mean_tokens_per_document"), 1), fmt(h.get("length_vs_base"), 3)]
-                       for name, h in heldout.items() if isinstance(h, dict)],
-                      "Held-out validation documents tokenized by each tokenizer"))
+        sec.add(
+            Table(
+                [
+                    "tokenizer",
+                    "fertility (tokens/word)",
+                    "words split in 3+",
+                    "UNK rate",
+                    "tokens per document",
+                    "length vs base",
+                ],
+                [
+                    [
+                        name,
+                        fmt(h.get("fertility"), 3),
+                        pct(h.get("split_3plus")),
+                        pct(h.get("unk_rate"), 2),
+                        fmt(h.get("mean_tokens_per_document"), 1),
+                        fmt(h.get("length_vs_base"), 3),
+                    ]
+                    for name, h in heldout.items()
+                    if isinstance(h, dict)
+                ],
+                "Held-out validation documents tokenized by each tokenizer",
+            )
+        )
     fragmented = (v.get("fragmented_words") or {}).get("base") or []
     if fragmented:
-        sec.add(Table(["word", "count", "base model pieces"],
-                      [[str(r.get("word")), fmt(r.get("count")), " ".join(map(str, r.get("pieces") or []))]
-                       for r in fragmented[:FRAGMENTED_ROWS]],
-                      "Most frequent domain words the base tokenizer cuts into 3+ pieces"))
+        sec.add(
+            Table(
+                ["word", "count", "base model pieces"],
+                [
+                    [str(r.get("word")), fmt(r.get("count")), " ".join(map(str, r.get("pieces") or []))]
+                    for r in fragmented[:FRAGMENTED_ROWS]
+                ],
+                "Most frequent domain words the base tokenizer cuts into 3+ pieces",
+            )
+        )
     ext = v.get("extension")
     if isinstance(ext, dict) and ext:
         if ext.get("enabled") and "method" in ext:
-            top = ", ".join(str(t.get("token", t.get("word", t))) if isinstance(t, dict) else str(t)
-                            for t in (ext.get("top") or [])[:15])
+            top = ", ".join(
+                str(t.get("token", t.get("word", t))) if isinstance(t, dict) else str(t)
+                for t in (ext.get("top") or [])[:15]
+            )
             why = extension_sentence(ext, v.get("recommendation") or {}) if "source" in ext else ""
-            sec.add(f"Vocabulary extension: {fmt(ext.get('num_tokens'))} tokens added to the base model "
-                    f"({fmt(ext.get('candidates'))} candidates; method {ext.get('method', '-')}; new vocabulary "
-                    f"size {fmt(ext.get('vocab_size'))})" + (f"; first tokens: {top}." if top else ".")
-                    + (f" {why}" if why else ""))
+            sec.add(
+                f"Vocabulary extension: {fmt(ext.get('num_tokens'))} tokens added to the base model "
+                f"({fmt(ext.get('candidates'))} candidates; method {ext.get('method', '-')}; new vocabulary "
+                f"size {fmt(ext.get('vocab_size'))})"
+                + (f"; first tokens: {top}." if top else ".")
+                + (f" {why}" if why else "")
+            )
         else:
-            sec.add(f"Vocabulary extension: not built (enabled: {fmt(ext.get('enabled'))}, "
-                    f"candidates: {fmt(ext.get('candidates'))}).")
+            sec.add(
+                f"Vocabulary extension: not built (enabled: {fmt(ext.get('enabled'))}, "
+                f"candidates: {fmt(ext.get('candidates'))})."
+            )
     for plot in arts.vocab_plots:
         name = f"vocab_{plot.name}"
         shutil.copyfile(plot, out_dir / name)

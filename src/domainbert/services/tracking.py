@@ -74,7 +74,7 @@ def _store_lock(uri: str) -> Iterator[None]:
     if not uri.startswith("sqlite:///"):
         yield
         return
-    db = Path(uri[len("sqlite:///"):])
+    db = Path(uri[len("sqlite:///") :])
     db.parent.mkdir(parents=True, exist_ok=True)
     with open(f"{db}.lock", "a") as handle:
         fcntl.flock(handle, fcntl.LOCK_EX)
@@ -87,8 +87,15 @@ def _store_lock(uri: str) -> Iterator[None]:
 class MlflowSink:
     name = "mlflow"
 
-    def __init__(self, uri: str, experiment: str, run_name: str, run_id: str | None,
-                 params: dict[str, str], tags: dict[str, str]) -> None:
+    def __init__(
+        self,
+        uri: str,
+        experiment: str,
+        run_name: str,
+        run_id: str | None,
+        params: dict[str, str],
+        tags: dict[str, str],
+    ) -> None:
         require("mlflow", "tracking", "tracking.report_to: mlflow")
         from mlflow import MlflowClient
         from mlflow.entities import Param
@@ -102,7 +109,7 @@ class MlflowSink:
                 run_id = self.client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
                 items = [Param(k, v[:MLFLOW_PARAM_CHARS]) for k, v in params.items()]
                 for i in range(0, len(items), MLFLOW_BATCH):
-                    self.client.log_batch(run_id, params=items[i:i + MLFLOW_BATCH])
+                    self.client.log_batch(run_id, params=items[i : i + MLFLOW_BATCH])
             else:
                 self.client.update_run(run_id, status="RUNNING")
         self.run_id = run_id
@@ -122,14 +129,32 @@ class MlflowSink:
 class WandbSink:
     name = "wandb"
 
-    def __init__(self, folder: Path, project: str, entity: str | None, mode: str, run_name: str,
-                 run_id: str | None, params: dict[str, str], tags: dict[str, str]) -> None:
+    def __init__(
+        self,
+        folder: Path,
+        project: str,
+        entity: str | None,
+        mode: str,
+        run_name: str,
+        run_id: str | None,
+        params: dict[str, str],
+        tags: dict[str, str],
+    ) -> None:
         wandb = require("wandb", "tracking", "tracking.report_to: wandb")
         # W&B tags are short labels (64 characters at most): the fingerprint goes with the config instead.
         labels = [f"{k.removeprefix('domainbert.')}:{v}" for k, v in tags.items()]
-        self.run = wandb.init(project=project, entity=entity, name=run_name, id=run_id, resume="allow",
-                              dir=str(folder), mode=mode, config={**params, **tags},
-                              tags=[label for label in labels if len(label) <= 64], reinit="create_new")
+        self.run = wandb.init(
+            project=project,
+            entity=entity,
+            name=run_name,
+            id=run_id,
+            resume="allow",
+            dir=str(folder),
+            mode=mode,
+            config={**params, **tags},
+            tags=[label for label in labels if len(label) <= 64],
+            reinit="create_new",
+        )
         self.run_id = self.run.id
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
@@ -160,8 +185,19 @@ def flat_params(data: dict[str, Any], prefix: str = "") -> dict[str, str]:
 class Tracker:
     """The backends of one run (rank 0). ``log`` takes ``{name: value}`` at a step, dropping non-numbers."""
 
-    def __init__(self, cfg: TrackingConfig, *, folder: Path, store_root: Path, domain: str, run_name: str,
-                 fingerprint: str, params: dict[str, Any], tags: dict[str, str], resume_step: int | None) -> None:
+    def __init__(
+        self,
+        cfg: TrackingConfig,
+        *,
+        folder: Path,
+        store_root: Path,
+        domain: str,
+        run_name: str,
+        fingerprint: str,
+        params: dict[str, Any],
+        tags: dict[str, str],
+        resume_step: int | None,
+    ) -> None:
         self.folder = folder
         self.fingerprint = fingerprint
         folder.mkdir(parents=True, exist_ok=True)
@@ -179,25 +215,42 @@ class Tracker:
                 log.info("TensorBoard is not installed (pip install 'domainbert[tracking]'): metrics.jsonl only")
                 continue  # the default asks for TensorBoard only where it is there; a listed backend must be
             try:
-                self.sinks.append(self._open(backend, cfg, store_root, experiment, run_name, ids.get(backend),
-                                             flat, tags, resume_step))
+                self.sinks.append(
+                    self._open(
+                        backend, cfg, store_root, experiment, run_name, ids.get(backend), flat, tags, resume_step
+                    )
+                )
             except DomainbertError:
                 raise
             except Exception as exc:  # noqa: BLE001 - any backend failure becomes one line naming the setting
                 self.close("FAILED")
-                raise DomainbertError(f"cannot start {backend} tracking: {type(exc).__name__}: {exc}",
-                                      field="tracking.report_to") from None
+                raise DomainbertError(
+                    f"cannot start {backend} tracking: {type(exc).__name__}: {exc}", field="tracking.report_to"
+                ) from None
         self._write_state()
 
-    def _open(self, backend: str, cfg: TrackingConfig, store_root: Path, experiment: str, run_name: str,
-              run_id: str | None, params: dict[str, str], tags: dict[str, str], resume_step: int | None) -> Sink:
+    def _open(
+        self,
+        backend: str,
+        cfg: TrackingConfig,
+        store_root: Path,
+        experiment: str,
+        run_name: str,
+        run_id: str | None,
+        params: dict[str, str],
+        tags: dict[str, str],
+        resume_step: int | None,
+    ) -> Sink:
         if backend == "tensorboard":
             # Resumed from step N: hide the events after N (logged again as they are replayed); a fresh start
             # hides every earlier event.
             return TensorBoardSink(self.folder, resume_step + 1 if resume_step is not None else 0)
         if backend == "mlflow":
-            uri = cfg.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI") \
+            uri = (
+                cfg.mlflow_tracking_uri
+                or os.environ.get("MLFLOW_TRACKING_URI")
                 or f"sqlite:///{(store_root / 'mlflow.db').resolve()}"
+            )
             return MlflowSink(uri, experiment, run_name, run_id, params, tags)
         mode = cfg.wandb_mode or os.environ.get("WANDB_MODE") or "online"
         return WandbSink(self.folder, experiment, cfg.wandb_entity, mode, run_name, run_id, params, tags)
@@ -215,8 +268,11 @@ class Tracker:
         os.replace(tmp, self.folder / STATE_FILE)
 
     def log(self, step: int, metrics: dict[str, Any]) -> None:
-        values = {k: float(v) for k, v in metrics.items()
-                  if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v}
+        values = {
+            k: float(v)
+            for k, v in metrics.items()
+            if isinstance(v, (int, float)) and not isinstance(v, bool) and v == v
+        }
         if not values:
             return
         for sink in list(self.sinks):
@@ -225,8 +281,13 @@ class Tracker:
                 try:
                     sink.log(step, values)
                 except Exception as exc:  # noqa: BLE001 - a lost tracker must not cost the training
-                    log.warning("%s tracking failed at step %d (%s: %s); it is off for the rest of this run",
-                                sink.name, step, type(exc).__name__, exc)
+                    log.warning(
+                        "%s tracking failed at step %d (%s: %s); it is off for the rest of this run",
+                        sink.name,
+                        step,
+                        type(exc).__name__,
+                        exc,
+                    )
                     self.sinks.remove(sink)
         if step > self.sent_step:
             self.sent_step = step
@@ -249,8 +310,9 @@ class MetricsLog:
     a fresh start empties it.
     """
 
-    def __init__(self, folder: Path, enabled: bool, resume_step: int | None,
-                 tracker: Callable[[], Tracker] | None = None) -> None:
+    def __init__(
+        self, folder: Path, enabled: bool, resume_step: int | None, tracker: Callable[[], Tracker] | None = None
+    ) -> None:
         self.enabled = enabled
         self.path = folder / "metrics.jsonl"
         self.tracker: Tracker | None = None
@@ -259,8 +321,11 @@ class MetricsLog:
         folder.mkdir(parents=True, exist_ok=True)
         kept = []
         if resume_step is not None and self.path.is_file():
-            kept = [line for line in self.path.read_text().splitlines()
-                    if line.strip() and json.loads(line).get("step", 0) <= resume_step]
+            kept = [
+                line
+                for line in self.path.read_text().splitlines()
+                if line.strip() and json.loads(line).get("step", 0) <= resume_step
+            ]
         self.path.write_text("".join(line + "\n" for line in kept))
         self.tracker = tracker() if tracker else None
 
@@ -272,7 +337,9 @@ class MetricsLog:
             f.write(json.dumps(record, sort_keys=True) + "\n")
         if self.tracker:
             kind = record.get("kind", "train")
-            self.tracker.log(record["step"], {f"{kind}/{k}": v for k, v in record.items() if k not in ("step", "kind")})
+            self.tracker.log(
+                record["step"], {f"{kind}/{k}": v for k, v in record.items() if k not in ("step", "kind")}
+            )
 
     def close(self, status: Status = "FINISHED") -> None:
         if self.tracker:

@@ -50,9 +50,15 @@ def extension_candidates(word_counts: Counter, base: TokenizerInfo, min_count: i
     """All candidate words, best first: ``{"word", "count", "pieces", "score"}`` (see the module docstring)."""
     counts = normalized_counts(word_counts, base.tokenizer)
     vocab = base.tokenizer.get_vocab(with_added_tokens=True)
-    words = sorted(w for w, n in counts.items()
-                   if n >= min_count and len(w) >= 2 and any(c.isalpha() for c in w)
-                   and w not in vocab and METASPACE + w not in vocab)
+    words = sorted(
+        w
+        for w, n in counts.items()
+        if n >= min_count
+        and len(w) >= 2
+        and any(c.isalpha() for c in w)
+        and w not in vocab
+        and METASPACE + w not in vocab
+    )
     unk = base.unk_id
     unk_token = base.tokenizer.id_to_token(unk) if unk is not None else None
     out = []
@@ -102,8 +108,14 @@ def extend_model(model: PreTrainedModel, new_ids: list[int], piece_ids: list[lis
     return model
 
 
-def build_extended_model(base_ref: str, base_hf: PreTrainedTokenizerBase, base: TokenizerInfo, chosen: list[dict], folder: Path,
-                         decision: dict | None = None) -> dict:
+def build_extended_model(
+    base_ref: str,
+    base_hf: PreTrainedTokenizerBase,
+    base: TokenizerInfo,
+    chosen: list[dict],
+    folder: Path,
+    decision: dict | None = None,
+) -> dict:
     """Write the extended model + tokenizer to ``folder``; returns a summary of what was added.
 
     Args:
@@ -126,16 +138,26 @@ def build_extended_model(base_ref: str, base_hf: PreTrainedTokenizerBase, base: 
     # the words were just added and the pieces come from the base tokenizer: every token has an id
     model = extend_model(load_mlm_model(base_ref), cast(list[int], new_ids), cast(list[list[int]], piece_ids))
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
-    hf = PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=min(base_hf.model_max_length, 10**6),
-                                 model_input_names=list(base_hf.model_input_names), **specials)
+    hf = PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        model_max_length=min(base_hf.model_max_length, 10**6),
+        model_input_names=list(base_hf.model_input_names),
+        **specials,
+    )
     folder.mkdir(parents=True, exist_ok=True)
     model.save_pretrained(str(folder))
     hf.save_pretrained(str(folder))
     make_portable(folder)
-    summary = {"method": method, "num_tokens": len(words), **(decision or {}),
-               "vocab_size": model.get_input_embeddings().num_embeddings,
-               "tokens": [{"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}
-                          for c, i in zip(chosen, new_ids, strict=True)]}
+    summary = {
+        "method": method,
+        "num_tokens": len(words),
+        **(decision or {}),
+        "vocab_size": model.get_input_embeddings().num_embeddings,
+        "tokens": [
+            {"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}
+            for c, i in zip(chosen, new_ids, strict=True)
+        ],
+    }
     (folder / "extension.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     log.info("extended %s by %d tokens (%s) -> %s", base_ref, len(words), method, folder)
     return summary

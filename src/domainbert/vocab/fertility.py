@@ -127,7 +127,7 @@ def token_counts_from_words(tok: Tokenizer, counts: Counter) -> np.ndarray:
     out = np.zeros(tok.get_vocab_size(with_added_tokens=True), dtype=np.int64)
     words = list(counts)
     for start in range(0, len(words), 4096):
-        batch = words[start:start + 4096]
+        batch = words[start : start + 4096]
         for word, enc in zip(batch, tok.encode_batch(batch, add_special_tokens=False), strict=True):
             for i in enc.ids:
                 out[i] += counts[word]

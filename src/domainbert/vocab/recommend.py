@@ -42,8 +42,9 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
     shift, saving = figures["shift"], figures["saving"]
     fertility, unk = figures["fertility"], figures["unk_rate"]
     min_count = t.extend_min_per_million * train_words / 1e6
-    extend_words = [c["word"] for c in candidates
-                    if c["count"] >= min_count and len(c["pieces"]) >= t.extend_min_pieces]
+    extend_words = [
+        c["word"] for c in candidates if c["count"] >= min_count and len(c["pieces"]) >= t.extend_min_pieces
+    ]
     n_extend = len(extend_words)
     reasons = [
         f"overlap shift (control - domain) = {shift:+.1%} (continue below {t.continue_max_shift:.0%}, "
@@ -56,8 +57,12 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
         f"{n_extend} words occur {t.extend_min_per_million:g}+ times per million words and are cut into "
         f"{t.extend_min_pieces}+ pieces by the base tokenizer",
     ]
-    fits = (shift < t.continue_max_shift and saving < t.continue_max_saving
-            and fertility <= t.continue_max_fertility and unk <= t.max_unk_rate)
+    fits = (
+        shift < t.continue_max_shift
+        and saving < t.continue_max_saving
+        and fertility <= t.continue_max_fertility
+        and unk <= t.max_unk_rate
+    )
     if fits:
         decision, why = "continue", "the base vocabulary fits the domain about as well as general text"
     elif train_words >= t.scratch_min_words and (shift >= t.scratch_min_shift or saving >= t.scratch_min_saving):
@@ -66,9 +71,20 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
         decision, why = "extend", f"add the {n_extend} most costly fragmented domain words to the base vocabulary"
     else:
         decision, why = "continue", "the misfit is spread thin: no frequent word is badly fragmented"
-    return {"decision": decision, "choice": decision, "extend_tokens": n_extend if decision == "extend" else 0,
-            "extend_words": extend_words,
-            "summary": why, "reasons": reasons,
-            "figures": {"shift": shift, "saving": saving, "fertility": fertility, "unk_rate": unk,
-                        "train_words": train_words, "extend_candidates": n_extend},
-            "thresholds": t.model_dump()}
+    return {
+        "decision": decision,
+        "choice": decision,
+        "extend_tokens": n_extend if decision == "extend" else 0,
+        "extend_words": extend_words,
+        "summary": why,
+        "reasons": reasons,
+        "figures": {
+            "shift": shift,
+            "saving": saving,
+            "fertility": fertility,
+            "unk_rate": unk,
+            "train_words": train_words,
+            "extend_candidates": n_extend,
+        },
+        "thresholds": t.model_dump(),
+    }

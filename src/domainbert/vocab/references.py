@@ -66,7 +66,7 @@ def lowercases(tok: Tokenizer) -> bool:
 def strip_marker(token: str) -> str:
     for marker in ("##", "\u2581", "\u0120"):
         if token.startswith(marker):
-            return token[len(marker):]
+            return token[len(marker) :]
     return token
 
 
@@ -80,19 +80,27 @@ def vocab_is_cased(tokens: list[str]) -> bool:
     return upper >= 0.01 * len(alpha)
 
 
-def check_casing(tokens: list[str], lowercase: bool, *, what: str, file: str | Path | None = None,
-                 field_name: str | None = None) -> None:
+def check_casing(
+    tokens: list[str], lowercase: bool, *, what: str, file: str | Path | None = None, field_name: str | None = None
+) -> None:
     """Refuse a tokenizer whose lower-casing disagrees with its vocabulary (the SciBERT/BioBERT pitfall)."""
     if not any(c.lower() != c.upper() for t in tokens for c in strip_marker(t)):
         return  # a script without case (e.g. CJK): nothing to check
     cased = vocab_is_cased(tokens)
     if cased and lowercase:
-        raise DataError(f"{what}: the vocabulary is cased but the tokenizer lower-cases its input, so its "
-                        f"upper-case tokens can never be produced; set lowercase: false", file=file, field=field_name)
+        raise DataError(
+            f"{what}: the vocabulary is cased but the tokenizer lower-cases its input, so its "
+            f"upper-case tokens can never be produced; set lowercase: false",
+            file=file,
+            field=field_name,
+        )
     if not cased and not lowercase:
-        raise DataError(f"{what}: the vocabulary is uncased (no upper-case tokens) but the tokenizer keeps case, so "
-                        f"every capitalised word is fragmented or unknown; set lowercase: true", file=file,
-                        field=field_name)
+        raise DataError(
+            f"{what}: the vocabulary is uncased (no upper-case tokens) but the tokenizer keeps case, so "
+            f"every capitalised word is fragmented or unknown; set lowercase: true",
+            file=file,
+            field=field_name,
+        )
 
 
 def token_style(tok: Tokenizer) -> str:
@@ -113,9 +121,14 @@ def describe(tok: Tokenizer, name: str, source: str = "", lowercase: bool | None
     tok.no_truncation()
     special = {t.content for t in tok.get_added_tokens_decoder().values() if t.special}
     special |= {t for t in tok.get_vocab(with_added_tokens=True) if SPECIAL_PATTERN.match(t)}
-    return TokenizerInfo(name=name, tokenizer=tok, style=token_style(tok),
-                         lowercase=lowercases(tok) if lowercase is None else lowercase, source=source,
-                         special=special)
+    return TokenizerInfo(
+        name=name,
+        tokenizer=tok,
+        style=token_style(tok),
+        lowercase=lowercases(tok) if lowercase is None else lowercase,
+        source=source,
+        special=special,
+    )
 
 
 def read_wordpiece_vocab(path: Path) -> list[str]:
@@ -134,8 +147,9 @@ def read_wordpiece_vocab(path: Path) -> list[str]:
             raise DataError(f"malformed vocabulary: {token!r} repeats line {seen[token]}", file=path, line=i)
         seen[token] = i
     if len(lines) < MIN_VOCAB:
-        raise DataError(f"malformed vocabulary: {len(lines)} tokens (a WordPiece vocab has at least {MIN_VOCAB})",
-                        file=path)
+        raise DataError(
+            f"malformed vocabulary: {len(lines)} tokens (a WordPiece vocab has at least {MIN_VOCAB})", file=path
+        )
     if "[UNK]" not in seen:
         raise DataError("malformed vocabulary: no [UNK] token (not a BERT WordPiece vocab.txt?)", file=path)
     return lines
@@ -144,13 +158,15 @@ def read_wordpiece_vocab(path: Path) -> list[str]:
 def wordpiece_from_vocab(tokens: list[str], lowercase: bool) -> Tokenizer:
     """BERT's tokenizer around a vocabulary: BERT normaliser and pre-tokeniser, WordPiece with ``##``."""
     tok = Tokenizer(models.WordPiece({t: i for i, t in enumerate(tokens)}, unk_token="[UNK]"))
-    tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True, strip_accents=None,
-                                                lowercase=lowercase)
+    tok.normalizer = normalizers.BertNormalizer(
+        clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
+    )
     tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
     tok.decoder = decoders.WordPiece(prefix="##")
     # BERT's special tokens keep their vocab.txt ids; as added tokens they are never split or lower-cased.
-    tok.add_special_tokens([AddedToken(t, special=True) for t in tokens
-                            if t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")])
+    tok.add_special_tokens(
+        [AddedToken(t, special=True) for t in tokens if t in ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")]
+    )
     return tok
 
 
@@ -171,8 +187,9 @@ def _read_bytelevel(vocab_path: Path, merges_path: Path) -> Tokenizer:
             continue
         parts = line.split(" ")
         if len(parts) != 2 or parts[0] not in vocab or parts[1] not in vocab or parts[0] + parts[1] not in vocab:
-            raise DataError(f"malformed merges: {line!r} is not two vocabulary tokens whose join is one",
-                            file=merges_path, line=i)
+            raise DataError(
+                f"malformed merges: {line!r} is not two vocabulary tokens whose join is one", file=merges_path, line=i
+            )
         merges.append((parts[0], parts[1]))
     tok = Tokenizer(models.BPE(vocab, merges))
     # RoBERTa's convention: a word alone is encoded as if preceded by a space (its word-initial form).
@@ -197,8 +214,13 @@ def load_reference(ref: ReferenceVocab, field_name: str = "vocab.references") ->
         tok = _read_bytelevel(path, merges)
         tokens = list(json.loads(path.read_text(encoding="utf-8")))
         lowercase = False if ref.lowercase is None else ref.lowercase
-        check_casing([_bytes_surface(t) for t in tokens], lowercase, what=f"reference {ref.name!r}", file=path,
-                     field_name=field_name)
+        check_casing(
+            [_bytes_surface(t) for t in tokens],
+            lowercase,
+            what=f"reference {ref.name!r}",
+            file=path,
+            field_name=field_name,
+        )
         return describe(tok, ref.name, source=str(path), lowercase=lowercase)
     tokens = read_wordpiece_vocab(path)
     lowercase = (not vocab_is_cased(tokens)) if ref.lowercase is None else ref.lowercase
@@ -219,8 +241,11 @@ def _from_transformers(ref: str, name: str, lowercase: bool | None, field_name: 
         raise DataError(f"reference {name!r}: {exc}", field=field_name) from None
     info = describe(hf.backend_tokenizer, name, source=ref)
     if lowercase is not None and lowercase != info.lowercase:
-        raise DataError(f"reference {name!r}: lowercase: {lowercase} but its tokenizer "
-                        f"{'lower-cases' if info.lowercase else 'keeps case'}", field=field_name)
+        raise DataError(
+            f"reference {name!r}: lowercase: {lowercase} but its tokenizer "
+            f"{'lower-cases' if info.lowercase else 'keeps case'}",
+            field=field_name,
+        )
     check_casing(info.vocab, info.lowercase, what=f"reference {name!r}", file=ref, field_name=field_name)
     return info
 
@@ -232,8 +257,16 @@ def load_base_tokenizer(name_or_path: str, lowercase: bool) -> tuple[PreTrainedT
     hf = load_tokenizer(name_or_path)
     info = describe(hf.backend_tokenizer, "base", source=name_or_path)
     if info.lowercase != lowercase:
-        raise ModelError(f"base_model.lowercase is {lowercase} but the base tokenizer "
-                         f"{'lower-cases' if info.lowercase else 'keeps case'}", field="base_model.lowercase")
-    check_casing(info.vocab, info.lowercase, what="base model tokenizer", file=name_or_path,
-                 field_name="base_model.name_or_path")
+        raise ModelError(
+            f"base_model.lowercase is {lowercase} but the base tokenizer "
+            f"{'lower-cases' if info.lowercase else 'keeps case'}",
+            field="base_model.lowercase",
+        )
+    check_casing(
+        info.vocab,
+        info.lowercase,
+        what="base model tokenizer",
+        file=name_or_path,
+        field_name="base_model.name_or_path",
+    )
     return hf, info

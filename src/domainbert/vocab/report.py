@@ -32,7 +32,7 @@ def _and(sizes: list[int]) -> str:
 
 
 def _reached(achieved: int, requested: int, what: str) -> str:
-    """"N tokens", saying so when ``what`` supported fewer than requested."""
+    """ "N tokens", saying so when ``what`` supported fewer than requested."""
     if achieved >= requested:
         return f"{achieved:,} tokens"
     return f"{achieved:,} tokens ({what} supports only {achieved:,} of the {requested:,} requested)"
@@ -52,21 +52,34 @@ def extension_sentence(ext: dict, rec: dict) -> str:
     """How many tokens the extended model adds and why: the recommendation's number, or the config's override."""
     n, recommended = ext.get("num_tokens", 0), ext.get("recommended_tokens", 0)
     if ext.get("source") == "override":
-        return (f"{n:,} tokens added: vocab.extension.num_tokens = {ext.get('requested_tokens'):,} overrides the "
-                f"recommendation ({recommended:,} tokens).")
+        return (
+            f"{n:,} tokens added: vocab.extension.num_tokens = {ext.get('requested_tokens'):,} overrides the "
+            f"recommendation ({recommended:,} tokens)."
+        )
     if n == 0:
-        return ("No token added: no word qualifies under the recommendation's rule 3, so the extended model is the "
-                "base model unchanged (set vocab.extension.num_tokens to force an extension).")
-    why = "as recommended" if rec.get("decision") == "extend" else (
-        f"the words the recommendation's rule 3 counts (its decision is {rec.get('decision')})")
+        return (
+            "No token added: no word qualifies under the recommendation's rule 3, so the extended model is the "
+            "base model unchanged (set vocab.extension.num_tokens to force an extension)."
+        )
+    why = (
+        "as recommended"
+        if rec.get("decision") == "extend"
+        else (f"the words the recommendation's rule 3 counts (its decision is {rec.get('decision')})")
+    )
     return f"{n:,} tokens added, {why}."
 
 
 def published_comparison(p: PublishedOverlap, report: dict) -> dict:
     """A published overlap figure beside ours, with a sentence on why they differ."""
     ov = report["overlap"].get(p.reference)
-    out = {"name": p.name, "reference": p.reference, "published_overlap": p.overlap, "published_vocab_size":
-           p.vocab_size, "published_corpus_words": p.corpus_words, "source": p.source}
+    out = {
+        "name": p.name,
+        "reference": p.reference,
+        "published_overlap": p.overlap,
+        "published_vocab_size": p.vocab_size,
+        "published_corpus_words": p.corpus_words,
+        "source": p.source,
+    }
     if ov is None:
         out["sentence"] = f"{p.name}: reference {p.reference!r} is not among this run's references."
         return out
@@ -82,35 +95,67 @@ def published_comparison(p: PublishedOverlap, report: dict) -> dict:
         f"times our {words:,}, and overlap moves with the amount of text and the vocabulary size (our curve "
         f"goes from {pct(values[0])} at {sizes[0]:,} tokens to {pct(values[-1])} at {sizes[-1]:,}). A vocabulary "
         f"of the same size trained on as much general English (the control) shares {pct(ctl)}, so the part of "
-        f"the gap due to the domain itself is {pct(ctl - ours)}.")
+        f"the gap due to the domain itself is {pct(ctl - ours)}."
+    )
     return out
 
 
 def _blocks(r: dict) -> list[tuple]:
     rec = r["recommendation"]
-    decision = rec["decision"] + (f" (extend the vocabulary by {rec['extend_tokens']} tokens)"
-                                  if rec["decision"] == "extend" else "")
+    decision = rec["decision"] + (
+        f" (extend the vocabulary by {rec['extend_tokens']} tokens)" if rec["decision"] == "extend" else ""
+    )
     b: list[tuple] = [("h2", "Recommendation"), ("p", f"{decision}: {rec['summary']}."), ("ul", rec["reasons"])]
     t, ctl, train = r["tokenizer"], r["control"], r["train"]
-    b += [("h2", "Domain tokenizer"),
-          ("p", f"{t['kind']}, {'uncased' if t['lowercase'] else 'cased'}, "
-                f"{_reached(t['achieved_vocab_size'], t['vocab_size'], 'the corpus')}, trained on "
-                f"{train['documents']:,} documents, {train['words']:,} words ({train['bytes'] / 1e6:.2f} MB) in "
-                f"{train['train_seconds']:.1f}s. Control: {ctl['words']:,} words of general text "
-                f"({ctl['documents']:,} documents), {_control_size(ctl, t)}.")]
+    b += [
+        ("h2", "Domain tokenizer"),
+        (
+            "p",
+            f"{t['kind']}, {'uncased' if t['lowercase'] else 'cased'}, "
+            f"{_reached(t['achieved_vocab_size'], t['vocab_size'], 'the corpus')}, trained on "
+            f"{train['documents']:,} documents, {train['words']:,} words ({train['bytes'] / 1e6:.2f} MB) in "
+            f"{train['train_seconds']:.1f}s. Control: {ctl['words']:,} words of general text "
+            f"({ctl['documents']:,} documents), {_control_size(ctl, t)}.",
+        ),
+    ]
     rows = []
     for name, ov in r["overlap"].items():
         d, c, m = ov["domain"], ov["control"], ov["domain_matched"]
-        rows.append([name, pct(d["domain_in_reference"]), pct(m["domain_in_reference"]), pct(c["domain_in_reference"]),
-                     pct(c["domain_in_reference"] - m["domain_in_reference"]), pct(d["reference_in_domain"]),
-                     pct(d["surface_domain_in_reference"]), f"{d['shared']:,} / {d['domain_tokens']:,}"])
-    b += [("h2", "Vocabulary overlap"),
-          ("p", "domain in reference: share of the domain vocabulary found in the reference (SciBERT's figure); "
-                "equal words: the same for a domain vocabulary trained on as many words as the control (the "
-                "domain vocabulary itself when the domain has fewer words); shift = control - equal words."),
-          ("table", ["reference", "domain in reference", "domain, equal words", "control in reference",
-                     "shift (control - domain)",
-                     "reference in domain", "surface (position ignored)", "shared / domain tokens"], rows)]
+        rows.append(
+            [
+                name,
+                pct(d["domain_in_reference"]),
+                pct(m["domain_in_reference"]),
+                pct(c["domain_in_reference"]),
+                pct(c["domain_in_reference"] - m["domain_in_reference"]),
+                pct(d["reference_in_domain"]),
+                pct(d["surface_domain_in_reference"]),
+                f"{d['shared']:,} / {d['domain_tokens']:,}",
+            ]
+        )
+    b += [
+        ("h2", "Vocabulary overlap"),
+        (
+            "p",
+            "domain in reference: share of the domain vocabulary found in the reference (SciBERT's figure); "
+            "equal words: the same for a domain vocabulary trained on as many words as the control (the "
+            "domain vocabulary itself when the domain has fewer words); shift = control - equal words.",
+        ),
+        (
+            "table",
+            [
+                "reference",
+                "domain in reference",
+                "domain, equal words",
+                "control in reference",
+                "shift (control - domain)",
+                "reference in domain",
+                "surface (position ignored)",
+                "shared / domain tokens",
+            ],
+            rows,
+        ),
+    ]
     for p in r.get("published", []):
         b.append(("p", p["sentence"]))
     b.append(("img", "overlap_curve.png", "Share of the vocabulary found in each reference, by vocabulary size"))
@@ -119,37 +164,81 @@ def _blocks(r: dict) -> list[tuple]:
         crow.append([f"{name} (domain)"] + [pct(x) for x in curve["domain"][name]])
         crow.append([f"{name} (control)"] + [pct(x) for x in curve["control"][name]])
     ctl_sizes = curve.get("control_sizes", curve["sizes"])
-    b.append(("table", ["vocabulary"] + [f"{s:,}" + (f" (control {c:,})" if c != s else "")
-                                         for s, c in zip(curve["sizes"], ctl_sizes, strict=True)], crow))
+    b.append(
+        (
+            "table",
+            ["vocabulary"]
+            + [
+                f"{s:,}" + (f" (control {c:,})" if c != s else "")
+                for s, c in zip(curve["sizes"], ctl_sizes, strict=True)
+            ],
+            crow,
+        )
+    )
     if curve.get("unreached"):
         reach = curve["reach"]
-        b.append(("p", f"Requested curve sizes {_and(curve['unreached'])} were not reached: the domain corpus "
-                       f"supports {reach['domain']:,} tokens and the control text {reach['control']:,}, so the "
-                       f"curve stops at {curve['sizes'][-1]:,}" + (f" (control {ctl_sizes[-1]:,})"
-                                                                    if ctl_sizes[-1] != curve["sizes"][-1] else "")
-                       + ". Every size above is the one measured."))
-    hrows = [[name, f"{h['fertility']:.3f}", pct(h["split_2plus"]), pct(h["split_3plus"]), f"{100 * h['unk_rate']:.2f}%",
-              f"{h['mean_tokens_per_document']:.1f}", f"{h['length_vs_base']:.3f}"] for name, h in r["heldout"].items()]
+        b.append(
+            (
+                "p",
+                f"Requested curve sizes {_and(curve['unreached'])} were not reached: the domain corpus "
+                f"supports {reach['domain']:,} tokens and the control text {reach['control']:,}, so the "
+                f"curve stops at {curve['sizes'][-1]:,}"
+                + (f" (control {ctl_sizes[-1]:,})" if ctl_sizes[-1] != curve["sizes"][-1] else "")
+                + ". Every size above is the one measured.",
+            )
+        )
+    hrows = [
+        [
+            name,
+            f"{h['fertility']:.3f}",
+            pct(h["split_2plus"]),
+            pct(h["split_3plus"]),
+            f"{100 * h['unk_rate']:.2f}%",
+            f"{h['mean_tokens_per_document']:.1f}",
+            f"{h['length_vs_base']:.3f}",
+        ]
+        for name, h in r["heldout"].items()
+    ]
     first = next(iter(r["heldout"].values()))
-    b += [("h2", "Held-out domain text"),
-          ("p", f"{first['documents']} validation documents, {first['words']:,} words (BERT pre-tokenisation)."),
-          ("table", ["tokenizer", "fertility", "2+ pieces", "3+ pieces", "UNK rate", "tokens / document",
-                     "length vs base"], hrows),
-          ("img", "fertility.png", "Sub-tokens per word and words cut into 3+ pieces, held-out domain text")]
+    b += [
+        ("h2", "Held-out domain text"),
+        ("p", f"{first['documents']} validation documents, {first['words']:,} words (BERT pre-tokenisation)."),
+        (
+            "table",
+            ["tokenizer", "fertility", "2+ pieces", "3+ pieces", "UNK rate", "tokens / document", "length vs base"],
+            hrows,
+        ),
+        ("img", "fertility.png", "Sub-tokens per word and words cut into 3+ pieces, held-out domain text"),
+    ]
     b.append(("h2", "Frequent domain words the base tokenizer fragments worst"))
-    b.append(("table", ["word", "count", "pieces"],
-              [[w["word"], f"{w['count']:,}", " ".join(w["pieces"])] for w in r["fragmented_words"]["base"]]))
+    b.append(
+        (
+            "table",
+            ["word", "count", "pieces"],
+            [[w["word"], f"{w['count']:,}", " ".join(w["pieces"])] for w in r["fragmented_words"]["base"]],
+        )
+    )
     b.append(("h2", "Most frequent domain tokens missing from the base vocabulary"))
     b.append(("table", ["token", "count"], [[m["token"], f"{m['count']:,}"] for m in r["missing_tokens"]["base"]]))
     ext = r["extension"]
     b.append(("h2", "Vocabulary extension"))
     if "method" in ext:
-        b.append(("p", f"{extension_sentence(ext, rec)} Method {ext['method']}, {ext['candidates']:,} candidates; "
-                       f"extended vocabulary {ext['vocab_size']:,}; new embeddings = mean of the base pieces' "
-                       f"embeddings (AdaLM). Saved in extended-model/."))
+        b.append(
+            (
+                "p",
+                f"{extension_sentence(ext, rec)} Method {ext['method']}, {ext['candidates']:,} candidates; "
+                f"extended vocabulary {ext['vocab_size']:,}; new embeddings = mean of the base pieces' "
+                f"embeddings (AdaLM). Saved in extended-model/.",
+            )
+        )
         if ext["top"]:
-            b.append(("table", ["token", "count", "base pieces"],
-                      [[x["word"], f"{x['count']:,}", " ".join(x["base_pieces"])] for x in ext["top"]]))
+            b.append(
+                (
+                    "table",
+                    ["token", "count", "base pieces"],
+                    [[x["word"], f"{x['count']:,}", " ".join(x["base_pieces"])] for x in ext["top"]],
+                )
+            )
     else:
         b.append(("p", "Not built (vocab.extension.enabled is false)."))
     b += [("h2", "Method"), ("pre", OVERLAP_METHOD.strip()), ("pre", RECOMMEND_METHOD.strip())]
@@ -187,8 +276,13 @@ def plot(report: dict, folder: Path) -> None:
     for i, name in enumerate(curve["domain"]):
         color = f"C{i}"
         ax.plot(curve["sizes"], curve["domain"][name], "o-", color=color, label=f"domain vs {name}")
-        ax.plot(curve.get("control_sizes", curve["sizes"]), curve["control"][name], "s--", color=color,
-                label=f"control vs {name}")
+        ax.plot(
+            curve.get("control_sizes", curve["sizes"]),
+            curve["control"][name],
+            "s--",
+            color=color,
+            label=f"control vs {name}",
+        )
     ax.set_xlabel("vocabulary size")
     ax.set_ylabel("share of the vocabulary in the reference")
     ax.set_title(f"{report['domain']}: vocabulary overlap by size")

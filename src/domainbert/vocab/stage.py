@@ -98,8 +98,9 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     return report
 
 
-def curve_points(requested: list[int], domain_at: Callable[[int], list[str]], control_at: Callable[[int], list[str]],
-                 prefix: bool) -> tuple[dict, list[tuple[list, list]]]:
+def curve_points(
+    requested: list[int], domain_at: Callable[[int], list[str]], control_at: Callable[[int], list[str]], prefix: bool
+) -> tuple[dict, list[tuple[list, list]]]:
     """The overlap curve's points: the requested sizes both vocabularies reach, then one point at what they
     reached when a larger size was requested (a small corpus stops WordPiece and SentencePiece short).
 
@@ -115,8 +116,15 @@ def curve_points(requested: list[int], domain_at: Callable[[int], list[str]], co
         "unreached" (requested sizes not reached), "reach" ({"domain", "control"}: tokens each reached when a
         size was not, else None), "domain": {}, "control": {}}, [(domain tokens, control tokens) per point])``.
     """
-    curve: dict = {"requested_sizes": list(requested), "sizes": [], "control_sizes": [], "unreached": [],
-                   "reach": {"domain": None, "control": None}, "domain": {}, "control": {}}
+    curve: dict = {
+        "requested_sizes": list(requested),
+        "sizes": [],
+        "control_sizes": [],
+        "unreached": [],
+        "reach": {"domain": None, "control": None},
+        "domain": {},
+        "control": {},
+    }
     points: list[tuple[list, list]] = []
     for s in sorted(set(requested)):
         if curve["unreached"]:  # larger sizes cannot be reached either
@@ -231,9 +239,17 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     _lengths_vs_base(heldout)
     rec = recommend(_fit(overlap["base"], heldout), candidates, v.domain.stats.words, cfg.vocab.recommend)
     extension = _extend(b, candidates, rec, heldout, texts)
-    report = {**_header(b, v), "overlap": overlap, "curve": curve, "heldout": heldout,
-              "fragmented_words": fragmented, "missing_tokens": missing, "extension": extension,
-              "recommendation": rec, "seconds": time.perf_counter() - started}
+    report = {
+        **_header(b, v),
+        "overlap": overlap,
+        "curve": curve,
+        "heldout": heldout,
+        "fragmented_words": fragmented,
+        "missing_tokens": missing,
+        "extension": extension,
+        "recommendation": rec,
+        "seconds": time.perf_counter() - started,
+    }
     report["published"] = [published_comparison(p, report) for p in cfg.vocab.published]
     write_report(report, out)
     log.info("vocab: %s (%.1fs)", rec["decision"], report["seconds"])
@@ -257,9 +273,12 @@ def _train_domain(b: Build) -> Trained:
     stats, per_token = TextStats(), b.cfg.vocab.min_words_per_token
     big = b.train(b.train_texts, b.top, stats)
     if stats.words < per_token * b.size:
-        raise DataError(f"the corpus is too small for a {b.size}-token vocabulary: {stats.words:,} train words "
-                        f"(at least {per_token:g} per token = {per_token * b.size:,.0f})",
-                        file=b.corpus, field="tokenizer.vocab_size")
+        raise DataError(
+            f"the corpus is too small for a {b.size}-token vocabulary: {stats.words:,} train words "
+            f"(at least {per_token:g} per token = {per_token * b.size:,.0f})",
+            file=b.corpus,
+            field="tokenizer.vocab_size",
+        )
     check_trained_size(big, b.size, "domain tokenizer")
     tok, tok_dir = b.cut(big, b.size), b.out / "tokenizer"
     with atomic_output(tok_dir, config=config_of(b.cfg), inputs=b.inputs) as tmp:
@@ -288,16 +307,20 @@ def _train_control(b: Build, domain: Trained) -> Vocabularies:
 
 def _overlap(b: Build, v: Vocabularies) -> tuple[dict, dict]:
     """Per target: the overlap of the domain, control and word-matched vocabularies, and the overlap curve."""
-    curve, points = curve_points(list(b.cfg.vocab.curve_sizes), partial(b.vocab_at, v.domain),
-                                 partial(b.vocab_at, v.control), b.wordpiece)
+    curve, points = curve_points(
+        list(b.cfg.vocab.curve_sizes), partial(b.vocab_at, v.domain), partial(b.vocab_at, v.control), b.wordpiece
+    )
     style, special = v.domain.info.style, v.domain.info.special
     matched_forms = v.domain.forms if v.matched is v.domain.info else info_forms(v.matched)
     dom_curve_forms = [comparable(d, style, special) for d, _ in points]
     ctl_curve_forms = [comparable(c, style, special) for _, c in points]
     overlap: dict = {}
     for name, rf in b.forms.items():
-        overlap[name] = {"domain": rf.compare(v.domain.forms), "control": rf.compare(v.control.forms),
-                         "domain_matched": rf.compare(matched_forms)}
+        overlap[name] = {
+            "domain": rf.compare(v.domain.forms),
+            "control": rf.compare(v.control.forms),
+            "domain_matched": rf.compare(matched_forms),
+        }
         overlap[name]["overlap"] = overlap[name]["domain"]["domain_in_reference"]  # the headline (SciBERT's) figure
         curve["domain"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in dom_curve_forms]
         curve["control"][name] = [rf.compare(f, reverse=False)["domain_in_reference"] for f in ctl_curve_forms]
@@ -312,8 +335,11 @@ def _word_tables(b: Build, domain: Trained, words: Counter) -> tuple[dict, dict]
     for info in b.targets:
         norm = normalized_counts(words, info.tokenizer)
         frequent = [w for w, _ in norm.most_common(5000)]
-        rows = [{"word": w, "count": norm[w], "pieces": p} for w, p in zip(frequent, pieces(info, frequent),
-                                                                         strict=True) if len(p) >= 3]
+        rows = [
+            {"word": w, "count": norm[w], "pieces": p}
+            for w, p in zip(frequent, pieces(info, frequent), strict=True)
+            if len(p) >= 3
+        ]
         fragmented[info.name] = rows[:top]
         miss = sorted((-int(counts[tok.token_to_id(m)]), m) for m in b.forms[info.name].missing(domain.forms))
         missing[info.name] = [{"token": m, "count": -neg} for neg, m in miss[:top]]
@@ -323,8 +349,9 @@ def _word_tables(b: Build, domain: Trained, words: Counter) -> tuple[dict, dict]
 def _heldout_texts(b: Build) -> list[str]:
     texts = list(islice(store.iter_texts(b.corpus, "validation"), b.cfg.vocab.heldout_documents))
     if not texts:
-        raise DataError("the corpus validation split is empty (needed for held-out figures)",
-                        file=b.corpus / "validation")
+        raise DataError(
+            "the corpus validation split is empty (needed for held-out figures)", file=b.corpus / "validation"
+        )
     log.info("vocab: held-out figures on %d validation documents", len(texts))
     return texts
 
@@ -339,8 +366,12 @@ def _lengths_vs_base(heldout: dict) -> None:
 def _fit(base_overlap: dict, heldout: dict) -> dict:
     """What the recommendation weighs: the domain's shift away from the base vocabulary, the base's fit."""
     shift = base_overlap["control"]["domain_in_reference"] - base_overlap["domain_matched"]["domain_in_reference"]
-    return {"shift": shift, "saving": 1 - heldout["domain"]["length_vs_base"],
-            "fertility": heldout["base"]["fertility"], "unk_rate": heldout["base"]["unk_rate"]}
+    return {
+        "shift": shift,
+        "saving": 1 - heldout["domain"]["length_vs_base"],
+        "fertility": heldout["base"]["fertility"],
+        "unk_rate": heldout["base"]["unk_rate"],
+    }
 
 
 def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: list[str]) -> dict:
@@ -351,8 +382,14 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
         return extension
     log.info("vocab: extending the base model by %d tokens (%s)", len(chosen), extension["source"])
     with atomic_output(b.out / "extended-model", config=config_of(b.cfg), inputs=b.inputs) as tmp:
-        summary = build_extended_model(b.cfg.base_model.name_or_path, b.base_hf, b.base, chosen, tmp,
-                                       decision={k: extension[k] for k in ("source", "recommended_tokens")})
+        summary = build_extended_model(
+            b.cfg.base_model.name_or_path,
+            b.base_hf,
+            b.base,
+            chosen,
+            tmp,
+            decision={k: extension[k] for k in ("source", "recommended_tokens")},
+        )
     from domainbert.core.models import load_tokenizer
 
     extended = describe(load_tokenizer(b.out / "extended-model").backend_tokenizer, "extended")
@@ -366,19 +403,44 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
 def _header(b: Build, v: Vocabularies) -> dict:
     """The report's description of what was trained, on what text, against which references."""
     stats, domain, cs = v.domain.stats, v.domain.info, v.control.stats
-    return {"domain": b.cfg.name, "profile": b.cfg.profile,
-            "tokenizer": {**b.cfg.tokenizer.model_dump(mode="json"), "vocab_size": b.size,
-                          "achieved_vocab_size": domain.tokenizer.get_vocab_size(), "style": domain.style},
-            "train": {"documents": stats.documents, "words": stats.words, "bytes": stats.bytes, "train_seconds":
-                      stats.seconds, "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0},
-            "control": {"files": [str(f) for f in v.control_files], "documents_available": v.control_documents,
-                        "words_available": v.control_words, "documents": cs.documents, "words": cs.words,
-                        "vocab_size": v.control.info.tokenizer.get_vocab_size(),
-                        "domain_matched_vocab_size": v.matched.tokenizer.get_vocab_size(),
-                        "domain_matched_words": v.matched_words if v.matched is not domain else stats.words},
-            "references": [{"name": i.name, "source": i.source, "style": i.style, "lowercase": i.lowercase,
-                            "vocab_size": i.tokenizer.get_vocab_size()} for i in b.targets],
-            "base_model": b.cfg.base_model.name_or_path}
+    return {
+        "domain": b.cfg.name,
+        "profile": b.cfg.profile,
+        "tokenizer": {
+            **b.cfg.tokenizer.model_dump(mode="json"),
+            "vocab_size": b.size,
+            "achieved_vocab_size": domain.tokenizer.get_vocab_size(),
+            "style": domain.style,
+        },
+        "train": {
+            "documents": stats.documents,
+            "words": stats.words,
+            "bytes": stats.bytes,
+            "train_seconds": stats.seconds,
+            "mb_per_s": stats.bytes / 1e6 / stats.seconds if stats.seconds else 0,
+        },
+        "control": {
+            "files": [str(f) for f in v.control_files],
+            "documents_available": v.control_documents,
+            "words_available": v.control_words,
+            "documents": cs.documents,
+            "words": cs.words,
+            "vocab_size": v.control.info.tokenizer.get_vocab_size(),
+            "domain_matched_vocab_size": v.matched.tokenizer.get_vocab_size(),
+            "domain_matched_words": v.matched_words if v.matched is not domain else stats.words,
+        },
+        "references": [
+            {
+                "name": i.name,
+                "source": i.source,
+                "style": i.style,
+                "lowercase": i.lowercase,
+                "vocab_size": i.tokenizer.get_vocab_size(),
+            }
+            for i in b.targets
+        ],
+        "base_model": b.cfg.base_model.name_or_path,
+    }
 
 
 def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) -> tuple[list[dict], dict]:
@@ -393,13 +455,21 @@ def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) ->
         chosen, source = [c for c in candidates if c["word"] in set(recommended)], "recommendation"
     else:
         chosen, source = candidates[: ext.num_tokens], "override"
-    info = {"enabled": ext.enabled, "candidates": len(candidates), "source": source,
-            "recommended_tokens": len(recommended), "requested_tokens": ext.num_tokens,
-            "num_tokens": len(chosen) if ext.enabled else 0}
+    info = {
+        "enabled": ext.enabled,
+        "candidates": len(candidates),
+        "source": source,
+        "recommended_tokens": len(recommended),
+        "requested_tokens": ext.num_tokens,
+        "num_tokens": len(chosen) if ext.enabled else 0,
+    }
     return (chosen if ext.enabled else []), info
 
 
 def config_of(cfg: DomainConfig) -> dict:
     """What the vocabulary depends on (the base model's card-only ``hub_id`` left out)."""
-    return {"tokenizer": cfg.tokenizer.model_dump(mode="json"), "vocab": cfg.vocab.model_dump(mode="json"),
-            "base_model": cfg.base_model.recipe()}
+    return {
+        "tokenizer": cfg.tokenizer.model_dump(mode="json"),
+        "vocab": cfg.vocab.model_dump(mode="json"),
+        "base_model": cfg.base_model.recipe(),
+    }

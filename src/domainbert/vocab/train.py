@@ -36,10 +36,20 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-WORDPIECE_SPECIALS = {"pad_token": "[PAD]", "unk_token": "[UNK]", "cls_token": "[CLS]", "sep_token": "[SEP]",
-                      "mask_token": "[MASK]"}
-SENTENCEPIECE_SPECIALS = {"pad_token": "<pad>", "unk_token": "<unk>", "cls_token": "<s>", "sep_token": "</s>",
-                          "mask_token": "<mask>"}
+WORDPIECE_SPECIALS = {
+    "pad_token": "[PAD]",
+    "unk_token": "[UNK]",
+    "cls_token": "[CLS]",
+    "sep_token": "[SEP]",
+    "mask_token": "[MASK]",
+}
+SENTENCEPIECE_SPECIALS = {
+    "pad_token": "<pad>",
+    "unk_token": "<unk>",
+    "cls_token": "<s>",
+    "sep_token": "</s>",
+    "mask_token": "<mask>",
+}
 METASPACE = "\u2581"
 
 
@@ -79,8 +89,9 @@ def empty_tokenizer(kind: str, lowercase: bool) -> Tokenizer:
     if kind == "wordpiece":
         tok = Tokenizer(models.WordPiece(unk_token="[UNK]"))
         # strip_accents=None follows lowercase, exactly as BERT uncased (strip) / cased (keep) do.
-        tok.normalizer = normalizers.BertNormalizer(clean_text=True, handle_chinese_chars=True,
-                                                    strip_accents=None, lowercase=lowercase)
+        tok.normalizer = normalizers.BertNormalizer(
+            clean_text=True, handle_chinese_chars=True, strip_accents=None, lowercase=lowercase
+        )
         tok.pre_tokenizer = pre_tokenizers.BertPreTokenizer()
         return tok
     model = models.Unigram() if kind == "sentencepiece_unigram" else models.BPE(unk_token="<unk>")
@@ -94,18 +105,30 @@ def empty_tokenizer(kind: str, lowercase: bool) -> Tokenizer:
 def _trainer(kind: str, vocab_size: int, min_frequency: int, seeded: Sequence[str] = ()) -> trainers.Trainer:
     specials = _special_list(kind) + list(seeded)
     if kind == "wordpiece":
-        return trainers.WordPieceTrainer(vocab_size=vocab_size, min_frequency=min_frequency,
-                                         special_tokens=specials, continuing_subword_prefix="##",
-                                         show_progress=False)
+        return trainers.WordPieceTrainer(
+            vocab_size=vocab_size,
+            min_frequency=min_frequency,
+            special_tokens=specials,
+            continuing_subword_prefix="##",
+            show_progress=False,
+        )
     if kind == "sentencepiece_unigram":
-        return trainers.UnigramTrainer(vocab_size=vocab_size, special_tokens=specials, unk_token="<unk>",
-                                       max_piece_length=16, show_progress=False)
-    return trainers.BpeTrainer(vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials,
-                               show_progress=False)
+        return trainers.UnigramTrainer(
+            vocab_size=vocab_size, special_tokens=specials, unk_token="<unk>", max_piece_length=16, show_progress=False
+        )
+    return trainers.BpeTrainer(
+        vocab_size=vocab_size, min_frequency=min_frequency, special_tokens=specials, show_progress=False
+    )
 
 
-def train_tokenizer(texts: Iterable[str] | Callable[[], Iterable[str]], kind: str, vocab_size: int, lowercase: bool,
-                    min_frequency: int = 2, stats: TextStats | None = None) -> Tokenizer:
+def train_tokenizer(
+    texts: Iterable[str] | Callable[[], Iterable[str]],
+    kind: str,
+    vocab_size: int,
+    lowercase: bool,
+    min_frequency: int = 2,
+    stats: TextStats | None = None,
+) -> Tokenizer:
     """Train a tokenizer of ``kind`` on streamed ``texts``; the same text always gives the same file.
 
     Args:
@@ -139,8 +162,14 @@ def train_tokenizer(texts: Iterable[str] | Callable[[], Iterable[str]], kind: st
     if stats.documents == 0 or stats.words == 0:
         raise DataError("the training text is empty: no documents to train a tokenizer on")
     finish(tok, kind)
-    log.info("trained %s tokenizer: %d tokens from %d documents (%.1f MB) in %.1fs", kind, tok.get_vocab_size(),
-             stats.documents, stats.bytes / 1e6, stats.seconds)
+    log.info(
+        "trained %s tokenizer: %d tokens from %d documents (%.1f MB) in %.1fs",
+        kind,
+        tok.get_vocab_size(),
+        stats.documents,
+        stats.bytes / 1e6,
+        stats.seconds,
+    )
     return tok
 
 
@@ -153,8 +182,12 @@ def continuing_pieces(texts: Iterable[str], lowercase: bool) -> list[str]:
     fixed ids and training is deterministic. This pass counts words and stops before any merge.
     """
     tok = empty_tokenizer("wordpiece", lowercase)
-    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=1, special_tokens=[],
-                                                             continuing_subword_prefix="##", show_progress=False))
+    tok.train_from_iterator(
+        texts,
+        trainers.WordPieceTrainer(
+            vocab_size=1, special_tokens=[], continuing_subword_prefix="##", show_progress=False
+        ),
+    )
     return sorted(t for t in tok.get_vocab() if t.startswith("##") and len(t) == 3)
 
 
@@ -190,16 +223,32 @@ def _train_spm_unigram(empty: Tokenizer, texts: Iterator[str], vocab_size: int) 
     model = io.BytesIO()
     try:
         spm.SentencePieceTrainer.train(
-            sentence_iterator=sentences(), model_writer=model, model_type="unigram", vocab_size=vocab_size,
-            normalization_rule_name="identity", character_coverage=0.9995, max_sentence_length=1 << 16,
-            pad_id=0, unk_id=1, bos_id=2, eos_id=3, pad_piece=specials[0], unk_piece=specials[1],
-            bos_piece=specials[2], eos_piece=specials[3], control_symbols=[specials[4]],
-            hard_vocab_limit=False, minloglevel=2, num_threads=2)
+            sentence_iterator=sentences(),
+            model_writer=model,
+            model_type="unigram",
+            vocab_size=vocab_size,
+            normalization_rule_name="identity",
+            character_coverage=0.9995,
+            max_sentence_length=1 << 16,
+            pad_id=0,
+            unk_id=1,
+            bos_id=2,
+            eos_id=3,
+            pad_piece=specials[0],
+            unk_piece=specials[1],
+            bos_piece=specials[2],
+            eos_piece=specials[3],
+            control_symbols=[specials[4]],
+            hard_vocab_limit=False,
+            minloglevel=2,
+            num_threads=2,
+        )
     except RuntimeError as exc:
         if not seen:
             raise DataError("the training text is empty: no documents to train a tokenizer on") from None
-        raise DataError(f"sentencepiece could not train a {vocab_size}-token vocabulary: {exc}",
-                        field="tokenizer.vocab_size") from None
+        raise DataError(
+            f"sentencepiece could not train a {vocab_size}-token vocabulary: {exc}", field="tokenizer.vocab_size"
+        ) from None
     proto = spm.SentencePieceProcessor(model_proto=model.getvalue())
     vocab = [(proto.id_to_piece(i), proto.get_score(i)) for i in range(proto.get_piece_size())]
     tok = Tokenizer(models.Unigram(vocab, unk_id=1, byte_fallback=False))
@@ -214,10 +263,15 @@ def finish(tok: Tokenizer, kind: str) -> Tokenizer:
     s = special_tokens(kind)
     cls, sep = s["cls_token"], s["sep_token"]
     tok.post_processor = processors.TemplateProcessing(
-        single=f"{cls} $A {sep}", pair=f"{cls} $A {sep} $B:1 {sep}:1",
-        special_tokens=[(cls, tok.token_to_id(cls)), (sep, tok.token_to_id(sep))])
-    tok.decoder = (decoders.WordPiece(prefix="##") if kind == "wordpiece"
-                   else decoders.Metaspace(replacement=METASPACE, prepend_scheme="always"))
+        single=f"{cls} $A {sep}",
+        pair=f"{cls} $A {sep} $B:1 {sep}:1",
+        special_tokens=[(cls, tok.token_to_id(cls)), (sep, tok.token_to_id(sep))],
+    )
+    tok.decoder = (
+        decoders.WordPiece(prefix="##")
+        if kind == "wordpiece"
+        else decoders.Metaspace(replacement=METASPACE, prepend_scheme="always")
+    )
     return tok
 
 
@@ -241,9 +295,12 @@ def to_transformers(tok: Tokenizer, kind: str, model_max_length: int = 512) -> P
     from transformers import PreTrainedTokenizerFast
 
     # token_type_ids as BERT's own tokenizer returns them (segment B of a pair gets 1)
-    return PreTrainedTokenizerFast(tokenizer_object=tok, model_max_length=model_max_length,
-                                   model_input_names=["input_ids", "token_type_ids", "attention_mask"],
-                                   **special_tokens(kind))
+    return PreTrainedTokenizerFast(
+        tokenizer_object=tok,
+        model_max_length=model_max_length,
+        model_input_names=["input_ids", "token_type_ids", "attention_mask"],
+        **special_tokens(kind),
+    )
 
 
 def save_tokenizer(tok: Tokenizer, cfg: TokenizerConfig, folder: Path) -> Path:
@@ -259,6 +316,8 @@ def check_trained_size(tok: Tokenizer, requested: int, what: str) -> None:
     """A trainer that stopped far short of the requested size means the corpus is too small for it."""
     got = tok.get_vocab_size()
     if got < 0.9 * requested:
-        raise DataError(f"{what}: the corpus supports only {got} tokens of the {requested} requested "
-                        f"(too little text for this vocabulary size; lower tokenizer.vocab_size or add text)",
-                        field="tokenizer.vocab_size")
+        raise DataError(
+            f"{what}: the corpus supports only {got} tokens of the {requested} requested "
+            f"(too little text for this vocabulary size; lower tokenizer.vocab_size or add text)",
+            field="tokenizer.vocab_size",
+        )
