@@ -8,6 +8,7 @@ always has its summary beside it. This module does not train.
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -17,6 +18,7 @@ from domainbert.core.artifacts import atomic_output, write_json_atomic
 from domainbert.core.paths import RunLayout
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.core.tokenizer_files import make_portable
+from domainbert.pretrain.engine import Engine, TorchEngine, objective_of
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -115,3 +117,27 @@ def write_outputs(
         (tmp / "README.md").write_text(model_card(cfg, arm, summary))
     log.info("wrote %s", layout.pretrained_model(arm))
     return Path(layout.pretrained_model(arm))
+
+
+def loadable_view(engine: Engine, tokenizer: PreTrainedTokenizerBase, rank: int) -> Callable[[Path], None]:
+    """``save_checkpoint``'s ``hf_view``: config and tokenizer beside the weights (the torch engine saves them
+    under the model's own key names); DeepSpeed's shards are gathered into a ``model.safetensors``."""
+
+    def write(folder: Path) -> None:
+        # Every rank takes part in DeepSpeed's gather (ZeRO-3 partitions); rank 0 writes.
+        weights = None if isinstance(engine, TorchEngine) else strip_wrappers(engine.export_state_dict())
+        if rank != 0:
+            return
+        objective_of(engine).model.config.save_pretrained(folder)
+        if weights is not None:
+            from safetensors.torch import save_file
+
+            save_file(
+                {k: v.contiguous() for k, v in weights.items()},
+                str(folder / "model.safetensors"),
+                metadata={"format": "pt"},
+            )
+        tokenizer.save_pretrained(folder)
+        make_portable(Path(folder))
+
+    return write

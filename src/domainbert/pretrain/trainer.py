@@ -13,7 +13,6 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -23,33 +22,26 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, dist_info, mean_across, sum_across
+from domainbert.core.distributed import barrier, mean_across, sum_across
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
-from domainbert.pretrain.data import Batch, TokenStream
-from domainbert.pretrain.engine import Engine, build_engine, objective_of
-from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
-from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
-from domainbert.pretrain.model import training_attention
-from domainbert.pretrain.objective import MLMObjective, count_parameters, flops_per_token
+from domainbert.pretrain.data import TokenStream
+from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
+from domainbert.pretrain.masking import apply_mask, step_generator
+from domainbert.pretrain.objective import MLMObjective, count_parameters
+from domainbert.pretrain.outputs import loadable_view, write_outputs
 from domainbert.pretrain.pairs import PairStream
-from domainbert.pretrain.plan import Phase, Plan, make_plan
-from domainbert.pretrain.preflight import run_preflight
+from domainbert.pretrain.plan import Phase
 from domainbert.pretrain.runtime import (
-    autocast_dtype,
-    init_distributed,
-    local_device,
-    seed_everything,
     stop_agreed,
     torch_threads,
 )
-from domainbert.pretrain.start import ArmStart, arm_start, load_arm
+from domainbert.pretrain.setup import ArmSetup, set_up
 from domainbert.services.tracking import MetricsLog, Tracker
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm
-    from transformers import PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 
@@ -80,69 +72,6 @@ class TrainState:
         return state
 
 
-@dataclass
-class ArmSetup:
-    """Everything one arm's loop needs, built once (``set_up``)."""
-
-    arm: str
-    pcfg: Any  # the arm's PretrainConfig (its own lr and warm-up)
-    rank: int
-    world: int
-    device: torch.device
-    model: Any
-    tokenizer: Any
-    start: ArmStart
-    plan: Plan
-    engine: Any
-    spec: MaskingSpec
-    stream: PairStream | TokenStream
-    out_dir: Path
-    evals: dict[str, Batch | None]
-    attention: str
-    flops_per_token: float
-
-    @property
-    def ckpt_root(self) -> Path:
-        return self.out_dir / "checkpoints"
-
-    @property
-    def peak_flops(self) -> float | None:
-        return self.pcfg.peak_tflops * 1e12 if self.pcfg.peak_tflops else None
-
-    def mfu(self, tokens_per_s: float) -> float | None:
-        return self.flops_per_token * tokens_per_s / self.peak_flops if self.peak_flops else None
-
-    def evaluate(self) -> dict[str, float | None]:
-        return evaluate_all(self.engine, self.evals, self.spec, self.pcfg.seed, self.device)
-
-
-def loadable_view(engine: Engine, tokenizer: PreTrainedTokenizerBase, rank: int) -> Callable[[Path], None]:
-    """``save_checkpoint``'s ``hf_view``: config and tokenizer beside the weights (the torch engine saves them
-    under the model's own key names); DeepSpeed's shards are gathered into a ``model.safetensors``."""
-    from domainbert.core.tokenizer_files import make_portable
-    from domainbert.pretrain.engine import TorchEngine
-    from domainbert.pretrain.outputs import strip_wrappers
-
-    def write(folder: Path) -> None:
-        # Every rank takes part in DeepSpeed's gather (ZeRO-3 partitions); rank 0 writes.
-        weights = None if isinstance(engine, TorchEngine) else strip_wrappers(engine.export_state_dict())
-        if rank != 0:
-            return
-        objective_of(engine).model.config.save_pretrained(folder)
-        if weights is not None:
-            from safetensors.torch import save_file
-
-            save_file(
-                {k: v.contiguous() for k, v in weights.items()},
-                str(folder / "model.safetensors"),
-                metadata={"format": "pt"},
-            )
-        tokenizer.save_pretrained(folder)
-        make_portable(Path(folder))
-
-    return write
-
-
 def train_arm(
     cfg: DomainConfig, arm: str, layout: RunLayout, *, fingerprint: str, throttle_s: float = 0.0
 ) -> dict[str, Any] | None:
@@ -158,8 +87,6 @@ def train_arm(
     Returns:
         The summary on rank 0, None on other ranks.
     """
-    from domainbert.pretrain.outputs import write_outputs
-
     with torch_threads(cfg.pretrain.torch_threads), signals.graceful_stop():
         setup = set_up(cfg, arm, layout)
         state, resume_step = start(setup, fingerprint)
@@ -187,67 +114,6 @@ def train_arm(
         write_outputs(cfg, arm, layout, setup.model, setup.tokenizer, weights, summary, fingerprint)
         barrier()
         return summary
-
-
-def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
-    """Join the process group, load the arm's start point, check it (preflight) and build the engine."""
-    pcfg = cfg.pretrain.for_arm(arm)
-    init_distributed(pcfg.deepspeed.enabled)
-    rank, world = dist_info()
-    seed_everything(pcfg.seed, rank)
-    device = local_device()
-    start = arm_start(cfg, arm, layout)
-    model, tokenizer = load_arm(cfg, start)
-    source = start.source
-    plan = make_plan(pcfg, world)
-    lowercase, lowercase_field = (
-        (cfg.tokenizer.lowercase, "tokenizer.lowercase")
-        if arm == "scratch"
-        else (cfg.base_model.lowercase, "base_model.lowercase")
-    )
-    run_preflight(
-        model,
-        tokenizer,
-        source=source,
-        seq_len=max(p.seq_len for p in plan.phases),
-        lowercase=lowercase,
-        lowercase_field=lowercase_field,
-        whole_word=pcfg.whole_word_mask,
-        nsp=pcfg.next_sentence_prediction,
-    )
-    model.to(device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
-    attention = training_attention(model, device, autocast_dtype(pcfg.precision))
-    if pcfg.compile:
-        model.base_model.forward = torch.compile(model.base_model.forward)
-    objective = MLMObjective(
-        model,
-        sparse=pcfg.sparse_prediction,
-        autocast_dtype=autocast_dtype(pcfg.precision),
-        nsp=pcfg.next_sentence_prediction,
-    )
-    stream: PairStream | TokenStream
-    if pcfg.next_sentence_prediction:
-        stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
-    else:
-        stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
-    return ArmSetup(
-        arm=arm,
-        pcfg=pcfg,
-        rank=rank,
-        world=world,
-        device=device,
-        model=model,
-        tokenizer=tokenizer,
-        start=start,
-        plan=plan,
-        engine=build_engine(objective, pcfg, plan.total_steps, world),
-        spec=masking_spec(pcfg, tokenizer),
-        stream=stream,
-        out_dir=Path(layout.pretrain(arm)),
-        evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len),
-        attention=attention,
-        flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction),
-    )
 
 
 def start(setup: ArmSetup, fingerprint: str) -> tuple[TrainState, int | None]:
@@ -359,36 +225,9 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
             progress.update(1)
             progress.set_postfix(loss=f"{loss:.3f}")
         if lines and lines.due(state.step):
-            log.info(
-                "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s",
-                setup.arm,
-                state.step,
-                plan.total_steps,
-                100 * state.step / plan.total_steps,
-                f"{state.tokens:,}",
-                f"{plan.planned_tokens:,}",
-                loss,
-                f"{(state.tokens - tokens_at_start) / lines.elapsed():,.0f}",
-                duration(lines.eta_s(state.step)),
-                extra={"progress": (state.step, plan.total_steps, f"pretrain {setup.arm}")},
-            )
+            _log_progress(setup, state, lines, loss, tokens_at_start)
         if state.step % pcfg.log_every == 0 or state.step == plan.total_steps:
-            tps = window.close()
-            metrics.write(
-                {
-                    "kind": "train",
-                    "step": state.step,
-                    "loss": loss,
-                    "lr": setup.engine.current_lr(),
-                    "grad_norm": grad_norm,
-                    "tokens": state.tokens,
-                    "seq_len": phase.seq_len,
-                    "real_tokens_per_s": tps,
-                    "real_token_fraction": state.real_tokens / state.positions,
-                    "mfu": setup.mfu(tps),
-                    **(window.nsp_last if pcfg.next_sentence_prediction else {}),
-                }
-            )
+            _write_train_metrics(setup, state, window, metrics, phase, loss, grad_norm)
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
             t0 = time.perf_counter()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(setup.evaluate())})
@@ -407,6 +246,52 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
     if progress:
         progress.close()
     return window.nsp_last
+
+
+def _log_progress(setup: ArmSetup, state: TrainState, lines: ProgressLine, loss: float, tokens_at_start: int) -> None:
+    """A progress line where no terminal shows tqdm's bar (a Prefect worker, Slurm, a pipe)."""
+    plan = setup.plan
+    log.info(
+        "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s",
+        setup.arm,
+        state.step,
+        plan.total_steps,
+        100 * state.step / plan.total_steps,
+        f"{state.tokens:,}",
+        f"{plan.planned_tokens:,}",
+        loss,
+        f"{(state.tokens - tokens_at_start) / lines.elapsed():,.0f}",
+        duration(lines.eta_s(state.step)),
+        extra={"progress": (state.step, plan.total_steps, f"pretrain {setup.arm}")},
+    )
+
+
+def _write_train_metrics(
+    setup: ArmSetup,
+    state: TrainState,
+    window: LogWindow,
+    metrics: MetricsLog,
+    phase: Phase,
+    loss: float,
+    grad_norm: Any,
+) -> None:
+    """Close the logging window and write its training record (loss, lr, throughput, MFU)."""
+    tps = window.close()
+    metrics.write(
+        {
+            "kind": "train",
+            "step": state.step,
+            "loss": loss,
+            "lr": setup.engine.current_lr(),
+            "grad_norm": grad_norm,
+            "tokens": state.tokens,
+            "seq_len": phase.seq_len,
+            "real_tokens_per_s": tps,
+            "real_token_fraction": state.real_tokens / state.positions,
+            "mfu": setup.mfu(tps),
+            **(window.nsp_last if setup.pcfg.next_sentence_prediction else {}),
+        }
+    )
 
 
 def _perplexities(values: dict[str, float | None]) -> dict[str, float | None]:
@@ -474,9 +359,9 @@ def _summary(
         "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
         "attention": setup.attention,
         "torch_threads": torch.get_num_threads(),
-        "zero_stage": (
-            engine.ds_config.get("zero_optimization", {}).get("stage", 0)  # a user's file may set it
-            if pcfg.deepspeed.enabled
+        "zero_stage": (  # a user's file may set it
+            engine.ds_config.get("zero_optimization", {}).get("stage", 0)
+            if isinstance(engine, DeepSpeedEngine)
             else None
         ),
         "parameters": count_parameters(setup.model),

@@ -1,0 +1,134 @@
+"""Everything one arm's loop needs, built once: the process group, the arm's start point loaded and checked
+(preflight), the engine, the token stream, masking and the evaluation sets (``set_up`` -> ``ArmSetup``).
+
+The loop itself, and what changes each step, is ``trainer.py``'s.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+import torch
+
+from domainbert.config.domain import DomainConfig
+from domainbert.core.distributed import dist_info
+from domainbert.core.paths import RunLayout
+from domainbert.pretrain.data import Batch, TokenStream
+from domainbert.pretrain.engine import Engine, build_engine
+from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
+from domainbert.pretrain.masking import MaskingSpec
+from domainbert.pretrain.model import training_attention
+from domainbert.pretrain.objective import MLMObjective, flops_per_token
+from domainbert.pretrain.pairs import PairStream
+from domainbert.pretrain.plan import Plan, make_plan
+from domainbert.pretrain.preflight import run_preflight
+from domainbert.pretrain.runtime import (
+    autocast_dtype,
+    init_distributed,
+    local_device,
+    seed_everything,
+)
+from domainbert.pretrain.start import ArmStart, arm_start, load_arm
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+from domainbert.config.pretrain import PretrainConfig
+
+
+@dataclass
+class ArmSetup:
+    """Everything one arm's loop needs, built once (``set_up``)."""
+
+    arm: str
+    pcfg: PretrainConfig  # the arm's own (lr and warm-up resolved by for_arm)
+    rank: int
+    world: int
+    device: torch.device
+    model: PreTrainedModel
+    tokenizer: PreTrainedTokenizerBase
+    start: ArmStart
+    plan: Plan
+    engine: Engine
+    spec: MaskingSpec
+    stream: PairStream | TokenStream
+    out_dir: Path
+    evals: dict[str, Batch | None]
+    attention: str
+    flops_per_token: float
+
+    @property
+    def ckpt_root(self) -> Path:
+        return self.out_dir / "checkpoints"
+
+    @property
+    def peak_flops(self) -> float | None:
+        return self.pcfg.peak_tflops * 1e12 if self.pcfg.peak_tflops else None
+
+    def mfu(self, tokens_per_s: float) -> float | None:
+        return self.flops_per_token * tokens_per_s / self.peak_flops if self.peak_flops else None
+
+    def evaluate(self) -> dict[str, float | None]:
+        return evaluate_all(self.engine, self.evals, self.spec, self.pcfg.seed, self.device)
+
+
+def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
+    """Join the process group, load the arm's start point, check it (preflight) and build the engine."""
+    pcfg = cfg.pretrain.for_arm(arm)
+    init_distributed(pcfg.deepspeed.enabled)
+    rank, world = dist_info()
+    seed_everything(pcfg.seed, rank)
+    device = local_device()
+    start = arm_start(cfg, arm, layout)
+    model, tokenizer = load_arm(cfg, start)
+    source = start.source
+    plan = make_plan(pcfg, world)
+    lowercase, lowercase_field = (
+        (cfg.tokenizer.lowercase, "tokenizer.lowercase")
+        if arm == "scratch"
+        else (cfg.base_model.lowercase, "base_model.lowercase")
+    )
+    run_preflight(
+        model,
+        tokenizer,
+        source=source,
+        seq_len=max(p.seq_len for p in plan.phases),
+        lowercase=lowercase,
+        lowercase_field=lowercase_field,
+        whole_word=pcfg.whole_word_mask,
+        nsp=pcfg.next_sentence_prediction,
+    )
+    model.to(device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
+    attention = training_attention(model, device, autocast_dtype(pcfg.precision))
+    if pcfg.compile:
+        model.base_model.forward = torch.compile(model.base_model.forward)
+    objective = MLMObjective(
+        model,
+        sparse=pcfg.sparse_prediction,
+        autocast_dtype=autocast_dtype(pcfg.precision),
+        nsp=pcfg.next_sentence_prediction,
+    )
+    stream: PairStream | TokenStream
+    if pcfg.next_sentence_prediction:
+        stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
+    else:
+        stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
+    return ArmSetup(
+        arm=arm,
+        pcfg=pcfg,
+        rank=rank,
+        world=world,
+        device=device,
+        model=model,
+        tokenizer=tokenizer,
+        start=start,
+        plan=plan,
+        engine=build_engine(objective, pcfg, plan.total_steps, world),
+        spec=masking_spec(pcfg, tokenizer),
+        stream=stream,
+        out_dir=Path(layout.pretrain(arm)),
+        evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len),
+        attention=attention,
+        flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction),
+    )
