@@ -22,7 +22,6 @@ output is complete with the same fingerprint is skipped.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import multiprocessing
@@ -33,30 +32,15 @@ from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-import pyarrow as pa
-import pyarrow.compute as pc
 from rich.progress import Progress
 
 from domainbert import __version__
 from domainbert.core import plotting
-from domainbert.core.artifact_types import CorpusManifest, validate_artifact
 from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
-from domainbert.core.errors import DataError
-from domainbert.corpus import drop_samples, report
-from domainbert.corpus.audit import LeakAudit, audit_section
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
-from domainbert.corpus.dedup import (
-    SignatureStore,
-    exact_first_mask,
-    lsh_params,
-    near_duplicate_mask,
-    state_bytes_per_doc,
-)
-from domainbert.corpus.shards import INDEX, PROCESSED, is_processed, iter_input_shards, process_input_shard, shard_name
+from domainbert.corpus.merge import EVAL_TEXTS, merge
+from domainbert.corpus.shards import INDEX, is_processed, iter_input_shards, process_input_shard
 from domainbert.corpus.sources import input_fingerprint
-from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
-from domainbert.services.cards import dataset_card
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
@@ -66,12 +50,6 @@ log = logging.getLogger(__name__)
 # Bumped whenever the same inputs and config would give different output (hashing, filter behaviour), so a
 # finished corpus or a half-done work folder of an older algorithm is rebuilt rather than reused.
 ALGORITHM = 3
-EVAL_TEXTS = "eval-texts.json"
-TOKENS_PER_WORD = 1.3
-TOKENS_METHOD = (
-    "whitespace words x 1.3: BERT WordPiece splits English prose into about 1.3 pieces per word; "
-    "the vocab stage measures the real fertility"
-)
 
 
 def stage_fingerprint(cfg: DomainConfig) -> str:
@@ -230,237 +208,3 @@ def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> l
     else:
         log.info("corpus: %d input shards processed", len(results))
     return [results[i] for i in sorted(results)]
-
-
-def _split_of(doc_id: str, seed: int, fraction: float) -> str:
-    digest = hashlib.blake2b(f"{seed}:{doc_id}".encode(), digest_size=8).digest()
-    return "validation" if int.from_bytes(digest, "little") / 2**64 < fraction else "train"
-
-
-class _SplitWriter:
-    """Buffers Arrow tables of one split and writes ``shard-NNNNN.parquet`` every ``size`` documents."""
-
-    buffer: list[pa.Table]
-
-    def __init__(self, folder: Path, size: int) -> None:
-        self.folder, self.size, self.buffer, self.rows, self.count = folder, size, [], 0, 0
-
-    def add(self, table: pa.Table) -> None:
-        self.buffer.append(table)
-        self.rows += table.num_rows
-        while self.rows >= self.size:
-            whole = pa.concat_tables(self.buffer)
-            self._write(whole.slice(0, self.size))
-            rest = whole.slice(self.size)
-            self.buffer, self.rows = [rest], rest.num_rows
-
-    def flush(self, force: bool = False) -> None:
-        if self.rows or (force and self.count == 0):  # an empty split still gets one (empty) shard
-            self._write(pa.concat_tables(self.buffer) if self.rows else SCHEMA.empty_table())
-            self.buffer, self.rows = [], 0
-
-    def _write(self, table: pa.Table) -> None:
-        write_table(self.folder / f"{shard_name(self.count)}.parquet", table)
-        self.count += 1
-
-
-def merge(
-    cfg: DomainConfig, work_dir: Path, out_dir: Path, shard_stats: list[dict[str, Any]], counts: dict[str, Any]
-) -> dict[str, Any]:
-    """Deduplicate across all processed shards, split, write output shards, manifest and reports.
-
-    Args:
-        cfg: the ``DomainConfig``.
-        work_dir: the build's work folder with ``processed/``.
-        out_dir: the (temporary) corpus folder to write.
-        shard_stats: what ``process_input_shard`` returned, in shard order.
-        counts: documents read per source and malformed lines (from ``iter_input_shards``).
-
-    Returns:
-        The manifest.
-    """
-    corpus = cfg.corpus
-    bases = [work_dir / PROCESSED / shard_name(s["index"]) for s in shard_stats]
-    keys = np.concatenate([np.load(b.with_suffix(".keys.npy")) for b in bases]) if bases else np.zeros(0, np.uint64)
-    keep = exact_first_mask(keys) if corpus.dedup.exact else np.ones(len(keys), dtype=bool)
-    exact_removed = int((~keep).sum())
-    near_clusters = 0
-    if corpus.dedup.near:
-        before = keep
-        keep, near_clusters = near_duplicate_mask(
-            SignatureStore([b.with_suffix(".sig.npy") for b in bases]), keep, corpus.dedup
-        )
-        near_removed = int((before & ~keep).sum())
-    else:
-        near_removed = 0
-    if not keep.any():
-        raise DataError(
-            "the corpus is empty after filtering, decontamination and deduplication "
-            "(check the filters in corpus.filters)"
-        )
-    writers = {s: _SplitWriter(out_dir / s, corpus.shard_documents) for s in SPLITS}
-    totals = {s: {"documents": 0, "words": 0, "bytes": 0} for s in SPLITS}
-    per_source: dict[str, dict[str, int]] = {}
-    lengths: list[np.ndarray] = []
-    sets = EvalSets(**json.loads((work_dir / EVAL_TEXTS).read_text()))
-    decon = corpus.decontamination
-    audit = LeakAudit(sets.texts, decon.ngram, decon.min_words) if decon.audit else None
-    pos = 0
-    for base in bases:
-        words = np.load(base.with_suffix(".words.npy"))
-        mask = keep[pos : pos + len(words)]
-        pos += len(words)
-        table = read_work_table(base.with_suffix(".arrow")).filter(pa.array(mask))
-        if audit is not None:
-            audit.add(table.column("id").to_pylist(), table.column("text").to_pylist())
-        words = words[mask]
-        lengths.append(words)
-        is_val = np.array(
-            [
-                _split_of(i, corpus.seed, corpus.validation_fraction) == "validation"
-                for i in table.column("id").to_pylist()
-            ],
-            dtype=bool,
-        )
-        nbytes = pc.binary_length(table.column("text")).to_numpy(zero_copy_only=False).astype(np.int64)
-        names, source_of = np.unique(np.array(table.column("source").to_pylist(), dtype=object), return_inverse=True)
-        for name, in_source in ((str(n), source_of == k) for k, n in enumerate(names)):
-            bucket = per_source.setdefault(name, {"documents": 0, "words": 0, "bytes": 0})
-            _count(bucket, in_source, words, nbytes)
-        for split, in_split in (("train", ~is_val), ("validation", is_val)):
-            _count(totals[split], in_split, words, nbytes)
-            writers[split].add(table.filter(pa.array(in_split)))
-    for w in writers.values():
-        w.flush(force=True)
-    if corpus.write_dropped:
-        _collect_dropped(bases, out_dir / "dropped.jsonl.gz")
-    manifest = _manifest(
-        cfg,
-        shard_stats,
-        counts,
-        totals,
-        per_source,
-        exact_removed,
-        near_removed,
-        near_clusters,
-        np.concatenate(lengths),
-        work_dir,
-    )
-    if audit is not None:
-        log.info("corpus: leakage audit of %d evaluation texts took %.1f s", len(audit.texts), audit.seconds)
-    manifest["audit"] = audit_section(audit, sets.sources, sets.not_checked, decon, work_dir / "audit.json")
-    manifest["shards"] = {s: writers[s].count for s in SPLITS}
-    manifest["content_hash"] = _shards_hash(out_dir)
-    manifest = validate_artifact(CorpusManifest, manifest).model_dump(mode="json")
-    write_json_atomic(out_dir / "manifest.json", manifest)
-    report.write_reports(out_dir, manifest, np.concatenate(lengths))
-    (out_dir / "README.md").write_text(dataset_card(cfg, manifest))  # the Hub dataset card (``push`` rebuilds it)
-    return manifest
-
-
-def _count(bucket: dict[str, int], mask: np.ndarray, words: np.ndarray, nbytes: np.ndarray) -> None:
-    bucket["documents"] += int(mask.sum())
-    bucket["words"] += int(words[mask].sum())
-    bucket["bytes"] += int(nbytes[mask].sum())
-
-
-def _collect_dropped(bases: list[Path], path: Path) -> None:
-    with open(path, "wb") as out:
-        for base in bases:
-            part = base.with_suffix(".dropped.jsonl.gz")
-            if part.is_file():
-                out.write(part.read_bytes())  # concatenated gzip members are one valid gzip stream
-
-
-def _shards_hash(out_dir: Path) -> str:
-    h = hashlib.sha256()
-    for split in SPLITS:
-        for path in sorted((out_dir / split).glob("shard-*.parquet")):
-            h.update(f"{split}/{path.name}".encode())
-            h.update(hashlib.sha256(path.read_bytes()).digest())
-    return h.hexdigest()
-
-
-def _with_tokens(d: dict[str, int]) -> dict[str, int]:
-    return {**d, "estimated_tokens": round(d["words"] * TOKENS_PER_WORD)}
-
-
-def _manifest(
-    cfg: DomainConfig,
-    shard_stats: list[dict[str, Any]],
-    counts: dict[str, Any],
-    totals: dict[str, dict[str, int]],
-    per_source: dict[str, dict[str, int]],
-    exact_removed: int,
-    near_removed: int,
-    near_clusters: int,
-    lengths: np.ndarray,
-    work_dir: Path,
-) -> dict[str, Any]:
-    corpus = cfg.corpus
-    filters: dict[str, dict[str, Any]] = {f.name: {"dropped": 0, "reasons": {}} for f in corpus.filters}
-    decon: dict[str, dict[str, int]] = {}
-    for s in shard_stats:
-        for name, reasons in s["filters"].items():
-            for reason, n in reasons.items():
-                filters[name]["reasons"][reason] = filters[name]["reasons"].get(reason, 0) + n
-                filters[name]["dropped"] += n
-        for owner, c in s["decontamination"].items():
-            slot = decon.setdefault(owner, {"documents": 0, "sentences": 0})
-            slot["documents"] += c["documents"]
-            slot["sentences"] += c["sentences"]
-    documents_in = counts.get("documents_in", {})
-    bands, rows = lsh_params(corpus.dedup) if corpus.dedup.near else (None, None)
-    index_summary = json.loads((work_dir / "decontamination-index.json").read_text())
-    all_docs = sum(t["documents"] for t in totals.values())
-    return {
-        "domain": cfg.name,
-        "profile": cfg.profile,
-        "documents_in": sum(documents_in.values()),
-        "documents_out": all_docs,
-        "documents": {**{s: totals[s]["documents"] for s in SPLITS}, "total": all_docs},
-        "words": {**{s: totals[s]["words"] for s in SPLITS}, "total": sum(t["words"] for t in totals.values())},
-        "bytes": {**{s: totals[s]["bytes"] for s in SPLITS}, "total": sum(t["bytes"] for t in totals.values())},
-        "estimated_tokens": {s: round(totals[s]["words"] * TOKENS_PER_WORD) for s in SPLITS},
-        "estimated_tokens_method": TOKENS_METHOD,
-        "splits": {s: _with_tokens(totals[s]) for s in SPLITS},
-        "sources": {
-            name: _with_tokens(
-                {
-                    "documents_in": documents_in.get(name, 0),
-                    **per_source.get(name, {"documents": 0, "words": 0, "bytes": 0}),
-                }
-            )
-            for name in documents_in
-        },
-        "filters": filters,
-        "filter_examples": drop_samples.merge(st.get("drop_samples") for st in shard_stats),
-        "dedup": {
-            "exact_removed": exact_removed,
-            "near_removed": near_removed,
-            "near_clusters": near_clusters,
-            "threshold": corpus.dedup.threshold,
-            "num_perm": corpus.dedup.num_perm,
-            "ngram": corpus.dedup.ngram,
-            "lsh_bands": bands,
-            "lsh_rows": rows,
-            "state_bytes_per_million_documents": (state_bytes_per_doc(bands) if bands else 16) * 1_000_000,
-        },
-        "decontamination": {
-            "enabled": corpus.decontamination.enabled,
-            "ngram": corpus.decontamination.ngram,
-            "rule": (
-                f"drop a document when >= {corpus.decontamination.max_overlap:.0%} of its "
-                f"{corpus.decontamination.ngram}-grams are in the evaluation index; otherwise cut the "
-                "sentences holding a hit n-gram or any part of an evaluation text shorter than "
-                f"{corpus.decontamination.ngram} words found anywhere in the document; a text under "
-                f"{corpus.decontamination.min_words} words removes only a whole document equal to it"
-            ),
-            "index": index_summary,
-            "documents_removed": sum(c["documents"] for c in decon.values()),
-            "sentences_removed": sum(c["sentences"] for c in decon.values()),
-            "by_task_split": decon,
-        },
-        "malformed_lines": counts.get("malformed_lines", {"total": 0, "by_source": {}}),
-        "length_words": report.length_summary(lengths),
-    }
