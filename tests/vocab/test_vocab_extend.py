@@ -51,3 +51,22 @@ def test_extended_model_tokens_and_mean_initialisation(tiny_base, tmp_path):
     loss = new(input_ids=ids, labels=ids).loss
     loss.backward()
     assert torch.isfinite(loss) and new.get_input_embeddings().weight.grad[n0:].abs().sum() > 0
+
+
+def test_the_extended_model_of_a_headless_base_is_the_same_file_every_time(tiny_base, tmp_path):
+    """A base without its MLM head (a sentence-embedding checkpoint) gets a new head at loading: drawn from a
+    seeded generator, so rebuilding the vocabulary stage gives the same extended model and arm fingerprints."""
+    import shutil
+
+    from transformers import BertForMaskedLM
+
+    headless = tmp_path / "headless"
+    shutil.copytree(tiny_base, headless)
+    BertForMaskedLM.from_pretrained(str(tiny_base)).bert.save_pretrained(str(headless))  # encoder only
+    base_hf, base = load_base_tokenizer(str(headless), lowercase=True)
+    chosen = extension_candidates(count_words(make_texts(300, 1)), base, min_count=2)[:3]
+    torch.manual_seed(123)  # whatever ran before in the process must not matter
+    build_extended_model(str(headless), base_hf, base, chosen, tmp_path / "a")
+    torch.rand(7)
+    build_extended_model(str(headless), base_hf, base, chosen, tmp_path / "b")
+    assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()

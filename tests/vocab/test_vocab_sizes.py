@@ -11,7 +11,8 @@ from test_vocab_stage import _cfg
 from domainbert.config.vocab import ExtensionConfig
 from domainbert.core.models import load_mlm_model
 from domainbert.core.paths import RunLayout
-from domainbert.vocab.stage import choose_extension, curve_points, run_vocab
+from domainbert.vocab.sizes import choose_extension, curve_points
+from domainbert.vocab.stage import run_vocab
 
 
 class _Summary(dict):

@@ -127,6 +127,7 @@ def build_extended_model(
         decision: how the number was chosen (``source``: recommendation or override, ``recommended_tokens``),
             kept in ``extension.json`` so the pretraining model card can state it.
     """
+    import torch
     from transformers import PreTrainedTokenizerFast
 
     from domainbert.core.models import load_mlm_model
@@ -136,7 +137,12 @@ def build_extended_model(
     new_ids = [tok.token_to_id(w if method != "unigram_vocab" else METASPACE + w) for w in words]
     piece_ids = [[base.tokenizer.token_to_id(p) for p in c["pieces"]] for c in chosen]
     # the words were just added and the pieces come from the base tokenizer: every token has an id
-    model = extend_model(load_mlm_model(base_ref), cast(list[int], new_ids), cast(list[list[int]], piece_ids))
+    # A base without its MLM head gets a new one at loading, drawn from torch's generator: seeded, so a rebuilt
+    # vocabulary stage writes the same extended model (and the extended arm keeps its fingerprint).
+    with torch.random.fork_rng(devices=[]):
+        torch.manual_seed(0)
+        base_model = load_mlm_model(base_ref)
+    model = extend_model(base_model, cast(list[int], new_ids), cast(list[list[int]], piece_ids))
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
     hf = PreTrainedTokenizerFast(
         tokenizer_object=tok,

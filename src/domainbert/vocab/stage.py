@@ -25,7 +25,6 @@ from tokenizers import Tokenizer
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
-from domainbert.config.vocab import ExtensionConfig
 from domainbert.core.artifacts import atomic_output, content_hash, file_hash, fingerprint, is_complete, read_record
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
@@ -44,6 +43,7 @@ from domainbert.vocab.overlap import Form, ReferenceForms, comparable, info_form
 from domainbert.vocab.recommend import recommend
 from domainbert.vocab.references import TokenizerInfo, describe, load_base_tokenizer, load_reference
 from domainbert.vocab.report import published_comparison, write_report
+from domainbert.vocab.sizes import choose_extension, curve_points, fit_summary, lengths_vs_base
 from domainbert.vocab.train import (
     TextStats,
     check_trained_size,
@@ -96,53 +96,6 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     with atomic_output(layout.vocab, config=config, inputs=inputs, fp=fp) as tmp:
         report = build_vocab(cfg, layout.corpus, tmp, inputs)
     return report
-
-
-def curve_points(
-    requested: list[int], domain_at: Callable[[int], list[str]], control_at: Callable[[int], list[str]], prefix: bool
-) -> tuple[dict, list[tuple[list, list]]]:
-    """The overlap curve's points: the requested sizes both vocabularies reach, then one point at what they
-    reached when a larger size was requested (a small corpus stops WordPiece and SentencePiece short).
-
-    Args:
-        requested: ``vocab.curve_sizes``.
-        domain_at, control_at: size -> the domain / control vocabulary of that size (tokens in id order),
-            shorter than asked when the text supports fewer tokens.
-        prefix: a smaller vocabulary is a prefix of a larger one (WordPiece), so the last point can put both
-            vocabularies at the size both reached; otherwise each keeps the size it reached.
-
-    Returns:
-        ``({"requested_sizes", "sizes" (the domain vocabulary's achieved size per point), "control_sizes",
-        "unreached" (requested sizes not reached), "reach" ({"domain", "control"}: tokens each reached when a
-        size was not, else None), "domain": {}, "control": {}}, [(domain tokens, control tokens) per point])``.
-    """
-    curve: dict = {
-        "requested_sizes": list(requested),
-        "sizes": [],
-        "control_sizes": [],
-        "unreached": [],
-        "reach": {"domain": None, "control": None},
-        "domain": {},
-        "control": {},
-    }
-    points: list[tuple[list, list]] = []
-    for s in sorted(set(requested)):
-        if curve["unreached"]:  # larger sizes cannot be reached either
-            curve["unreached"].append(s)
-            continue
-        dom, ctl = domain_at(s), control_at(s)
-        if len(dom) < s or len(ctl) < s:
-            curve["unreached"].append(s)
-            curve["reach"] = {"domain": len(dom), "control": len(ctl)}
-            if prefix:
-                common = min(len(dom), len(ctl))
-                dom, ctl = dom[:common], ctl[:common]
-            if len(dom) in curve["sizes"] and len(ctl) in curve["control_sizes"]:
-                continue  # already measured at exactly this size
-        curve["sizes"].append(len(dom))
-        curve["control_sizes"].append(len(ctl))
-        points.append((dom, ctl))
-    return curve, points
 
 
 @dataclass
@@ -236,8 +189,8 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
     candidates = extension_candidates(words, b.base, cfg.vocab.extension.min_count)
     texts = _heldout_texts(b)
     heldout = {info.name: heldout_stats(info, texts) for info in [*b.targets, v.domain.info]}
-    _lengths_vs_base(heldout)
-    rec = recommend(_fit(overlap["base"], heldout), candidates, v.domain.stats.words, cfg.vocab.recommend)
+    lengths_vs_base(heldout)
+    rec = recommend(fit_summary(overlap["base"], heldout), candidates, v.domain.stats.words, cfg.vocab.recommend)
     extension = _extend(b, candidates, rec, heldout, texts)
     report = {
         **_header(b, v),
@@ -356,24 +309,6 @@ def _heldout_texts(b: Build) -> list[str]:
     return texts
 
 
-def _lengths_vs_base(heldout: dict) -> None:
-    """Set each row's document length relative to the base tokenizer's."""
-    base_len = heldout["base"]["mean_tokens_per_document"]
-    for row in heldout.values():
-        row["length_vs_base"] = row["mean_tokens_per_document"] / base_len if base_len else 0.0
-
-
-def _fit(base_overlap: dict, heldout: dict) -> dict:
-    """What the recommendation weighs: the domain's shift away from the base vocabulary, the base's fit."""
-    shift = base_overlap["control"]["domain_in_reference"] - base_overlap["domain_matched"]["domain_in_reference"]
-    return {
-        "shift": shift,
-        "saving": 1 - heldout["domain"]["length_vs_base"],
-        "fertility": heldout["base"]["fertility"],
-        "unk_rate": heldout["base"]["unk_rate"],
-    }
-
-
 def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: list[str]) -> dict:
     """Build ``extended-model/`` when enabled (its held-out row joins ``heldout``); the report's ``extension``."""
     ext = b.cfg.vocab.extension
@@ -394,7 +329,7 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
 
     extended = describe(load_tokenizer(b.out / "extended-model").backend_tokenizer, "extended")
     heldout["extended"] = heldout_stats(extended, texts)
-    _lengths_vs_base(heldout)
+    lengths_vs_base(heldout)
     extension.update({k: summary[k] for k in ("method", "num_tokens", "vocab_size")})
     extension["top"] = summary["tokens"][: b.cfg.vocab.top_words]
     return extension
@@ -441,29 +376,6 @@ def _header(b: Build, v: Vocabularies) -> dict:
         ],
         "base_model": b.cfg.base_model.name_or_path,
     }
-
-
-def choose_extension(ext: ExtensionConfig, candidates: list[dict], rec: dict) -> tuple[list[dict], dict]:
-    """The words the extended model adds: the recommendation's (the candidates that qualify under its rule 3,
-    best first) unless ``vocab.extension.num_tokens`` overrides it with the top ``num_tokens`` candidates.
-
-    Returns the chosen candidates and the ``extension`` entry of the report (``num_tokens`` set to what is
-    actually added; the builder adds ``method`` and ``vocab_size``).
-    """
-    recommended = rec["extend_words"]
-    if ext.num_tokens is None:
-        chosen, source = [c for c in candidates if c["word"] in set(recommended)], "recommendation"
-    else:
-        chosen, source = candidates[: ext.num_tokens], "override"
-    info = {
-        "enabled": ext.enabled,
-        "candidates": len(candidates),
-        "source": source,
-        "recommended_tokens": len(recommended),
-        "requested_tokens": ext.num_tokens,
-        "num_tokens": len(chosen) if ext.enabled else 0,
-    }
-    return (chosen if ext.enabled else []), info
 
 
 def config_of(cfg: DomainConfig) -> dict:
