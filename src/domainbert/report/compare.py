@@ -26,7 +26,7 @@ from domainbert.core.document import Document, Section, to_html, to_markdown
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.expectations import expected_runs, read_expected, result_state
-from domainbert.report import sections
+from domainbert.report import finetune_sections, pretrain_sections, sections
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
@@ -193,12 +193,12 @@ def build_document(
         [
             headline_section(scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models)),
             intro,
-            sections.summary_section(scores, comparisons),
+            finetune_sections.summary_section(scores, comparisons),
             sections.corpus_section(arts, layout.corpus, out_dir, [f.name for f in cfg.corpus.filters]),
             vocab_section(arts, layout.vocab, out_dir),
-            sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
-            sections.compute_section(arts),
-            sections.finetune_section(
+            pretrain_sections.pretrain_section(arts, list(cfg.pretrain.arms), out_dir),
+            pretrain_sections.compute_section(arts),
+            finetune_sections.finetune_section(
                 scores, comparisons, out_dir, cfg.compare.bootstrap_samples, [t.name for t in cfg.finetune.tasks]
             ),
             method,

@@ -25,9 +25,10 @@ from domainbert.core.document import Document, Figure, Section, Table, to_html, 
 from domainbert.core.paths import RunLayout
 from domainbert.report import figures
 from domainbert.report.compare import compare_tables
+from domainbert.report.finetune_sections import std_text
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
-from domainbert.report.sections import fmt, std_text
+from domainbert.report.sections import fmt
 from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
 

@@ -1,0 +1,153 @@
+"""The report's fine-tuning sections: every model's scores with the floor, the comparisons with their seed-aware
+intervals, and the plain-language summary (written from the comparison rows, never by hand).
+
+The numbers come from ``results.py``; the headline and verdict are ``headline.py``'s.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from domainbert.core.document import Figure, Section, Table
+from domainbert.report import figures
+from domainbert.report.results import reference_of
+from domainbert.report.sections import fmt
+from domainbert.report.summary import interval_text, metric_label, points, signed_points, summary_lines
+
+
+def std_text(row: dict[str, Any]) -> str:
+    """The standard deviation in points; '-' for a single seed (there is no spread to show)."""
+    return points(row["std"]) if row["n_seeds"] > 1 else "-"
+
+
+def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
+    return f"{len(comparisons)} comparison{'s' if len(comparisons) != 1 else ''}, not corrected for multiplicity."
+
+
+def p_text(p: Any, samples: int) -> str:
+    """A bootstrap p-value; 0 means no draw crossed 0, i.e. below the resolution 2 / samples."""
+    if p is None:
+        return "-"
+    return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3f}"
+
+
+def finetune_section(
+    scores: list[dict[str, Any]],
+    comparisons: list[dict[str, Any]],
+    out_dir: Path,
+    bootstrap_samples: int,
+    tasks: list[str],
+) -> Section:
+    """Per task: mean, std and seeds per model with the difference to the base model; then every comparison.
+    ``tasks`` (the config's) that have no results are listed as not run."""
+    sec = Section("Fine-tuning results")
+    if not scores:
+        return sec.add(
+            "Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
+            "`domainbert finetune` and re-render the report."
+        )
+    missing = [t for t in tasks if t not in {r["task"] for r in scores}]
+    if missing:
+        sec.add(f"Not run: task(s) {', '.join(missing)} (no results).")
+    for task in dict.fromkeys(r["task"] for r in scores):
+        sec.add(_task_table(task, [r for r in scores if r["task"] == task], comparisons))
+    if comparisons:
+        sec.add(_comparison_table(comparisons, bootstrap_samples))
+    if name := figures.score_bars(scores, out_dir):
+        sec.add(
+            Figure(
+                name,
+                "Mean test score per model; error bars: one standard deviation over seeds; dots: individual seeds",
+            )
+        )
+    return sec
+
+
+def _task_table(task: str, rows_t: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Table:
+    """One task's models: scores over seeds, collapses and retries, and the difference to the reference."""
+    label = metric_label(rows_t[0]["metric"])
+    rows = []
+    for r in rows_t:
+        cmp = next(
+            (
+                c
+                for c in comparisons
+                if c["task"] == task and c["model"] == r["model"] and c["reference"] == reference_of(r["model"])
+            ),
+            None,
+        )
+        rows.append(
+            [
+                r["model"],
+                str(r["n_seeds"]),
+                points(r["mean"]),
+                std_text(r),
+                ", ".join(points(v) for v in r["values"]),
+                f"{r.get('collapsed', 0)}/{r['n_seeds']}",
+                str(r.get("retried", 0)),
+                signed_points(cmp["diff"]) if cmp else "-",
+                interval_text(cmp) if cmp else "-",
+                cmp["verdict"] if cmp else ("(floor)" if r["model"] == "floor" else "(reference)"),
+                fmt(r.get("train_seconds"), 1),
+            ]
+        )
+    level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
+    return Table(
+        [
+            "model",
+            "seeds",
+            f"mean {label}",
+            "std",
+            "per seed",
+            "collapsed",
+            "retried",
+            "diff vs base",
+            f"{level}% CI",
+            "verdict",
+            "train s (mean)",
+        ],
+        rows,
+        f"{task}: test {label} (x100), mean and sample standard deviation over seeds",
+    )
+
+
+def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int) -> Table:
+    """Every comparison with its interval, p-value, ASO and verdict (collapsed runs named)."""
+    rows = [
+        [
+            f"{c['model']} vs {c['reference']}",
+            c["task"],
+            c.get("runs_text") or str(c["n_seeds"]),
+            signed_points(c["diff"]),
+            interval_text(c),
+            p_text(c.get("p_value"), bootstrap_samples),
+            fmt(c.get("aso_eps"), 2),
+            c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else ""),
+        ]
+        for c in comparisons
+    ]
+    level = round(100 * comparisons[0]["confidence"])
+    return Table(
+        [
+            "comparison",
+            "task",
+            "runs",
+            "difference (points)",
+            f"{level}% CI",
+            "p (two-sided)",
+            "ASO eps_min",
+            "verdict",
+        ],
+        rows,
+        f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
+        + _n_comparisons(comparisons),
+    )
+
+
+def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Section:
+    sec = Section("Summary")
+    lines = summary_lines(scores, comparisons)
+    if not lines:
+        return sec.add("No fine-tuning results yet, so no verdict: the report shows the stages that have run.")
+    return sec.add(lines)
