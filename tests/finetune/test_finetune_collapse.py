@@ -29,6 +29,60 @@ def test_tagger_that_predicts_no_entity_is_collapsed():
     assert not diagnose("ner", gold, [["B-T", "O", "O"], ["O", "O", "O"]] * 20)["collapsed"]
 
 
+def _sentences(seed: int, n: int = 60) -> list[list[str]]:
+    """Gold-like IOB2 sentences: 6-14 words, about one entity of 1-3 words per sentence."""
+    import random
+
+    rng, out = random.Random(seed), []
+    for _ in range(n):
+        tags = ["O"] * rng.randint(6, 14)
+        start, length = rng.randrange(len(tags) - 3), rng.randint(1, 3)
+        tags[start : start + length] = ["B-T"] + ["I-T"] * (length - 1)
+        out.append(tags)
+    return out
+
+
+def test_a_tagger_that_tags_every_token_is_collapsed():
+    gold = _sentences(1)
+    every_token_b = [["B-T"] * len(s) for s in gold]  # 18x the gold entities
+    out = diagnose("ner", gold, every_token_b)
+    assert out["collapsed"] and out["entity_share"] > 3 and out["tagged_share"] == 1.0
+    assert any("an entity on nearly every token" in r for r in out["reasons"])
+
+
+def test_a_tagger_that_makes_each_sentence_one_span_is_collapsed_whatever_the_repair():
+    gold = _sentences(2)
+    # every word I-T: the I-after-O repair reads one sentence-long entity per sentence (as many as gold has)
+    every_word_i = [["I-T"] * len(s) for s in gold]
+    repaired = [["B-T"] + ["I-T"] * (len(s) - 1) for s in gold]
+    for pred in (every_word_i, repaired):
+        out = diagnose("ner", gold, pred)
+        assert out["collapsed"] and out["whole_sentence_spans"] == 1.0
+        assert 0.5 < out["entity_share"] < 2  # the entity count alone would not have told
+        assert any("spans the whole sentence" in r for r in out["reasons"])
+
+
+def test_an_imperfect_but_healthy_tagger_is_not_collapsed():
+    gold = _sentences(3)
+    other = _sentences(4, n=len(gold))  # right rates, wrong places: a poor tagger, not a degenerate one
+    pred = [(o + ["O"] * len(g))[: len(g)] for g, o in zip(gold, other, strict=True)]
+    assert not diagnose("ner", gold, pred)["collapsed"]
+    assert not diagnose("ner", gold, gold)["collapsed"]
+
+
+def test_answers_distributed_far_from_gold_are_collapsed_in_either_direction():
+    gold = ["a", "b", "c", "d"] * 25
+    mostly_a = ["a"] * 90 + ["b"] * 10  # under the 95% constant share, far from gold's uniform spread
+    out = diagnose("classification", gold, mostly_a)
+    assert out["collapsed"] and out["label_distance"] == pytest.approx(0.65)
+    assert "distributed far from gold's" in out["reasons"][0]
+    rare = ["a"] * 90 + ["b"] * 10
+    gold_skewed = ["a"] * 10 + ["b"] * 90
+    assert diagnose("classification", gold_skewed, rare)["collapsed"]  # the opposite skew
+    two_of_four = ["a", "b"] * 50  # half the classes never predicted: distance 0.5, a weak model
+    assert not diagnose("classification", gold, two_of_four)["collapsed"]
+
+
 def test_loss_that_did_not_fall_is_collapsed():
     gold, pred = ["a", "b"] * 10, ["a", "b"] * 10
     out = diagnose("classification", gold, pred, loss_start=1.0, loss_end=0.95)

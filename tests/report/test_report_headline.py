@@ -77,3 +77,23 @@ def test_floor_sentence_says_which_models_are_significantly_above_it() -> None:
                     "for continued (the seeds' spread leaves the interval across 0).")
     comparisons[1]["verdict"] = "better"
     assert floor_sentences(scores, comparisons)[0].endswith("(24.0 F1), each significantly.")
+
+
+def test_a_degenerate_run_recorded_as_healthy_is_marked_collapsed_in_every_table(science_run: Path) -> None:
+    """A tagger that put an entity on every token, recorded with ``collapsed: false`` (an older rule): the report
+    judges its stored predictions again, so no table or sentence shows its score as an effect without the mark."""
+    for seed in (1, 2, 3):
+        path = science_run / "finetune" / "scratch" / NER_TASK / f"seed-{seed}" / "result.json"
+        result = json.loads(path.read_text())
+        result["pred"] = [["B-TERM"] * len(tags) for tags in result["gold"]]
+        result["collapsed"], result["collapse"] = False, {"collapsed": False, "reasons": []}
+        path.write_text(json.dumps(result))
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, extended, scratch]"])
+    render_report(cfg, RunLayout(science_run))
+    md = (science_run / "report" / "report.md").read_text()
+    headline = md.split("## Headline")[1].split("\n## ")[0]
+    scratch_row = next(line for line in headline.splitlines() if line.startswith("| scratch"))
+    assert "collapsed 3/3" in scratch_row
+    assert "scratch on " in headline and "3 of 3" in headline  # the collapse caveat names it
+    comparisons = md.split("## Fine-tuning results")[1]
+    assert all("collapsed runs involved" in line for line in comparisons.splitlines() if line.startswith("| scratch vs"))

@@ -1,5 +1,7 @@
 """Read a run's artifacts for the report: corpus manifest, vocab report, pretraining summaries and metrics,
-fine-tuning results. Nothing is recomputed or retrained here.
+fine-tuning results. Nothing is retrained here; the one thing recomputed is each fine-tuning run's collapse
+verdict, from its stored test predictions (``finetune.collapse.diagnose``), so a run recorded under an older,
+laxer rule is judged by today's and never shows as an effect without its mark.
 
 A stage that has not run (its file is absent) reads as ``None`` or empty, so the report can say "not run";
 a file that exists but is not valid JSON is a ``DataError`` naming the file and line, because a report
@@ -27,6 +29,7 @@ from domainbert.core.artifacts import file_hash
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import read_records
 from domainbert.core.paths import RunLayout
+from domainbert.finetune.collapse import diagnose
 
 log = logging.getLogger(__name__)
 WARMUP = "head-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
@@ -122,7 +125,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         result = load_artifact(FinetuneResult, path)
         if result is None:  # removed since the glob
             continue
-        arts.finetune.append(result)
+        arts.finetune.append(rejudge_collapse(result))
         _note(arts, path)
     log.info(
         "report inputs: corpus=%s vocab=%s arms=%s finetune results=%d",
@@ -132,3 +135,20 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         len(arts.finetune),
     )
     return arts
+
+
+def rejudge_collapse(result: dict[str, Any]) -> dict[str, Any]:
+    """``result`` with its test collapse diagnosed again from its predictions under the current rule; a run the
+    stage marked collapsed stays collapsed (a retried run's first attempt is not in its predictions)."""
+    stored = result.get("collapse") or {}
+    verdict = diagnose(
+        result["task_type"],
+        result["gold"],
+        result["pred"],
+        stored.get("loss_start"),
+        stored.get("loss_end"),
+        multi_label=bool(result.get("multi_label")),
+    )
+    if result.get("collapsed") and not verdict["collapsed"]:
+        verdict = {**verdict, "collapsed": True, "reasons": list(stored.get("reasons") or ["marked by the stage"])}
+    return {**result, "collapse": verdict, "collapsed": bool(verdict["collapsed"])}
