@@ -124,6 +124,8 @@ def validate(
         for line in found:
             typer.echo(f"error: {line}", err=True)
         problems += len(found)
+        for line in _flags(cfg, default_run_dir(cfg.name) / "corpus"):
+            typer.echo(f"warning: {line}", err=True)
         if not found:
             typer.echo(
                 f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
@@ -131,6 +133,14 @@ def validate(
             )
     if problems:
         raise typer.Exit(2)
+
+
+def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
+    """Settings far from the literature's, a budget far from one pass over the corpus, tasks whose splits
+    share examples (``services.flags``): warnings, not errors."""
+    from domainbert.services.flags import all_flags
+
+    return all_flags(cfg, corpus_dir)
 
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
@@ -306,6 +316,8 @@ def plan(
 
     plans = stage_plans(cfg, layout)
     typer.echo(render(plans, estimate_seconds(cfg, plans, workers) if estimate else None))
+    for line in _flags(cfg, layout.corpus):
+        typer.echo(f"warning: {line}")
 
 
 @app.command()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import math
 import shutil
 
@@ -56,10 +57,22 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
 
     assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate",
                     "--out", str(layout.root)]) == 0
-    lines = capsys.readouterr().out.splitlines()
+    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("warning: ")]
     assert [" ".join(line.split()[:2]) for line in lines] == [
         "corpus will", "vocab after", "pretrain head-warmup", "pretrain continued", "pretrain extended", "finetune will"]
     assert "pretrain head-warmup not needed (the base checkpoint has its MLM head)" in lines
+
+
+def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, layout, capsys):
+    from domainbert.cli import run_cli
+
+    (layout.corpus / "manifest.json").write_text(json.dumps({"estimated_tokens": {"train": 800_000}}))
+    args = ["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate", "--out", str(layout.root)]
+    assert run_cli([*args, "pretrain.budget_tokens=1000000000000"]) == 0
+    warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: ")]
+    assert any("1,250,000 passes over the 800,000-token corpus" in w for w in warnings), warnings
+    assert run_cli(args) == 0  # the profile's own budget: no budget warning
+    assert not any("passes over" in line for line in capsys.readouterr().out.splitlines())
 
 
 def test_plan_lists_the_head_warmup_of_a_headless_checkpoint(base_model, layout, tmp_path):

@@ -89,6 +89,11 @@ class FinetuneConfig(StrictModel):
         "(no pooler, so no model has one the others lack), or 'cls': transformers' [CLS] + "
         "pooler head.",
     )
+    split_overlap: Literal["exclude", "keep"] = Field(
+        "exclude",
+        description="Validation and test examples whose text also stands in the task's training split (exactly or "
+        "after decontamination's word normalisation): exclude them from scoring, or keep them (the report says so).",
+    )
     floor: bool = Field(
         True,
         description="Score a simple baseline on every task (TF-IDF + logistic regression, a "

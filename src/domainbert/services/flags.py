@@ -2,8 +2,9 @@
 what a reader will take them to mean.
 
 ``setting_flags`` reads a resolved configuration only; ``budget_flags`` also needs the corpus size in tokens
-(known once the corpus exists; ``None`` before). Both return sentences for ``plan``, ``validate`` and the
-report's caveats. Nothing here refuses a setting: an unusual value can be deliberate, but it should never be
+(known once the corpus exists; ``None`` before); ``overlap_flags`` reads the local tasks and names examples
+their evaluation splits share with their training split (``split_overlap``). ``all_flags`` gathers them for
+``plan`` and ``validate``; the report shows the same sentences among its caveats. Nothing here refuses a setting: an unusual value can be deliberate, but it should never be
 silent. The reference values and their sources:
 
 * peak learning rate: ``config.pretrain.DEFAULT_ARM_OPTIM`` (BERT/BioBERT's 1e-4 for continued and extended
@@ -18,8 +19,14 @@ silent. The reference values and their sources:
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import DEFAULT_ARM_OPTIM
+from domainbert.core.errors import DomainbertError
+from domainbert.services.split_overlap import find_overlap
+from domainbert.services.tasks import load_task
 
 LR_FACTOR = 5.0
 WARMUP_MAX = 0.25
@@ -85,3 +92,41 @@ def budget_flags(cfg: DomainConfig, corpus_tokens: int | None) -> list[str]:
             f"than {MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"
         ]
     return []
+
+
+def corpus_tokens(corpus_dir: Path) -> int | None:
+    """The corpus's estimated training tokens from its manifest, or None before the corpus stage has run."""
+    try:
+        manifest = json.loads((corpus_dir / "manifest.json").read_text(encoding="utf-8"))
+        return int(manifest["estimated_tokens"]["train"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def overlap_flags(cfg: DomainConfig) -> list[str]:
+    """One sentence per local task whose validation or test split shares examples with its training split, and
+    what fine-tuning does with them (``finetune.split_overlap``)."""
+    out = []
+    for task in cfg.finetune.tasks:
+        if task.format == "hf":
+            continue  # needs the network; the fine-tuning stage checks it when it reads the task
+        try:
+            data = load_task(task)
+        except DomainbertError:
+            continue  # validate reports the task's error itself
+        overlap = find_overlap(data)
+        if overlap.any:
+            sizes = {split: len(examples) for split, examples in data.splits.items()}
+            action = (
+                "left out of scoring"
+                if cfg.finetune.split_overlap == "exclude"
+                else "scored anyway (finetune.split_overlap: keep)"
+            )
+            out.append(f"{overlap.sentence(task.name, sizes)}; {action}")
+    return out
+
+
+def all_flags(cfg: DomainConfig, corpus_dir: Path | None) -> list[str]:
+    """Every flag of a run: its settings, its budget against the corpus (once built) and its tasks' overlaps."""
+    tokens = corpus_tokens(corpus_dir) if corpus_dir is not None else None
+    return setting_flags(cfg) + budget_flags(cfg, tokens) + overlap_flags(cfg)
