@@ -27,7 +27,8 @@ def test_round_trip_keeps_extra_fields_and_adds_the_schema_version(tmp_path):
     path = tmp_path / "result.json"
     path.write_text(dump_artifact(FinetuneResult, RESULT, path))
     back = load_artifact(FinetuneResult, path)
-    assert back == {**RESULT, "schema_version": SCHEMA_VERSION, "multi_label": False, "retry": None, "lr": None}
+    assert back == {**RESULT, "schema_version": SCHEMA_VERSION, "multi_label": False, "retry": None, "lr": None,
+                    "split_overlap": None}
 
 
 @pytest.mark.parametrize("change,field", [({"seed": "one"}, "seed"), ({"task_type": "qa"}, "task_type"),

@@ -251,3 +251,27 @@ def test_a_run_sends_its_curve_and_test_scores_to_mlflow_and_tensorboard(tmp_pat
     events = tensorboard_scalars(layout.root / "tracking" / "finetune" / "base" / "cls" / "seed-1" / "tensorboard")
     assert [step for step, _ in events["train/loss"]] == [e["step"] for e in res["history"]]
     assert sorted(p.name for p in layout.finetune("base", "cls", 1).iterdir()) == ["_domainbert.json", "result.json"]
+
+
+def test_a_test_split_copied_from_train_is_reported_and_left_out_of_scoring(tmp_path, tiny_bert, tasks_dir):
+    """Ten test examples are verbatim copies of training examples: fine-tuning and the floor score the other six,
+    and every result says what was found; with ``finetune.split_overlap: keep`` all sixteen are scored."""
+    folder = tmp_path / "copied"
+    folder.mkdir()
+    train = gzip.open(tasks_dir / "cls" / "train.jsonl.gz", "rt").read().splitlines()
+    test = gzip.open(tasks_dir / "cls" / "test.jsonl.gz", "rt").read().splitlines()
+    for split, lines in (("train", train), ("validation", test), ("test", train[:10] + test[10:])):
+        (folder / f"{split}.jsonl").write_text("\n".join(lines) + "\n")
+    task = {"name": "cls", "type": "classification", "format": "jsonl", "path": str(folder), "labels": ["tech", "plain"]}
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.tasks=" + json.dumps([task]), "finetune.epochs=1")
+    layout = RunLayout(tmp_path / "run")
+    model = finetune_one(cfg, layout, "base", str(tiny_bert), "cls", 1)
+    floor = finetune_one(cfg, layout, "floor", "floor", "cls", 0, mode="floor")
+    for res in (model, floor):
+        assert res["split_overlap"]["test"]["exact"] >= 10 and res["split_overlap"]["excluded"]
+        assert res["num_examples"]["test"] == 16 - res["split_overlap"]["test"]["normalised"]
+        assert len(res["gold"]) == res["num_examples"]["test"]
+    keep = make_cfg(tiny_bert, tasks_dir, "finetune.tasks=" + json.dumps([task]), "finetune.epochs=1",
+                    "finetune.split_overlap=keep")
+    kept = finetune_one(keep, RunLayout(tmp_path / "run2"), "base", str(tiny_bert), "cls", 1)
+    assert kept["num_examples"]["test"] == 16 and not kept["split_overlap"]["excluded"]

@@ -97,3 +97,18 @@ def test_a_degenerate_run_recorded_as_healthy_is_marked_collapsed_in_every_table
     assert "scratch on " in headline and "3 of 3" in headline  # the collapse caveat names it
     comparisons = md.split("## Fine-tuning results")[1]
     assert all("collapsed runs involved" in line for line in comparisons.splitlines() if line.startswith("| scratch vs"))
+
+
+def test_the_caveats_name_split_overlap_and_unusual_settings(science_run: Path) -> None:
+    for model in ("base", "continued"):
+        path = science_run / "finetune" / model / NER_TASK / "seed-1" / "result.json"
+        result = json.loads(path.read_text())
+        result["split_overlap"] = {"validation": {"exact": 0, "normalised": 0},
+                                   "test": {"exact": 10, "normalised": 12}, "excluded": True}
+        path.write_text(json.dumps(result))
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.lr=5e-3"])
+    render_report(cfg, RunLayout(science_run))
+    headline = (science_run / "report" / "report.md").read_text().split("## Headline")[1].split("\n## ")[0]
+    assert f"{NER_TASK}: examples also in its training split: test 12 (10 verbatim); left out of scoring" in headline
+    assert "Unusual setting: pretrain: the continued arm trains at a peak learning rate of 0.005" in headline
+    assert "set by pretrain.lr" in headline

@@ -122,6 +122,9 @@ class FinetuneResult(Artifact):
     collapsed: bool
     retry: dict[str, Any] | None = None
     lr: float | None = None
+    split_overlap: dict[str, Any] | None = Field(
+        None, description="Validation/test examples also in train ({split: {exact, normalised}}) and 'excluded'."
+    )
     wall_seconds: float = Field(ge=0)
 
 

@@ -6,6 +6,7 @@ The one list the stage, the Prefect flows, ``plan`` and the report's check all u
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,10 @@ from domainbert.core.artifacts import fingerprint, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
-from domainbert.services.tasks import task_data_hash
+from domainbert.services.split_overlap import EVAL_SPLITS, find_overlap, without_overlap
+from domainbert.services.tasks import TaskData, load_task, task_data_hash
+
+logger = logging.getLogger(__name__)
 
 RESULT = "result.json"
 
@@ -99,7 +103,12 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
     task = task_config(cfg, job.task_name)
     inputs = {"task_data": data_hash or task_data_hash(task)}
     if job.mode == FLOOR:
-        run_cfg: dict[str, Any] = {"task": task.model_dump(mode="json"), "model": FLOOR, "mode": FLOOR}
+        run_cfg: dict[str, Any] = {
+            "task": task.model_dump(mode="json"),
+            "model": FLOOR,
+            "mode": FLOOR,
+            "split_overlap": cfg.finetune.split_overlap,
+        }
     else:
         run_cfg = {
             "finetune": cfg.finetune.model_dump(
@@ -124,3 +133,22 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
         }
         inputs["model"] = model_input_hash(job.model_ref)
     return run_cfg, inputs, fingerprint(run_cfg, inputs)
+
+
+def load_task_data(cfg: DomainConfig, task: TaskConfig) -> TaskData:
+    """``task`` read as fine-tuning and its floor score it: examples its validation and test splits share with
+    its training split are left out unless ``finetune.split_overlap`` is ``keep``; what was found and done is in
+    ``data.split_overlap`` (and so in every result)."""
+    data = load_task(task)
+    overlap = find_overlap(data)
+    excluded = overlap.any and cfg.finetune.split_overlap == "exclude"
+    if overlap.any:
+        sizes = {split: len(examples) for split, examples in data.splits.items()}
+        logger.warning("%s; %s", overlap.sentence(task.name, sizes), "left out of scoring" if excluded else "kept")
+    if excluded:
+        data = without_overlap(data, overlap)
+    data.split_overlap = {
+        **{split: {"exact": overlap.exact[split], "normalised": overlap.normalised[split]} for split in EVAL_SPLITS},
+        "excluded": excluded,
+    }
+    return data

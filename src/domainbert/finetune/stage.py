@@ -56,6 +56,7 @@ from domainbert.finetune.jobs import (
     FLOOR_SEED,
     RESULT,
     Job,
+    load_task_data,
     run_list,
     run_record,
     task_config,
@@ -64,7 +65,7 @@ from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY, run_finetune
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import TaskData, load_task
+from domainbert.services.tasks import TaskData
 
 logger = logging.getLogger(__name__)
 
@@ -124,7 +125,7 @@ def finetune_one(
     job = Job(model_name, model_ref, task_name, seed, mode)
     run_cfg, inputs, fp = run_record(cfg, job, data.data_hash if data is not None else None)
     if mode == FLOOR:
-        return _floor(task, layout, data, (run_cfg, inputs, fp))
+        return _floor(cfg, task, layout, data, (run_cfg, inputs, fp))
     final = layout.finetune(model_name, task_name, seed)
     if run_current(cfg, job, final, fp):
         logger.info("%s/%s/seed-%d skipped: up to date", model_name, task_name, seed)
@@ -134,7 +135,7 @@ def finetune_one(
         signals.check(f"after {model_name}/{task_name}/seed-{seed}")  # the run is written; stop before the next
         return json.loads((final / RESULT).read_text())
     if data is None:
-        data = load_task(task)
+        data = load_task_data(cfg, task)
     logger.info("fine-tuning %s (%s, %s) on %s, seed %d", model_name, model_ref, mode, task_name, seed)
     if cfg.finetune.torch_threads:
         import torch
@@ -166,6 +167,7 @@ def finetune_one(
         "seed": seed,
         "primary_metric": PRIMARY[task.type],
         "num_examples": {k: len(v) for k, v in data.splits.items()},
+        "split_overlap": data.split_overlap,
         "processes": world,
         "wall_seconds": time.perf_counter() - t0,
         "cpu_seconds": time.process_time() - c0,
@@ -263,7 +265,11 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
 
 
 def _floor(
-    task: TaskConfig, layout: RunLayout, data: TaskData | None, record: tuple[dict, dict[str, str], str]
+    cfg: DomainConfig,
+    task: TaskConfig,
+    layout: RunLayout,
+    data: TaskData | None,
+    record: tuple[dict, dict[str, str], str],
 ) -> dict[str, Any]:
     """The task's floor baseline (``floors.run_floor``) stored like a model's result (skipped when up to date)."""
     from domainbert.finetune.collapse import diagnose
@@ -274,7 +280,7 @@ def _floor(
     if is_complete(final, fp) and (final / RESULT).is_file():
         logger.info("%s/%s skipped: up to date", FLOOR, task.name)
         return json.loads((final / RESULT).read_text())
-    data = data or load_task(task)
+    data = data or load_task_data(cfg, task)
     t0, c0 = time.perf_counter(), time.process_time()
     out = run_floor(data)
     collapse = diagnose(task.type, out["gold"], out["pred"], multi_label=task.multi_label)
@@ -288,6 +294,7 @@ def _floor(
         "seed": FLOOR_SEED,
         "primary_metric": PRIMARY[task.type],
         "num_examples": {k: len(v) for k, v in data.splits.items()},
+        "split_overlap": data.split_overlap,
         "wall_seconds": time.perf_counter() - t0,
         "cpu_seconds": time.process_time() - c0,
         "collapse": collapse,
@@ -327,7 +334,7 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     loaded: dict[str, TaskData] = {}
     for i, job in enumerate(jobs, 1):
         if job.task_name not in loaded:
-            loaded = {job.task_name: load_task(task_config(cfg, job.task_name))}  # one task in memory at a time
+            loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}  # one task at a time
         logger.info("run %d/%d: %s / %s / seed %d", i, len(jobs), job.model_name, job.task_name, job.seed)
         results.append(
             finetune_one(

@@ -31,6 +31,7 @@ from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
 from domainbert.report.vocab_section import vocab_section
+from domainbert.services.flags import budget_flags, setting_flags
 
 log = logging.getLogger(__name__)
 
@@ -147,6 +148,12 @@ def found_text(arts: RunArtifacts) -> str:
     return text + "."
 
 
+def _flags(cfg: DomainConfig, arts: RunArtifacts) -> list[str]:
+    """The run's unusual settings and budget (``services.flags``); task overlaps come from the results."""
+    corpus = ((arts.manifest or {}).get("estimated_tokens") or {}).get("train")
+    return setting_flags(cfg) + budget_flags(cfg, corpus)
+
+
 def build_document(
     cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
 ) -> tuple[Document, list[dict], list[dict]]:
@@ -191,7 +198,9 @@ def build_document(
     doc = Document(
         f"domainbert report: {cfg.name}",
         [
-            headline_section(scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models)),
+            headline_section(
+                scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models), _flags(cfg, arts)
+            ),
             intro,
             finetune_sections.summary_section(scores, comparisons),
             sections.corpus_section(arts, layout.corpus, out_dir, [f.name for f in cfg.corpus.filters]),

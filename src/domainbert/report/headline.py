@@ -116,6 +116,30 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
             "before continued and extended pretraining, and 'before' perplexities are measured through it."
         )
     out += budget_caveats(arts, arms)
+    out += overlap_caveats(arts)
+    return out
+
+
+def overlap_caveats(arts: RunArtifacts) -> list[str]:
+    """Per task, the examples its evaluation splits share with its training split, as fine-tuning recorded them."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in arts.finetune):
+        record = next(
+            (r["split_overlap"] for r in arts.finetune if r["task"] == task and r.get("split_overlap")), None
+        )
+        if not record or not any(record.get(s, {}).get("normalised") for s in ("validation", "test")):
+            continue
+        found = ", ".join(
+            f"{s} {record[s]['normalised']} ({record[s]['exact']} verbatim)"
+            for s in ("validation", "test")
+            if record.get(s, {}).get("normalised")
+        )
+        action = (
+            "left out of scoring, so every score is on unseen examples"
+            if record.get("excluded")
+            else "scored anyway (finetune.split_overlap: keep): every model scores them from memory alike"
+        )
+        out.append(f"{task}: examples also in its training split: {found}; {action}.")
     return out
 
 
@@ -169,7 +193,9 @@ def headline_section(
     arts: RunArtifacts,
     arms: list[str],
     extra: list[str],
+    flags: list[str] | None = None,
 ) -> Section:
+    """The headline table, the verdict and its caveats; ``flags`` (``services.flags``) join the caveats."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -190,5 +216,5 @@ def headline_section(
         lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
     elif any(r["model"] == FLOOR_MODEL for r in scores):
         lead += " Every model's mean is above the floor on every task (significance in the summary)."
-    sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms))
+    sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     return sec

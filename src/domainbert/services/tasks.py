@@ -67,6 +67,8 @@ class TaskData:
     splits: dict[str, list[Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # split -> file (or dataset id)
     data_hash: str = ""  # sha256 over the split files (or the dataset id), for fingerprints
+    # examples the evaluation splits share with train, and whether they were left out (services.split_overlap)
+    split_overlap: dict[str, Any] | None = None
 
 
 def find_split_file(folder: Path, split: str, fmt: str) -> Path:
