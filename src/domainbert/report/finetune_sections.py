@@ -11,6 +11,7 @@ from typing import Any
 
 from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
+from domainbert.report.adequacy import task_adequacy
 from domainbert.report.results import reference_of
 from domainbert.report.sections import fmt
 from domainbert.report.summary import interval_text, metric_label, points, signed_points, summary_lines
@@ -147,7 +148,8 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
 
 def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Section:
     sec = Section("Summary")
-    lines = summary_lines(scores, comparisons)
+    adequacy = task_adequacy(scores, [])
+    lines = summary_lines(scores, comparisons, set(adequacy)) + list(adequacy.values())
     if not lines:
         return sec.add("No fine-tuning results yet, so no verdict: the report shows the stages that have run.")
     return sec.add(lines)

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from domainbert.core.document import Section, Table
+from domainbert.report.adequacy import task_adequacy
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import BASE_MODEL, FLOOR_MODEL, model_order
 from domainbert.report.summary import ci_text, metric_label, points, signed_points
@@ -36,13 +37,16 @@ def score_cell(row: dict[str, Any], best: bool) -> str:
     return text
 
 
-def headline_table(scores: list[dict[str, Any]], arms: list[str], extra: list[str]) -> Table:
+def headline_table(
+    scores: list[dict[str, Any]], arms: list[str], extra: list[str], uninformative: set[str] | None = None
+) -> Table:
+    """Models x tasks; the best mean in bold, except on a task that cannot separate the arms."""
     tasks = list(dict.fromkeys(r["task"] for r in scores))
     models = model_order({r["model"] for r in scores}, arms, extra)
     best = {}
     for task in tasks:
         rows = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
-        best[task] = max((r["mean"] for r in rows), default=None)
+        best[task] = None if task in (uninformative or set()) else max((r["mean"] for r in rows), default=None)
     table_rows = []
     for model in models:
         cells = [model]
@@ -55,7 +59,8 @@ def headline_table(scores: list[dict[str, Any]], arms: list[str], extra: list[st
         ["model", *labels],
         table_rows,
         "Test score (x100), mean ± sample standard deviation over seeds; "
-        "best model in bold; floor: a simple baseline trained on the same examples",
+        "best model in bold (none where the task cannot separate the arms); floor: a simple baseline trained on "
+        "the same examples",
     )
 
 
@@ -199,8 +204,10 @@ def headline_section(
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
-    sec.add(headline_table(scores, arms, extra))
-    verdict = arm_verdicts(comparisons, arms)
+    adequacy = task_adequacy(scores, arts.finetune)
+    sec.add(headline_table(scores, arms, extra, set(adequacy)))
+    comparisons = [c for c in comparisons if c["task"] not in adequacy]  # judged only where a task can tell
+    verdict = arm_verdicts(comparisons, arms) + list(adequacy.values())
     below = {
         r["model"]
         for r in scores
@@ -210,6 +217,8 @@ def headline_section(
     winners = [a for a in arms if _arm_tally(comparisons, a)["better"]]
     if winners:
         lead = f"Verdict: {', '.join(winners)} beat the base model on at least one task (details below)."
+    elif adequacy and len(adequacy) == len({r["task"] for r in scores}):
+        lead = "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
     else:
         lead = "Verdict: no adaptation arm beat the base model on any task at this budget."
     if below:

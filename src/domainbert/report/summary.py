@@ -141,19 +141,24 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
     return out
 
 
-def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
+def summary_lines(
+    scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], uninformative: set[str] | None = None
+) -> list[str]:
     """The summary: one sentence per comparison (significant ones first), then the best mean per task.
 
     Args:
         scores: score rows from ``results.build_tables``.
         comparisons: comparison rows from ``results.build_tables``.
+        uninformative: tasks that cannot separate the arms (``adequacy.task_adequacy``): their models are not
+            compared with each other and no best is named (their floor sentence stays).
 
     Returns:
         Sentences, empty when there are no fine-tuning results.
     """
     if not scores:
         return []
-    pairs = [r for r in comparisons if r["reference"] != "floor"]
+    skip = uninformative or set()
+    pairs = [r for r in comparisons if r["reference"] != "floor" and r["task"] not in skip]
     significant = [r for r in pairs if r["verdict"] in ("better", "worse")]
     rest = [r for r in pairs if r["verdict"] not in ("better", "worse")]
     lines = floor_sentences(scores, comparisons) + [comparison_sentence(r) for r in significant + rest]
@@ -162,4 +167,4 @@ def summary_lines(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]
             "No comparison could be made: the base model and the pretrained arms were not all "
             "fine-tuned on the same task."
         )
-    return lines + best_sentences(scores)
+    return lines + best_sentences([r for r in scores if r["task"] not in skip])

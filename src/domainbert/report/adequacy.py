@@ -1,0 +1,63 @@
+"""Whether a task can separate the arms at the run's fine-tuning budget.
+
+Two ways a task says nothing about pretraining, whatever the intervals show:
+
+* underfit: every model's mean sits under the floor (a bag-of-words or CRF baseline trained on the same
+  examples). Fine-tuning has not learned what the floor learned; differences between the arms are then
+  differences in how badly they underfit. Recommended: more training examples, more epochs, or a larger
+  learning rate (the results say which the task had).
+* saturated: the floor already reaches ``CEILING`` or every model is within ``NEAR_CEILING`` of a perfect
+  score. No arm can do measurably better.
+
+``task_adequacy`` returns a sentence per uninformative task; the headline leaves those tasks out of the
+verdict and of the bold "best", and prints the sentence instead. Nothing statistical is decided here.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domainbert.report.results import FLOOR_MODEL
+from domainbert.report.summary import points
+
+CEILING = 0.95  # a floor at or above this score leaves no room for an encoder to show anything
+NEAR_CEILING = 0.97  # every model at or above this: the task is saturated
+
+
+def _budget(task: str, results: list[dict[str, Any]]) -> str:
+    """What the task's models trained on: examples, epochs and learning rate, from their results."""
+    run = next((r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL), None)
+    if run is None:
+        return ""
+    examples = (run.get("num_examples") or {}).get("train")
+    parts = [f"{examples} training examples" if examples else None, f"lr {run['lr']:g}" if run.get("lr") else None]
+    return " (" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
+
+
+def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, str]:
+    """Task -> why it cannot separate the arms at this fine-tuning budget (informative tasks are absent)."""
+    out: dict[str, str] = {}
+    for task in dict.fromkeys(r["task"] for r in scores):
+        models = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
+        floor = next((r for r in scores if r["task"] == task and r["model"] == FLOOR_MODEL), None)
+        if not models:
+            continue
+        best = max(models, key=lambda r: r["mean"])
+        if floor is not None and floor["mean"] >= CEILING:
+            out[task] = (
+                f"{task} cannot separate the arms: the floor already scores {points(floor['mean'])}, so the task is "
+                "saturated; a harder task (or one with less lexical overlap between its splits) would tell more."
+            )
+        elif min(r["mean"] for r in models) >= NEAR_CEILING:
+            out[task] = (
+                f"{task} cannot separate the arms: every model scores at least {points(NEAR_CEILING)}, so the task "
+                "is saturated; a harder task would tell more."
+            )
+        elif floor is not None and best["mean"] < floor["mean"]:
+            out[task] = (
+                f"{task} cannot separate the arms at this fine-tuning budget{_budget(task, results)}: every model "
+                f"is under the floor (best {best['model']} {points(best['mean'])} against {points(floor['mean'])}), "
+                "so fine-tuning has not learned what a bag of words learns from the same examples; more training "
+                "examples or epochs (or a larger learning rate) would make it informative."
+            )
+    return out

@@ -1,0 +1,54 @@
+"""A task that cannot separate the arms (every model under the floor, or the floor at the ceiling) gets the
+adequacy sentence instead of a verdict and a bold "best"."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from report_fixtures import BASE_MISSES, CONTINUED_MISSES, NER_TASK, write_ner_result
+
+from domainbert.config.domain import load_domain
+from domainbert.core.paths import RunLayout
+from domainbert.report.adequacy import task_adequacy
+from domainbert.report.compare import render_report
+
+
+def _render(run: Path) -> tuple[str, str]:
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"])
+    render_report(cfg, RunLayout(run))
+    md = (run / "report" / "report.md").read_text()
+    return md.split("## Headline")[1].split("\n## ")[0], md.split("## Summary")[1].split("\n## ")[0]
+
+
+def test_models_under_the_floor_get_the_underfit_sentence_and_no_best(science_run: Path) -> None:
+    for seed in (1, 2, 3):  # continued misses 10-12 sentences of 40, base and scratch 20-22
+        write_ner_result(science_run, "continued", NER_TASK, seed, 9 + seed)
+    write_ner_result(science_run, "floor", NER_TASK, 0, 6)  # F1 91.9: above every model, under the ceiling
+    assert max(CONTINUED_MISSES.values()) < 6 < min(BASE_MISSES.values())  # the fixture's own continued would clear it
+    headline, summary = _render(science_run)
+    assert f"{NER_TASK} cannot separate the arms at this fine-tuning budget" in headline
+    assert "every model is under the floor" in headline and "more training examples or epochs" in headline
+    assert "Verdict: none: no task can separate the arms" in headline
+    assert "**" not in headline  # no bold "best"
+    assert "Highest mean" not in summary and "cannot separate the arms" in summary
+
+
+def test_a_floor_at_the_ceiling_gets_the_saturated_sentence(science_run: Path) -> None:
+    write_ner_result(science_run, "floor", NER_TASK, 0, 0)  # a perfect floor
+    headline, _ = _render(science_run)
+    assert f"{NER_TASK} cannot separate the arms: the floor already scores 100.0" in headline
+    assert "saturated" in headline and "**" not in headline
+
+
+def test_an_informative_task_keeps_its_verdict_and_best(science_run: Path) -> None:
+    write_ner_result(science_run, "floor", NER_TASK, 0, 30)  # a weak floor, under every model
+    headline, summary = _render(science_run)
+    assert f"{NER_TASK} cannot separate" not in headline + summary
+    assert "**" in headline and "Highest mean" in summary
+
+
+def test_saturation_by_every_model_near_the_ceiling() -> None:
+    scores = [{"task": "t", "model": m, "mean": v, "metric": "f1"} for m, v in (("base", 0.98), ("continued", 0.99))]
+    assert "every model scores at least 97.0" in task_adequacy(scores, [])["t"]
+    scores[0]["mean"] = 0.9
+    assert task_adequacy(scores, []) == {}
