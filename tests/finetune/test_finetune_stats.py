@@ -131,13 +131,15 @@ def test_one_run_sides(ner_data):
     both = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0)
     assert both["seed_df"] is None and both["aso_eps"] is None and both["method"] == "paired example bootstrap"
     assert "seed variance could not be estimated" in both["resampled"]
-    # a known seed sd for a one-run side: the interval is at least about as wide as the t(4) term alone
+    # a known seed sd for a one-run side: the interval reaches about as far below the difference as the t(4)
+    # term alone; above, A's mean cannot pass a perfect score, so neither can the interval
     noise = SeedNoise(sd=0.05, df=4, within=0.0)
     given = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0,
                            seed_noise=(noise, None))
     assert given["seed_sd"] == {"a": 0.05, "b": None} and given["seed_df"] == pytest.approx(4)
-    width = given["high"] - given["low"]
-    assert width > both["high"] - both["low"] and width > 0.95 * 2 * student_t.ppf(0.975, 4) * 0.05
+    assert given["high"] - given["low"] > both["high"] - both["low"]
+    assert given["low"] < given["diff"] - 0.95 * student_t.ppf(0.975, 4) * 0.05
+    assert -1.0 <= given["low"] and given["high"] <= 1.0
 
 
 def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
@@ -203,3 +205,17 @@ def test_compare_models_classification_reference_and_errors():
         compare_models([result("a", 1, gold, pa), result("a", 1, gold, pb)], [result("b", 2, gold, pb)])
     with pytest.raises(ValueError, match="different gold"):
         compare_models([result("a", 1, gold, pa)], [result("b", 1, gold[::-1], pb)])
+
+
+@pytest.mark.parametrize("runs_a", [2, 3])
+def test_no_interval_leaves_the_metrics_range_whatever_the_seeds_do(ner_data, runs_a):
+    """A model that collapsed to F1 0 on some seeds and scored well on others against a perfect one, and the
+    reverse: a t draw at 1-2 degrees of freedom is unbounded, the interval of a difference of F1s is not."""
+    gold, good, bad, _ = ner_data
+    nothing = [["O"] * len(tags) for tags in gold]  # F1 0: every entity missed
+    mixed = [result("a", s, gold, nothing if s % 2 else good) for s in range(1, runs_a + 1)]
+    perfect = [result("b", s, gold, gold) for s in (1, 2, 3)]
+    for first, second in ((mixed, perfect), (perfect, mixed)):
+        out = compare_models(first, second, n_samples=400, seed=0)
+        assert -1.0 <= out["low"] <= out["diff"] <= out["high"] <= 1.0, out
+        assert out["a"]["std"] > 0.3 or out["b"]["std"] > 0.3  # the premise: a degenerate seed spread

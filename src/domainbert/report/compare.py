@@ -185,11 +185,18 @@ def build_document(
             "upper confidence bound on how far the model falls short of stochastically dominating its reference; "
             "below 0.2 it is almost stochastically better. With a few seeds the bound is wide and reads 1.0 unless "
             "one model wins on every seed, so 1.0 there means 'cannot tell', not 'worse'.",
+            "With 2 or 3 seeds per model the seed term has 1 to 4 degrees of freedom: its t tails are heavy, so "
+            "intervals are wide and only large or consistent differences are called (in the calibration "
+            "simulation, 3 seeds against 3: a true 5-point difference is found about 3 times in 10, no difference "
+            "is called in about 3 in 100). Each model's mean is kept inside the metric's range in every draw, so "
+            "no interval leaves [-100, 100] even when a model's seeds disagree wildly (a collapse on one seed).",
             "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
             "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
             "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
             "word features for NER.",
-            "A run is marked collapsed when its predictions are (nearly) constant or its training loss did not fall; "
+            "A run is marked collapsed when its predictions are degenerate in either direction (one answer for "
+            "nearly every example, answers distributed far from gold's, no entity, an entity on nearly every token or "
+            "one span per sentence) or its training loss did not fall; "
             "a run whose validation predictions collapsed is run once more at another learning rate, and the report "
             "counts those retries.",
             "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",

@@ -49,6 +49,9 @@ from domainbert.finetune.counts import count_metric
 from domainbert.report.aso import aso_eps
 
 NO_DIFFERENCE = "no significant difference"
+SCORE_RANGE = (0.0, 1.0)  # every metric compared here (F1, macro-F1, accuracy) is a share
+METHOD_EXAMPLES = "paired example bootstrap"
+METHOD_SEEDS = "paired example bootstrap + Welch-t seed draw, each mean bounded to the metric's range"
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> dict[str, float]:
@@ -145,6 +148,43 @@ def seed_noise_of(full: np.ndarray, boot: np.ndarray) -> SeedNoise | None:
     )
 
 
+def _draws(
+    boot_a: np.ndarray,
+    boot_b: np.ndarray,
+    noise: list[SeedNoise | None],
+    sizes: tuple[int, int],
+    n_samples: int,
+    seed: int,
+) -> tuple[np.ndarray, float | None]:
+    """Draws of A's mean minus B's mean with each model's mean kept inside the metric's range; the Welch df.
+
+    Each draw is the example bootstrap of the difference (the per-example part of seed noise taken out, since
+    the seed term holds it) plus ``sqrt(sd_a^2/n_a + sd_b^2/n_b) x t`` with Welch-Satterthwaite degrees of
+    freedom. That seed term is shared out between the two models in proportion to their seed variances, so
+    each model's own mean draw is visible, and each is clipped to ``SCORE_RANGE``: a mean score cannot leave
+    it, so neither can the difference, whatever the t tails draw at 2 to 4 degrees of freedom. Where no mean
+    reaches a bound the draws are exactly Welch's (the calibration test's regime); only draws a metric cannot
+    produce are moved.
+    """
+    mean_a, mean_b = boot_a.mean(0), boot_b.mean(0)
+    example = mean_a - mean_b
+    v = [nz.sd**2 / size if nz is not None and nz.sd > 0 else 0.0 for nz, size in zip(noise, sizes, strict=True)]
+    terms = [(var, nz.df) for var, nz in zip(v, noise, strict=True) if var > 0 and nz is not None]
+    if not terms:
+        return example, None
+    v_seed = sum(var for var, _ in terms)
+    seed_df = v_seed**2 / sum(var**2 / df for var, df in terms)  # Welch-Satterthwaite
+    within = sum(nz.within / size for nz, size in zip(noise, sizes, strict=True) if nz is not None)
+    v_example = float(example.var())
+    shrink = math.sqrt(max(0.0, v_example - within) / v_example) if v_example > 0 else 0.0
+    seed_term = math.sqrt(v_seed) * np.random.default_rng([seed, 1]).standard_t(seed_df, n_samples)
+    sides = []
+    for mean, share, sign in ((mean_a, v[0] / v_seed, 1.0), (mean_b, v[1] / v_seed, -1.0)):
+        centre = float(mean.mean())
+        sides.append(np.clip(centre + shrink * (mean - centre) + sign * share * seed_term, *SCORE_RANGE))
+    return sides[0] - sides[1], seed_df
+
+
 def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> None:
     if not results_a or not results_b:
         raise ValueError("each model needs at least one run")
@@ -211,17 +251,7 @@ def compare_models(
         noise[side] = given if given is not None else noise[side]
 
     point = float(full_a.mean() - full_b.mean())
-    example = boot_a.mean(0) - boot_b.mean(0)
-    terms = [(nz.sd**2 / size, nz.df) for nz, size in zip(noise, sizes, strict=True) if nz is not None and nz.sd > 0]
-    within = sum(nz.within / size for nz, size in zip(noise, sizes, strict=True) if nz is not None)
-    stat, seed_df = example, None
-    if terms:
-        v_seed = sum(v for v, _ in terms)
-        seed_df = v_seed**2 / sum(v**2 / df for v, df in terms)  # Welch-Satterthwaite
-        v_example = float(example.var())
-        shrink = math.sqrt(max(0.0, v_example - within) / v_example) if v_example > 0 else 0.0
-        t = np.random.default_rng([seed, 1]).standard_t(seed_df, n_samples)
-        stat = example.mean() + shrink * (example - example.mean()) + math.sqrt(v_seed) * t
+    stat, seed_df = _draws(boot_a, boot_b, noise, sizes, n_samples, seed)
     out = _interval(stat, point, confidence)
     if out["significant"]:
         out["verdict"] = f"{first['model'] if point > 0 else runs_b[0]['model']} better"
@@ -247,7 +277,7 @@ def compare_models(
         "a": mean_std(full_a),
         "b": mean_std(full_b),
         "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
-        "method": "paired example bootstrap + Welch-t seed draw" if terms else "paired example bootstrap",
+        "method": METHOD_SEEDS if seed_df is not None else METHOD_EXAMPLES,
         "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
         "seed_df": seed_df,
         "aso_eps": aso,
@@ -257,7 +287,11 @@ def compare_models(
 
 
 def _resampled(
-    n: int, n_samples: int, sizes: tuple[int, int], noise: list[SeedNoise | None], seed_df: float | None
+    n: int,
+    n_samples: int,
+    sizes: tuple[int, int],
+    noise: list[SeedNoise | None],
+    seed_df: float | None,
 ) -> str:
     text = (
         f"test examples ({n}) drawn with replacement {n_samples} times, the same indices for all "
@@ -275,9 +309,8 @@ def _resampled(
             sides.append(f"{name}: sd {nz.sd:.4f} over {nz.df:g} df, {size} run(s)")
     return (
         text + "; the per-example part of seed noise taken out of the example draws; seed noise drawn as "
-        f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df and added to each draw ("
-        + "; ".join(sides)
-        + ")"
+        f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df, shared out between the two "
+        "models' means by their seed variances, each mean kept inside the metric's range (" + "; ".join(sides) + ")"
     )
 
 
