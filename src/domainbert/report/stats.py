@@ -14,7 +14,10 @@ carries both:
   independent samples of possibly different sizes. Bootstrapping 3 seeds with replacement understates
   their variance, so instead each draw adds ``sqrt(sd_a**2/n_a + sd_b**2/n_b) * t``, ``t`` a Student-t
   variate with Welch-Satterthwaite degrees of freedom: Welch's two-sample t-test, whose heavy tails
-  at 2-4 degrees of freedom are what a 3-seed estimate of the seed variance needs.
+  at 2-4 degrees of freedom are what a 3-seed estimate of the seed variance needs. That term is shared out
+  between the two models' means by their seed variances and each mean is kept inside the metric's range
+  (``SCORE_RANGE``), so an interval never leaves what the metric allows; where no mean reaches a bound the
+  draws are exactly Welch's.
 
 The interval is the percentile interval of the draws; the two-sided p-value is
 ``2 * min(P(d <= 0), P(d >= 0))`` over the draws (capped at 1). When the interval contains 0 the verdict
