@@ -108,3 +108,14 @@ def test_report_on_a_folder_without_a_run_is_one_line(tmp_path):
         assert len(proc.stderr.strip().splitlines()) == 1
         assert not (folder / "report").exists()
     assert not (tmp_path / "missing").exists()  # refused without creating the folder it was pointed at
+
+
+def test_compare_refuses_a_run_given_twice(tmp_path):
+    for name in ("one", "two"):
+        (tmp_path / name / "science").mkdir(parents=True)
+    # two folders of one name would be one domain: the second would replace the first without a word
+    assert_user_error(run_cli("compare", str(tmp_path / "one" / "science"), str(tmp_path / "two" / "science"),
+                              "--out", str(tmp_path / "page")), "two runs are named 'science'")
+    # one folder under two names would count its results as two domains' evidence
+    assert_user_error(run_cli("compare", f"a={tmp_path / 'one' / 'science'}", f"b={tmp_path / 'one' / 'science'}",
+                              "--out", str(tmp_path / "page")), "the same run is given twice, as 'a' and 'b'")

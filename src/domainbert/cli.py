@@ -263,7 +263,10 @@ def compare(
         path = Path(folder).resolve()
         if not path.is_dir():
             raise ConfigError(f"no run folder {folder!r}", field="runs")
-        folders[name or path.name] = path
+        key = name or path.name
+        if key in folders:
+            raise ConfigError(f"two runs are named {key!r}: name them DOMAIN=RUN_DIR", field="runs")
+        folders[key] = path
     if len(folders) < 2:
         raise ConfigError("give at least two runs to compare", field="runs")
     typer.echo(f"cross-domain report: {render_cross_domain(folders, out.resolve())}")

@@ -94,3 +94,21 @@ def test_cross_domain_page_shows_the_floor(tmp_path: Path) -> None:
     assert f"| law | {LAW_TASK} | floor | 1 | {100 * floor:.1f} | - | 0/1 |" in md
     assert f"Below the floor on {LAW_TASK} ({100 * floor:.1f} macro-F1" in md
     assert f"| law | {LAW_TASK} | base vs floor |" in md
+
+
+def test_each_domain_keeps_its_caveats_and_a_run_given_twice_is_refused(science_run: Path, tmp_path: Path) -> None:
+    import pytest
+
+    from domainbert.core.errors import DataError
+
+    law = tmp_path / "runs" / "law"
+    _law_run(law)
+    out = tmp_path / "runs" / "cross-domain"
+    render_cross_domain({"science": science_run, "law": law}, out, compare=CompareConfig(bootstrap_samples=200))
+    summary = (out / "report.md").read_text().split("## Summary")[1].split("\n## ")[0]
+    for domain in ("science", "law"):
+        block = summary.split(f"{domain}:")[1]
+        assert "Caveat: Seeds: 3 per model and task" in block
+    assert "Caveat: Pretraining budget:" in summary and "too small to conclude" in summary
+    with pytest.raises(DataError, match="the same run is given twice, as 'science' and 'copy'"):
+        render_cross_domain({"science": science_run, "copy": science_run / "." }, tmp_path / "x")

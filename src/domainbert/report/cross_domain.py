@@ -22,10 +22,12 @@ from domainbert.config.finetune import CompareConfig
 from domainbert.config.pretrain import Arm
 from domainbert.core.artifacts import atomic_output, fingerprint, is_complete
 from domainbert.core.document import Document, Figure, Section, Table, to_html, to_markdown
+from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.report import figures
 from domainbert.report.compare import compare_tables
 from domainbert.report.finetune_sections import std_text
+from domainbert.report.headline import caveats
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt
@@ -115,6 +117,7 @@ def render_cross_domain(
     """
     compare = compare or CompareConfig()
     out_dir = Path(out_dir)
+    _refuse_repeats(runs)
     loaded = {domain: load_run(RunLayout(Path(root))) for domain, root in runs.items()}
     hashes = {f"{d}/{k}": v for d, arts in loaded.items() for k, v in arts.input_hashes.items()}
     config = {"runs": {d: str(Path(p).resolve()) for d, p in runs.items()}, "compare": compare.model_dump(mode="json")}
@@ -129,6 +132,20 @@ def render_cross_domain(
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
     log.info("cross-domain report: %s", html_path)
     return html_path
+
+
+def _refuse_repeats(runs: dict[str, Path]) -> None:
+    """One run folder under two names would count its results twice as two domains' evidence.
+
+    Raises:
+        DataError: naming the folder and both names.
+    """
+    seen: dict[Path, str] = {}
+    for domain, root in runs.items():
+        folder = Path(root).resolve()
+        if folder in seen:
+            raise DataError(f"the same run is given twice, as {seen[folder]!r} and {domain!r}", file=folder)
+        seen[folder] = domain
 
 
 def _document(
@@ -158,7 +175,8 @@ def _document(
             summary.add(
                 f"{domain}:",
                 floor_sentences(mine, [c for c in all_cmps if c["domain"] == domain])
-                + [comparison_sentence(c) for c in key],
+                + [comparison_sentence(c) for c in key]
+                + [f"Caveat: {text}" for text in caveats(mine, loaded[domain], ARMS)],
             )
 
     scores_rows = [
