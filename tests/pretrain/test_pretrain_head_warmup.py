@@ -54,6 +54,27 @@ def test_headless_base_gets_a_trained_head_and_a_frozen_encoder(headless_base, l
     assert ensure_head_warmup(cfg, layout) == folder  # up to date: not trained again
 
 
+def test_the_warmup_stops_once_general_perplexity_stops_falling(headless_base, layout):
+    cfg = make_cfg(headless_base, "pretrain.head_warmup.steps=300", "pretrain.head_warmup.eval_every=4",
+                   "pretrain.head_warmup.min_improvement=0.05", "pretrain.head_warmup.max_documents=400")
+    folder = ensure_head_warmup(cfg, layout)
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    curve = summary["general_curve"]
+    assert summary["converged"] and summary["steps"] < 300 and summary["steps"] == curve[-1][0]
+    assert [step for step, _ in curve] == list(range(4, summary["steps"] + 1, 4))
+    assert curve[-1][1] > curve[-2][1] * 0.95  # the last evaluation improved by less than 5%
+    # every earlier evaluation after the learning-rate warmup (10% of the 300-step cap) did improve by 5%
+    judged = [(a, b) for (_, a), (step, b) in zip(curve[:-2], curve[1:-1], strict=True) if step > 30]
+    assert all(b < a * 0.95 for a, b in judged)
+    assert summary["tokens"] == summary["steps"] * cfg.pretrain.batch_size * cfg.pretrain.seq_len
+
+
+def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, layout):
+    summary_path = ensure_head_warmup(_cfg(headless_base), layout).parent / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    assert summary["steps"] == summary["max_steps"] == 12 and summary["converged"] is False
+
+
 def test_base_with_its_head_is_not_warmed_up(base_model, layout):
     assert ensure_head_warmup(make_cfg(base_model), layout) is None
 

@@ -57,7 +57,7 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
         if line.startswith("- scratch") and "base" in line:
             assert "collapsed" in line, line
     assert "Collapsed runs (constant predictions or a loss that did not fall): scratch on science-terms-ner: 3 of 3" in md
-    assert "one was trained for 40 steps (81,920 tokens, 21 s, encoder frozen)" in md
+    assert "one was trained for a fixed number of steps, 40 steps (81,920 tokens, 21 s, encoder frozen)" in md
     assert "too small to conclude" in md  # 40,960 tokens per arm is far below the published budgets
     assert "| base, MLM head warmed up | 40 | 81,920 |" in md
     assert "random head 45,000.0 -> 90.5" in md
@@ -112,3 +112,20 @@ def test_the_caveats_name_split_overlap_and_unusual_settings(science_run: Path) 
     assert f"{NER_TASK}: examples also in its training split: test 12 (10 verbatim); left out of scoring" in headline
     assert "Unusual setting: pretrain: the continued arm trains at a peak learning rate of 0.005" in headline
     assert "set by pretrain.lr" in headline
+
+
+def test_a_general_perplexity_that_falls_too_is_named_as_head_training() -> None:
+    """The demo's figures of issue #23: domain 1,213 -> 242 and general 1,782 -> 973 during continued
+    pretraining: part of the domain drop is the head still learning, and the report says so; an arm whose
+    general perplexity held still draws no such sentence."""
+    from domainbert.report.headline import head_training_caveats
+    from domainbert.report.inputs import RunArtifacts
+
+    arts = RunArtifacts(Path("run"), pretrain={
+        "continued": {"domain_perplexity_before": 1213.0, "domain_perplexity": 242.0,
+                      "general_perplexity_before": 1782.0, "general_perplexity": 973.0},
+        "extended": {"domain_perplexity_before": 1100.0, "domain_perplexity": 300.0,
+                     "general_perplexity_before": 1800.0, "general_perplexity": 1750.0}})
+    [sentence] = head_training_caveats(arts, ["continued", "extended"])
+    assert sentence.startswith("continued: general-text perplexity fell too (1,782 -> 973, 45%)")
+    assert "domain over general perplexity 0.68 -> 0.25" in sentence

@@ -66,7 +66,20 @@ class HeadWarmupConfig(StrictModel):
     enabled: Literal["auto", "on", "off"] = Field(
         "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never."
     )
-    steps: int = Field(120, ge=1, description="Optimizer steps (batch_size x seq_len tokens each).")
+    steps: int = Field(
+        400,
+        ge=1,
+        description="Most optimizer steps (batch_size x seq_len tokens each): the warm-up stops earlier "
+        "once general-text perplexity stops falling.",
+    )
+    eval_every: int = Field(20, ge=1, description="Steps between the general-text evaluations that decide the stop.")
+    min_improvement: float = Field(
+        0.02,
+        ge=0,
+        lt=1,
+        description="Stop when general-text perplexity fell by less than this share since the "
+        "last evaluation (converged).",
+    )
     lr: float = Field(2e-3, gt=0, description="Learning rate of the head (the encoder stays frozen).")
     corpus: list[PathStr] = Field(
         default_factory=list,

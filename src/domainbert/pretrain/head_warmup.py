@@ -21,6 +21,7 @@ import json
 import logging
 import random
 import time
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,8 +36,10 @@ from domainbert.core.paths import RunLayout
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.data import pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
+from domainbert.pretrain.evaluation import eval_sets, evaluate, evaluate_all, masking_spec
 from domainbert.pretrain.masking import apply_mask, step_generator
 from domainbert.pretrain.objective import MLMObjective, prediction_head
+from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 
 if TYPE_CHECKING:
     from torch import nn
@@ -44,6 +47,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 NAME = "head-warmup"
+WARMUP_RATIO = 0.1  # of the warm-up's step cap: the head's learning rate rises over it
 HEAD_KEYS = ("cls.predictions.", "lm_head.")
 
 
@@ -174,8 +178,6 @@ def train_head(
     cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]
 ) -> dict[str, Any]:
     """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
-    from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
-    from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 
     p, hw = cfg.pretrain, cfg.pretrain.head_warmup
     embeddings = model.get_input_embeddings().weight
@@ -193,12 +195,16 @@ def train_head(
     spec = masking_spec(p, tokenizer)
     device = torch.device("cpu")
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(p.precision))
-    engine = TorchEngine(objective, p.model_copy(update={"lr": hw.lr, "warmup_ratio": 0.1, "grad_accum": 1}), hw.steps)
+    engine = TorchEngine(
+        objective, p.model_copy(update={"lr": hw.lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1}), hw.steps
+    )
     evals = eval_sets(tokenizer, layout, p, p.seq_len)
     with torch_threads(p.torch_threads):
         before = evaluate_all(engine, evals, spec, p.seed, device)  # the random head
         t0, n, curve = time.perf_counter(), data.input_ids.shape[0], []
-        for step in range(hw.steps):
+        watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
+        step = 0
+        while step < hw.steps and not watch.converged:
             rows = torch.arange(step * p.batch_size, (step + 1) * p.batch_size) % n
             inputs, labels = apply_mask(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
@@ -208,15 +214,21 @@ def train_head(
             loss = engine.forward(inputs, labels)
             engine.backward(loss)
             engine.step()
-            curve.append([step + 1, round(float(loss.detach()), 5)])
+            step += 1
+            curve.append([step, round(float(loss.detach()), 5)])
+            if step % hw.eval_every == 0 and step < hw.steps and evals.get("general") is not None:
+                watch.add(step, evaluate(engine, evals["general"], spec, p.seed, device))
         seconds = time.perf_counter() - t0
         after = evaluate_all(engine, evals, spec, p.seed, device)
     for q in model.parameters():
         q.requires_grad_(True)
     return {
-        "steps": hw.steps,
+        "steps": step,
+        "max_steps": hw.steps,
+        "converged": watch.converged,
+        "general_curve": watch.curve,
         "lr": hw.lr,
-        "tokens": hw.steps * p.batch_size * p.seq_len,
+        "tokens": step * p.batch_size * p.seq_len,
         "corpus": [Path(f).name for f in files],
         "sequences_available": n,
         "wall_seconds": seconds,
@@ -227,6 +239,27 @@ def train_head(
         "general_perplexity": after.get("general"),
         "loss_curve": curve,
     }
+
+
+@dataclass
+class Convergence:
+    """General-text perplexity during the warm-up: converged once an evaluation improves on the last by less
+    than ``min_improvement`` (relative). Not judged during the learning-rate warmup (``warmup_steps``), when
+    the rate is still too small to move the head; without a general evaluation set the warm-up runs its cap."""
+
+    min_improvement: float
+    warmup_steps: int
+    last: float | None = None
+    curve: list[list[float]] = field(default_factory=list)
+    converged: bool = False
+
+    def add(self, step: int, perplexity: float | None) -> None:
+        if perplexity is None:
+            return
+        self.curve.append([step, round(perplexity, 3)])
+        if step > self.warmup_steps and self.last is not None and perplexity > self.last * (1 - self.min_improvement):
+            self.converged = True
+        self.last = perplexity
 
 
 def copy_warm_head(model: PreTrainedModel, warm_folder: Path, extended_folder: Path) -> None:

@@ -115,13 +115,44 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     out.append(result_check_text(arts.result_check))
     warm = arts.head_warmup
     if warm:
+        converged = warm.get("converged")
+        how = (
+            "until its general-text perplexity stopped falling"
+            if converged
+            else "for its whole cap without its general-text perplexity levelling off (not converged)"
+            if converged is False
+            else "for a fixed number of steps"
+        )
         out.append(
-            f"The base checkpoint has no MLM head: one was trained for {warm['steps']} steps "
+            f"The base checkpoint has no MLM head: one was trained {how}, {warm['steps']} steps "
             f"({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s, encoder frozen) on general text "
             "before continued and extended pretraining, and 'before' perplexities are measured through it."
         )
+        out += head_training_caveats(arts, arms)
     out += budget_caveats(arts, arms)
     out += overlap_caveats(arts)
+    return out
+
+
+GENERAL_FALL = 0.1  # general-text perplexity falling by more than this share during an arm: the head still learned
+
+
+def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
+    """The general-text control: when general perplexity also fell during an arm's pretraining, the warmed head
+    was still learning, and that share of the domain drop is head training, not domain adaptation."""
+    out = []
+    for arm in arms:
+        s = arts.pretrain.get(arm) or {}
+        d0, d1 = s.get("domain_perplexity_before"), s.get("domain_perplexity")
+        g0, g1 = s.get("general_perplexity_before"), s.get("general_perplexity")
+        if not (d0 and d1 and g0 and g1) or g1 > g0 * (1 - GENERAL_FALL):
+            continue
+        out.append(
+            f"{arm}: general-text perplexity fell too ({g0:,.0f} -> {g1:,.0f}, {1 - g1 / g0:.0%}) while domain "
+            f"perplexity fell {d0:,.0f} -> {d1:,.0f} ({1 - d1 / d0:.0%}): the MLM head was still learning, so only "
+            f"the domain drop beyond the general one is domain adaptation (domain over general perplexity "
+            f"{d0 / g0:.2f} -> {d1 / g1:.2f})."
+        )
     return out
 
 

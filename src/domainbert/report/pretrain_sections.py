@@ -68,7 +68,7 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
     if warm:
         rows.append(
             [
-                "base, MLM head warmed up",
+                "base, MLM head warmed up" + _convergence(warm.get("converged")),
                 fmt(warm.get("steps")),
                 fmt(warm.get("tokens")),
                 "-",
@@ -168,3 +168,10 @@ def _compute_row(arm: str, s: dict[str, Any]) -> list[str]:
         fmt(s.get("precision")),
         fmt(_total(s.get("parameters"))),
     ]
+
+
+def _convergence(converged: bool | None) -> str:
+    """The warm-up's stop: converged, its step cap, or a summary written before convergence was recorded."""
+    if converged is None:
+        return ""
+    return " (converged)" if converged else " (step cap reached, not converged)"
