@@ -101,6 +101,18 @@ def published_comparison(p: PublishedOverlap, report: dict) -> dict:
 
 
 def _blocks(r: dict) -> list[tuple]:
+    """The report's blocks, section by section."""
+    return (
+        _recommendation_blocks(r)
+        + _overlap_blocks(r)
+        + _curve_blocks(r["curve"])
+        + _heldout_blocks(r)
+        + _extension_blocks(r["extension"], r["recommendation"])
+        + [("h2", "Method"), ("pre", OVERLAP_METHOD.strip()), ("pre", RECOMMEND_METHOD.strip())]
+    )
+
+
+def _recommendation_blocks(r: dict) -> list[tuple]:
     rec = r["recommendation"]
     decision = rec["decision"] + (
         f" (extend the vocabulary by {rec['extend_tokens']} tokens)" if rec["decision"] == "extend" else ""
@@ -118,6 +130,11 @@ def _blocks(r: dict) -> list[tuple]:
             f"({ctl['documents']:,} documents), {_control_size(ctl, t)}.",
         ),
     ]
+    return b
+
+
+def _overlap_blocks(r: dict) -> list[tuple]:
+    b: list[tuple] = []
     rows = []
     for name, ov in r["overlap"].items():
         d, c, m = ov["domain"], ov["control"], ov["domain_matched"]
@@ -158,8 +175,14 @@ def _blocks(r: dict) -> list[tuple]:
     ]
     for p in r.get("published", []):
         b.append(("p", p["sentence"]))
-    b.append(("img", "overlap_curve.png", "Share of the vocabulary found in each reference, by vocabulary size"))
-    curve, crow = r["curve"], []
+    return b
+
+
+def _curve_blocks(curve: dict) -> list[tuple]:
+    b: list[tuple] = [
+        ("img", "overlap_curve.png", "Share of the vocabulary found in each reference, by vocabulary size")
+    ]
+    crow = []
     for name in curve["domain"]:
         crow.append([f"{name} (domain)"] + [pct(x) for x in curve["domain"][name]])
         crow.append([f"{name} (control)"] + [pct(x) for x in curve["control"][name]])
@@ -187,6 +210,10 @@ def _blocks(r: dict) -> list[tuple]:
                 + ". Every size above is the one measured.",
             )
         )
+    return b
+
+
+def _heldout_blocks(r: dict) -> list[tuple]:
     hrows = [
         [
             name,
@@ -200,7 +227,7 @@ def _blocks(r: dict) -> list[tuple]:
         for name, h in r["heldout"].items()
     ]
     first = next(iter(r["heldout"].values()))
-    b += [
+    b: list[tuple] = [
         ("h2", "Held-out domain text"),
         ("p", f"{first['documents']} validation documents, {first['words']:,} words (BERT pre-tokenisation)."),
         (
@@ -220,8 +247,11 @@ def _blocks(r: dict) -> list[tuple]:
     )
     b.append(("h2", "Most frequent domain tokens missing from the base vocabulary"))
     b.append(("table", ["token", "count"], [[m["token"], f"{m['count']:,}"] for m in r["missing_tokens"]["base"]]))
-    ext = r["extension"]
-    b.append(("h2", "Vocabulary extension"))
+    return b
+
+
+def _extension_blocks(ext: dict, rec: dict) -> list[tuple]:
+    b: list[tuple] = [("h2", "Vocabulary extension")]
     if "method" in ext:
         b.append(
             (
@@ -241,7 +271,6 @@ def _blocks(r: dict) -> list[tuple]:
             )
     else:
         b.append(("p", "Not built (vocab.extension.enabled is false)."))
-    b += [("h2", "Method"), ("pre", OVERLAP_METHOD.strip()), ("pre", RECOMMEND_METHOD.strip())]
     return b
 
 
