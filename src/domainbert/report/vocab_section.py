@@ -105,6 +105,19 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
     decision, why, reasons = recommendation(v)
     if decision:
         sec.add(f"Recommendation: {decision}" + (f" - {why}." if why else "."), "Reasons:", reasons)
+    _overlap_table(sec, v)
+    sec.add(*published_blocks(v.get("published") or []))
+    _heldout_table(sec, v)
+    _fragmented_table(sec, v)
+    _extension_text(sec, v)
+    for plot in arts.vocab_plots:
+        name = f"vocab_{plot.name}"
+        shutil.copyfile(plot, out_dir / name)
+        sec.add(Figure(name, f"From the vocab stage: {plot.stem.replace('_', ' ')}"))
+    return sec
+
+
+def _overlap_table(sec: Section, v: dict[str, Any]) -> None:
     rows = []
     for ref, row in overlap_rows(v):
         dom, ctl, matched = row.get("domain") or {}, row.get("control") or {}, row.get("domain_matched") or {}
@@ -136,7 +149,9 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                 "amount of general text, so control minus domain is the domain shift)",
             )
         )
-    sec.add(*published_blocks(v.get("published") or []))
+
+
+def _heldout_table(sec: Section, v: dict[str, Any]) -> None:
     heldout = v.get("heldout")
     if isinstance(heldout, dict) and heldout:
         sec.add(
@@ -164,6 +179,9 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                 "Held-out validation documents tokenized by each tokenizer",
             )
         )
+
+
+def _fragmented_table(sec: Section, v: dict[str, Any]) -> None:
     fragmented = (v.get("fragmented_words") or {}).get("base") or []
     if fragmented:
         sec.add(
@@ -176,6 +194,9 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                 "Most frequent domain words the base tokenizer cuts into 3+ pieces",
             )
         )
+
+
+def _extension_text(sec: Section, v: dict[str, Any]) -> None:
     ext = v.get("extension")
     if isinstance(ext, dict) and ext:
         if ext.get("enabled") and "method" in ext:
@@ -196,8 +217,3 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
                 f"Vocabulary extension: not built (enabled: {fmt(ext.get('enabled'))}, "
                 f"candidates: {fmt(ext.get('candidates'))})."
             )
-    for plot in arts.vocab_plots:
-        name = f"vocab_{plot.name}"
-        shutil.copyfile(plot, out_dir / name)
-        sec.add(Figure(name, f"From the vocab stage: {plot.stem.replace('_', ' ')}"))
-    return sec
