@@ -163,69 +163,79 @@ def build_tables(
         models = model_order(by_model, arms, extra)
         first = next(iter(by_model.values()))[0]
         metric = primary_metric(first)
-        for model in models:
-            runs = by_model[model]
-            values = [test_score(r, metric) for r in runs]
-            mean, std = mean_std(values)
-            seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
-            scores.append(
-                {
-                    "task": task,
-                    "task_type": first.get("task_type"),
-                    "metric": metric,
-                    "model": model,
-                    "seeds": [r["seed"] for r in runs],
-                    "n_seeds": len(runs),
-                    "values": values,
-                    "mean": mean,
-                    "std": std,
-                    "collapsed": collapsed_runs(runs),
-                    "retried": sum(1 for r in runs if r.get("retry")),
-                    "train_seconds": sum(seconds) / len(seconds) if seconds else None,
-                }
-            )
-        for model_a, model_b in comparison_pairs(models):
-            row = {
-                "task": task,
-                "metric": metric,
-                "model": model_a,
-                "reference": model_b,
-                "confidence": confidence,
-                "collapsed": {
-                    m: collapsed_runs(by_model[m]) for m in (model_a, model_b) if collapsed_runs(by_model[m])
-                },
-                "runs": {m: len(by_model[m]) for m in (model_a, model_b)},
-            }
-            try:
-                stat = compare_fn(by_model[model_a], by_model[model_b], metric)
-            except ValueError as exc:
-                # e.g. no common seed, or a different test set: say so on the page instead of failing it.
-                comparisons.append(
-                    {
-                        **row,
-                        "diff": None,
-                        "ci_low": None,
-                        "ci_high": None,
-                        "n_seeds": 0,
-                        "p_value": None,
-                        "verdict": "not compared",
-                        "reason": str(exc),
-                    }
-                )
-                continue
-            diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
-            comparisons.append(
-                {
-                    **row,
-                    "diff": diff,
-                    "ci_low": low,
-                    "ci_high": high,
-                    "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
-                    "p_value": stat.get("p_value"),
-                    "aso_eps": stat.get("aso_eps"),
-                    "runs_text": stat.get("runs_text"),
-                    "resampled": stat.get("resampled"),
-                    "verdict": verdict(diff, low, high),
-                }
-            )
+        scores += [_score_row(task, first, metric, model, by_model[model]) for model in models]
+        comparisons += [
+            _comparison_row(task, metric, a, b, by_model, compare_fn, confidence) for a, b in comparison_pairs(models)
+        ]
     return scores, comparisons
+
+
+def _score_row(
+    task: str, first: dict[str, Any], metric: str, model: str, runs: list[dict[str, Any]]
+) -> dict[str, Any]:
+    """One model's scores on one task over its runs."""
+    values = [test_score(r, metric) for r in runs]
+    mean, std = mean_std(values)
+    seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
+    return {
+        "task": task,
+        "task_type": first.get("task_type"),
+        "metric": metric,
+        "model": model,
+        "seeds": [r["seed"] for r in runs],
+        "n_seeds": len(runs),
+        "values": values,
+        "mean": mean,
+        "std": std,
+        "collapsed": collapsed_runs(runs),
+        "retried": sum(1 for r in runs if r.get("retry")),
+        "train_seconds": sum(seconds) / len(seconds) if seconds else None,
+    }
+
+
+def _comparison_row(
+    task: str,
+    metric: str,
+    model_a: str,
+    model_b: str,
+    by_model: dict[str, list[dict[str, Any]]],
+    compare_fn: CompareFn,
+    confidence: float,
+) -> dict[str, Any]:
+    """``model_a`` against ``model_b`` on one task: the difference, its interval and the verdict."""
+    row = {
+        "task": task,
+        "metric": metric,
+        "model": model_a,
+        "reference": model_b,
+        "confidence": confidence,
+        "collapsed": {m: collapsed_runs(by_model[m]) for m in (model_a, model_b) if collapsed_runs(by_model[m])},
+        "runs": {m: len(by_model[m]) for m in (model_a, model_b)},
+    }
+    try:
+        stat = compare_fn(by_model[model_a], by_model[model_b], metric)
+    except ValueError as exc:
+        # e.g. no common seed, or a different test set: say so on the page instead of failing it.
+        return {
+            **row,
+            "diff": None,
+            "ci_low": None,
+            "ci_high": None,
+            "n_seeds": 0,
+            "p_value": None,
+            "verdict": "not compared",
+            "reason": str(exc),
+        }
+    diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
+    return {
+        **row,
+        "diff": diff,
+        "ci_low": low,
+        "ci_high": high,
+        "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
+        "p_value": stat.get("p_value"),
+        "aso_eps": stat.get("aso_eps"),
+        "runs_text": stat.get("runs_text"),
+        "resampled": stat.get("resampled"),
+        "verdict": verdict(diff, low, high),
+    }
