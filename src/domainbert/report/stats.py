@@ -72,13 +72,18 @@ def bootstrap_indices(n: int, n_samples: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).integers(0, n, size=(n_samples, n))
 
 
-def _interval(diffs: np.ndarray, point: float, confidence: float) -> dict[str, Any]:
+def _interval(
+    diffs: np.ndarray, point: float, confidence: float, names: tuple[str, str] | None = None
+) -> dict[str, Any]:
+    """The percentile interval, two-sided p-value and verdict (``"<name> better"`` when ``names`` are given)."""
     alpha = 1.0 - confidence
     low, high = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
     p = min(1.0, 2.0 * min(float(np.mean(diffs <= 0)), float(np.mean(diffs >= 0))))
     significant = not (low <= 0.0 <= high)
     if significant:
         verdict = "A better" if point > 0 else "B better"
+        if names is not None:
+            verdict = f"{names[0] if point > 0 else names[1]} better"
     else:
         verdict = NO_DIFFERENCE
     return {
@@ -228,14 +233,10 @@ def compare_models(
         seed_noise: per side, a ``SeedNoise`` to use instead of the one estimated from that side's runs.
 
     Returns:
-        ``model_a``, ``model_b``, ``task``, ``metric``, ``seeds`` (all seeds of either side),
-        ``seeds_a``/``seeds_b``, ``n_examples``, ``n_samples``, ``a``/``b`` (``mean_std`` of the per-run
-        test metric), ``per_seed`` ([seed, a or None, b or None]), ``diff`` (mean of A minus mean of B on
-        the full test set), ``low``, ``high``, ``p_value``, ``significant``, ``verdict``, ``confidence``,
-        ``method``, ``seed_sd`` ({"a", "b"}: sd of one run's score used for the seed term, None for a
-        one-run side), ``seed_df`` (Welch degrees of freedom, None without a seed term), ``aso_eps``
-        (ASO ``eps_min`` of A over B; None when neither side has 2 runs) and ``resampled`` (a sentence
-        saying what was resampled and drawn).
+        ``model_a``, ``model_b``, ``task``, ``metric``, the seeds (``_seed_table``), ``n_examples``,
+        ``n_samples``, ``a``/``b`` (``mean_std`` of the per-run test metric), how it was drawn (``_method``),
+        ``aso_eps`` (ASO ``eps_min`` of A over B; None when neither side has 2 runs), and the interval of A's
+        mean minus B's (``_interval``: ``diff``, ``low``, ``high``, ``p_value``, ``significant``, ``verdict``).
 
     Raises:
         ValueError: a side without runs, mixed models or repeated seeds, different tasks or test sets.
@@ -243,49 +244,63 @@ def compare_models(
     runs_a = sorted(results_a, key=lambda r: r["seed"])
     runs_b = sorted(results_b, key=lambda r: r["seed"])
     _check_runs(runs_a, runs_b)
-    first = runs_a[0]
-    gold = first["gold"]
+    first, gold = runs_a[0], runs_a[0]["gold"]
     metric, score = _scorer(runs_a + runs_b, metric, n_samples, seed)
-    full_a, boot_a = score(runs_a)
-    full_b, boot_b = score(runs_b)
-    sizes = (len(runs_a), len(runs_b))
-    noise = [seed_noise_of(full_a, boot_a), seed_noise_of(full_b, boot_b)]
-    for side, given in enumerate(seed_noise or (None, None)):
-        noise[side] = given if given is not None else noise[side]
-
+    (full_a, boot_a), (full_b, boot_b), sizes = score(runs_a), score(runs_b), (len(runs_a), len(runs_b))
+    noise = [
+        given if given is not None else seed_noise_of(full, boot)
+        for given, full, boot in zip(seed_noise or (None, None), (full_a, full_b), (boot_a, boot_b), strict=True)
+    ]
     point = float(full_a.mean() - full_b.mean())
     stat, seed_df = _draws(boot_a, boot_b, noise, sizes, n_samples, seed)
-    out = _interval(stat, point, confidence)
-    if out["significant"]:
-        out["verdict"] = f"{first['model'] if point > 0 else runs_b[0]['model']} better"
-    aso = None
-    if max(sizes) >= 2:
-        aso = aso_eps(full_a, full_b, confidence_level=confidence, num_bootstrap_iterations=ASO_ITERATIONS, seed=seed)
-    seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
-    score_a, score_b = (
-        dict(zip(seeds_a, full_a.tolist(), strict=True)),
-        dict(zip(seeds_b, full_b.tolist(), strict=True)),
-    )
-    seeds = sorted(set(seeds_a) | set(seeds_b))
+    out = _interval(stat, point, confidence, (first["model"], runs_b[0]["model"]))
+    aso = _aso(full_a, full_b, confidence, seed) if max(sizes) >= 2 else None
     return {
         "model_a": first["model"],
         "model_b": runs_b[0]["model"],
         "task": first["task"],
         "metric": metric,
-        "seeds": seeds,
-        "seeds_a": seeds_a,
-        "seeds_b": seeds_b,
+        **_seed_table(runs_a, runs_b, full_a, full_b),
         "n_examples": len(gold),
         "n_samples": n_samples,
         "a": mean_std(full_a),
         "b": mean_std(full_b),
-        "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
+        **_method(len(gold), n_samples, sizes, noise, seed_df),
+        "aso_eps": aso,
+        **out,
+    }
+
+
+def _aso(full_a: np.ndarray, full_b: np.ndarray, confidence: float, seed: int) -> float:
+    return aso_eps(full_a, full_b, confidence_level=confidence, num_bootstrap_iterations=ASO_ITERATIONS, seed=seed)
+
+
+def _method(
+    n: int, n_samples: int, sizes: tuple[int, int], noise: list[SeedNoise | None], seed_df: float | None
+) -> dict[str, Any]:
+    """``method``; ``seed_sd`` ({"a", "b"}: sd of one run's score used for the seed term, None for a one-run
+    side); ``seed_df`` (Welch degrees of freedom, None without a seed term); ``resampled`` (what was drawn)."""
+    return {
         "method": METHOD_SEEDS if seed_df is not None else METHOD_EXAMPLES,
         "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
         "seed_df": seed_df,
-        "aso_eps": aso,
-        "resampled": _resampled(len(gold), n_samples, sizes, noise, seed_df),
-        **out,
+        "resampled": _resampled(n, n_samples, sizes, noise, seed_df),
+    }
+
+
+def _seed_table(
+    runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]], full_a: np.ndarray, full_b: np.ndarray
+) -> dict[str, Any]:
+    """``seeds`` (either side's), ``seeds_a``/``seeds_b`` and ``per_seed`` ([seed, A's score or None, B's])."""
+    seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
+    score_a = dict(zip(seeds_a, full_a.tolist(), strict=True))
+    score_b = dict(zip(seeds_b, full_b.tolist(), strict=True))
+    seeds = sorted(set(seeds_a) | set(seeds_b))
+    return {
+        "seeds": seeds,
+        "seeds_a": seeds_a,
+        "seeds_b": seeds_b,
+        "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
     }
 
 
@@ -315,6 +330,22 @@ def _resampled(
         f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df, shared out between the two "
         "models' means by their seed variances, each mean kept inside the metric's range (" + "; ".join(sides) + ")"
     )
+
+
+def _own_noise(runs: list[dict[str, Any]], metric: str | None, n_samples: int, seed: int) -> SeedNoise:
+    """A model's seed noise from its own runs (two or more)."""
+    _, score = _scorer(runs, metric, n_samples, seed)
+    return cast(SeedNoise, seed_noise_of(*score(runs)))  # not None: two runs or more
+
+
+def _pooled_others(noise: dict[str, SeedNoise], model: str) -> SeedNoise | None:
+    """The seed sd pooled over the OTHER models of a task (df-weighted), with ``model``'s own per-example part;
+    None when the task has no other model with two runs."""
+    others = [nz for m, nz in noise.items() if m != model]
+    if not others:
+        return None
+    df = sum(nz.df for nz in others)
+    return SeedNoise(sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df, within=noise[model].within)
 
 
 def aa_check(
@@ -348,40 +379,28 @@ def aa_check(
     groups, comparisons, significant, skipped = [], 0, 0, 0
     for task, models in sorted(by_group.items()):
         models = {m: sorted(rs, key=lambda r: r["seed"]) for m, rs in models.items() if len(rs) >= 2}
-        noise: dict[str, SeedNoise] = {}
-        for model, runs in models.items():
-            _, score = _scorer(runs, metric, n_samples, seed)
-            noise[model] = cast(SeedNoise, seed_noise_of(*score(runs)))  # not None: two runs or more
+        noise = {m: _own_noise(runs, metric, n_samples, seed) for m, runs in models.items()}
         for model, runs in sorted(models.items()):
-            others = [nz for m, nz in noise.items() if m != model]
             pairs = [(i, j) for i in range(len(runs)) for j in range(i + 1, len(runs))]
-            if not others:
+            pooled = _pooled_others(noise, model)
+            if pooled is None:
                 skipped += len(pairs)
                 continue
-            df = sum(nz.df for nz in others)
-            pooled = SeedNoise(
-                sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df, within=noise[model].within
-            )
-            hits = 0
-            for i, j in pairs:
-                draws_seed += 1
-                out = compare_models(
+            hits = sum(
+                compare_models(
                     [runs[i]],
                     [runs[j]],
                     n_samples=n_samples,
                     confidence=confidence,
-                    seed=draws_seed,
+                    seed=draws_seed + k,
                     metric=metric,
                     seed_noise=(pooled, pooled),
-                )
-                hits += out["significant"]
+                )["significant"]
+                for k, (i, j) in enumerate(pairs, 1)
+            )
+            draws_seed += len(pairs)
             groups.append({"task": task, "model": model, "pairs": len(pairs), "significant": hits})
             comparisons += len(pairs)
             significant += hits
-    return {
-        "comparisons": comparisons,
-        "significant": significant,
-        "rate": significant / comparisons if comparisons else None,
-        "skipped": skipped,
-        "groups": groups,
-    }
+    rate = significant / comparisons if comparisons else None
+    return {"comparisons": comparisons, "significant": significant, "rate": rate, "skipped": skipped, "groups": groups}
