@@ -148,21 +148,10 @@ def _refuse_repeats(runs: dict[str, Path]) -> None:
         seen[folder] = domain
 
 
-def _document(
-    loaded: dict[str, RunArtifacts],
-    runs: dict[str, Path],
-    compare: CompareConfig,
-    compare_fn: CompareFn | None,
-    tmp: Path,
-    out_dir: Path,
-) -> Document:
-    all_scores: list[dict[str, Any]] = []
-    all_cmps: list[dict[str, Any]] = []
-    for domain, arts in loaded.items():
-        scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn)
-        all_scores += [{**r, "domain": domain} for r in scores]
-        all_cmps += [{**c, "domain": domain} for c in cmps]
-
+def _summary(
+    loaded: dict[str, RunArtifacts], all_scores: list[dict[str, Any]], all_cmps: list[dict[str, Any]]
+) -> Section:
+    """Per domain: the floor, the key comparisons with the base model, and the domain's caveats."""
     summary = Section("Summary")
     for domain in loaded:
         key = [c for c in all_cmps if c["domain"] == domain and (c["model"], c["reference"]) in KEY_PAIRS]
@@ -179,6 +168,13 @@ def _document(
                 + [f"Caveat: {text}" for text in caveats(mine, loaded[domain], ARMS)],
             )
 
+    return summary
+
+
+def _results(
+    all_scores: list[dict[str, Any]], all_cmps: list[dict[str, Any]], compare: CompareConfig, tmp: Path
+) -> Section:
+    """Every domain's scores and comparisons in two tables, and the figure."""
     scores_rows = [
         [
             r["domain"],
@@ -226,6 +222,25 @@ def _document(
     if not scores_rows:
         results.add("Not run: none of the runs has fine-tuning results.")
 
+    return results
+
+
+def _document(
+    loaded: dict[str, RunArtifacts],
+    runs: dict[str, Path],
+    compare: CompareConfig,
+    compare_fn: CompareFn | None,
+    tmp: Path,
+    out_dir: Path,
+) -> Document:
+    all_scores: list[dict[str, Any]] = []
+    all_cmps: list[dict[str, Any]] = []
+    for domain, arts in loaded.items():
+        scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn)
+        all_scores += [{**r, "domain": domain} for r in scores]
+        all_cmps += [{**c, "domain": domain} for c in cmps]
+    summary = _summary(loaded, all_scores, all_cmps)
+    results = _results(all_scores, all_cmps, compare, tmp)
     links = []
     for domain, root in runs.items():
         page = Path(root).resolve() / "report" / "report.html"
