@@ -253,6 +253,62 @@ def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total
     )
 
 
+def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
+    logger.info(
+        "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s",
+        examples,
+        state.total,
+        s.epochs,
+        state.steps_per_epoch,
+        s.batch_size,
+        s.lr,
+        ", frozen encoder" if s.frozen else "",
+    )
+
+
+def _log_progress(state: FitState, lines: ProgressLine) -> None:
+    step, total = state.step, state.total
+    logger.info(
+        "step %d/%d loss %.4f (%.1f examples/s, ETA %s)",
+        step,
+        total,
+        np.mean(state.losses[-20:]),
+        state.seen / state.train_seconds,
+        duration(lines.eta_s(step)),
+        extra={"progress": (step, total, current_tag() or "fine-tuning")},
+    )
+
+
+def _evaluate(
+    state: FitState,
+    evaluate: Callable[[], dict[str, Any]],
+    primary: str,
+    model: PreTrainedModel | MeanPoolClassifier,
+    patience: int,
+    rank: int,
+    world: int,
+) -> None:
+    """Score validation (rank 0; the others take its metrics), keep the best weights, decide early stopping."""
+    metrics = evaluate() if rank == 0 else {}
+    if world > 1:
+        metrics = broadcast(metrics)  # every rank takes rank 0's decision
+    entry = state.add_evaluation(metrics, primary, model, patience)
+    assert state.best is not None
+    logger.info(
+        "step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)",
+        state.step,
+        state.total,
+        entry["epoch"],
+        entry["loss"],
+        primary,
+        metrics[primary],
+        state.best[primary],
+        state.best_step,
+    )
+    if state.stopped:
+        logger.info("early stopping: no improvement in %d evaluations", state.bad)
+
+
 def fit(
     model: PreTrainedModel | MeanPoolClassifier,
     train: list[dict[str, Any]],
@@ -288,16 +344,7 @@ def fit(
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
-    logger.info(
-        "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s",
-        len(train),
-        state.total,
-        s.epochs,
-        steps_per_epoch,
-        s.batch_size,
-        s.lr,
-        ", frozen encoder" if s.frozen else "",
-    )
+    _log_start(len(train), state, s)
     lines = ProgressLine(state.total)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while state.step < state.total and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
@@ -312,34 +359,9 @@ def fit(
             state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
             step, total = state.step, state.total
             if lines.due(step) or step % state.window == 0:
-                logger.info(
-                    "step %d/%d loss %.4f (%.1f examples/s, ETA %s)",
-                    step,
-                    total,
-                    np.mean(state.losses[-20:]),
-                    state.seen / state.train_seconds,
-                    duration(lines.eta_s(step)),
-                    extra={"progress": (step, total, current_tag() or "fine-tuning")},
-                )
+                _log_progress(state, lines)
             if step % eval_every == 0 or step == total:
-                metrics = evaluate() if rank == 0 else {}
-                if world > 1:
-                    metrics = broadcast(metrics)  # every rank takes rank 0's decision
-                entry = state.add_evaluation(metrics, primary, model, s.patience)
-                assert state.best is not None
-                logger.info(
-                    "step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)",
-                    step,
-                    total,
-                    entry["epoch"],
-                    entry["loss"],
-                    primary,
-                    metrics[primary],
-                    state.best[primary],
-                    state.best_step,
-                )
-                if state.stopped:
-                    logger.info("early stopping: no improvement in %d evaluations", state.bad)
+                _evaluate(state, evaluate, primary, model, s.patience, rank, world)
             if step >= total or state.stopped:
                 break
     if state.best_state is not None:
