@@ -131,6 +131,41 @@ def predict(
     return [sorted(p) for p in pred] if data.config.multi_label else pred
 
 
+def _load_pair(
+    model_ref: str, data: TaskData, seed: int, pooling: str
+) -> tuple[PreTrainedModel | MeanPoolClassifier, PreTrainedTokenizerBase]:
+    """The task model (a head seeded by ``seed`` alone) and its tokenizer, checked to fit together."""
+    if Path(str(model_ref)).is_dir() or model_ref.startswith("package:"):
+        resolve_model_ref(model_ref)  # a folder without config.json -> ModelError naming it
+    tok = _load_tokenizer(model_ref, data)
+    torch.manual_seed(seed)  # the head's initialisation depends on the seed only
+    model = load_task_model(model_ref, data, pooling)
+    emb = embedding_rows(model)
+    if len(tok) > emb:
+        raise ModelError(
+            f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings", file=resolve_model_ref(model_ref)
+        )
+    return model, tok
+
+
+def _score_test(
+    out: dict[str, Any],
+    data: TaskData,
+    test: tuple[list[Any], list[Any]],
+    validation: tuple[list[Any], list[Any]],
+    model: torch.nn.Module,
+) -> None:
+    """Test metrics, the answers, both collapse diagnoses and the parameter counts, into ``out``."""
+    gold, pred = test
+    out["test"] = score(data, gold, pred)
+    out["gold"], out["pred"] = gold, pred
+    kind, multi, losses = data.config.type, data.config.multi_label, (out["loss_start"], out["loss_end"])
+    out["collapse"] = diagnose(kind, gold, pred, *losses, multi_label=multi)
+    out["collapse_validation"] = diagnose(kind, *validation, *losses, multi_label=multi)
+    out["num_parameters"] = sum(p.numel() for p in model.parameters())
+    out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
 def run_finetune(
     data: TaskData,
     model_ref: str,
@@ -159,23 +194,12 @@ def run_finetune(
     Raises:
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
     """
-    if Path(str(model_ref)).is_dir() or model_ref.startswith("package:"):
-        resolve_model_ref(model_ref)  # a folder without config.json -> ModelError naming it
-    tok = _load_tokenizer(model_ref, data)
-    torch.manual_seed(settings.seed)  # the head's initialisation depends on the seed only
-    model = load_task_model(model_ref, data, pooling)
-    emb = embedding_rows(model)
-    if len(tok) > emb:
-        raise ModelError(
-            f"tokenizer has {len(tok)} tokens but the model only {emb} embeddings", file=resolve_model_ref(model_ref)
-        )
+    model, tok = _load_pair(model_ref, data, settings.seed, pooling)
     feats = {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
     val_gold = gold_of(data, "validation")
-
     val_preds: list[list[Any]] = []  # every evaluation's predictions: the kept weights' are reused below
-
     _, dtype = resolve_device(settings.device, settings.precision)  # fit places the model
 
     def evaluate() -> dict[str, Any]:
@@ -194,13 +218,7 @@ def run_finetune(
     steps = [entry["step"] for entry in out["history"]]
     val_pred = val_preds[steps.index(out["best_step"])]
     out["validation"] = out.pop("best")
-    out["test"] = score(data, gold, pred)
-    out["gold"], out["pred"] = gold, pred
-    kind, multi, losses = data.config.type, data.config.multi_label, (out["loss_start"], out["loss_end"])
-    out["collapse"] = diagnose(kind, gold, pred, *losses, multi_label=multi)
-    out["collapse_validation"] = diagnose(kind, val_gold, val_pred, *losses, multi_label=multi)
-    out["num_parameters"] = sum(p.numel() for p in model.parameters())
-    out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    _score_test(out, data, (gold, pred), (val_gold, val_pred), model)
     logger.info("test %s %.4f", primary, out["test"][primary])
     if save_to is not None:
         from domainbert.finetune.export import save_task_model
