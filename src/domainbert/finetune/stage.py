@@ -137,37 +137,13 @@ def finetune_one(
     if data is None:
         data = load_task_data(cfg, task)
     logger.info("fine-tuning %s (%s, %s) on %s, seed %d", model_name, model_ref, mode, task_name, seed)
-    if cfg.finetune.torch_threads:
-        import torch
-
-        torch.set_num_threads(cfg.finetune.torch_threads)
     t0, c0 = time.perf_counter(), time.process_time()
-    settings = settings_for(cfg, seed, mode, task)
     rank, world = dist_info()
     writer = rank == 0  # under torchrun only rank 0 tracks, saves and writes
-    tracker = open_tracker(cfg, layout, job, settings, fp) if writer else None  # before training: see track_run
     staging = final.with_name(f"{final.name}.model-tmp-{os.getpid()}") if cfg.finetune.save_models and writer else None
-    try:
-        out = _train(cfg, data, model_ref, settings, job, staging)
-    except BaseException:
-        if tracker:
-            tracker.close("FAILED")
-        if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)
-        raise
-    if tracker:
-        send_run(tracker, out)
+    out = _tracked_train(cfg, layout, job, data, fp, staging, writer)
     result = {
-        "model": model_name,
-        "model_ref": model_ref,
-        "mode": mode,
-        "task": task_name,
-        "task_type": task.type,
-        "multi_label": task.multi_label,
-        "seed": seed,
-        "primary_metric": PRIMARY[task.type],
-        "num_examples": {k: len(v) for k, v in data.splits.items()},
-        "split_overlap": data.split_overlap,
+        **_run_fields(job, task, data),
         "processes": world,
         "wall_seconds": time.perf_counter() - t0,
         "cpu_seconds": time.process_time() - c0,
@@ -176,6 +152,52 @@ def finetune_one(
     if writer:
         _write(cfg, final, result, (run_cfg, inputs, fp), staging, data.label_list)
     return result
+
+
+def _run_fields(job: Job, task: TaskConfig, data: TaskData) -> dict[str, Any]:
+    """What a result says about its run besides the scores: model, task, seed, examples and split overlap."""
+    return {
+        "model": job.model_name,
+        "model_ref": job.model_ref,
+        "mode": job.mode,
+        "task": job.task_name,
+        "task_type": task.type,
+        "multi_label": task.multi_label,
+        "seed": job.seed,
+        "primary_metric": PRIMARY[task.type],
+        "num_examples": {k: len(v) for k, v in data.splits.items()},
+        "split_overlap": data.split_overlap,
+    }
+
+
+def _tracked_train(
+    cfg: DomainConfig,
+    layout: RunLayout,
+    job: Job,
+    data: TaskData,
+    fp: str,
+    staging: Path | None,
+    writer: bool,
+) -> dict[str, Any]:
+    """``_train`` with the run's tracker opened before training and sent the curve after (rank 0 only); a
+    failed run closes its tracker FAILED and leaves no staged model behind."""
+    if cfg.finetune.torch_threads:
+        import torch
+
+        torch.set_num_threads(cfg.finetune.torch_threads)
+    settings = settings_for(cfg, job.seed, job.mode, task_config(cfg, job.task_name))
+    tracker = open_tracker(cfg, layout, job, settings, fp) if writer else None  # before training: see track_run
+    try:
+        out = _train(cfg, data, job.model_ref, settings, job, staging)
+    except BaseException:
+        if tracker:
+            tracker.close("FAILED")
+        if staging is not None:
+            shutil.rmtree(staging, ignore_errors=True)
+        raise
+    if tracker:
+        send_run(tracker, out)
+    return out
 
 
 def _write(
