@@ -157,6 +157,33 @@ def _ner_fit(
 # ---- both ----------------------------------------------------------------------------------------------------
 
 
+def _search(
+    data: TaskData, grid: list[dict[str, Any]], fit: Callable[[dict[str, Any]], tuple[Callable, int]], primary: str
+) -> tuple[tuple[float, dict[str, Any], dict[str, Any], Callable, int], list[dict[str, Any]], float, float]:
+    """Fit every grid point and keep the best on validation: (best, each point's score, fit seconds, CPU)."""
+    val_gold = gold_of(data, "validation")
+    best: tuple[float, dict[str, Any], dict[str, Any], Callable, int] | None = None
+    search = []
+    seconds = cpu = 0.0
+    for params in grid:
+        t1, c1 = time.perf_counter(), time.process_time()
+        # One BLAS/OpenMP thread: on these small sparse problems more threads only add contention (the
+        # machine is shared with the models' runs) and could reorder floating-point sums.
+        with warnings.catch_warnings(), threadpool_limits(1):
+            # Constant label columns and slow convergence at large C only warn; the grid covers both.
+            warnings.simplefilter("ignore")
+            predict, n_weights = fit(params)
+        seconds += time.perf_counter() - t1
+        cpu += time.process_time() - c1
+        metrics = score(data, val_gold, predict("validation"))
+        search.append({"params": params, primary: metrics[primary]})
+        logger.info("floor %s %s: validation %s %.4f", data.config.name, params, primary, metrics[primary])
+        if best is None or metrics[primary] > best[0]:
+            best = (metrics[primary], params, metrics, predict, n_weights)
+    assert best is not None  # the grids are never empty
+    return best, search, seconds, cpu
+
+
 def run_floor(data: TaskData) -> dict[str, Any]:
     """Fit and score the task's floor baseline.
 
@@ -182,25 +209,8 @@ def run_floor(data: TaskData) -> dict[str, Any]:
     else:
         grid, fit = CLS_GRID, (lambda p: _cls_fit(data, p))
     train_seconds, train_cpu = time.perf_counter() - t0, time.process_time() - c0
-    val_gold = gold_of(data, "validation")
-    best: tuple[float, dict[str, Any], dict[str, Any], Callable, int] | None = None
-    search = []
-    for params in grid:
-        t1, c1 = time.perf_counter(), time.process_time()
-        # One BLAS/OpenMP thread: on these small sparse problems more threads only add contention (the
-        # machine is shared with the models' runs) and could reorder floating-point sums.
-        with warnings.catch_warnings(), threadpool_limits(1):
-            # Constant label columns and slow convergence at large C only warn; the grid covers both.
-            warnings.simplefilter("ignore")
-            predict, n_weights = fit(params)
-        train_seconds += time.perf_counter() - t1
-        train_cpu += time.process_time() - c1
-        metrics = score(data, val_gold, predict("validation"))
-        search.append({"params": params, primary: metrics[primary]})
-        logger.info("floor %s %s: validation %s %.4f", data.config.name, params, primary, metrics[primary])
-        if best is None or metrics[primary] > best[0]:
-            best = (metrics[primary], params, metrics, predict, n_weights)
-    assert best is not None
+    best, search, grid_seconds, grid_cpu = _search(data, grid, fit, primary)
+    train_seconds, train_cpu = train_seconds + grid_seconds, train_cpu + grid_cpu
     _, params, val_metrics, predict, n_weights = best
     gold = gold_of(data, "test")
     pred = predict("test")
