@@ -13,6 +13,8 @@ from typing import TYPE_CHECKING, Any
 from domainbert.core.models import PACKAGE_PREFIX
 
 if TYPE_CHECKING:
+    from huggingface_hub import EvalResult
+
     from domainbert.config.domain import DomainConfig
 
 TASK_TYPES = {
@@ -107,7 +109,6 @@ def model_card(
     """README.md of an arm's model folder: Hub metadata, then data, budget and figures."""
     from huggingface_hub import ModelCard, ModelCardData
 
-    p = summary
     results = eval_results(cfg, arm, scores)
     data = ModelCardData(
         base_model=base_model_id(cfg) if arm != "scratch" else None,
@@ -120,6 +121,13 @@ def model_card(
         model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
         eval_results=results or None,
     )
+    lines = _arm_card_body(cfg, arm, summary) + _arm_card_extras(arm, results, extension)
+    lines += ["![loss curve](loss_curve.png)", ""]
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
+    """The arm card's title, data, budget and figures, from its pretraining summary ``p``."""
     lines = [
         f"# domainbert {cfg.name} / {arm}",
         "",
@@ -159,6 +167,12 @@ def model_card(
         "training, not arms with different vocabularies.",
         "",
     ]
+    return lines
+
+
+def _arm_card_extras(arm: str, results: list[Any], extension: dict[str, Any] | None) -> list[str]:
+    """The arm card's fine-tuning scores and, for the extended arm, its vocabulary extension."""
+    lines: list[str] = []
     if results:
         lines += ["## Fine-tuning", "", "| task | metric | test score (mean over seeds) |", "|---|---|---|"]
         lines += [f"| {r.dataset_name} | {r.metric_name} | {r.metric_value:.2f} |" for r in results]
@@ -177,8 +191,7 @@ def model_card(
             f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.",
             "",
         ]
-    lines += ["![loss curve](loss_curve.png)", ""]
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+    return lines
 
 
 def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None, str]:
@@ -210,26 +223,14 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         labels: the model's labels in id order.
         custom_code: the folder holds its own model code (mean pooling): loading needs ``trust_remote_code``.
     """
-    from huggingface_hub import EvalResult, ModelCard, ModelCardData
+    from huggingface_hub import ModelCard, ModelCardData
 
     task = next(t for t in cfg.finetune.tasks if t.name == result["task"])
     pipeline, title = TASK_TYPES[result["task_type"]]
     start_id, start = _finetune_start(cfg, result["model"], result["model_ref"])
     dataset = hub_id_of(str(task.path)) if task.format == "hf" else None  # a saved dataset folder is no Hub id
     scores = {k: v for k, v in result["test"].items() if isinstance(v, int | float) and not isinstance(v, bool)}
-    evals = [
-        EvalResult(
-            task_type=pipeline,
-            task_name=title,
-            dataset_type=dataset or task.name,
-            dataset_name=task.name,
-            dataset_split="test",
-            metric_type=k,
-            metric_name=k,
-            metric_value=round(100 * v, 2),
-        )
-        for k, v in scores.items()
-    ]
+    evals = _run_evals(pipeline, title, dataset, task.name, scores)
     name = f"domainbert-{cfg.name}-{result['model']}-{task.name}-seed{result['seed']}"
     data = ModelCardData(
         base_model=start_id,
@@ -243,8 +244,6 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         eval_results=evals or None,
     )
     how = "Only the task head trained, the encoder frozen" if result["mode"] == "frozen" else "All weights trained"
-    auto = "AutoModelForTokenClassification" if result["task_type"] == "ner" else "AutoModelForSequenceClassification"
-    trust = ", trust_remote_code=True" if custom_code else ""
     lines = [
         f"# {name}",
         "",
@@ -269,7 +268,36 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
     ]
     if result.get("collapsed"):
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
-    lines += [
+    lines += _use_lines(name, result["task_type"], custom_code)
+    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _run_evals(
+    pipeline: str, title: str, dataset: str | None, task: str, scores: dict[str, float]
+) -> list[EvalResult]:
+    """The run's test scores as the card's ``model-index`` entries (in points)."""
+    from huggingface_hub import EvalResult
+
+    return [
+        EvalResult(
+            task_type=pipeline,
+            task_name=title,
+            dataset_type=dataset or task,
+            dataset_name=task,
+            dataset_split="test",
+            metric_type=k,
+            metric_name=k,
+            metric_value=round(100 * v, 2),
+        )
+        for k, v in scores.items()
+    ]
+
+
+def _use_lines(name: str, task_type: str, custom_code: bool) -> list[str]:
+    """The card's loading snippet (with ``trust_remote_code`` for the mean-pooling classifier's own code)."""
+    auto = "AutoModelForTokenClassification" if task_type == "ner" else "AutoModelForSequenceClassification"
+    trust = ", trust_remote_code=True" if custom_code else ""
+    lines = [
         "## Use",
         "",
         "From this folder, or from the Hub repository it is pushed to:",
@@ -288,7 +316,7 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
             "is `modeling_mean_pool.py` in this folder, hence `trust_remote_code=True`.",
             "",
         ]
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+    return lines
 
 
 def _size_category(documents: int) -> str:
