@@ -7,7 +7,7 @@ processing starts while reading goes on. ``process_input_shard`` is a plain func
 (``decontaminate``), computes the exact-duplicate key, MinHash signature and word count of every surviving
 document and writes them next to the kept documents; a ``.json`` stats file written last marks the shard done.
 It is what ``build_corpus`` runs in a process pool and what ``flows/`` maps as Prefect tasks. Deduplication
-across shards happens afterwards in ``build.merge``.
+across shards happens afterwards in ``merge.merge``.
 """
 
 from __future__ import annotations
@@ -32,7 +32,8 @@ from domainbert.corpus.store import read_work_table, write_work_table
 from domainbert.corpus.words import WordBatch, lower_words
 
 if TYPE_CHECKING:
-    from domainbert.config.domain import DomainConfig
+    from domainbert.config.corpus import CorpusConfig
+from domainbert.config.domain import DomainConfig
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"
@@ -103,55 +104,22 @@ def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir:
     table = read_work_table(work_dir / shard_spec["input"])
     originals = table.column("text").to_pylist()
     texts, reasons = pipeline.apply_batch(originals)
-    alive_words, unchanged = None, {}  # words of the filtered texts, reused for the documents decon leaves alone
+    # words of the filtered texts, reused for the documents decon leaves alone
+    alive_words: WordBatch | None = None
+    unchanged: dict[int, int] = {}
+    cut: list[int] = []
     if decon is not None:
-        alive = [i for i, t in enumerate(texts) if t is not None]
-        alive_texts = [t for t in texts if t is not None]
-        alive_words = lower_words(alive_texts)
-        checked = decon.check_batch(alive_texts, alive_words)
-        unchanged = {i: j for j, (i, text) in enumerate(zip(alive, checked, strict=True)) if text is texts[i]}
-        cut, cut_texts = [], []
-        for i, text in zip(alive, checked, strict=True):
-            if text is None:
-                texts[i], reasons[i] = None, "decontamination:overlap"
-            elif text is not texts[i]:
-                cut.append(i)  # sentences were cut: what is left must still pass the filters
-                cut_texts.append(text)
-            texts[i] = text
-        again, again_reasons = pipeline.apply_batch(cut_texts) if cut else ([], [])
-        for i, text, reason in zip(cut, again, again_reasons, strict=True):
-            texts[i], reasons[i] = text, reason
+        alive_words, unchanged, cut = _decontaminate(pipeline, decon, texts, reasons)
     kept = [i for i, t in enumerate(texts) if t is not None]
     kept_list = [t for t in texts if t is not None]
     out = table.take(pa.array(kept, type=pa.int64())).set_column(1, "text", pa.array(kept_list, type=pa.string()))
     base = work_dir / PROCESSED / shard_name(index)
     base.parent.mkdir(parents=True, exist_ok=True)
-    hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
-    if corpus.dedup.near and kept:  # signatures are most of the hashing cost: only when near dedup wants them
-        sigs = hasher.signatures(
-            hasher.batch_shingles(_kept_words(kept, kept_list, alive_words, unchanged), kept_list)
-        )
-    else:
-        sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
-    _save_npy(base.with_suffix(".sig.npy"), sigs)
-    keys, counts = exact_keys_and_word_counts(kept_list)
-    _save_npy(base.with_suffix(".keys.npy"), keys)
-    _save_npy(base.with_suffix(".words.npy"), counts)
+    words = _kept_words(kept, kept_list, alive_words, unchanged) if corpus.dedup.near and kept else None
+    _save_hashes(corpus, base, kept_list, words)
     write_work_table(base.with_suffix(".arrow"), out)
     if corpus.write_dropped:
-        ids, sources = table.column("id").to_pylist(), table.column("source").to_pylist()
-        with gzip.GzipFile(base.with_suffix(".dropped.jsonl.gz"), "wb", mtime=0) as f:
-            f.writelines(
-                (
-                    json.dumps(
-                        {"id": ids[i], "source": sources[i], "reason": reasons[i], "text": originals[i]},
-                        ensure_ascii=False,
-                    )
-                    + "\n"
-                ).encode()
-                for i, t in enumerate(texts)
-                if t is None
-            )
+        _write_dropped(base.with_suffix(".dropped.jsonl.gz"), table, texts, reasons, originals)
     stats = {
         "index": index,
         "documents_in": table.num_rows,
@@ -170,6 +138,63 @@ def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir:
     tmp_json.write_text(json.dumps(stats, sort_keys=True))
     os.replace(tmp_json, done)
     return stats
+
+
+def _save_hashes(corpus: CorpusConfig, base: Path, kept_list: list[str], words: WordBatch | None) -> None:
+    """The kept documents' MinHash signatures (only when near dedup wants them), exact keys and word counts."""
+    hasher = MinHasher(corpus.dedup.num_perm, corpus.dedup.ngram)
+    if words is not None:  # given only when near dedup wants signatures, most of the hashing cost
+        sigs = hasher.signatures(hasher.batch_shingles(words, kept_list))
+    else:
+        sigs = np.zeros((0, hasher.num_perm), dtype=np.uint32)
+    _save_npy(base.with_suffix(".sig.npy"), sigs)
+    keys, counts = exact_keys_and_word_counts(kept_list)
+    _save_npy(base.with_suffix(".keys.npy"), keys)
+    _save_npy(base.with_suffix(".words.npy"), counts)
+
+
+def _decontaminate(
+    pipeline: Pipeline, decon: Decontaminator, texts: list[str | None], reasons: list[str | None]
+) -> tuple[WordBatch, dict[int, int], list[int]]:
+    """Decontaminate the filtered texts in place (``texts``/``reasons``); a document that lost sentences goes
+    through the filters again. Returns the filtered texts' words, which of them decontamination left alone
+    (document index -> word-batch row) and the documents it cut."""
+    alive = [i for i, t in enumerate(texts) if t is not None]
+    alive_texts = [t for t in texts if t is not None]
+    alive_words = lower_words(alive_texts)
+    checked = decon.check_batch(alive_texts, alive_words)
+    unchanged = {i: j for j, (i, text) in enumerate(zip(alive, checked, strict=True)) if text is texts[i]}
+    cut, cut_texts = [], []
+    for i, text in zip(alive, checked, strict=True):
+        if text is None:
+            texts[i], reasons[i] = None, "decontamination:overlap"
+        elif text is not texts[i]:
+            cut.append(i)  # sentences were cut: what is left must still pass the filters
+            cut_texts.append(text)
+        texts[i] = text
+    again, again_reasons = pipeline.apply_batch(cut_texts) if cut else ([], [])
+    for i, text, reason in zip(cut, again, again_reasons, strict=True):
+        texts[i], reasons[i] = text, reason
+    return alive_words, unchanged, cut
+
+
+def _write_dropped(
+    path: Path, table: pa.Table, texts: list[str | None], reasons: list[str | None], originals: list[str]
+) -> None:
+    """Every dropped document with its reason, as gzipped JSON lines (``corpus.write_dropped``)."""
+    ids, sources = table.column("id").to_pylist(), table.column("source").to_pylist()
+    with gzip.GzipFile(path, "wb", mtime=0) as f:
+        f.writelines(
+            (
+                json.dumps(
+                    {"id": ids[i], "source": sources[i], "reason": reasons[i], "text": originals[i]},
+                    ensure_ascii=False,
+                )
+                + "\n"
+            ).encode()
+            for i, t in enumerate(texts)
+            if t is None
+        )
 
 
 def _kept_words(
