@@ -129,6 +129,45 @@ class GopherRepetition(Component[GopherOptions]):
         return None
 
 
+def _top_fired(
+    gdoc: np.ndarray, freq: np.ndarray, first: np.ndarray, cum: np.ndarray, size: np.ndarray, n: int, frac: float
+) -> np.ndarray:
+    """Documents whose most frequent n-gram (first seen on ties) covers more than ``frac`` of their characters."""
+    ndocs = len(size)
+    top = np.zeros(ndocs, dtype=np.int64)
+    np.maximum.at(top, gdoc, freq)
+    tied = freq == top[gdoc]
+    best = np.full(ndocs, len(cum), dtype=np.int64)
+    np.minimum.at(best, gdoc[tied], first[tied])
+    # only documents with a repeated n-gram get a ``best`` to index ``cum`` with (a batch of documents
+    # all shorter than n words has no position that could stand in for the others)
+    fired = top > 1
+    at = best[fired]
+    fired[fired] = (cum[at + n] - cum[at]) * top[fired] / size[fired] > frac
+    return fired
+
+
+def _dup_fired(
+    bound: np.ndarray,
+    reasons: list[str | None],
+    grams_n: np.ndarray,
+    cum: np.ndarray,
+    spans: tuple[np.ndarray, np.ndarray],
+    size: np.ndarray,
+    n: int,
+    frac: float,
+) -> np.ndarray:
+    """Documents whose duplicated n-grams cover more than ``frac``: the greedy scan, only where the upper
+    ``bound`` says it could fire and no earlier rule has."""
+    starts, ends = spans
+    fired = np.zeros(len(size), dtype=bool)
+    for d in np.flatnonzero(bound / size > frac):
+        if reasons[d] is None:
+            grams = grams_n[starts[d] : ends[d] - n + 1].tolist()
+            fired[d] = _repeated_chars(grams, cum[starts[d] : ends[d] + 1].tolist(), n) / size[d] > frac
+    return fired
+
+
 def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> list[tuple[bool, str]]:
     """The n-gram rules for many documents at once, over their words concatenated.
 
@@ -140,12 +179,10 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
     checked in order (top n-grams, then duplicated n-grams, each by n), so a document gets the reason of the
     first rule that fires, as one checked alone would.
     """
-    ndocs = len(texts)
-    lens = words.counts
+    ndocs, lens = len(texts), words.counts
     cum = np.concatenate([[0], np.cumsum(words.chars)])
     ends = np.cumsum(lens)
-    starts = ends - lens
-    doc_of = np.repeat(np.arange(ndocs), lens)
+    starts, doc_of = ends - lens, np.repeat(np.arange(ndocs), lens)
     doc_salt = doc_of.astype(np.uint64) * _SALT
     size = np.array([max(len(t), 1) for t in texts], dtype=np.float64)
     family = ngram_hashes_upto(words.hashes, max([*o.top_n_grams, *o.dup_n_grams], default=1))
@@ -182,24 +219,11 @@ def _batch_ngram_rules(o: GopherOptions, texts: list[str], words: WordBatch) -> 
             repeating &= has_repeat
             repeating_n = n
         if kind == "top":
-            top = np.zeros(ndocs, dtype=np.int64)
-            np.maximum.at(top, gdoc, freq)
-            tied = freq == top[gdoc]
-            best = np.full(ndocs, len(cum), dtype=np.int64)
-            np.minimum.at(best, gdoc[tied], first[tied])
-            # only documents with a repeated n-gram get a ``best`` to index ``cum`` with (a batch of documents
-            # all shorter than n words has no position that could stand in for the others)
-            fired = top > 1
-            at = best[fired]
-            fired[fired] = (cum[at + n] - cum[at]) * top[fired] / size[fired] > frac
+            fired = _top_fired(gdoc, freq, first, cum, size, n, frac)
         else:
             # everything but each group's first occurrence: the n-grams seen earlier in the document
             bound = np.bincount(gdoc, weights=group_chars - (cum[first + n] - cum[first]), minlength=ndocs)
-            fired = np.zeros(ndocs, dtype=bool)
-            for d in np.flatnonzero(bound / size > frac):
-                if reasons[d] is None:
-                    grams = family[n][starts[d] : ends[d] - n + 1].tolist()
-                    fired[d] = _repeated_chars(grams, cum[starts[d] : ends[d] + 1].tolist(), n) / size[d] > frac
+            fired = _dup_fired(bound, reasons, family[n], cum, (starts, ends), size, n, frac)
         for d in np.flatnonzero(fired):
             if reasons[d] is None:
                 reasons[d] = f"top_{n}_gram" if kind == "top" else f"duplicated_{n}_n_grams"
