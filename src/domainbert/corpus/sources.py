@@ -152,31 +152,40 @@ def _whole_file(path: Path) -> bytes:
     return data
 
 
+def _parquet_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    import pyarrow.parquet as pq
+
+    try:
+        parquet = pq.ParquetFile(path)
+        row = 0
+        for batch in parquet.iter_batches(batch_size=1000):
+            for rec in batch.to_pylist():
+                row += 1
+                yield row, rec
+    except (OSError, ValueError) as exc:
+        raise DataError(f"cannot read Parquet file: {exc}", file=path) from None
+
+
+def _json_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """The objects of a JSON array file (or of its ``data`` array), read whole with a size cap."""
+    text = _whole_file(path)
+    try:
+        data = json.loads(text)
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise DataError(f"not a valid JSON document: {exc}", file=path) from None
+    items = data.get("data") if isinstance(data, dict) else data
+    if not isinstance(items, list):
+        raise DataError("a JSON source must be an array of objects or an object with a 'data' array", file=path)
+    yield from ((i, rec) for i, rec in enumerate(items, start=1) if isinstance(rec, dict))
+
+
 def _records(path: Path, fmt: str, source: str, malformed: MalformedCounter) -> Iterator[tuple[int, dict[str, Any]]]:
     """(line number, record dict) for each document of one file."""
     if fmt == "parquet":
-        import pyarrow.parquet as pq
-
-        try:
-            parquet = pq.ParquetFile(path)
-            row = 0
-            for batch in parquet.iter_batches(batch_size=1000):
-                for rec in batch.to_pylist():
-                    row += 1
-                    yield row, rec
-        except (OSError, ValueError) as exc:
-            raise DataError(f"cannot read Parquet file: {exc}", file=path) from None
+        yield from _parquet_records(path)
         return
     if fmt == "json":
-        text = _whole_file(path)
-        try:
-            data = json.loads(text)
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise DataError(f"not a valid JSON document: {exc}", file=path) from None
-        items = data.get("data") if isinstance(data, dict) else data
-        if not isinstance(items, list):
-            raise DataError("a JSON source must be an array of objects or an object with a 'data' array", file=path)
-        yield from ((i, rec) for i, rec in enumerate(items, start=1) if isinstance(rec, dict))
+        yield from _json_records(path)
         return
     decoded = _decoded_lines(path, source, malformed)
     if fmt == "jsonl":
