@@ -84,31 +84,13 @@ def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, 
     return config
 
 
-def resolve_auto(
-    config: dict[str, Any],
-    pcfg: PretrainConfig,
-    *,
-    total_steps: int,
-    hidden_size: int,
-    source: str | Path = "DeepSpeed config",
-) -> dict[str, Any]:
-    """Fill a Hugging Face-style DeepSpeed config's ``"auto"`` values from ``pcfg`` (in place; returned).
-
-    The keys and the values they take follow transformers' ``HfTrainerDeepSpeedConfig``; warmup steps are
-    ``int(warmup_ratio * total_steps)`` as in ``engine.py`` (at least 1 for DeepSpeed's scheduler, as the
-    Trainer does). A value that is not ``"auto"`` must agree with ``pcfg`` for the clipping, optimizer and
-    scheduler keys (DeepSpeed clips with the file's value; it ignores the file's optimizer and scheduler for the
-    ones ``engine.py`` passes in, so a different value there would be silently unused).
-
-    Raises:
-        ConfigError: one line naming every ``"auto"`` left and every contradicting key.
-    """
-    if pcfg.lr is None or pcfg.warmup_ratio is None:
-        raise ValueError("resolve_auto needs an arm's config (PretrainConfig.for_arm): lr and warmup_ratio")
+def _auto_values(
+    config: dict[str, Any], pcfg: PretrainConfig, total_steps: int, hidden_size: int
+) -> dict[str, tuple[Any, str, bool]]:
+    """Key -> (value, the domain-config field it comes from, must a given value match)."""
     cuda = torch.cuda.is_available()
-    warmup = int(pcfg.warmup_ratio * total_steps)
+    warmup = int(pcfg.warmup_share * total_steps)
     zero3 = (config.get("zero_optimization") or {}).get("stage") == 3
-    # key -> (value, the domain-config field it comes from, must a given value match)
     wanted: dict[str, tuple[Any, str, bool]] = {
         "gradient_clipping": (pcfg.max_grad_norm, "pretrain.max_grad_norm", True),
         "optimizer.params.lr": (pcfg.lr, "pretrain.lr", True),
@@ -130,19 +112,11 @@ def resolve_auto(
             False,
         )
         wanted["zero_optimization.stage3_param_persistence_threshold"] = (10 * hidden_size, "10 x hidden size", False)
-    mismatches = []
-    for key, (value, origin, must_match) in wanted.items():
-        *parents, leaf = key.split(".")
-        node: Any = config
-        for part in parents:
-            node = node.get(part) if isinstance(node, dict) else None
-        if not isinstance(node, dict) or leaf not in node:
-            continue
-        if node[leaf] == "auto":
-            node[leaf] = value
-        elif must_match and not _same(node[leaf], value):
-            mismatches.append(f"{key}={node[leaf]!r} but {origin} gives {value!r}")
-    config.setdefault("gradient_clipping", pcfg.max_grad_norm)
+    return wanted
+
+
+def _warn_unused_types(config: dict[str, Any], source: str | Path) -> None:
+    """An optimizer or scheduler type in the file that the trainer does not use is named in the log."""
     for block, allowed, ours in (
         ("optimizer", ("adamw", "adam"), "AdamW"),
         ("scheduler", ("warmupdecaylr",), "linear warmup then linear decay"),
@@ -156,6 +130,44 @@ def resolve_auto(
                 kind,
                 ours,
             )
+
+
+def resolve_auto(
+    config: dict[str, Any],
+    pcfg: PretrainConfig,
+    *,
+    total_steps: int,
+    hidden_size: int,
+    source: str | Path = "DeepSpeed config",
+) -> dict[str, Any]:
+    """Fill a Hugging Face-style DeepSpeed config's ``"auto"`` values from ``pcfg`` (in place; returned).
+
+    The keys and the values they take follow transformers' ``HfTrainerDeepSpeedConfig``; warmup steps are
+    ``int(warmup_ratio * total_steps)`` as in ``engine.py`` (at least 1 for DeepSpeed's scheduler, as the
+    Trainer does). A value that is not ``"auto"`` must agree with ``pcfg`` for the clipping, optimizer and
+    scheduler keys (DeepSpeed clips with the file's value; it ignores the file's optimizer and scheduler for the
+    ones ``engine.py`` passes in, so a different value there would be silently unused).
+
+    Raises:
+        ConfigError: one line naming every ``"auto"`` left and every contradicting key.
+    """
+    if pcfg.lr is None or pcfg.warmup_ratio is None:
+        raise ValueError("resolve_auto needs an arm's config (PretrainConfig.for_arm): lr and warmup_ratio")
+    wanted = _auto_values(config, pcfg, total_steps, hidden_size)
+    mismatches = []
+    for key, (value, origin, must_match) in wanted.items():
+        *parents, leaf = key.split(".")
+        node: Any = config
+        for part in parents:
+            node = node.get(part) if isinstance(node, dict) else None
+        if not isinstance(node, dict) or leaf not in node:
+            continue
+        if node[leaf] == "auto":
+            node[leaf] = value
+        elif must_match and not _same(node[leaf], value):
+            mismatches.append(f"{key}={node[leaf]!r} but {origin} gives {value!r}")
+    config.setdefault("gradient_clipping", pcfg.max_grad_norm)
+    _warn_unused_types(config, source)
     left = _auto_keys(config)
     problems = (
         [f'"auto" that nothing in the domain config fills: {", ".join(left)} (give values)'] if left else []
