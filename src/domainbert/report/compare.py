@@ -154,25 +154,8 @@ def _flags(cfg: DomainConfig, arts: RunArtifacts) -> list[str]:
     return setting_flags(cfg) + budget_flags(cfg, corpus)
 
 
-def build_document(
-    cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
-) -> tuple[Document, list[dict], list[dict]]:
-    """The report document; its figures are written into ``out_dir``.
-
-    Returns:
-        (document, score rows, comparison rows).
-    """
-    scores, comparisons = _tables(cfg, arts, compare_fn)
-    intro = Section("This run").add(
-        cfg.description,
-        found_text(arts),
-        (
-            f"Domain config used to render (profile '{cfg.profile}'): base model {cfg.base_model.name_or_path}; "
-            f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
-            f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."
-        ),
-        f"Run folder: {layout.root}",
-    )
+def _method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Section:
+    """How the comparison is made: metrics, intervals (with what one comparison drew), verdicts, floors, collapse."""
     resampled = next((c["resampled"] for c in comparisons if c.get("resampled") and c["reference"] == "base"), None)
     method = Section("How the comparison is made").add(
         [
@@ -202,6 +185,29 @@ def build_document(
             "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
         ]
     )
+    return method
+
+
+def build_document(
+    cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
+) -> tuple[Document, list[dict], list[dict]]:
+    """The report document; its figures are written into ``out_dir``.
+
+    Returns:
+        (document, score rows, comparison rows).
+    """
+    scores, comparisons = _tables(cfg, arts, compare_fn)
+    intro = Section("This run").add(
+        cfg.description,
+        found_text(arts),
+        (
+            f"Domain config used to render (profile '{cfg.profile}'): base model {cfg.base_model.name_or_path}; "
+            f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
+            f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."
+        ),
+        f"Run folder: {layout.root}",
+    )
+    method = _method_section(cfg, comparisons)
     doc = Document(
         f"domainbert report: {cfg.name}",
         [
