@@ -25,6 +25,26 @@ from __future__ import annotations
 from domainbert.config.vocab import RecommendConfig
 
 
+def _decide(
+    shift: float, saving: float, fertility: float, unk: float, train_words: int, n_extend: int, t: RecommendConfig
+) -> tuple[str, str]:
+    """The rules in order: continue when the base fits, scratch when it fits poorly on a large corpus, extend
+    when some frequent words are badly cut, else continue."""
+    fits = (
+        shift < t.continue_max_shift
+        and saving < t.continue_max_saving
+        and fertility <= t.continue_max_fertility
+        and unk <= t.max_unk_rate
+    )
+    if fits:
+        return "continue", "the base vocabulary fits the domain about as well as general text"
+    if train_words >= t.scratch_min_words and (shift >= t.scratch_min_shift or saving >= t.scratch_min_saving):
+        return "scratch", "the base vocabulary fits poorly and the corpus is large enough for a new one"
+    if n_extend > 0:
+        return "extend", f"add the {n_extend} most costly fragmented domain words to the base vocabulary"
+    return "continue", "the misfit is spread thin: no frequent word is badly fragmented"
+
+
 def recommend(figures: dict, candidates: list[dict], train_words: int, t: RecommendConfig) -> dict:
     """Apply the rules above.
 
@@ -57,20 +77,7 @@ def recommend(figures: dict, candidates: list[dict], train_words: int, t: Recomm
         f"{n_extend} words occur {t.extend_min_per_million:g}+ times per million words and are cut into "
         f"{t.extend_min_pieces}+ pieces by the base tokenizer",
     ]
-    fits = (
-        shift < t.continue_max_shift
-        and saving < t.continue_max_saving
-        and fertility <= t.continue_max_fertility
-        and unk <= t.max_unk_rate
-    )
-    if fits:
-        decision, why = "continue", "the base vocabulary fits the domain about as well as general text"
-    elif train_words >= t.scratch_min_words and (shift >= t.scratch_min_shift or saving >= t.scratch_min_saving):
-        decision, why = "scratch", "the base vocabulary fits poorly and the corpus is large enough for a new one"
-    elif n_extend > 0:
-        decision, why = "extend", f"add the {n_extend} most costly fragmented domain words to the base vocabulary"
-    else:
-        decision, why = "continue", "the misfit is spread thin: no frequent word is badly fragmented"
+    decision, why = _decide(shift, saving, fertility, unk, train_words, n_extend, t)
     return {
         "decision": decision,
         "choice": decision,
