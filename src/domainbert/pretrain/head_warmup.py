@@ -34,7 +34,7 @@ from domainbert.core.errors import ConfigError, ModelError
 from domainbert.core.models import load_mlm_model_with_info, load_tokenizer, resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.core.tokenizer_files import make_portable
-from domainbert.pretrain.data import pack_texts, read_jsonl_texts
+from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import eval_sets, evaluate, evaluate_all, masking_spec
 from domainbert.pretrain.masking import apply_mask, step_generator
@@ -174,12 +174,8 @@ def ensure_head_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
     return folder
 
 
-def train_head(
-    cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]
-) -> dict[str, Any]:
-    """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
-
-    p, hw = cfg.pretrain, cfg.pretrain.head_warmup
+def _freeze_all_but_head(model: PreTrainedModel) -> set[int]:
+    """Freeze every parameter but the MLM head's (the tied input embeddings stay frozen); their ids."""
     embeddings = model.get_input_embeddings().weight
     head = prediction_head(model)
     if head is None:
@@ -187,11 +183,27 @@ def train_head(
     trainable = {id(q) for q in head.parameters() if q is not embeddings}
     for q in model.parameters():
         q.requires_grad_(id(q) in trainable)
-    texts = read_jsonl_texts(files, hw.max_documents)
+    return trainable
+
+
+def _warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> Batch:
+    """The warm-up corpus, shuffled with the run's seed and packed into sequences."""
+    p = cfg.pretrain
+    texts = read_jsonl_texts(files, p.head_warmup.max_documents)
     random.Random(p.seed).shuffle(texts)  # files are often sorted (by headword, part of speech): mix them
     data = pack_texts(tokenizer, texts, p.seq_len)
     if data is None:
         raise ConfigError("the MLM-head warm-up corpus fills no sequence", field="pretrain.head_warmup.corpus")
+    return data
+
+
+def train_head(
+    cfg: DomainConfig, layout: RunLayout, model: PreTrainedModel, tokenizer: PreTrainedTokenizerBase, files: list[str]
+) -> dict[str, Any]:
+    """Train the head in place; returns the warm-up summary (cost and perplexities before and after)."""
+    p, hw = cfg.pretrain, cfg.pretrain.head_warmup
+    trainable = _freeze_all_but_head(model)
+    data = _warmup_data(cfg, tokenizer, files)
     spec = masking_spec(p, tokenizer)
     device = torch.device("cpu")
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(p.precision))
