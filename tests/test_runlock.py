@@ -126,7 +126,7 @@ def test_out_that_is_a_file_is_a_user_error(tmp_path):
 RACER = """
 import sys, time
 from pathlib import Path
-from domainbert import runlock
+from domainbert.core import runlock
 alive = runlock._alive
 runlock._alive = lambda holder: time.sleep(0.2) or alive(holder)  # every racer sees the stale lock first
 go = Path(sys.argv[2])
