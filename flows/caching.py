@@ -17,7 +17,7 @@ the same key. Deleting a folder therefore recomputes that stage, as editing a se
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from domainbert.flows.options import RunSpec
 from domainbert.stage_state import (  # noqa: F401 - the flows and tests read the states through this module
@@ -29,34 +29,37 @@ from domainbert.stage_state import (  # noqa: F401 - the flows and tests read th
     vocab_state,
 )
 
+if TYPE_CHECKING:
+    from prefect.context import TaskRunContext
+
 
 def _spec(parameters: dict[str, Any]) -> RunSpec:
     spec = parameters["spec"]
     return spec if isinstance(spec, RunSpec) else RunSpec.model_validate(spec)
 
 
-def corpus_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def corpus_key(_ctx: TaskRunContext, parameters: dict[str, Any]) -> str | None:
     """Cache key of the corpus task (``parameters``: spec)."""
     spec = _spec(parameters)
     cfg = spec.config()
     return corpus_state(cfg, spec.layout(cfg)).key
 
 
-def vocab_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def vocab_key(_ctx: TaskRunContext, parameters: dict[str, Any]) -> str | None:
     """Cache key of the vocab task (``parameters``: spec)."""
     spec = _spec(parameters)
     cfg = spec.config()
     return vocab_state(cfg, spec.layout(cfg)).key
 
 
-def pretrain_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def pretrain_key(_ctx: TaskRunContext, parameters: dict[str, Any]) -> str | None:
     """Cache key of one pretraining arm (``parameters``: spec, arm)."""
     spec = _spec(parameters)
     cfg = spec.config()
     return pretrain_state(cfg, spec.layout(cfg), parameters["arm"]).key
 
 
-def finetune_key(_ctx: Any, parameters: dict[str, Any]) -> str | None:
+def finetune_key(_ctx: TaskRunContext, parameters: dict[str, Any]) -> str | None:
     """Cache key of one fine-tuning run (``parameters``: spec, model_name, model_ref, task_name, seed, mode)."""
     from domainbert.finetune.jobs import Job
 

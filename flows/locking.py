@@ -10,19 +10,20 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
 from domainbert.core.runlock import run_lock
 from domainbert.flows.options import ExecutionOptions, RunSpec
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 
 
-def locked(fn: F) -> F:
+def locked(fn: Callable[P, R]) -> Callable[P, R]:
     """Hold the lock of the run folder of the flow's ``spec`` (or ``domain``/``out``) while ``fn`` runs."""
 
     @functools.wraps(fn)
-    def wrapper(*args: Any, **kwargs: Any) -> Any:
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         import inspect
 
         bound = inspect.signature(fn).bind(*args, **kwargs)
@@ -43,4 +44,4 @@ def locked(fn: F) -> F:
         with run_lock(spec.layout().root, f"flow {fn.__name__} {spec.domain}", token=token):
             return fn(*args, **kwargs)
 
-    return wrapper  # type: ignore[return-value]
+    return wrapper

@@ -17,7 +17,7 @@ import os
 import re
 import socket
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from prefect.artifacts import create_link_artifact, create_markdown_artifact, create_table_artifact
 
@@ -101,7 +101,7 @@ def publish_report(cfg: DomainConfig, layout: RunLayout, html: Path) -> dict[str
     return ids
 
 
-def _cell(value: Any) -> Any:
+def _cell(value: object) -> str | int | float | bool | None:
     """Table cells must be JSON scalars."""
     if value is None or isinstance(value, (str, int, float, bool)):
         return value

@@ -14,7 +14,7 @@ import logging
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, ParamSpec, TypeVar
 
 from prefect import get_run_logger, task
 from prefect.filesystems import RemoteFileSystem
@@ -25,8 +25,15 @@ from domainbert.flows import caching
 from domainbert.flows.launch import LAUNCH_LOG, follow_log
 from domainbert.flows.options import ExecutionOptions, RunSpec
 
+if TYPE_CHECKING:
+    from prefect import Task
+    from prefect.client.schemas.objects import State, TaskRun
 
-def _retry_unless_user_error(_task: Any, _task_run: Any, state: Any) -> bool:
+P = ParamSpec("P")
+R = TypeVar("R")
+
+
+def _retry_unless_user_error(_task: Task[..., Any], _task_run: TaskRun, state: State) -> bool:
     """Retry I/O and crashes; a bad config or data file fails the same way every time."""
     try:
         exc = state.result(raise_on_failure=False)
@@ -51,8 +58,8 @@ def result_storage(opts: ExecutionOptions, root: Path) -> Path | str:
 
 
 def configured(
-    tsk: Any, opts: ExecutionOptions, root: Path, *, retries: int | None = None, refresh: bool = False
-) -> Any:
+    tsk: Task[P, R], opts: ExecutionOptions, root: Path, *, retries: int | None = None, refresh: bool = False
+) -> Task[P, R]:
     """``tsk`` with this run's result storage and retry policy; ``refresh`` (or ``opts.refresh_cache``) makes
     it run and overwrite its cached result (the flows set it when the stage's output is not complete)."""
     n = opts.retries if retries is None else retries

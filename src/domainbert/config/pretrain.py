@@ -175,7 +175,8 @@ class PretrainConfig(StrictModel):
     def for_arm(self, arm: str) -> PretrainConfig:
         """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,
         then the literature default), which is what the arm trains and is fingerprinted with."""
-        own = self.arm_optim.get(arm)  # type: ignore[call-overload]
+        # ``arm`` comes as a plain name (CLI, flows); the keys are the ``Arm`` literal, so compare by value
+        own = next((optim for name, optim in self.arm_optim.items() if name == arm), None)
         default = DEFAULT_ARM_OPTIM[arm]
         lr = (own.lr if own and own.lr is not None else None) or self.lr or default["lr"]
         warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio

@@ -24,11 +24,11 @@ from domainbert import __version__
 RECORD = "_domainbert.json"
 
 
-def canonical_json(obj: Any) -> str:
+def canonical_json(obj: object) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
 
 
-def fingerprint(*parts: Any) -> str:
+def fingerprint(*parts: object) -> str:
     """sha256 of the canonical JSON of ``parts`` (configs, input hashes, code version)."""
     return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
 
@@ -86,7 +86,7 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
     return True
 
 
-def write_json_atomic(path: Path, obj: Any) -> None:
+def write_json_atomic(path: Path, obj: object) -> None:
     """Write JSON next to ``path`` and rename it into place (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
@@ -96,7 +96,7 @@ def write_json_atomic(path: Path, obj: Any) -> None:
 
 @contextmanager
 def atomic_output(
-    final: Path, *, config: Any, inputs: dict[str, str] | None = None, fp: str | None = None
+    final: Path, *, config: dict[str, Any], inputs: dict[str, str] | None = None, fp: str | None = None
 ) -> Iterator[Path]:
     """Yield a temporary folder; on success record it and rename it to ``final``.
 

@@ -89,7 +89,7 @@ def load_mlm_model(ref: str | Path) -> PreTrainedModel:
 
 def load_mlm_model_with_info(ref: str | Path) -> tuple[PreTrainedModel, dict[str, Any]]:
     """``load_mlm_model`` and transformers' loading info (its ``missing_keys`` name what was newly initialised)."""
-    return _load_mlm(ref, with_info=True)  # type: ignore[no-any-return]  # from_pretrained's tuple form
+    return _load_mlm(ref, with_info=True)  # from_pretrained's tuple form
 
 
 def _load_mlm(ref: str | Path, *, with_info: bool) -> Any:

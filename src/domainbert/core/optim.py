@@ -8,7 +8,7 @@ DeepSpeed's CPU Adam takes the same parameter groups (``pretrain/engine.py``). T
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 import torch
@@ -55,8 +55,8 @@ def linear_warmup_decay(
 
 def clipped_step(
     optimizer: torch.optim.Optimizer,
-    scheduler: Any,
-    params: Any,
+    scheduler: torch.optim.lr_scheduler.LRScheduler,
+    params: Iterable[torch.Tensor],
     max_norm: float,
     scaler: torch.amp.GradScaler | None = None,
 ) -> torch.Tensor:

@@ -23,9 +23,10 @@ import os
 import sys
 import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import ParamSpec, TypeVar
 
-F = TypeVar("F", bound=Callable[..., Any])
+P = ParamSpec("P")
+R = TypeVar("R")
 _tag: contextvars.ContextVar[str | None] = contextvars.ContextVar("domainbert_log_tag", default=None)
 
 
@@ -93,15 +94,15 @@ def duration(seconds: float | None) -> str:
     return f"{s}s"
 
 
-def tagged(template: str) -> Callable[[F], F]:
+def tagged(template: str) -> Callable[[Callable[P, R]], Callable[P, R]]:
     """Decorator: records logged while the function runs start with ``[template]``, filled from its arguments
     (``str.format`` with the bound arguments, defaults included)."""
 
-    def wrap(fn: F) -> F:
+    def wrap(fn: Callable[P, R]) -> Callable[P, R]:
         signature = inspect.signature(fn)
 
         @functools.wraps(fn)
-        def inner(*args: Any, **kwargs: Any) -> Any:
+        def inner(*args: P.args, **kwargs: P.kwargs) -> R:
             bound = signature.bind(*args, **kwargs)
             bound.apply_defaults()
             token = _tag.set(template.format(**bound.arguments))
@@ -110,7 +111,7 @@ def tagged(template: str) -> Callable[[F], F]:
             finally:
                 _tag.reset(token)
 
-        return inner  # type: ignore[return-value]
+        return inner
 
     return wrap
 
@@ -122,7 +123,8 @@ def current_tag() -> str | None:
 _factory = logging.getLogRecordFactory()
 
 
-def _tagging_factory(*args: Any, **kwargs: Any) -> logging.LogRecord:
+def _tagging_factory(*args: object, **kwargs: object) -> logging.LogRecord:
+    # the LogRecord arguments (name, level, pathname, ...) pass through unchanged to the previous factory
     record = _factory(*args, **kwargs)
     tag = _tag.get()
     if tag and isinstance(record.msg, str):

@@ -18,7 +18,7 @@ import signal
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from types import FrameType
 
 STOP_SIGNALS = (signal.SIGTERM, signal.SIGUSR1)
 _requested: int | None = None
@@ -57,7 +57,7 @@ def reset() -> None:
     _requested = None
 
 
-def _handler(signum: int, _frame: Any) -> None:
+def _handler(signum: int, _frame: FrameType | None) -> None:
     global _requested
     first = _requested is None
     _requested = signum

@@ -193,7 +193,7 @@ def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> l
         else:
             ctx = multiprocessing.get_context("spawn")
             with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
-                futures: list[Future] = []
+                futures: list[Future[dict[str, Any]]] = []
                 for spec in iter_input_shards(cfg, work_dir, counts):
                     resumed += is_processed(work_dir, spec["index"])
                     fut = pool.submit(process_input_shard, cfg, spec, work_dir)

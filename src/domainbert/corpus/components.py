@@ -8,7 +8,7 @@ module imports another (the registry sits below all of them). This module define
 
 from __future__ import annotations
 
-from typing import Any, ClassVar, Generic, Literal, TypeVar
+from typing import ClassVar, Generic, Literal, TypeVar
 
 from pydantic import ValidationError
 
@@ -23,7 +23,9 @@ class NoOptions(StrictModel):
     """A component without options."""
 
 
-OptionsT = TypeVar("OptionsT", bound=StrictModel)
+# Covariant: a component only reads its options, so any component is a ``Component[StrictModel]`` and the
+# pipeline and the registry hold components of every options model under that one type.
+OptionsT = TypeVar("OptionsT", bound=StrictModel, covariant=True)
 
 
 class Component(Generic[OptionsT]):
@@ -48,9 +50,9 @@ class Component(Generic[OptionsT]):
         return [self.filter(t) for t in texts]
 
 
-_REGISTRY: dict[str, type[Component[Any]]] = {}
+_REGISTRY: dict[str, type[Component[StrictModel]]] = {}
 
-ComponentT = TypeVar("ComponentT", bound=type[Component[Any]])
+ComponentT = TypeVar("ComponentT", bound=type[Component[StrictModel]])
 
 
 def register(cls: ComponentT) -> ComponentT:
@@ -74,7 +76,7 @@ def _load_plugins() -> None:
         importlib.import_module(module)
 
 
-def create(spec: FilterSpec, where: str = "corpus.filters") -> Component[Any]:
+def create(spec: FilterSpec, where: str = "corpus.filters") -> Component[StrictModel]:
     """Instantiate one component from its YAML spec; unknown names and options are ConfigErrors."""
     _load_plugins()
     cls = _REGISTRY.get(spec.name)

@@ -28,7 +28,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -37,6 +37,11 @@ from domainbert.core.errors import DataError
 from domainbert.corpus.hashing import doc_ngrams, ngram_hashes_at, segment_hashes, sorted_unique
 from domainbert.corpus.words import WordBatch, lower_words
 from domainbert.services.tasks import split_texts
+
+if TYPE_CHECKING:
+    import numpy.typing as npt
+
+    from domainbert.config.finetune import TaskConfig
 
 log = logging.getLogger(__name__)
 _SENTENCE_SPLIT = re.compile(r"(\n+|(?<=[.!?])\s+)")
@@ -51,7 +56,7 @@ class EvalSets:
     not_checked: dict[str, str] = field(default_factory=dict)
 
 
-def eval_texts(tasks: list[Any], splits: list[str]) -> EvalSets:
+def eval_texts(tasks: list[TaskConfig], splits: list[str]) -> EvalSets:
     """Every text of ``splits`` of every task, through the fine-tuning reader.
 
     Raises:
@@ -84,8 +89,8 @@ def build_index(
     owners = sorted(texts_by_owner.items())
     m = cfg.min_words
     grams, gram_owner = [], []
-    short: dict[str, list[Any]] = {"grams": [], "lengths": [], "prefix": [], "owners": []}
-    tiny: dict[str, list[Any]] = {"grams": [], "owners": []}
+    short: dict[str, list[np.ndarray]] = {"grams": [], "lengths": [], "prefix": [], "owners": []}
+    tiny: dict[str, list[np.ndarray]] = {"grams": [], "owners": []}
     summary: dict[str, dict[str, int]] = {}
     for code, (name, texts) in enumerate(owners):
         words = lower_words(texts)  # all texts at once; n-grams per text
@@ -128,7 +133,7 @@ def build_index(
     return summary
 
 
-def _cat(parts: list[np.ndarray], dtype: Any) -> np.ndarray:
+def _cat(parts: list[np.ndarray], dtype: npt.DTypeLike) -> np.ndarray:
     return np.concatenate(parts).astype(dtype) if parts else np.zeros(0, dtype=dtype)
 
 

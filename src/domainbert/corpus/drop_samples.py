@@ -15,7 +15,11 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Iterable
-from typing import Any
+
+# One sampled document: its ``reason``, ``source``, ``id`` and the start of its ``text`` (shard samples also
+# carry the ``key`` they are ordered by; the corpus's sample drops it). Every value is a string: the shard's
+# id and source columns are strings (``store.SCHEMA``).
+Example = dict[str, str]
 
 K = 5
 MAX_CHARS = 300
@@ -27,17 +31,17 @@ def _key(source: str, doc_id: str) -> str:
 
 
 def shard_sample(
-    ids: list[Any],
-    sources: list[Any],
+    ids: list[str],
+    sources: list[str],
     reasons: list[str | None],
     texts: list[str],
     recut: set[int] | None = None,
     k: int = K,
-) -> dict[str, list[dict[str, Any]]]:
+) -> dict[str, list[Example]]:
     """Per filter name, up to ``k`` dropped documents of one shard (``reasons[i]`` is ``"filter:reason"``
     for a dropped document, None for a kept one; ``recut``: the documents decontamination cut sentences from
     before the filters saw them again, left out like decontamination's own drops)."""
-    by_filter: dict[str, list[dict[str, Any]]] = {}
+    by_filter: dict[str, list[Example]] = {}
     for i, (doc_id, source, reason, text) in enumerate(zip(ids, sources, reasons, texts, strict=True)):
         if reason is None:
             continue
@@ -56,9 +60,9 @@ def shard_sample(
     return {name: sorted(rows, key=lambda r: r["key"])[:k] for name, rows in by_filter.items()}
 
 
-def merge(samples: Iterable[dict[str, list[dict[str, Any]]] | None], k: int = K) -> dict[str, list[dict[str, Any]]]:
+def merge(samples: Iterable[dict[str, list[Example]] | None], k: int = K) -> dict[str, list[Example]]:
     """The corpus's sample per filter from the shards' (a shard processed by an older version has none)."""
-    pooled: dict[str, list[dict[str, Any]]] = {}
+    pooled: dict[str, list[Example]] = {}
     for sample in samples:
         for name, rows in (sample or {}).items():
             pooled.setdefault(name, []).extend(rows)
@@ -68,7 +72,7 @@ def merge(samples: Iterable[dict[str, list[dict[str, Any]]] | None], k: int = K)
     }
 
 
-def report_tables(examples: dict[str, list[dict[str, Any]]]) -> list[tuple[str, list[str], list[list[Any]]]]:
+def report_tables(examples: dict[str, list[Example]]) -> list[tuple[str, list[str], list[list[str]]]]:
     """The corpus report's table of sampled drops (``examples``: the manifest's ``filter_examples``, as
     ``merge`` returns it); none when nothing was sampled."""
     rows = [

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from typing import Any, Literal, cast
+from typing import Literal, cast
 
 from pydantic import Field
 
@@ -31,7 +31,7 @@ from domainbert.corpus.components import (  # noqa: F401 - the registry's API, r
 class Pipeline:
     """The YAML's components in order; ``apply_batch`` cleans a batch of documents and counts drops."""
 
-    def __init__(self, components: list[Component[Any]]) -> None:
+    def __init__(self, components: list[Component[StrictModel]]) -> None:
         self.components = components
         self.dropped: dict[str, dict[str, int]] = {c.name: {} for c in components}
 

@@ -93,12 +93,14 @@ class GopherRepetition(Component[GopherOptions]):
 
         The rules one document at a time, which this must agree with, are ``tests/reference/gopher.py``.
         """
-        results: list[tuple[bool, str] | None] = [self._line_rules(t) for t in texts]
-        rest = [i for i, r in enumerate(results) if r is None]
+        by_lines = [self._line_rules(t) for t in texts]
+        rest = [i for i, r in enumerate(by_lines) if r is None]
+        # the verdicts of the documents no line rule decided, by document index
+        verdicts: dict[int, tuple[bool, str]] = {}
         words = space_words([texts[i] for i in rest])
         long_mask = words.counts >= max(self.options.ngram_min_words, 1)
-        for i in np.asarray(rest, dtype=np.int64)[~long_mask]:
-            results[i] = (True, "")
+        for i in np.asarray(rest, dtype=np.int64)[~long_mask].tolist():
+            verdicts[i] = (True, "")
         if long_mask.any():
             long_docs = [i for i, is_long in zip(rest, long_mask.tolist(), strict=True) if is_long]
             take = np.repeat(long_mask, words.counts)  # the words of the long documents
@@ -106,8 +108,8 @@ class GopherRepetition(Component[GopherOptions]):
             for i, verdict in zip(
                 long_docs, _batch_ngram_rules(self.options, [texts[i] for i in long_docs], subset), strict=True
             ):
-                results[i] = verdict
-        return results  # type: ignore[return-value]
+                verdicts[i] = verdict
+        return [verdicts[i] if r is None else r for i, r in enumerate(by_lines)]
 
     def _line_rules(self, text: str) -> tuple[bool, str] | None:
         if "\n" not in text:  # one paragraph of one line: nothing can repeat

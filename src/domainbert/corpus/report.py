@@ -135,7 +135,7 @@ def _audit_tables(audit: dict[str, Any] | None) -> list[tuple[str, list[str], li
     ]
 
 
-def _cell(v: Any) -> str:
+def _cell(v: object) -> str:
     if isinstance(v, Alert):
         return v
     return f"{v:,}" if isinstance(v, int) and not isinstance(v, bool) else str(v)

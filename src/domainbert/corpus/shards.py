@@ -33,7 +33,7 @@ from domainbert.corpus.words import WordBatch, lower_words
 
 if TYPE_CHECKING:
     from domainbert.config.corpus import CorpusConfig
-from domainbert.config.domain import DomainConfig
+    from domainbert.config.domain import DomainConfig
 
 INPUT, PROCESSED = "input", "processed"
 INDEX = "decontamination-index.npz"

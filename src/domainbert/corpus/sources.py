@@ -305,7 +305,7 @@ def iter_source(source: SourceConfig, malformed: MalformedCounter) -> Iterator[d
 
 def documents_of(
     source: SourceConfig,
-    records: Iterator[tuple[tuple[Any, int], dict[str, Any]]],
+    records: Iterator[tuple[tuple[Path | str, int], dict[str, Any]]],
     malformed: MalformedCounter,
     start: int,
     limit: int | None,

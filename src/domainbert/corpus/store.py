@@ -79,7 +79,7 @@ def write_table(path: Path, table: pa.Table, row_group_size: int = 1000) -> int:
     return table.num_rows
 
 
-def _dump_meta(meta: Any) -> str:
+def _dump_meta(meta: object) -> str:
     if not meta:
         return "{}"
     import json

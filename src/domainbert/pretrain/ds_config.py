@@ -181,7 +181,8 @@ def resolve_auto(
     return config
 
 
-def _same(given: Any, value: Any) -> bool:
+def _same(given: object, value: object) -> bool:
+    """Do two JSON values agree (numbers within rounding, lists item by item)?"""
     if isinstance(value, list):
         return (
             isinstance(given, list | tuple)
@@ -195,7 +196,8 @@ def _same(given: Any, value: Any) -> bool:
     return given == value
 
 
-def _auto_keys(node: Any, prefix: str = "") -> list[str]:
+def _auto_keys(node: object, prefix: str = "") -> list[str]:
+    """Dotted keys of every ``"auto"`` left in a JSON value."""
     if isinstance(node, dict):
         return [k for key, v in node.items() for k in _auto_keys(v, f"{prefix}{key}.")]
     if isinstance(node, list):

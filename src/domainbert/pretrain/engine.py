@@ -224,8 +224,11 @@ def describe(engine: Engine) -> str:
 def objective_of(engine: Engine) -> MLMObjective:
     """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
     module: object = engine.module
-    while not isinstance(module, MLMObjective) and isinstance(getattr(module, "module", None), nn.Module):
-        module = module.module  # type: ignore[attr-defined]  # a wrapper (DDP) holding the objective
+    while not isinstance(module, MLMObjective):
+        inner = getattr(module, "module", None)  # a wrapper (DDP) holds the objective as ``module``
+        if not isinstance(inner, nn.Module):
+            break
+        module = inner
     if not isinstance(module, MLMObjective):
         raise TypeError(f"the engine trains {type(module).__name__}, not an MLMObjective")
     return module

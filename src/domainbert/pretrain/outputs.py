@@ -21,13 +21,14 @@ from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.engine import Engine, TorchEngine, objective_of
 
 if TYPE_CHECKING:
+    import torch
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
 WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
 
 
-def strip_wrappers(weights: dict[str, Any]) -> dict[str, Any]:
+def strip_wrappers(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
     out = {}
     for key, value in weights.items():
         for prefix in WRAPPER_PREFIXES:
@@ -57,7 +58,7 @@ def plot_loss(curve: list[list[float]], path: Path) -> None:
     save_png(fig, path, dpi=80)
 
 
-def base_pooler(cfg: DomainConfig, model: PreTrainedModel) -> dict[str, Any]:
+def base_pooler(cfg: DomainConfig, model: PreTrainedModel) -> dict[str, torch.Tensor]:
     """The base checkpoint's trained pooler weights, keyed as ``model`` names them; empty when it has none.
 
     A masked-LM model has no pooler, so an arm saved from one would give a sequence classifier a fresh pooler
@@ -92,7 +93,7 @@ def write_outputs(
     layout: RunLayout,
     model: PreTrainedModel,
     tokenizer: PreTrainedTokenizerBase,
-    weights: dict[str, Any],
+    weights: dict[str, torch.Tensor],
     summary: dict[str, Any],
     fingerprint: str,
 ) -> Path:

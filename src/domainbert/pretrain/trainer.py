@@ -156,7 +156,7 @@ class LogWindow:
         return tps
 
 
-def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWindow) -> tuple[float, Any]:
+def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWindow) -> tuple[float, float | None]:
     """One optimizer step of ``grad_accum`` micro-batches; returns the loss (mean over ranks) and grad norm."""
     pcfg, engine, rank = setup.pcfg, setup.engine, setup.rank
     losses, real, grad_norm = [], 0, None
@@ -273,7 +273,7 @@ def _write_train_metrics(
     metrics: MetricsLog,
     phase: Phase,
     loss: float,
-    grad_norm: Any,
+    grad_norm: float | None,
 ) -> None:
     """Close the logging window and write its training record (loss, lr, throughput, MFU)."""
     tps = window.close()

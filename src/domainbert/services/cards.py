@@ -15,6 +15,7 @@ from domainbert.core.models import PACKAGE_PREFIX
 if TYPE_CHECKING:
     from huggingface_hub import EvalResult
 
+    from domainbert.config.corpus import SourceConfig
     from domainbert.config.domain import DomainConfig
 
 TASK_TYPES = {
@@ -44,7 +45,7 @@ def hub_id_of(ref: str) -> str | None:
     return ref
 
 
-def _source_name(source: Any) -> str:
+def _source_name(source: SourceConfig) -> str:
     return source.dataset if source.type == "hf" else source.name
 
 
@@ -56,7 +57,7 @@ def dataset_ids(cfg: DomainConfig) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _fmt(value: Any, digits: int = 2) -> str:
+def _fmt(value: int | float | str | None, digits: int = 2) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -74,7 +75,7 @@ def _start_of(cfg: DomainConfig, arm: str) -> str:
     return "random weights, with the domain's own tokenizer"
 
 
-def eval_results(cfg: DomainConfig, arm: str, scores: list[dict[str, Any]] | None) -> list[Any]:
+def eval_results(cfg: DomainConfig, arm: str, scores: list[dict[str, Any]] | None) -> list[EvalResult]:
     """``model-index`` entries: each task's mean test score of ``arm`` over its seeds (report's results.json)."""
     from huggingface_hub import EvalResult
 
@@ -170,7 +171,7 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
     return lines
 
 
-def _arm_card_extras(arm: str, results: list[Any], extension: dict[str, Any] | None) -> list[str]:
+def _arm_card_extras(arm: str, results: list[EvalResult], extension: dict[str, Any] | None) -> list[str]:
     """The arm card's fine-tuning scores and, for the extended arm, its vocabulary extension."""
     lines: list[str] = []
     if results:

@@ -23,7 +23,7 @@ import json
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
-from domainbert.config.pretrain import DEFAULT_ARM_OPTIM
+from domainbert.config.pretrain import DEFAULT_ARM_OPTIM, Arm
 from domainbert.core.errors import DomainbertError
 from domainbert.services.split_overlap import find_overlap
 from domainbert.services.tasks import load_task
@@ -65,8 +65,8 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
     return out
 
 
-def _lr_source(cfg: DomainConfig, arm: str) -> str:
-    own = cfg.pretrain.arm_optim.get(arm)  # type: ignore[call-overload]  # keys are the Arm literal
+def _lr_source(cfg: DomainConfig, arm: Arm) -> str:
+    own = cfg.pretrain.arm_optim.get(arm)
     return f"pretrain.arm_optim.{arm}.lr" if own and own.lr is not None else "pretrain.lr"
 
 

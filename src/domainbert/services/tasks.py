@@ -27,12 +27,17 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_records, text_lines
 from domainbert.services.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
+
+if TYPE_CHECKING:
+    from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
+
+T = TypeVar("T")
 
 SPLITS = ("train", "validation", "test")
 SPLIT_ALIASES = {"train": ("train",), "validation": ("validation", "dev", "valid", "val"), "test": ("test",)}
@@ -122,10 +127,13 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
 
 
 def _labels_of(
-    value: Any, cfg: TaskConfig, names: list[str] | None, where: str, path: Any, line: int | None
+    value: object, cfg: TaskConfig, names: list[str] | None, where: str, path: str | Path, line: int | None
 ) -> list[str]:
+    """The labels of one label cell as read (a string, a number, a list of them, or None), checked against the
+    task's label set; an integer in range of ``names`` (a hub dataset's ``ClassLabel`` names) is its name."""
     if value is None:
         raise DataError(f"label column {cfg.label_field!r} is missing or empty", file=path, line=line)
+    values: list[object]
     if cfg.multi_label:
         if isinstance(value, str):
             values = [v.strip() for v in value.split(cfg.label_separator) if v.strip()]
@@ -149,7 +157,7 @@ def _labels_of(
 
 
 def _cls_example(
-    row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: Any, line: int | None
+    row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: str | Path, line: int | None
 ) -> ClsExample:
     for col in (cfg.text_field, cfg.label_field) + ((cfg.text_pair_field,) if cfg.text_pair_field else ()):
         if col not in row:
@@ -188,7 +196,7 @@ READERS: dict[str, Callable[[Path, TaskConfig], list[NerExample] | list[ClsExamp
 }
 
 
-def _open_hf(cfg: TaskConfig, streaming: bool = False) -> Any:
+def _open_hf(cfg: TaskConfig, streaming: bool = False) -> DatasetDict | IterableDatasetDict:
     """The dataset's splits: a ``save_to_disk`` folder, or ``load_dataset`` (streamed when ``streaming``)."""
     import datasets
 
@@ -202,7 +210,7 @@ def _open_hf(cfg: TaskConfig, streaming: bool = False) -> Any:
         raise DataError(f"cannot load Hugging Face dataset: {exc}", file=cfg.path) from None
 
 
-def _hf_split_name(ds: Any, split: str, cfg: TaskConfig) -> str:
+def _hf_split_name(ds: DatasetDict | IterableDatasetDict, split: str, cfg: TaskConfig) -> str:
     name = next((a for a in SPLIT_ALIASES[split] if a in ds), None)
     if name is None:
         raise DataError(f"dataset has no {split} split (has: {', '.join(ds)})", file=cfg.path)
@@ -217,7 +225,7 @@ def _check_columns(found: list[str] | None, needed: tuple[str, ...], where: str)
             raise DataError(f"column {col!r} is missing (found: {', '.join(found)})", file=where)
 
 
-def _hf_rows(cfg: TaskConfig, part: Any, where: str) -> list[Any]:
+def _hf_rows(cfg: TaskConfig, part: Dataset | IterableDataset, where: str) -> list[Any]:
     """The examples of one split (a ``Dataset``, or a streamed ``IterableDataset`` whose columns and features
     may be unknown until its first row)."""
     features = part.features or {}
@@ -284,7 +292,7 @@ def task_data_hash(cfg: TaskConfig) -> str:
     return h.hexdigest()
 
 
-def subsample(examples: list[Any], limit: int | None, seed: int) -> list[Any]:
+def subsample(examples: list[T], limit: int | None, seed: int) -> list[T]:
     """A fixed random subset of ``limit`` examples in their original order (all of them when fewer)."""
     if limit is None or len(examples) <= limit:
         return examples

@@ -30,7 +30,7 @@ import json
 import logging
 from collections import Counter
 from pathlib import Path
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING
 
 from tokenizers import AddedToken, Tokenizer
 
@@ -134,15 +134,14 @@ def build_extended_model(
 
     words = [c["word"] for c in chosen]
     tok, method = extend_tokenizer(base, words)
-    new_ids = [tok.token_to_id(w if method != "unigram_vocab" else METASPACE + w) for w in words]
-    piece_ids = [[base.tokenizer.token_to_id(p) for p in c["pieces"]] for c in chosen]
-    # the words were just added and the pieces come from the base tokenizer: every token has an id
+    new_ids = [_id_of(tok, w if method != "unigram_vocab" else METASPACE + w) for w in words]
+    piece_ids = [[_id_of(base.tokenizer, p) for p in c["pieces"]] for c in chosen]
     # A base without its MLM head gets a new one at loading, drawn from torch's generator: seeded, so a rebuilt
     # vocabulary stage writes the same extended model (and the extended arm keeps its fingerprint).
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         base_model = load_mlm_model(base_ref)
-    model = extend_model(base_model, cast(list[int], new_ids), cast(list[list[int]], piece_ids))
+    model = extend_model(base_model, new_ids, piece_ids)
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
     hf = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -167,3 +166,12 @@ def build_extended_model(
     (folder / "extension.json").write_text(json.dumps(summary, indent=2, ensure_ascii=False) + "\n")
     log.info("extended %s by %d tokens (%s) -> %s", base_ref, len(words), method, folder)
     return summary
+
+
+def _id_of(tok: Tokenizer, token: str) -> int:
+    """The id of a token ``tok`` has: the words were just added and the pieces come from the base tokenizer's
+    own encoding, so every token has one (``token_to_id`` says None only for a token out of the vocabulary)."""
+    tid = tok.token_to_id(token)
+    if tid is None:
+        raise RuntimeError(f"token {token!r} is not in the tokenizer's vocabulary")
+    return tid
