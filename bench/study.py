@@ -40,9 +40,9 @@ def arm_figures(arts: Any) -> dict[str, Any]:
         arms[arm] = {k: s.get(k) for k in ("tokens_consumed", "steps", "lr", "start_head", "wall_seconds",
                                            "domain_perplexity_before", "domain_perplexity",
                                            "general_perplexity_before", "general_perplexity")}
-    if arts.head_warmup:
-        w = arts.head_warmup
-        arms["head-warmup"] = {k: w.get(k) for k in ("steps", "tokens", "wall_seconds", "domain_perplexity_random_head",
+    if arts.base_warmup:
+        w = arts.base_warmup
+        arms["base-warmup"] = {k: w.get(k) for k in ("steps", "tokens", "wall_seconds", "domain_perplexity_random_head",
                                                      "domain_perplexity", "general_perplexity_random_head",
                                                      "general_perplexity")}
     return arms

@@ -18,18 +18,19 @@ from typing import Any
 from prefect import flow, get_run_logger
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from domainbert.config.pretrain import ARMS
 from domainbert.flows import caching
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.publish import artifact_key, publish_markdown_file
 from domainbert.flows.tasks import (
+    base_warmup_task,
     configured,
     corpus_merge_task,
     corpus_shard_task,
     corpus_split_task,
     corpus_task,
     finetune_task,
-    head_warmup_task,
     models_task,
     pretrain_task,
     report_task,
@@ -130,8 +131,8 @@ def pretrain_flow(
     spec, cfg, layout = _prepare(spec)
     summaries = {}
     arms = arms or list(cfg.pretrain.arms)
-    if any(arm != "scratch" for arm in arms):  # first: the checkpoint-based arms' fingerprints read its result
-        configured(head_warmup_task, execution, layout.root, retries=execution.pretrain_retries)(spec)
+    if any(not ARMS[arm].from_scratch for arm in arms):  # first: checkpoint-based arms' fingerprints read it
+        configured(base_warmup_task, execution, layout.root, retries=execution.pretrain_retries)(spec)
     for arm in arms:
         run = configured(
             pretrain_task,

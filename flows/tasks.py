@@ -185,15 +185,15 @@ def vocab_task(spec: RunSpec) -> dict:
         return run_vocab(cfg, spec.layout(cfg))
 
 
-@task(name="head-warmup", tags=["gpu"], **COMMON)
-def head_warmup_task(spec: RunSpec) -> str | None:
-    """Warm up the base checkpoint's MLM head when it needs it (``ensure_head_warmup``, skipped when up to date);
+@task(name="base-warmup", tags=["gpu"], **COMMON)
+def base_warmup_task(spec: RunSpec) -> str | None:
+    """Warm up the base checkpoint's MLM head when it needs it (``ensure_base_warmup``, skipped when up to date);
     returns the warmed model folder. Run before the arms, whose fingerprints read its result."""
-    from domainbert.pretrain.head_warmup import ensure_head_warmup
+    from domainbert.pretrain.base_warmup import ensure_base_warmup
 
     cfg = spec.config()
     with stage_logs_to_prefect():
-        folder = ensure_head_warmup(cfg, spec.layout(cfg))
+        folder = ensure_base_warmup(cfg, spec.layout(cfg))
     return str(folder) if folder is not None else None
 
 

@@ -12,3 +12,13 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+
+
+import pytest  # noqa: E402 - after the environment above
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _machine_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """This machine's cache (``core.paths.machine_cache``: langid tables, the warmed-up base) under the session's
+    temporary folder: tests never write to the user's cache, and share one cache among themselves."""
+    os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("machine-cache"))

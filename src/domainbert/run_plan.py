@@ -7,7 +7,7 @@ same per-token estimate the trainer reports). Fine-tuning: the number of runs an
 
 The time estimate is a calibration, not a promise: a few real forward and backward steps of the base
 architecture (random weights, this machine, ``torch_threads``; pretraining's own objective with sparse
-prediction, the encoder frozen for the MLM-head warm-up) give seconds per token at the pretraining and the
+prediction, the encoder frozen for a head-only base warm-up) give seconds per token at the pretraining and the
 fine-tuning lengths, multiplied by the tokens each stage will train on (every sequence counted at full length;
 evaluation passes and the floors not included). Corpus and vocabulary time is not estimated (it depends on the input
 files, not on the model). This module trains nothing that is kept.
@@ -18,6 +18,8 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+from domainbert.config.pretrain import ARMS, ArmKind
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -52,8 +54,7 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
     from domainbert.finetune.jobs import FLOOR
     from domainbert.finetune.stage import expected_results
-    from domainbert.pretrain.plan import make_plan
-    from domainbert.stage_state import corpus_state, pretrain_state, status, vocab_state
+    from domainbert.stage_state import corpus_state, status, vocab_state
 
     plans = [StagePlan("corpus", status(corpus_state(cfg, layout), layout.corpus))]
     upstream = None if plans[0].status == "up to date" else "corpus"
@@ -63,27 +64,11 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     vocab_pending = upstream or (None if vocab == "up to date" else "vocab")
     model = _arch(cfg)
     plans.append(_warmup_plan(cfg, layout))
-    warm_pending = plans[-1].name if plans[-1].status == "will run" else None
-    # What each arm is built from: the corpus; the vocabulary stage's outputs (extended model, domain
-    # tokenizer) for extended and scratch; the warmed head for continued and extended.
-    pending = {
-        "continued": corpus_pending or warm_pending,
-        "extended": vocab_pending or warm_pending,
-        "scratch": vocab_pending,
-    }
+    warm_pending = plans[-1].name if plans[-1].status.startswith(("will run", "cached")) else None
     upstream = vocab_pending or warm_pending  # fine-tuning follows every model
     for arm in cfg.pretrain.arms:
-        pcfg = cfg.pretrain.for_arm(arm)
-        plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
-        folder = layout.pretrained_model(arm)
-        detail: dict[str, Any] = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
-        if model is not None:
-            from domainbert.pretrain.objective import flops_per_token
-
-            per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
-            detail["flops"] = per_token * plan.planned_tokens
-        arm_status = f"after {pending[arm]}" if pending[arm] else status(pretrain_state(cfg, layout, arm), folder)
-        plans.append(StagePlan(f"pretrain {arm}", arm_status, detail))
+        waits_for = _arm_upstream(ARMS[arm], corpus_pending, vocab_pending, warm_pending, plans)
+        plans.append(_arm_plan(cfg, layout, arm, model, waits_for))
     states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
     counts = {
         s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded", "no model")
@@ -105,15 +90,65 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     return plans
 
 
-def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
-    """The MLM-head warm-up (before the arms; ``head_warmup.warmup_status``), sized as full training steps."""
-    from domainbert.pretrain.head_warmup import NAME, warmup_status
+def _arm_upstream(
+    kind: ArmKind, corpus: str | None, vocab: str | None, warm: str | None, plans: list[StagePlan]
+) -> str | None:
+    """The stage an arm waits for: what its start and its text are built from (``ArmKind``)."""
+    if kind.start == "continued":
+        continued = next((p for p in plans if p.name == "pretrain continued"), None)
+        return None if continued is None or continued.status == "up to date" else "pretrain continued"
+    if kind.from_scratch:
+        return vocab
+    start = vocab if kind.start == "extended" else None
+    data = corpus if kind.data in ("corpus", "curated") else None
+    return start or data or warm
 
-    p, hw = cfg.pretrain, cfg.pretrain.head_warmup
+
+def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_for: str | None) -> StagePlan:
+    """One arm: its steps, tokens, rate and FLOPs (a task-text arm's once its task text is built) and status."""
+    from domainbert.core.errors import ModelError
+    from domainbert.pretrain.plan import make_plan
+    from domainbert.pretrain.task_text import arm_config
+    from domainbert.stage_state import pretrain_state, status
+
+    try:
+        pcfg = arm_config(cfg, arm, layout)
+    except ModelError:  # the task text is built in the arm's own stage: its size is not known yet
+        detail: dict[str, Any] = {
+            "epochs": cfg.pretrain.tapt.epochs,
+            "tokens": None,
+            "lr": cfg.pretrain.for_arm(arm).lr,
+        }
+        return StagePlan(f"pretrain {arm}", f"after {waits_for}" if waits_for else "will run", detail)
+    plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
+    detail = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
+    if model is not None:
+        from domainbert.pretrain.objective import flops_per_token
+
+        per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+        detail["flops"] = per_token * plan.planned_tokens
+    folder = layout.pretrained_model(arm)
+    arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, arm), folder)
+    return StagePlan(f"pretrain {arm}", arm_status, detail)
+
+
+def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
+    """The base warm-up (before the arms; ``base_warmup.warmup_status``), sized as full training steps."""
+    from domainbert.pretrain.base_warmup import NAME, warmup_status
+
+    p, hw = cfg.pretrain, cfg.pretrain.base_warmup
     state = warmup_status(cfg, layout)
     if state in ("up to date", "off") or state.startswith("not needed"):
         return StagePlan(f"pretrain {NAME}", "up to date" if state == "up to date" else state)
-    detail = {"steps": hw.steps, "tokens": hw.steps * p.batch_size * p.seq_len, "lr": hw.lr, "flops": None}
+    if state.startswith("cached"):  # a copy and four evaluations, no training
+        return StagePlan(f"pretrain {NAME}", state, {"train": hw.train})
+    detail = {
+        "steps": hw.steps,
+        "tokens": hw.steps * p.batch_size * p.seq_len,
+        "lr": hw.peak_lr,
+        "train": hw.train,
+        "flops": None,
+    }
     return StagePlan(f"pretrain {NAME}", state, detail)
 
 
@@ -123,7 +158,7 @@ def _seconds_per_token(
     """Seconds per token of a training step (forward, backward, optimizer) of the base architecture, measured:
     pretraining's objective (``MLMObjective``: its masking rate, sparse prediction) when ``mlm``; else a loss
     at every position, standing in for fine-tuning's (its task head is smaller than the vocabulary projection
-    used here); ``head_only``: the encoder frozen, as in the MLM-head warm-up."""
+    used here); ``head_only``: the encoder frozen, as in a head-only base warm-up."""
     import torch
     from transformers import AutoConfig, AutoModelForMaskedLM
 
@@ -158,7 +193,7 @@ def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1
     """Seconds each model stage that will run should take on this machine (calibrated; see the module)."""
     import torch
 
-    from domainbert.pretrain.head_warmup import NAME as WARMUP
+    from domainbert.pretrain.base_warmup import NAME as WARMUP
     from domainbert.services.tasks import load_task
 
     if cfg.pretrain.torch_threads:
@@ -167,8 +202,13 @@ def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1
     pretrain_rate = _seconds_per_token(cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
     for p in plans:
         if p.name == f"pretrain {WARMUP}" and "tokens" in p.detail:
-            head_rate = _seconds_per_token(cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8), head_only=True)
-            out[p.name] = p.detail["tokens"] * head_rate
+            if p.detail.get("train") == "full":
+                out[p.name] = p.detail["tokens"] * pretrain_rate
+            else:
+                head_rate = _seconds_per_token(
+                    cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8), head_only=True
+                )
+                out[p.name] = p.detail["tokens"] * head_rate
         elif p.name.startswith("pretrain ") and "tokens" in p.detail and p.status != "up to date":
             out[p.name] = p.detail["tokens"] * pretrain_rate
     ft = next(p for p in plans if p.name == "finetune")

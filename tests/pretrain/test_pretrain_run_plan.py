@@ -59,8 +59,8 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
                     "--out", str(layout.root)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("warning: ")]
     assert [" ".join(line.split()[:2]) for line in lines] == [
-        "corpus will", "vocab after", "pretrain head-warmup", "pretrain continued", "pretrain extended", "finetune will"]
-    assert "pretrain head-warmup not needed (the base checkpoint has its MLM head)" in lines
+        "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain extended", "finetune will"]
+    assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
 
 
 def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, layout, capsys):
@@ -75,20 +75,20 @@ def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, 
     assert not any("passes over" in line for line in capsys.readouterr().out.splitlines())
 
 
-def test_plan_lists_the_head_warmup_of_a_headless_checkpoint(base_model, layout, tmp_path):
+def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout, tmp_path):
     from transformers import BertModel
 
     headless = tmp_path / "headless"
     BertModel.from_pretrained(base_model).save_pretrained(headless)  # an encoder without its MLM head
     shutil.copy(base_model / "tokenizer.json", headless)
     shutil.copy(base_model / "tokenizer_config.json", headless)
-    cfg = make_cfg(headless, "pretrain.arms=[continued]", "pretrain.head_warmup.steps=7")
+    cfg = make_cfg(headless, "pretrain.arms=[continued]", "pretrain.base_warmup.steps=7")
     _record_corpus(cfg, layout, tmp_path)
     plans = {p.name: p for p in stage_plans(cfg, layout)}
-    warmup = plans["pretrain head-warmup"]
+    warmup = plans["pretrain base-warmup"]
     assert warmup.status == "will run"
     assert (warmup.detail["steps"], warmup.detail["tokens"]) == (7, 7 * 4 * 32)
-    assert plans["pretrain continued"].status == "after pretrain head-warmup"
+    assert plans["pretrain continued"].status == "after pretrain base-warmup"
     seconds = estimate_seconds(cfg, list(plans.values()))
-    assert seconds["pretrain head-warmup"] > 0
-    assert "pretrain head-warmup will run  7 steps, 896 tokens" in render(list(plans.values()), seconds)
+    assert seconds["pretrain base-warmup"] > 0
+    assert "pretrain base-warmup will run  7 steps, 896 tokens" in render(list(plans.values()), seconds)

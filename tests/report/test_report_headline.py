@@ -28,7 +28,7 @@ def run(science_run: Path) -> Path:
                          "by_task_split": {f"{NER_TASK}/test": {"texts": 400, "verbatim": 0,
                                                                 "texts_with_ngram_hits": 2}}}
     write_json(science_run / "corpus" / "manifest.json", manifest)
-    write_json(science_run / "pretrain" / "head-warmup" / "summary.json", {
+    write_json(science_run / "pretrain" / "base-warmup" / "summary.json", {
         "steps": 40, "tokens": 81920, "wall_seconds": 21.0, "trainable_parameters": 178000,
         "domain_perplexity_random_head": 45000.0, "domain_perplexity": 90.5,
         "general_perplexity_random_head": 47000.0, "general_perplexity": 30.25})
@@ -129,3 +129,30 @@ def test_a_general_perplexity_that_falls_too_is_named_as_head_training() -> None
     [sentence] = head_training_caveats(arts, ["continued", "extended"])
     assert sentence.startswith("continued: general-text perplexity fell too (1,782 -> 973, 45%)")
     assert "domain over general perplexity 0.68 -> 0.25" in sentence
+
+
+def test_tapt_budget_is_told_in_passes_over_the_task_text_and_the_corpus_budget_only_for_corpus_arms() -> None:
+    from domainbert.report.headline import budget_caveats
+    from domainbert.report.inputs import RunArtifacts
+
+    arts = RunArtifacts(Path("run"), pretrain={
+        "continued": {"tokens_consumed": 98304, "data": "corpus"},
+        "tapt": {"tokens_consumed": 102400, "data": "task", "task_text_tokens": 25600},
+        "dapt-tapt": {"tokens_consumed": 2_560_000, "data": "task", "task_text_tokens": 25600}})
+    corpus, tapt, dapt_tapt = budget_caveats(arts, ["continued", "tapt", "dapt-tapt"])
+    assert corpus.startswith("Pretraining budget: 98,304 tokens per arm")  # the TAPT arms' tokens not counted
+    assert tapt.startswith("tapt: 102,400 tokens, 4.0 passes over the 25,600-token task text")
+    assert "Fewer passes than published" in tapt and "Fewer passes" not in dapt_tapt  # 100 passes: as published
+
+
+def test_the_warmup_sentence_says_whether_the_whole_base_or_its_head_was_trained() -> None:
+    from domainbert.report.headline import warmup_sentence
+
+    warm = {"train": "full", "steps": 200, "tokens": 409600, "wall_seconds": 190.0, "from_machine_cache": True,
+            "general_perplexity_random_head": 45783.0, "general_perplexity": 223.0,
+            "domain_perplexity_random_head": 46866.0, "domain_perplexity": 943.0}
+    full = warmup_sentence(warm, "for a fixed number of steps")
+    assert "the whole model was first pretrained as a masked-LM" in full and "'base' of every comparison" in full
+    assert "served from this machine's cache" in full and "45,783 (random head) -> 223" in full
+    head = warmup_sentence({**warm, "train": "head", "from_machine_cache": False}, "for a fixed number of steps")
+    assert "one was trained for a fixed number of steps, 200 steps (409,600 tokens, 190 s, encoder frozen)" in head

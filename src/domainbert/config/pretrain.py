@@ -2,13 +2,58 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Literal
 
 from pydantic import Field, model_validator
 
 from domainbert.config.schema import PathStr, StrictModel
 
-Arm = Literal["continued", "extended", "scratch"]
+Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain"]
+
+
+@dataclass(frozen=True)
+class ArmKind:
+    """What an arm is: where its weights start and what text it pretrains on.
+
+    Attributes:
+        start: ``base`` (the base, warmed up when it had no MLM head), ``extended`` (the vocab stage's extended
+            model), ``random`` (a new encoder over the domain tokenizer) or ``continued`` (the continued arm's
+            result: DAPT then TAPT).
+        data: ``corpus`` (the domain corpus), ``task`` (the tasks' training text, TAPT) or ``curated`` (the
+            task text and the corpus documents nearest to it, curated TAPT).
+        about: one line for cards and the report.
+    """
+
+    start: Literal["base", "extended", "random", "continued"]
+    data: Literal["corpus", "task", "curated"]
+    about: str
+
+    @property
+    def from_scratch(self) -> bool:
+        return self.start == "random"
+
+    @property
+    def on_task_text(self) -> bool:
+        return self.data != "corpus"
+
+
+# Every arm there is, in the order a run trains them (dapt-tapt starts from continued's result).
+ARMS: dict[str, ArmKind] = {
+    "continued": ArmKind("base", "corpus", "the base pretrained further on the domain corpus (DAPT)"),
+    "extended": ArmKind(
+        "extended", "corpus", "the base with domain tokens added to its vocabulary, pretrained on the corpus"
+    ),
+    "scratch": ArmKind("random", "corpus", "a new encoder over the domain vocabulary, pretrained on the corpus"),
+    "tapt": ArmKind("base", "task", "the base pretrained further on the tasks' own training text (TAPT)"),
+    "dapt-tapt": ArmKind("continued", "task", "the continued (DAPT) model pretrained further on the task text"),
+    "curated-tapt": ArmKind(
+        "base", "curated", "the base pretrained on the task text and the corpus documents nearest to it"
+    ),
+    "self-pretrain": ArmKind(
+        "random", "task", "a new encoder over the domain vocabulary, pretrained on the task text alone"
+    ),
+}
 
 
 class BaseModelConfig(StrictModel):
@@ -54,17 +99,25 @@ class LaunchConfig(StrictModel):
     master_port: int = Field(29500, ge=1024, le=65535)
 
 
-class HeadWarmupConfig(StrictModel):
-    """Training a missing MLM head before any checkpoint-based arm (encoder frozen, general-domain text).
+class BaseWarmupConfig(StrictModel):
+    """Making the base a masked-language model before any checkpoint-based arm (general-domain text).
 
     A checkpoint saved without its MLM head (sentence-embedding models such as all-MiniLM) gets a random head:
     its "before" perplexity is meaningless and the first steps of continued pretraining would mostly train
-    that head while its gradients reach the encoder. The warmed-up model is the reference for "before"
-    perplexities, and both checkpoint-based arms start from its head.
+    that head. ``train: full`` runs the general masked-LM pretraining the literature starts from (the whole
+    model, as RoBERTa is the base of "Don't Stop Pretraining"); ``train: head`` trains the head alone on a
+    frozen encoder. The warmed-up model is the ``base`` of every comparison and the start of the
+    checkpoint-based arms; it is cached once per machine (``core.paths.machine_cache``), so every domain with
+    the same base, text and settings reuses it.
     """
 
     enabled: Literal["auto", "on", "off"] = Field(
         "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never."
+    )
+    train: Literal["full", "head"] = Field(
+        "full",
+        description="full: the whole model (encoder unfrozen), the general masked-LM pretraining the arms build "
+        "on; head: the MLM head alone on the frozen encoder (cheaper; the encoder keeps what it was).",
     )
     steps: int = Field(
         400,
@@ -80,13 +133,24 @@ class HeadWarmupConfig(StrictModel):
         description="Stop when general-text perplexity fell by less than this share since the "
         "last evaluation (converged).",
     )
-    lr: float = Field(2e-3, gt=0, description="Learning rate of the head (the encoder stays frozen).")
+    lr: float | None = Field(
+        None, gt=0, description="Peak learning rate; None: 5e-4 for the full model, 2e-3 for the head alone."
+    )
     corpus: list[PathStr] = Field(
         default_factory=list,
         description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "
         "less the files of pretrain.general_eval_corpus (so forgetting is measured on unseen text).",
     )
     max_documents: int = Field(20000, ge=1, description="Documents read from the warm-up corpus.")
+    # The warm-up's own shape, not the arms': every domain on a machine then shares one warmed-up base.
+    batch_size: int = Field(16, ge=1, description="Sequences per step.")
+    seq_len: int = Field(128, ge=8, description="Tokens per sequence.")
+    precision: Literal["fp32", "bf16", "fp16"] = "bf16"
+
+    @property
+    def peak_lr(self) -> float:
+        """The learning rate the warm-up trains with (``lr``, else the default of its ``train`` mode)."""
+        return self.lr if self.lr is not None else (5e-4 if self.train == "full" else 2e-3)
 
 
 class ArmOptimConfig(StrictModel):
@@ -103,12 +167,33 @@ DEFAULT_ARM_OPTIM: dict[str, dict[str, float]] = {
     "continued": {"lr": 1e-4, "warmup_ratio": 0.06},
     "extended": {"lr": 1e-4, "warmup_ratio": 0.06},
     "scratch": {"lr": 5e-4, "warmup_ratio": 0.1},
+    # TAPT (Gururangan et al. 2020, appendix): continued pretraining's rate and warmup, on the task text.
+    "tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
+    "dapt-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
+    "curated-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
+    "self-pretrain": {"lr": 5e-4, "warmup_ratio": 0.1},
 }
+
+
+class TaptConfig(StrictModel):
+    """Task-adaptive pretraining (Gururangan et al. 2020): MLM on the unlabeled text of the tasks' training
+    examples (the union over the domain's tasks, as fine-tuning reads them), never their evaluation text."""
+
+    epochs: float = Field(
+        100.0, gt=0, description="Passes over the task text (Don't Stop Pretraining: 100); the budget in tokens."
+    )
+    curated_neighbours: int = Field(
+        5, ge=1, description="Curated TAPT: corpus documents nearest (TF-IDF cosine) to each task text added."
+    )
 
 
 class PretrainConfig(StrictModel):
     arms: list[Arm] = Field(min_length=1)
-    budget_tokens: int = Field(ge=1, description="Tokens each arm trains on (equal budgets keep arms comparable).")
+    budget_tokens: int = Field(
+        ge=1,
+        description="Tokens each corpus arm trains on (equal budgets keep arms comparable); the task-text arms "
+        "train tapt.epochs passes over the task text instead.",
+    )
     max_steps: int | None = Field(None, ge=1, description="Cap on optimizer steps (tests and smoke runs).")
     seq_len: int = Field(128, ge=8)
     seq_len_schedule: list[LengthPhase] = Field(
@@ -127,7 +212,8 @@ class PretrainConfig(StrictModel):
     arm_optim: dict[Arm, ArmOptimConfig] = Field(
         default_factory=dict, description="Per-arm lr / warmup_ratio; wins over lr and warmup_ratio."
     )
-    head_warmup: HeadWarmupConfig = HeadWarmupConfig()
+    base_warmup: BaseWarmupConfig = BaseWarmupConfig()
+    tapt: TaptConfig = TaptConfig()
     weight_decay: float = 0.01
     adam_betas: tuple[float, float] = (0.9, 0.98)
     adam_eps: float = Field(1e-6, gt=0)
@@ -200,6 +286,10 @@ class PretrainConfig(StrictModel):
 
     @model_validator(mode="after")
     def _check(self) -> PretrainConfig:
+        if "dapt-tapt" in self.arms and (
+            "continued" not in self.arms or self.arms.index("continued") > self.arms.index("dapt-tapt")
+        ):
+            raise ValueError("arm dapt-tapt starts from the continued arm's result: list continued before it")
         if self.seq_len_schedule and abs(sum(p.fraction for p in self.seq_len_schedule) - 1.0) > 1e-6:
             raise ValueError("seq_len_schedule fractions must sum to 1")
         if self.mask_token_prob + self.random_token_prob > 1:

@@ -28,6 +28,12 @@ def project_root() -> Path:
     return Path.cwd()
 
 
+def machine_cache() -> Path:
+    """This machine's cache of things every run may reuse (``$XDG_CACHE_HOME/domainbert``, else
+    ``~/.cache/domainbert``): derived tables and models, each under a name taken from its content."""
+    return Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "domainbert"
+
+
 def domains_dir() -> Path:
     return project_root() / "domains"
 

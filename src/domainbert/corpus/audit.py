@@ -161,6 +161,7 @@ class LeakAudit:
         self.gram_found = np.zeros(len(self.unique), dtype=bool)
         self.ngram_examples: dict[str, list[dict[str, Any]]] = {o: [] for o in self.owners}
         self.seconds = 0.0  # time spent in ``add`` (logged by the build, kept out of the manifest)
+        self.leaking_documents: set[str] = set()  # every document with a verbatim hit, for callers that drop them
 
     def add(self, ids: list[str], texts: list[str]) -> None:
         """Check one batch of corpus documents (their ids name them in the examples)."""
@@ -187,6 +188,7 @@ class LeakAudit:
         self.seconds += time.perf_counter() - start
 
     def _verbatim(self, i: int, doc_id: str) -> None:
+        self.leaking_documents.add(doc_id)
         owner, text = self.texts[i]
         if not self.found[i] and len(self.examples[owner]) < EXAMPLES:
             self.examples[owner].append({"text": _clip(text), "document": doc_id})

@@ -42,6 +42,7 @@ from pydantic import Field
 from scipy.sparse import coo_matrix, csr_matrix
 
 from domainbert.config.schema import StrictModel
+from domainbert.core.paths import machine_cache
 from domainbert.corpus.components import Component, register
 
 
@@ -65,8 +66,7 @@ _PROBES = (
 def _cache_path(model: bytes) -> Path:
     """The tables' cache file, named after the model itself: another langid model never reads stale tables."""
     digest = hashlib.blake2b(model, digest_size=8).hexdigest()
-    root = Path(os.environ.get("XDG_CACHE_HOME", Path.home() / ".cache")) / "domainbert"
-    return root / f"langid-{digest}-tables.npz"
+    return machine_cache() / f"langid-{digest}-tables.npz"
 
 
 def _load_tables() -> dict[str, np.ndarray]:

@@ -40,8 +40,10 @@ def expected_path(layout: RunLayout) -> Path:
 
 def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
     """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint."""
+    from domainbert.pretrain.start import base_reference
+
     models: dict[str, str] = {
-        "base": cfg.base_model.name_or_path,
+        "base": base_reference(cfg, layout),
         **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
         **cfg.finetune.extra_models,
     }

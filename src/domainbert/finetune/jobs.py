@@ -65,8 +65,11 @@ def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None
 
 
 def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
-    """Model name -> model reference: ``base``, the arms with a model folder, then ``finetune.extra_models``."""
-    models = {"base": cfg.base_model.name_or_path}
+    """Model name -> model reference: ``base`` (the warmed-up base when the run made one), the arms with a
+    model folder, then ``finetune.extra_models``."""
+    from domainbert.pretrain.start import base_reference
+
+    models = {"base": base_reference(cfg, layout)}
     for arm in cfg.pretrain.arms:
         folder = layout.pretrained_model(arm)
         if (folder / "config.json").is_file():

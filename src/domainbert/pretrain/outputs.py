@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from domainbert.config.domain import DomainConfig, resolved_dict
+from domainbert.config.pretrain import ARMS
 from domainbert.core.artifact_types import PretrainSummary, validate_artifact
 from domainbert.core.artifacts import atomic_output, write_json_atomic
 from domainbert.core.paths import RunLayout
@@ -101,7 +102,7 @@ def write_outputs(
     keep the base checkpoint's pooler (``base_pooler``)."""
     out_dir = Path(layout.pretrain(arm))
     state_dict = strip_wrappers(weights)
-    if arm != "scratch" and not any(".pooler." in k or k.startswith("pooler.") for k in state_dict):
+    if not ARMS[arm].from_scratch and not any(".pooler." in k or k.startswith("pooler.") for k in state_dict):
         pooler = base_pooler(cfg, model)
         state_dict.update(pooler)
         summary["pooler"] = "base checkpoint's" if pooler else "none (the base has none)"

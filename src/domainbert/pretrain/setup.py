@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING
 import torch
 
 from domainbert.config.domain import DomainConfig
+from domainbert.config.pretrain import ARMS
 from domainbert.core.distributed import dist_info
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, TokenStream
@@ -31,6 +32,7 @@ from domainbert.pretrain.runtime import (
     seed_everything,
 )
 from domainbert.pretrain.start import ArmStart, arm_start, load_arm
+from domainbert.pretrain.task_text import arm_config, data_dir
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -42,7 +44,7 @@ class ArmSetup:
     """Everything one arm's loop needs, built once (``set_up``)."""
 
     arm: str
-    pcfg: PretrainConfig  # the arm's own (lr and warm-up resolved by for_arm)
+    pcfg: PretrainConfig  # the arm's own (lr, warm-up and a task-text arm's budget: task_text.arm_config)
     rank: int
     world: int
     device: torch.device
@@ -75,7 +77,7 @@ class ArmSetup:
 
 def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     """Join the process group, load the arm's start point, check it (preflight) and build the engine."""
-    pcfg = cfg.pretrain.for_arm(arm)
+    pcfg = arm_config(cfg, arm, layout)
     init_distributed(pcfg.deepspeed.enabled)
     rank, world = dist_info()
     seed_everything(pcfg.seed, rank)
@@ -86,7 +88,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     plan = make_plan(pcfg, world)
     lowercase, lowercase_field = (
         (cfg.tokenizer.lowercase, "tokenizer.lowercase")
-        if arm == "scratch"
+        if ARMS[arm].from_scratch
         else (cfg.base_model.lowercase, "base_model.lowercase")
     )
     run_preflight(
@@ -111,9 +113,9 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     )
     stream: PairStream | TokenStream
     if pcfg.next_sentence_prediction:
-        stream = PairStream(tokenizer, Path(layout.corpus), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
+        stream = PairStream(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
     else:
-        stream = TokenStream(tokenizer, Path(layout.corpus), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
+        stream = TokenStream(tokenizer, data_dir(layout, arm), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
     return ArmSetup(
         arm=arm,
         pcfg=pcfg,

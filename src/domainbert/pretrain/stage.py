@@ -1,6 +1,7 @@
 """The pretraining stage: ``pretrain_arm(cfg, arm, layout) -> summary``.
 
-Before a checkpoint-based arm it warms up a missing MLM head (``head_warmup.py``, skipped when up to date).
+Before a checkpoint-based arm it makes a base without an MLM head a masked-LM (``base_warmup.py``), before a
+task-adaptive arm it builds the task text (``task_text.py``); both are skipped when up to date.
 Skips an arm whose model folder is complete with the same fingerprint (config, corpus hash, starting-point
 hash); otherwise trains it, resuming from the newest checkpoint. With ``pretrain.launch.launcher: none``
 (the offline default) it trains in this process; with ``deepspeed``/``torchrun`` it starts the processes
@@ -16,12 +17,14 @@ from typing import Any
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
+from domainbert.config.pretrain import ARMS
 from domainbert.core.artifacts import content_hash, fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
-from domainbert.pretrain.head_warmup import ensure_head_warmup
+from domainbert.pretrain.base_warmup import ensure_base_warmup
 from domainbert.pretrain.start import arm_start
+from domainbert.pretrain.task_text import data_dir, ensure_task_text
 
 log = logging.getLogger(__name__)
 RESULT_FIELDS = ("steps", "budget_tokens", "seq_len", "seq_len_schedule", "batch_size", "grad_accum", "lr")
@@ -38,23 +41,29 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
     not the recipe.
     """
+    kind = ARMS[arm]
     pretrain = resolved_dict(cfg.pretrain.for_arm(arm))
     # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
-    for key in ("launch", "torch_threads", "eval_every", "arm_optim", "head_warmup"):
+    for key in ("launch", "torch_threads", "eval_every", "arm_optim", "base_warmup"):
         pretrain.pop(key, None)
+    if kind.on_task_text:
+        pretrain.pop("budget_tokens")  # the task text's tokens x tapt.epochs: its folder and tapt are here
+    else:
+        pretrain.pop("tapt")
     start = arm_start(cfg, arm, layout)
-    resolved = resolve_model_ref(start.source) if arm == "continued" else start.source
+    resolved = resolve_model_ref(start.source) if kind.start == "base" else start.source
+    data = data_dir(layout, arm)
     inputs = {
-        "corpus": folder_hash(Path(layout.corpus)),
+        "corpus": folder_hash(data) if data.is_dir() else "not built",
         "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved,
     }
-    if arm == "extended" and start.warm_head is not None:
+    if kind.start == "extended" and start.warm_head is not None:
         inputs["head"] = folder_hash(start.warm_head)
     config = {
         "arm": arm,
         "pretrain": pretrain,
         "base_model": cfg.base_model.recipe(),
-        "tokenizer": resolved_dict(cfg.tokenizer) if arm == "scratch" else None,
+        "tokenizer": resolved_dict(cfg.tokenizer) if kind.from_scratch else None,
     }
     return fingerprint(config, inputs, __version__)
 
@@ -79,8 +88,11 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
     """
     if arm not in cfg.pretrain.arms:
         raise ConfigError(f"arm {arm!r} is not in this domain's arms {cfg.pretrain.arms}", field="pretrain.arms")
-    if arm != "scratch":
-        ensure_head_warmup(cfg, layout)
+    kind = ARMS[arm]
+    if not kind.from_scratch:
+        ensure_base_warmup(cfg, layout)
+    if kind.on_task_text:
+        ensure_task_text(cfg, layout, curated=kind.data == "curated")
     fp = arm_fingerprint(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():

@@ -1,9 +1,11 @@
 """Where an arm starts: the one answer to "which weights and tokenizer does this arm begin from?".
 
-``continued`` starts from the base (or from the base with its warmed-up MLM head when the base has none),
-``extended`` from the vocab stage's extended model (with the warmed head copied in), ``scratch`` from a
+Each arm's ``ArmKind.start`` (``config.pretrain.ARMS``) says where: ``base`` (continued, tapt, curated-tapt)
+is the base, or the warmed-up base when the base has no MLM head; ``extended`` is the vocab stage's extended
+model (after a warm-up, the warmed base extended the same way: its new tokens' rows the mean of their
+pieces'); ``continued`` (dapt-tapt) is the continued arm's result; ``random`` (scratch, self-pretrain) is a
 randomly initialised encoder over the domain tokenizer. ``arm_start`` resolves this once; ``load_arm`` loads
-it. This module does not train and does not warm heads up (``head_warmup.py`` does).
+it. This module does not train and does not warm heads up (``base_warmup.py`` does).
 """
 
 from __future__ import annotations
@@ -15,9 +17,10 @@ from typing import TYPE_CHECKING
 
 import torch
 
+from domainbert.config.pretrain import ARMS
 from domainbert.core.errors import ModelError
 from domainbert.core.models import load_mlm_model, load_tokenizer
-from domainbert.pretrain.head_warmup import copy_warm_head, warm_model_folder
+from domainbert.pretrain.base_warmup import warm_model_folder
 from domainbert.pretrain.model import load_pretraining_model, load_tokenizer_folder, scratch_config
 
 if TYPE_CHECKING:
@@ -32,11 +35,11 @@ class ArmStart:
     """An arm's starting point, resolved once (``arm_start``) and passed down to loading, fingerprints and cards.
 
     Attributes:
-        arm: ``continued``, ``extended`` or ``scratch``.
+        arm: one of ``config.pretrain.ARMS``.
         source: the model reference or folder its weights (scratch: its tokenizer) come from.
-        warm_head: the finished head warm-up's model folder when the arm uses it (continued: it is the source;
-            extended: its head is copied over the extended model's), else None.
-        warmup_enabled: ``pretrain.head_warmup.enabled`` as configured, for ``head_origin``.
+        warm_head: the finished base warm-up's model folder when the arm uses it (continued: it is the source;
+            extended: it is extended by the vocab stage's new tokens), else None.
+        warmup_enabled: ``pretrain.base_warmup.enabled`` as configured, for ``head_origin``.
     """
 
     arm: str
@@ -47,11 +50,22 @@ class ArmStart:
     @property
     def head_origin(self) -> str:
         """Where the arm's MLM head came from, so that the report knows whether "before" figures mean anything."""
-        if self.arm == "scratch":
+        kind = ARMS[self.arm]
+        if kind.from_scratch:
             return "random"
+        if kind.start == "continued":
+            return "the continued arm's"
         if self.warm_head is not None:
             return "warmed-up"
         return "checkpoint" if self.warmup_enabled == "auto" else "checkpoint or random (warm-up off)"
+
+
+def base_reference(cfg: DomainConfig, layout: RunLayout) -> str:
+    """The ``base`` of every comparison: the warmed-up base when the run made one (a checkpoint without its
+    MLM head becomes a masked-LM first, as RoBERTa is the base of "Don't Stop Pretraining"), else the
+    configured checkpoint."""
+    warm = warm_model_folder(cfg, layout)
+    return str(warm) if warm is not None else cfg.base_model.name_or_path
 
 
 def arm_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmStart:
@@ -60,27 +74,31 @@ def arm_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmStart:
     Raises:
         ModelError: the vocab stage's output the arm needs is missing, or the arm is unknown.
     """
+    if arm not in ARMS:
+        raise ModelError(f"unknown arm {arm!r}; arms are {', '.join(ARMS)}", field="pretrain.arms")
     warm = warm_model_folder(cfg, layout)
-    enabled = cfg.pretrain.head_warmup.enabled
-    if arm == "continued":
-        # a base without its MLM head starts from the warmed-up head
-        source = str(warm) if warm is not None else cfg.base_model.name_or_path
-        return ArmStart(arm, source, warm, enabled)
-    if arm == "extended":
+    enabled = cfg.pretrain.base_warmup.enabled
+    kind = ARMS[arm]
+    if kind.start == "base":
+        return ArmStart(arm, base_reference(cfg, layout), warm, enabled)
+    if kind.start == "continued":
+        folder = Path(layout.pretrained_model("continued"))
+        if not (folder / "config.json").is_file():
+            raise ModelError(f"arm {arm} starts from the continued arm's model: train continued first", file=folder)
+        return ArmStart(arm, str(folder), None, enabled)
+    if kind.start == "extended":
         folder = Path(layout.extended_model)
         if not (folder / "config.json").is_file():
             raise ModelError(
                 "extended model not found (run the vocab stage first: domainbert vocab DOMAIN)", file=folder
             )
         return ArmStart(arm, str(folder), warm, enabled)
-    if arm == "scratch":
-        folder = Path(layout.tokenizer)
-        if not folder.is_dir():
-            raise ModelError(
-                "domain tokenizer not found (run the vocab stage first: domainbert vocab DOMAIN)", file=folder
-            )
-        return ArmStart(arm, str(folder), None, enabled)
-    raise ModelError(f"unknown arm {arm!r}; arms are continued, extended, scratch", field="pretrain.arms")
+    folder = Path(layout.tokenizer)
+    if not folder.is_dir():
+        raise ModelError(
+            "domain tokenizer not found (run the vocab stage first: domainbert vocab DOMAIN)", file=folder
+        )
+    return ArmStart(arm, str(folder), None, enabled)
 
 
 def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
@@ -88,19 +106,34 @@ def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTr
     from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
 
     source, nsp = start.source, cfg.pretrain.next_sentence_prediction
-    tokenizer = load_tokenizer_folder(source) if start.arm == "scratch" else load_tokenizer(source)
-    if start.arm == "scratch":
+    scratch = ARMS[start.arm].from_scratch
+    tokenizer = load_tokenizer_folder(source) if scratch else load_tokenizer(source)
+    if scratch:
         torch.manual_seed(cfg.pretrain.seed)
         config = scratch_config(cfg, tokenizer)
         config._attn_implementation = "sdpa"
         model = (AutoModelForPreTraining if nsp else AutoModelForMaskedLM).from_config(config)
     else:
         model = load_pretraining_model(source) if nsp else load_mlm_model(source)
-    if start.arm == "extended" and start.warm_head is not None:
-        copy_warm_head(model, start.warm_head, Path(source))
+    if ARMS[start.arm].start == "extended" and start.warm_head is not None:
+        model = extend_warm_model(start.warm_head, Path(source), tokenizer)
     with contextlib.suppress(Exception):
         model.set_attn_implementation("sdpa")
     # accepts_loss_kwargs lets transformers normalise the loss over the whole accumulated batch
     # (num_items_in_batch); off, the loss stays the micro-batch mean that the engine scales under accumulation.
     model.accepts_loss_kwargs = False
     return model, tokenizer
+
+
+def extend_warm_model(warm: Path, extended: Path, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
+    """The warmed base with the vocab stage's new tokens (``extended/extension.json``), initialised as the
+    vocab stage does: each new row the mean of its pieces' rows (AdaLM), in the warmed weights."""
+    import json
+
+    from domainbert.vocab.extend import extend_model
+
+    model = load_mlm_model(str(warm))
+    rows = json.loads((extended / "extension.json").read_text()).get("tokens", [])
+    # one token in, one id out; transformers' annotation covers lists as well
+    pieces = [[int(tokenizer.convert_tokens_to_ids(p)) for p in row["base_pieces"]] for row in rows]  # type: ignore[arg-type]
+    return extend_model(model, [int(row["id"]) for row in rows], pieces)

@@ -79,7 +79,7 @@ def train_arm(
 
     Args:
         cfg: the ``DomainConfig``.
-        arm: ``continued``, ``extended`` or ``scratch``.
+        arm: one of ``config.pretrain.ARMS``.
         layout: the ``RunLayout``.
         fingerprint: recorded in the model folder (skip-if-complete key, from ``stage.py``).
         throttle_s: sleep after each step (tests use it to SIGKILL a run mid-way on a fast machine).
@@ -319,6 +319,18 @@ def _tracker(
     )
 
 
+def _task_text_fields(setup: ArmSetup, layout: RunLayout) -> dict[str, Any]:
+    """What a task-adaptive arm pretrained on: the text (``data``), its tokens and the passes configured."""
+    from domainbert.config.pretrain import ARMS
+    from domainbert.pretrain.task_text import read_manifest
+
+    kind = ARMS[setup.arm]
+    if not kind.on_task_text:
+        return {"data": kind.data}
+    manifest = read_manifest(layout, kind.data == "curated") or {}
+    return {"data": kind.data, "task_text_tokens": manifest.get("task_tokens"), "tapt_epochs": setup.pcfg.tapt.epochs}
+
+
 def _summary(
     cfg: DomainConfig,
     setup: ArmSetup,
@@ -336,6 +348,7 @@ def _summary(
         "planned_steps": plan.total_steps,
         "budget_tokens": pcfg.budget_tokens,
         "tokens_consumed": state.tokens,
+        **_task_text_fields(setup, layout),
         "real_tokens_per_s": tps,
         "real_token_fraction": state.real_tokens / max(state.positions, 1),
         "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,

@@ -14,6 +14,7 @@ import logging
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
+from domainbert.config.pretrain import ARMS
 from domainbert.core.paths import RunLayout
 from domainbert.core.signals import StopRequested, exit_code
 
@@ -21,7 +22,7 @@ from domainbert.core.signals import StopRequested, exit_code
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="domainbert pretraining worker (one process of a run)")
     parser.add_argument("--config", required=True, type=Path, help="resolved DomainConfig JSON")
-    parser.add_argument("--arm", required=True, choices=["continued", "extended", "scratch"])
+    parser.add_argument("--arm", required=True, choices=list(ARMS))
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--fingerprint", required=True)
     parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")

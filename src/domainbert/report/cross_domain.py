@@ -36,7 +36,14 @@ from domainbert.report.vocab_section import domain_overlap, recommendation
 
 log = logging.getLogger(__name__)
 ARMS = list(typing.get_args(Arm))
-KEY_PAIRS = [("continued", "base"), ("extended", "base"), ("scratch", "base"), ("continued", "scratch")]
+KEY_PAIRS = [
+    ("continued", "base"),
+    ("extended", "base"),
+    ("scratch", "base"),
+    ("tapt", "base"),
+    ("dapt-tapt", "base"),
+    ("continued", "scratch"),
+]
 
 
 def _train_stats(arts: RunArtifacts) -> dict[str, Any]:

@@ -113,7 +113,7 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     else:
         out.append("No fine-tuning run collapsed.")
     out.append(result_check_text(arts.result_check))
-    warm = arts.head_warmup
+    warm = arts.base_warmup
     if warm:
         converged = warm.get("converged")
         how = (
@@ -123,15 +123,32 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
             if converged is False
             else "for a fixed number of steps"
         )
-        out.append(
-            f"The base checkpoint has no MLM head: one was trained {how}, {warm['steps']} steps "
-            f"({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s, encoder frozen) on general text "
-            "before continued and extended pretraining, and 'before' perplexities are measured through it."
-        )
+        out.append(warmup_sentence(warm, how))
         out += head_training_caveats(arts, arms)
     out += budget_caveats(arts, arms)
     out += overlap_caveats(arts)
     return out
+
+
+def warmup_sentence(warm: dict[str, Any], how: str) -> str:
+    """What the base warm-up was: the general masked-LM pretraining of the whole model, or a head alone."""
+    cost = f"{warm['steps']} steps ({warm['tokens']:,} tokens, {warm['wall_seconds']:.0f} s"
+    cost += ", served from this machine's cache)" if warm.get("from_machine_cache") else ")"
+    ppl = (
+        f"general-text pseudo-perplexity {warm.get('general_perplexity_random_head') or 0:,.0f} (random head) -> "
+        f"{warm.get('general_perplexity') or 0:,.0f}, domain {warm.get('domain_perplexity_random_head') or 0:,.0f} "
+        f"-> {warm.get('domain_perplexity') or 0:,.0f}"
+    )
+    if warm.get("train", "head") == "full":
+        return (
+            f"The base checkpoint has no MLM head: the whole model was first pretrained as a masked-LM on general "
+            f"text {how}, {cost}; {ppl}. That general masked-LM is the 'base' of every comparison and the start "
+            "of the checkpoint-based arms, as RoBERTa is in Don't Stop Pretraining."
+        )
+    return (
+        f"The base checkpoint has no MLM head: one was trained {how}, {cost}, encoder frozen) on general text "
+        f"before continued and extended pretraining, and 'before' perplexities are measured through it; {ppl}."
+    ).replace("), encoder frozen)", ", encoder frozen)")
 
 
 GENERAL_FALL = 0.1  # general-text perplexity falling by more than this share during an arm: the head still learned
@@ -149,7 +166,7 @@ def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
             continue
         out.append(
             f"{arm}: general-text perplexity fell too ({g0:,.0f} -> {g1:,.0f}, {1 - g1 / g0:.0%}) while domain "
-            f"perplexity fell {d0:,.0f} -> {d1:,.0f} ({1 - d1 / d0:.0%}): the MLM head was still learning, so only "
+            f"perplexity fell {d0:,.0f} -> {d1:,.0f} ({1 - d1 / d0:.0%}): the warmed-up base was still learning, so only "
             f"the domain drop beyond the general one is domain adaptation (domain over general perplexity "
             f"{d0 / g0:.2f} -> {d1 / g1:.2f})."
         )
@@ -203,7 +220,34 @@ def result_check_text(check: dict[str, Any]) -> str:
     return text + ("; " + "; ".join(parts) if parts else ", all current") + "."
 
 
+DSP_TAPT_EPOCHS = 100  # Gururangan et al. (2020): TAPT trains 100 passes over the task's training text
+
+
 def budget_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
+    corpus_arms = [a for a in arms if (arts.pretrain.get(a) or {}).get("data", "corpus") == "corpus"]
+    return _corpus_budget(arts, corpus_arms) + _tapt_budget(arts, [a for a in arms if a not in corpus_arms])
+
+
+def _tapt_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
+    """The task-adaptive arms' budget: passes over the task text, against Don't Stop Pretraining's 100."""
+    out = []
+    for arm in arms:
+        s = arts.pretrain.get(arm) or {}
+        tokens, text = s.get("tokens_consumed"), s.get("task_text_tokens")
+        if not (tokens and text):
+            continue
+        passes = tokens / text
+        line = (
+            f"{arm}: {tokens:,} tokens, {passes:.1f} passes over the {text:,}-token task text "
+            f"(Don't Stop Pretraining's TAPT: {DSP_TAPT_EPOCHS})."
+        )
+        if passes < DSP_TAPT_EPOCHS / 10:  # under a tenth of the published passes
+            line += " Fewer passes than published: a TAPT gain, or its absence, is not the published setting's."
+        out.append(line)
+    return out
+
+
+def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     tokens = [t for a, s in arts.pretrain.items() if a in arms and (t := s.get("tokens_consumed"))]
     if not tokens:
         return []

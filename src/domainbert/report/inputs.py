@@ -32,7 +32,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.finetune.collapse import diagnose
 
 log = logging.getLogger(__name__)
-WARMUP = "head-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
+WARMUP = "base-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
 
 
 def read_json(path: Path) -> Any | None:
@@ -57,7 +57,7 @@ class RunArtifacts:
     pretrain: dict[str, dict[str, Any]] = field(default_factory=dict)
     metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     finetune: list[dict[str, Any]] = field(default_factory=list)
-    head_warmup: dict[str, Any] | None = None  # pretrain/head-warmup/summary.json when the MLM head was warmed up
+    base_warmup: dict[str, Any] | None = None  # pretrain/base-warmup/summary.json when the MLM head was warmed up
     result_check: dict[str, Any] = field(default_factory=dict)  # expected results and the missing/stale ones
     input_hashes: dict[str, str] = field(default_factory=dict)
 
@@ -106,7 +106,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     if arms is None:
         arms = sorted(p.name for p in pretrain_root.glob("*") if p.is_dir() and _is_final(p) and p.name != WARMUP)
     warm_path = pretrain_root / WARMUP / "summary.json"
-    arts.head_warmup = read_json(warm_path)
+    arts.base_warmup = read_json(warm_path)
     _note(arts, warm_path)
     for arm in arms:
         summary_path = layout.pretrain(arm) / "summary.json"

@@ -22,7 +22,7 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
             "Not run: no pretrain/<arm>/summary.json was found. Run `domainbert pretrain` and re-render the report."
         )
     rows = _pretrain_rows(arts)
-    warm = arts.head_warmup
+    warm = arts.base_warmup
     sec.add(
         Table(
             [
@@ -41,8 +41,9 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
     )
     if warm:
         sec.add(
-            "The continued arm starts from the warmed-up model, the extended arm gets its head, so their "
-            "'before' perplexities are the warmed-up base's; the warm-up's cost is not part of the arms' budget."
+            "The continued arm starts from the warmed-up base, the extended arm from the warmed-up base with the "
+            "new tokens added, so their 'before' perplexities are the warmed-up base's; the warm-up's cost is not "
+            "part of the arms' budget."
         )
     missing = [a for a in arms if a not in arts.pretrain]
     if missing:
@@ -64,11 +65,12 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
     """The warm-up's row (when it ran) and one row per arm; "before" hidden where it was measured through a
     random head."""
     rows = []
-    warm = arts.head_warmup
+    warm = arts.base_warmup
     if warm:
         rows.append(
             [
-                "base, MLM head warmed up" + _convergence(warm.get("converged")),
+                ("base, general masked-LM warm-up" if warm.get("train") == "full" else "base, MLM head warmed up")
+                + _convergence(warm.get("converged")),
                 fmt(warm.get("steps")),
                 fmt(warm.get("tokens")),
                 "-",
@@ -109,18 +111,19 @@ def compute_section(arts: RunArtifacts) -> Section:
     if not arts.pretrain:
         return sec.add("Not run: no pretraining summaries.")
     rows = [_compute_row(arm, s) for arm, s in arts.pretrain.items()]
-    warm = arts.head_warmup
+    warm = arts.base_warmup
     if warm:
         rows.append(
             [
-                "MLM-head warm-up (before the arms)",
+                "base warm-up (before the arms)"
+                + (", this machine's cache" if warm.get("from_machine_cache") else ""),
                 fmt(warm.get("wall_seconds"), 1),
                 fmt(warm.get("tokens", 0) / max(warm.get("wall_seconds") or 1e-9, 1e-9), 1),
                 "-",
                 "-",
                 "-",
                 "-",
-                "torch, encoder frozen",
+                "torch" if warm.get("train") == "full" else "torch, encoder frozen",
                 "1",
                 "-",
                 fmt(warm.get("trainable_parameters")),

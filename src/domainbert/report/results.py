@@ -31,7 +31,15 @@ METRIC_LABEL = {
     "recall": "recall",
 }
 # Head-to-head pairs beyond "each against base": (better-if-positive, reference).
-ARM_PAIRS = [("continued", "scratch"), ("extended", "continued")]
+# DSP's questions: does TAPT add to DAPT, does curation beat repetition, does TAPT rival DAPT.
+ARM_PAIRS = [
+    ("continued", "scratch"),
+    ("extended", "continued"),
+    ("dapt-tapt", "continued"),
+    ("dapt-tapt", "tapt"),
+    ("curated-tapt", "tapt"),
+    ("tapt", "continued"),
+]
 
 # compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", ...};
 # default_compare_fn wraps stats.compare_models (test examples resampled in pairs, seed noise drawn per side).

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from domainbert.config.pretrain import ARMS
 from domainbert.core.models import PACKAGE_PREFIX
 
 if TYPE_CHECKING:
@@ -68,10 +69,13 @@ def _fmt(value: int | float | str | None, digits: int = 2) -> str:
 def _start_of(cfg: DomainConfig, arm: str) -> str:
     # a local folder without base_model.hub_id: its name only, never the path of this machine
     base = base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
-    if arm == "continued":
+    start = ARMS[arm].start
+    if start == "base":
         return f"the base checkpoint `{base}`"
-    if arm == "extended":
+    if start == "extended":
         return f"the base checkpoint `{base}` with its vocabulary extended by domain tokens"
+    if start == "continued":
+        return f"the `continued` arm (the base checkpoint `{base}` pretrained on the domain corpus)"
     return "random weights, with the domain's own tokenizer"
 
 
@@ -205,10 +209,7 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
         # An arm has no Hub id until it is pushed (``domainbert push --arm``), under a repository named then.
         hub_id = base_model_id(cfg)
         base = f"`{hub_id}`" if hub_id else "a local checkpoint"
-        origin = {
-            "continued": f"{base} pretrained further on the domain corpus",
-            "extended": f"{base} with domain tokens added to its vocabulary, pretrained further on the corpus",
-        }.get(name, "pretrained from scratch on the domain corpus")
+        origin = f"{ARMS[name].about.replace('the base', base, 1)}"
         return None, f"the `{name}` arm (`domainbert-{cfg.name}-{name}`: {origin})"
     hub_id = hub_id_of(ref)
     return hub_id, f"`{hub_id or name}`"

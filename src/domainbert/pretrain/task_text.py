@@ -1,0 +1,217 @@
+"""The text the task-adaptive arms pretrain on (TAPT, Gururangan et al. 2020), built once per run.
+
+``pretrain/task-text/`` holds the unlabeled text of every task's training examples, read as fine-tuning reads
+them (same files, subsample and seed), in the corpus shard format so the arms' token stream reads it as it
+reads the corpus. A training text that is also, normalised, in any task's validation or test split is left
+out, and so is any document holding a task's evaluation text verbatim (the leakage audit's matcher): evaluation
+text is never pretrained on. ``pretrain/task-text-curated/`` adds, for curated TAPT, the
+``tapt.curated_neighbours`` corpus training documents nearest to each task text (TF-IDF cosine; the corpus
+is already decontaminated). Each folder's ``manifest.json`` says what it holds: examples per task, what was
+left out, tokens under the base tokenizer (the budget: ``tapt.epochs`` passes), the curated selection and its
+scores, and the leakage audit of every document against every task's evaluation splits (``corpus.audit``);
+a verbatim hit fails the stage. This module does not train (``trainer.py``).
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import math
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from domainbert import __version__
+from domainbert.config.domain import DomainConfig, resolved_dict
+from domainbert.config.pretrain import ARMS, PretrainConfig
+from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, read_record
+from domainbert.core.errors import DataError, ModelError
+from domainbert.core.models import load_tokenizer
+from domainbert.core.paths import RunLayout
+from domainbert.corpus import store
+from domainbert.corpus.audit import LeakAudit
+from domainbert.corpus.decontaminate import eval_texts
+from domainbert.services.split_overlap import normalised
+from domainbert.services.tasks import example_texts, load_task, task_data_hash
+
+log = logging.getLogger(__name__)
+MANIFEST = "manifest.json"
+EVAL_SPLITS = ["validation", "test"]
+
+
+def task_text_dir(layout: RunLayout, curated: bool) -> Path:
+    return layout.root / "pretrain" / ("task-text-curated" if curated else "task-text")
+
+
+def task_documents(cfg: DomainConfig) -> tuple[list[dict[str, str]], dict[str, dict[str, int]]]:
+    """(documents, counts per task): each task's training texts, less those also in an evaluation split."""
+    held_out = {normalised(t) for texts in eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts.values() for t in texts}
+    docs, counts, seen = [], {}, set()
+    for task in cfg.finetune.tasks:
+        kept = dropped = repeated = 0
+        for i, example in enumerate(load_task(task).splits["train"]):
+            text = " ".join(example_texts(example))
+            key = normalised(text)
+            if key in held_out:
+                dropped += 1
+            elif key in seen:
+                repeated += 1
+            else:
+                seen.add(key)
+                docs.append({"id": f"{task.name}/train/{i}", "text": text, "source": task.name})
+                kept += 1
+        counts[task.name] = {"kept": kept, "also_in_evaluation": dropped, "repeated": repeated}
+    return docs, counts
+
+
+def nearest_corpus_documents(texts: list[str], corpus: Path, k: int) -> tuple[list[dict[str, str]], list[float]]:
+    """The corpus training documents among the ``k`` nearest (TF-IDF cosine) to any of ``texts``, best first,
+    with each one's best score."""
+    from sklearn.feature_extraction.text import TfidfVectorizer
+
+    documents = list(store.iter_documents(corpus, "train"))
+    if not documents:
+        return [], []
+    vec = TfidfVectorizer(sublinear_tf=True, min_df=1, stop_words="english")
+    matrix = vec.fit_transform([d["text"] for d in documents])
+    best = np.zeros(len(documents))
+    for start in range(0, len(texts), 256):  # a block of task texts against the whole corpus at once
+        sims = (vec.transform(texts[start : start + 256]) @ matrix.T).toarray()
+        top = np.argsort(-sims, axis=1)[:, :k]
+        for row, cols in enumerate(top):
+            best[cols] = np.maximum(best[cols], sims[row, cols])
+    chosen = [int(i) for i in np.argsort(-best) if best[i] > 0]
+    picked = [{"id": str(documents[i]["id"]), "text": str(documents[i]["text"]), "source": "corpus"} for i in chosen]
+    return picked, [float(best[i]) for i in chosen]
+
+
+def _fingerprint(cfg: DomainConfig, layout: RunLayout, curated: bool) -> str:
+    config = {
+        "tasks": {t.name: task_data_hash(t) for t in cfg.finetune.tasks},
+        "subsets": [[t.max_train_examples, t.subset_seed] for t in cfg.finetune.tasks],
+        "base_tokenizer": cfg.base_model.recipe(),
+        "curated": resolved_dict(cfg.pretrain.tapt) if curated else None,
+    }
+    corpus = read_record(layout.corpus) if curated else None
+    inputs = {"corpus": str(corpus["content_hash"]) if corpus else "none"}
+    return fingerprint(config, inputs, __version__)
+
+
+def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Path:
+    """Build the task text (curated: with its corpus neighbours) unless up to date; its folder.
+
+    Raises:
+        DataError: a task's evaluation text was found verbatim in the task text (the audit's verdict).
+    """
+    folder = task_text_dir(layout, curated)
+    fp = _fingerprint(cfg, layout, curated)
+    if is_complete(folder, fp):
+        return folder
+    docs, counts = task_documents(cfg)
+    docs, holding = _without_evaluation_text(cfg, docs)
+    if not docs:
+        raise DataError("the tasks' training splits hold no text to pretrain on", field="finetune.tasks")
+    manifest: dict[str, Any] = {"tasks": counts, "holding_evaluation_text": holding, "task_documents": len(docs)}
+    if curated:
+        k = cfg.pretrain.tapt.curated_neighbours
+        near, scores = nearest_corpus_documents([d["text"] for d in docs], Path(layout.corpus), k)
+        near_ids = {d["id"] for d in _without_evaluation_text(cfg, near)[0]}
+        scores = [s for d, s in zip(near, scores, strict=True) if d["id"] in near_ids]
+        manifest["neighbours_holding_evaluation_text"] = len(near) - len(near_ids)
+        near = [d for d in near if d["id"] in near_ids]
+        docs += near
+        manifest["curated"] = {
+            "neighbours_per_text": k,
+            "documents": len(near),
+            "similarity": _quantiles(scores),
+            "nearest": [{"id": d["id"], "score": round(s, 4)} for d, s in zip(near[:5], scores[:5], strict=False)],
+        }
+    tokenizer = load_tokenizer(cfg.base_model.name_or_path)
+    lengths = [len(ids) + 1 for ids in tokenizer([d["text"] for d in docs], add_special_tokens=False)["input_ids"]]
+    manifest["task_tokens"] = sum(lengths[: manifest["task_documents"]])  # each text and its [SEP]
+    manifest["tokens"] = sum(lengths)
+    manifest["audit"] = _audit(cfg, docs)
+    with atomic_output(folder, config={"tapt": resolved_dict(cfg.pretrain.tapt), "curated": curated}, fp=fp) as tmp:
+        (Path(tmp) / "train").mkdir()
+        store.write_shard(Path(tmp) / "train" / "shard-00000.parquet", [{**d, "meta": {}} for d in docs])
+        (Path(tmp) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
+    log.info(
+        "task text%s: %d documents (%d from the tasks), %d tokens -> %s",
+        " (curated)" if curated else "",
+        len(docs),
+        manifest["task_documents"],
+        manifest["tokens"],
+        folder,
+    )
+    return folder
+
+
+def _without_evaluation_text(cfg: DomainConfig, docs: list[dict[str, str]]) -> tuple[list[dict[str, str]], int]:
+    """``docs`` less every document holding a task's evaluation text verbatim (a short NER test sentence inside
+    another task's training document, say); and how many were left out."""
+    sets = eval_texts(cfg.finetune.tasks, EVAL_SPLITS)
+    dc = cfg.corpus.decontamination
+    audit = LeakAudit(sets.texts, ngram=dc.ngram, min_words=dc.min_words)
+    audit.add([d["id"] for d in docs], [d["text"] for d in docs])
+    kept = [d for d in docs if d["id"] not in audit.leaking_documents]
+    return kept, len(docs) - len(kept)
+
+
+def _audit(cfg: DomainConfig, docs: list[dict[str, str]]) -> dict[str, Any]:
+    """Every task's evaluation texts looked for in every document that will be written; a verbatim hit is an
+    error (``_without_evaluation_text`` left none, so one means the two disagree)."""
+    sets = eval_texts(cfg.finetune.tasks, EVAL_SPLITS)
+    dc = cfg.corpus.decontamination
+    audit = LeakAudit(sets.texts, ngram=dc.ngram, min_words=dc.min_words)
+    audit.add([d["id"] for d in docs], [d["text"] for d in docs])
+    result = audit.result()
+    leaked = {owner: r["examples"] for owner, r in result.items() if r["verbatim"]}
+    if leaked:
+        owner, examples = next(iter(leaked.items()))
+        raise DataError(
+            f"evaluation text of {owner} found verbatim in the task text the TAPT arms would train on "
+            f"(e.g. {examples[0]['text']!r} in {examples[0]['document']})",
+            field="finetune.tasks",
+        )
+    return {
+        owner: {k: r[k] for k in ("texts", "verbatim", "texts_with_ngram_hits", "ngrams_found")}
+        for owner, r in result.items()
+    }
+
+
+def _quantiles(scores: list[float]) -> dict[str, float]:
+    if not scores:
+        return {}
+    q = np.quantile(scores, [0.0, 0.5, 1.0])
+    return {"min": round(float(q[0]), 4), "median": round(float(q[1]), 4), "max": round(float(q[2]), 4)}
+
+
+def read_manifest(layout: RunLayout, curated: bool) -> dict[str, Any] | None:
+    path = task_text_dir(layout, curated) / MANIFEST
+    return json.loads(path.read_text()) if path.is_file() else None
+
+
+def arm_config(cfg: DomainConfig, arm: str, layout: RunLayout) -> PretrainConfig:
+    """The pretraining config ``arm`` trains with: its lr and warmup (``for_arm``) and, for a task-text arm,
+    its budget: ``tapt.epochs`` passes over the task text (the tasks' own tokens, also for curated TAPT, so
+    curation and repetition get the same compute).
+
+    Raises:
+        ModelError: a task-text arm whose task text is not built yet.
+    """
+    pcfg = cfg.pretrain.for_arm(arm)
+    kind = ARMS[arm]
+    if not kind.on_task_text:
+        return pcfg
+    manifest = read_manifest(layout, kind.data == "curated")
+    if manifest is None:
+        raise ModelError(f"the task text of arm {arm} is not built yet", file=task_text_dir(layout, False))
+    budget = math.ceil(cfg.pretrain.tapt.epochs * manifest["task_tokens"])
+    return pcfg.model_copy(update={"budget_tokens": budget})
+
+
+def data_dir(layout: RunLayout, arm: str) -> Path:
+    """The folder of shards ``arm`` pretrains on: the corpus or its task text."""
+    kind = ARMS[arm]
+    return Path(layout.corpus) if not kind.on_task_text else task_text_dir(layout, kind.data == "curated")

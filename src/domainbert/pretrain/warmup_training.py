@@ -1,0 +1,141 @@
+"""The base warm-up's training loop: masked-LM steps on general text until general perplexity stops falling.
+
+``train: full`` trains the whole model (the general masked-LM pretraining the arms build on: dropout on,
+every parameter); ``train: head`` trains the MLM head alone (transform and output bias; the decoder stays
+tied to the frozen input embeddings) with the encoder in eval mode. Both stop at the step cap or once an
+evaluation of general-text perplexity improves on the last by less than ``min_improvement``.
+This module neither decides whether a warm-up is needed nor where its result lives (``base_warmup.py``).
+"""
+
+from __future__ import annotations
+
+import logging
+import random
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from domainbert.config.domain import DomainConfig
+from domainbert.core.errors import ConfigError
+from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
+from domainbert.pretrain.engine import TorchEngine
+from domainbert.pretrain.evaluation import evaluate, masking_spec
+from domainbert.pretrain.masking import apply_mask, step_generator
+from domainbert.pretrain.objective import MLMObjective, prediction_head
+from domainbert.pretrain.runtime import autocast_dtype, torch_threads
+
+if TYPE_CHECKING:
+    from transformers import PreTrainedModel, PreTrainedTokenizerBase
+
+log = logging.getLogger(__name__)
+WARMUP_RATIO = 0.1  # of the warm-up's step cap: the learning rate rises over it
+
+
+@dataclass
+class Convergence:
+    """General-text perplexity during the warm-up: converged once an evaluation improves on the last by less
+    than ``min_improvement`` (relative). Not judged during the learning-rate warmup (``warmup_steps``), when
+    the rate is still too small to move the model; without a general evaluation set the warm-up runs its cap."""
+
+    min_improvement: float
+    warmup_steps: int
+    last: float | None = None
+    curve: list[list[float]] = field(default_factory=list)
+    converged: bool = False
+
+    def add(self, step: int, perplexity: float | None) -> None:
+        if perplexity is None:
+            return
+        self.curve.append([step, round(perplexity, 3)])
+        if step > self.warmup_steps and self.last is not None and perplexity > self.last * (1 - self.min_improvement):
+            self.converged = True
+        self.last = perplexity
+
+
+def trainable_parameters(model: PreTrainedModel, train: str) -> set[int]:
+    """Leave trainable what the warm-up trains (``full``: everything; ``head``: the MLM head but the tied input
+    embeddings) and freeze the rest; the ids of the trainable parameters."""
+    if train == "full":
+        for q in model.parameters():
+            q.requires_grad_(True)
+        return {id(q) for q in model.parameters()}
+    embeddings = model.get_input_embeddings().weight
+    head = prediction_head(model)
+    if head is None:
+        raise ConfigError("the base model has no known MLM head to warm up", field="pretrain.base_warmup.train")
+    trainable = {id(q) for q in head.parameters() if q is not embeddings}
+    for q in model.parameters():
+        q.requires_grad_(id(q) in trainable)
+    return trainable
+
+
+def warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> Batch:
+    """The warm-up corpus, shuffled with the run's seed and packed into sequences."""
+    p = cfg.pretrain
+    texts = read_jsonl_texts(files, p.base_warmup.max_documents)
+    random.Random(p.seed).shuffle(texts)  # files are often sorted (by headword, part of speech): mix them
+    data = pack_texts(tokenizer, texts, p.base_warmup.seq_len)
+    if data is None:
+        raise ConfigError("the base warm-up corpus fills no sequence", field="pretrain.base_warmup.corpus")
+    return data
+
+
+def train_warmup(
+    cfg: DomainConfig,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    files: list[str],
+    general: Batch | None,
+) -> dict[str, Any]:
+    """Train ``model`` in place on the warm-up corpus; returns what it cost and the general-perplexity curve
+    (``general``: the held-out general text that decides the stop, packed at the warm-up's ``seq_len``, or None
+    to run the step cap)."""
+    p, hw = cfg.pretrain, cfg.pretrain.base_warmup
+    trainable = trainable_parameters(model, hw.train)
+    data = warmup_data(cfg, tokenizer, files)
+    spec = masking_spec(p, tokenizer)
+    device = torch.device("cpu")
+    objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(hw.precision))
+    own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
+    engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
+    with torch_threads(p.torch_threads):
+        t0, n, losses = time.perf_counter(), data.input_ids.shape[0], []
+        watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
+        step = 0
+        while step < hw.steps and not watch.converged:
+            rows = torch.arange(step * hw.batch_size, (step + 1) * hw.batch_size) % n
+            inputs, labels = apply_mask(
+                data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
+            )
+            objective.train()
+            if hw.train == "head":
+                model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
+            loss = engine.forward(inputs, labels)
+            engine.backward(loss)
+            engine.step()
+            step += 1
+            losses.append([step, round(float(loss.detach()), 5)])
+            if step % hw.eval_every == 0 and step < hw.steps and general is not None:
+                watch.add(step, evaluate(engine, general, spec, p.seed, device))
+                log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
+        seconds = time.perf_counter() - t0
+    for q in model.parameters():
+        q.requires_grad_(True)
+    objective.eval()
+    return {
+        "train": hw.train,
+        "steps": step,
+        "max_steps": hw.steps,
+        "converged": watch.converged,
+        "general_curve": watch.curve,
+        "lr": hw.peak_lr,
+        "tokens": step * hw.batch_size * hw.seq_len,
+        "corpus": [Path(f).name for f in files],
+        "sequences_available": n,
+        "wall_seconds": seconds,
+        "trainable_parameters": sum(q.numel() for q in model.parameters() if id(q) in trainable),
+        "loss_curve": losses,
+    }

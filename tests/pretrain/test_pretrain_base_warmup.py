@@ -1,0 +1,218 @@
+"""The base warm-up before the checkpoint-based arms (full model or head alone, this machine's cache), per-arm
+optimisation settings, and the pooler the arms keep."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import torch
+from pretrain_fixtures import make_cfg, wordpiece_tokenizer
+from safetensors.torch import load_file
+
+from domainbert.pretrain.base_warmup import ensure_base_warmup, warmup_corpus
+from domainbert.pretrain.stage import pretrain_arm
+
+
+@pytest.fixture(scope="module")
+def headless_base(tmp_path_factory, texts) -> Path:
+    """A tiny BERT saved as a bare ``BertModel`` (pooler, no MLM head), like the offline MiniLM package."""
+    from transformers import BertConfig, BertModel
+
+    tokenizer = wordpiece_tokenizer(texts)
+    torch.manual_seed(0)
+    config = BertConfig(vocab_size=len(tokenizer), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
+                        intermediate_size=256, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
+    folder = tmp_path_factory.mktemp("headless") / "model"
+    BertModel(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+SMALL = ("pretrain.base_warmup.max_documents=400", "pretrain.base_warmup.batch_size=4", "pretrain.base_warmup.seq_len=32")
+
+
+def _cfg(base: Path, *extra: str):
+    return make_cfg(base, *SMALL, "pretrain.base_warmup.steps=12", *extra)
+
+
+def test_warmup_corpus_leaves_out_the_forgetting_set(headless_base):
+    files = warmup_corpus(_cfg(headless_base))
+    assert files and all("glosses-01" not in f for f in files)  # glosses-01 measures forgetting
+
+
+def test_headless_base_gets_a_trained_head_and_a_frozen_encoder(headless_base, layout):
+    cfg = _cfg(headless_base, "pretrain.base_warmup.train=head")
+    folder = ensure_base_warmup(cfg, layout)
+    assert folder is not None and (folder / "model.safetensors").is_file()
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    assert summary["steps"] == 12
+    # The random head is worse than the warmed one on both held-out sets.
+    assert summary["domain_perplexity"] < summary["domain_perplexity_random_head"]
+    assert summary["general_perplexity"] < summary["general_perplexity_random_head"]
+    base, warm = load_file(str(headless_base / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    for key in ("encoder.layer.0.attention.self.query.weight", "embeddings.word_embeddings.weight"):
+        assert torch.equal(base[key], warm["bert." + key]), key  # the encoder did not move
+    assert summary["trainable_parameters"] == 128 * 128 + 2 * 128 + 128 + warm["cls.predictions.bias"].numel()
+    assert ensure_base_warmup(cfg, layout) == folder  # up to date: not trained again
+
+
+def test_the_warmup_stops_once_general_perplexity_stops_falling(headless_base, layout):
+    cfg = make_cfg(headless_base, *SMALL, "pretrain.base_warmup.steps=300", "pretrain.base_warmup.eval_every=4",
+                   "pretrain.base_warmup.min_improvement=0.05")
+    folder = ensure_base_warmup(cfg, layout)
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    curve = summary["general_curve"]
+    assert summary["converged"] and summary["steps"] < 300 and summary["steps"] == curve[-1][0]
+    assert [step for step, _ in curve] == list(range(4, summary["steps"] + 1, 4))
+    assert curve[-1][1] > curve[-2][1] * 0.95  # the last evaluation improved by less than 5%
+    # every earlier evaluation after the learning-rate warmup (10% of the 300-step cap) did improve by 5%
+    judged = [(a, b) for (_, a), (step, b) in zip(curve[:-2], curve[1:-1], strict=True) if step > 30]
+    assert all(b < a * 0.95 for a, b in judged)
+    assert summary["tokens"] == summary["steps"] * 4 * 32  # the warm-up's own batch and length
+
+
+def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, layout):
+    summary_path = ensure_base_warmup(_cfg(headless_base), layout).parent / "summary.json"
+    summary = json.loads(summary_path.read_text())
+    assert summary["steps"] == summary["max_steps"] == 12 and summary["converged"] is False
+
+
+def test_base_with_its_head_is_not_warmed_up(base_model, layout):
+    assert ensure_base_warmup(make_cfg(base_model), layout) is None
+
+
+def test_continued_starts_from_the_warmed_head_with_its_own_lr_and_keeps_the_base_pooler(headless_base, layout):
+    from transformers import AutoModelForSequenceClassification
+
+    cfg = _cfg(headless_base, "pretrain.budget_tokens=512")
+    summary = pretrain_arm(cfg, "continued", layout)
+    warm = json.loads((layout.pretrain("base-warmup") / "summary.json").read_text())
+    assert summary["start_head"] == "warmed-up"
+    # "before" is the warmed-up model, measured on the same held-out sequences and masks.
+    assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-3)
+    assert summary["lr"] == 1e-4 and summary["warmup_ratio"] == 0.06  # the literature default for continued
+    assert summary["pooler"] == "base checkpoint's"
+    model = AutoModelForSequenceClassification.from_pretrained(layout.pretrained_model("continued"), num_labels=2)
+    base = load_file(str(headless_base / "model.safetensors"))
+    assert torch.equal(model.bert.pooler.dense.weight, base["pooler.dense.weight"])
+
+
+def test_arm_optim_overrides_the_default(base_model, layout):
+    cfg = make_cfg(base_model, "pretrain.budget_tokens=256", "pretrain.arm_optim.continued.lr=3e-4")
+    summary = pretrain_arm(cfg, "continued", layout)
+    assert summary["lr"] == 3e-4 and summary["start_head"] == "checkpoint"
+    assert cfg.pretrain.for_arm("scratch").lr == 5e-4
+    assert make_cfg(base_model, "pretrain.lr=2e-4").pretrain.for_arm("scratch").lr == 2e-4
+
+
+def test_base_with_its_head_needs_no_warmup_corpus(base_model, layout, tmp_path):
+    # The control corpus is the forgetting set itself: fine, since nothing is warmed up.
+    only = tmp_path / "general.jsonl"
+    only.write_text('{"text": "a general sentence"}\n')
+    cfg = make_cfg(base_model, f"vocab.control_corpus=[{only}]", f"pretrain.general_eval_corpus=[{only}]")
+    assert ensure_base_warmup(cfg, layout) is None
+
+
+def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(
+    headless_base, tmp_path, texts, monkeypatch
+):
+    from pretrain_fixtures import write_corpus
+
+    from domainbert.core.paths import RunLayout
+
+    heads = []
+    for i, noise in enumerate((0, 10_000)):
+        layout = RunLayout(tmp_path / f"run-{i}")
+        write_corpus(layout.corpus, texts)
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{i}"))  # trained both times, not served
+        torch.rand(noise)  # an earlier stage drew from torch's generator (or did not)
+        folder = ensure_base_warmup(_cfg(headless_base), layout)
+        heads.append(load_file(str(folder / "model.safetensors"))["cls.predictions.transform.dense.weight"])
+    assert torch.equal(heads[0], heads[1])
+
+
+def test_full_warmup_trains_the_encoder_and_every_run_on_the_machine_reuses_it(
+    headless_base, tmp_path, texts, monkeypatch
+):
+    from pretrain_fixtures import write_corpus
+
+    from domainbert.core.paths import RunLayout
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    cfg = _cfg(headless_base)
+    assert cfg.pretrain.base_warmup.train == "full" and cfg.pretrain.base_warmup.peak_lr == 5e-4
+    first, second = RunLayout(tmp_path / "a"), RunLayout(tmp_path / "elsewhere" / "b")
+    for lay in (first, second):
+        write_corpus(lay.corpus, texts)
+    folder = ensure_base_warmup(cfg, first)
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    assert summary["train"] == "full" and summary["from_machine_cache"] is False
+    base, warm = load_file(str(headless_base / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    key = "encoder.layer.0.attention.self.query.weight"
+    assert not torch.equal(base[key], warm["bert." + key])  # the encoder learned too
+    assert summary["trainable_parameters"] == sum(t.numel() for k, t in warm.items() if "decoder" not in k)
+    assert summary["general_perplexity"] < summary["general_perplexity_random_head"]
+    cached = list((tmp_path / "cache" / "domainbert" / "base-warmup").iterdir())
+    assert len(cached) == 1
+    # another run folder on this machine: the same weights, copied from the cache, not trained again
+    monkeypatch.setattr("domainbert.pretrain.base_warmup.train_warmup", _must_not_train)
+    again = ensure_base_warmup(cfg, second)
+    served = json.loads((again.parent / "summary.json").read_text())
+    assert served["from_machine_cache"] is True and served["steps"] == summary["steps"]
+    assert served["general_perplexity"] == pytest.approx(summary["general_perplexity"], rel=1e-6)
+    assert load_file(str(again / "model.safetensors")).keys() == warm.keys()
+    assert all(torch.equal(t, load_file(str(again / "model.safetensors"))[k]) for k, t in warm.items())
+
+
+def _must_not_train(*_args, **_kwargs):
+    raise AssertionError("the warm-up trained although this machine had it cached")
+
+
+def test_the_warmup_fingerprint_follows_content_and_settings_not_paths(headless_base, tmp_path):
+    import shutil
+
+    from domainbert.pretrain.base_warmup import warmup_fingerprint
+
+    cfg = _cfg(headless_base)
+    files = warmup_corpus(cfg)
+    moved = [shutil.copy(f, tmp_path / Path(f).name) for f in files]
+    assert warmup_fingerprint(cfg, moved) == warmup_fingerprint(cfg, files)  # same text elsewhere
+    # another domain, with other arm settings, shares this machine's warm-up
+    law = make_cfg(headless_base, *SMALL, "pretrain.base_warmup.steps=12", "pretrain.batch_size=8",
+                   "pretrain.seq_len=64", "pretrain.precision=fp32", domain="law")
+    assert warmup_fingerprint(law, warmup_corpus(law)) == warmup_fingerprint(cfg, files)
+    assert warmup_fingerprint(_cfg(headless_base, "pretrain.base_warmup.steps=13"), files) != warmup_fingerprint(
+        cfg, files
+    )
+    assert warmup_fingerprint(_cfg(headless_base, "pretrain.base_warmup.train=head"), files) != warmup_fingerprint(
+        cfg, files
+    )
+    with open(moved[0], "ab") as f:  # one more byte of warm-up text
+        f.write(b"\n")
+    assert warmup_fingerprint(cfg, moved) != warmup_fingerprint(cfg, files)
+
+
+def test_extended_starts_from_the_warmed_base_with_its_new_rows_the_mean_of_their_pieces(headless_base, layout):
+    from domainbert.pretrain.start import extend_warm_model
+    from domainbert.vocab.extend import build_extended_model
+    from domainbert.vocab.references import load_base_tokenizer
+
+    cfg = _cfg(headless_base)
+    warm = ensure_base_warmup(cfg, layout)
+    base_hf, base = load_base_tokenizer(str(headless_base), True)
+    chosen = [{"word": "foldocword", "count": 9, "pieces": base_hf.tokenize("foldocword")}]
+    folder = layout.extended_model
+    build_extended_model(str(headless_base), base_hf, base, chosen, folder)
+    from transformers import AutoTokenizer
+
+    tokenizer = AutoTokenizer.from_pretrained(folder)
+    model = extend_warm_model(warm, folder, tokenizer)
+    rows = model.get_input_embeddings().weight
+    warm_rows = load_file(str(warm / "model.safetensors"))["bert.embeddings.word_embeddings.weight"]
+    new_id = tokenizer.convert_tokens_to_ids("foldocword")
+    pieces = base_hf.convert_tokens_to_ids(chosen[0]["pieces"])
+    assert new_id == warm_rows.shape[0] and rows.shape[0] == warm_rows.shape[0] + 1
+    assert torch.equal(rows[: warm_rows.shape[0]], warm_rows)  # the warmed rows, not the base's
+    assert torch.allclose(rows[new_id], warm_rows[pieces].mean(dim=0))
