@@ -237,6 +237,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
                 else ", FLOPs n/a (base config unreachable)"
             )
             sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
+        elif "epochs" in d:
+            sizes = f"  {d['epochs']:g} passes over the task text (sized once it is built), lr {d['lr']:g}"
         elif "runs" in d:
             sizes = (
                 f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "

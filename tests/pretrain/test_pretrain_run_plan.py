@@ -59,8 +59,11 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
                     "--out", str(layout.root)]) == 0
     lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("warning: ")]
     assert [" ".join(line.split()[:2]) for line in lines] == [
-        "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain extended", "finetune will"]
+        "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain tapt", "finetune will"]
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
+    # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds
+    [tapt] = [line for line in lines if line.startswith("pretrain tapt")]
+    assert tapt.split()[2:4] == ["will", "run"] and "4 passes over the task text (sized once it is built)" in tapt
 
 
 def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, layout, capsys):
@@ -72,7 +75,8 @@ def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, 
     warnings = [line for line in capsys.readouterr().out.splitlines() if line.startswith("warning: ")]
     assert any("1,250,000 passes over the 800,000-token corpus" in w for w in warnings), warnings
     assert run_cli(args) == 0  # the profile's own budget: no budget warning
-    assert not any("passes over" in line for line in capsys.readouterr().out.splitlines())
+    out = capsys.readouterr().out.splitlines()
+    assert not any("passes over" in line for line in out if line.startswith("warning: "))
 
 
 def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout, tmp_path):

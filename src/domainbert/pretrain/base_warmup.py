@@ -47,6 +47,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 NAME = "base-warmup"
 HEAD_KEYS = ("cls.predictions.", "lm_head.")
+# The training recipe's version (``warmup_training.py``: schedule, dropout, stop rule), part of the fingerprint,
+# so a machine's cache never serves a model an earlier recipe trained.
+RECIPE = "base-warmup-v2"
 
 
 def warmup_dir(layout: RunLayout) -> Path:
@@ -92,6 +95,7 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
 
     p = cfg.pretrain
     config = {
+        "recipe": RECIPE,
         "base_warmup": resolved_dict(p.base_warmup),
         "base_model": cfg.base_model.recipe(),
         "seed": p.seed,

@@ -1,9 +1,10 @@
 """The base warm-up's training loop: masked-LM steps on general text until general perplexity stops falling.
 
-``train: full`` trains the whole model (the general masked-LM pretraining the arms build on: dropout on,
-every parameter); ``train: head`` trains the MLM head alone (transform and output bias; the decoder stays
-tied to the frozen input embeddings) with the encoder in eval mode. Both stop at the step cap or once an
-evaluation of general-text perplexity improves on the last by less than ``min_improvement``.
+``train: full`` trains the whole model (the general masked-LM pretraining the arms build on, every
+parameter); ``train: head`` trains the MLM head alone (transform and output bias; the decoder stays
+tied to the frozen input embeddings). Both train without dropout, at a rate that warms up and then stays
+constant, and stop at the step cap or once an evaluation of general-text perplexity improves on the last by
+less than ``min_improvement``.
 This module neither decides whether a warm-up is needed nor where its result lives (``base_warmup.py``).
 """
 
@@ -20,6 +21,7 @@ import torch
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.errors import ConfigError
+from domainbert.core.optim import linear_warmup_constant
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
@@ -36,23 +38,31 @@ WARMUP_RATIO = 0.1  # of the warm-up's step cap: the learning rate rises over it
 
 @dataclass
 class Convergence:
-    """General-text perplexity during the warm-up: converged once an evaluation improves on the last by less
-    than ``min_improvement`` (relative). Not judged during the learning-rate warmup (``warmup_steps``), when
-    the rate is still too small to move the model; without a general evaluation set the warm-up runs its cap."""
+    """General-text perplexity during the warm-up: converged once ``patience`` evaluations in a row fail to
+    improve on the best so far by ``min_improvement`` (relative); one noisy evaluation does not stop it. Not
+    judged during the learning-rate warmup (``warmup_steps``), when the rate is still too small to move the
+    model; without a general evaluation set the warm-up runs its cap."""
 
     min_improvement: float
     warmup_steps: int
-    last: float | None = None
+    patience: int = 2
+    best: float | None = None
+    stale: int = 0
     curve: list[list[float]] = field(default_factory=list)
     converged: bool = False
+
+    @property
+    def last(self) -> float | None:
+        return self.curve[-1][1] if self.curve else None
 
     def add(self, step: int, perplexity: float | None) -> None:
         if perplexity is None:
             return
         self.curve.append([step, round(perplexity, 3)])
-        if step > self.warmup_steps and self.last is not None and perplexity > self.last * (1 - self.min_improvement):
-            self.converged = True
-        self.last = perplexity
+        if step > self.warmup_steps and self.best is not None:
+            self.stale = self.stale + 1 if perplexity > self.best * (1 - self.min_improvement) else 0
+            self.converged = self.stale >= self.patience
+        self.best = perplexity if self.best is None else min(self.best, perplexity)
 
 
 def trainable_parameters(model: PreTrainedModel, train: str) -> set[int]:
@@ -101,6 +111,9 @@ def train_warmup(
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(hw.precision))
     own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
     engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
+    # The stop is the curve's: a rate that decays over the cap flattens the curve by itself (a 200-step warm-up
+    # then stopped at 180 steps as "converged"), so after its warmup the rate stays at the peak.
+    engine.scheduler = linear_warmup_constant(engine.optimizer, int(WARMUP_RATIO * hw.steps))
     with torch_threads(p.torch_threads):
         t0, n, losses = time.perf_counter(), data.input_ids.shape[0], []
         watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
@@ -110,9 +123,10 @@ def train_warmup(
             inputs, labels = apply_mask(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
             )
-            objective.train()
-            if hw.train == "head":
-                model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
+            # No dropout: with the head alone the frozen encoder should give what the arms will see; for the
+            # whole model a warm-up of a few hundred steps learns faster without it, as budget-limited
+            # pretraining recipes train (bench/README.md has the figures).
+            objective.eval()
             loss = engine.forward(inputs, labels)
             engine.backward(loss)
             engine.step()
