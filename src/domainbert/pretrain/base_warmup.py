@@ -49,7 +49,7 @@ NAME = "base-warmup"
 HEAD_KEYS = ("cls.predictions.", "lm_head.")
 # The training recipe's version (``warmup_training.py``: schedule, dropout, stop rule), part of the fingerprint,
 # so a machine's cache never serves a model an earlier recipe trained.
-RECIPE = "base-warmup-v2"
+RECIPE = "base-warmup-v3"
 
 
 def warmup_dir(layout: RunLayout) -> Path:

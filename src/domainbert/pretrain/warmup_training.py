@@ -2,8 +2,8 @@
 
 ``train: full`` trains the whole model (the general masked-LM pretraining the arms build on, every
 parameter); ``train: head`` trains the MLM head alone (transform and output bias; the decoder stays
-tied to the frozen input embeddings). Both train without dropout, at a rate that warms up and then stays
-constant, and stop at the step cap or once an evaluation of general-text perplexity improves on the last by
+tied to the frozen input embeddings; the encoder runs without dropout). Both train at a rate that warms up
+and then stays constant, and stop at the step cap or once an evaluation of general-text perplexity improves on the last by
 less than ``min_improvement``.
 This module neither decides whether a warm-up is needed nor where its result lives (``base_warmup.py``).
 """
@@ -123,10 +123,11 @@ def train_warmup(
             inputs, labels = apply_mask(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
             )
-            # No dropout: with the head alone the frozen encoder should give what the arms will see; for the
-            # whole model a warm-up of a few hundred steps learns faster without it, as budget-limited
-            # pretraining recipes train (bench/README.md has the figures).
-            objective.eval()
+            objective.train()
+            if hw.train == "head":
+                model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
+            # The whole model trains with its dropout: without it the warm-up's perplexity fell faster, but the
+            # base then fine-tuned worse under the dropout fine-tuning uses (bench/README.md has the figures).
             loss = engine.forward(inputs, labels)
             engine.backward(loss)
             engine.step()
