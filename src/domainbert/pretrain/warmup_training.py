@@ -126,8 +126,8 @@ def train_warmup(
             objective.train()
             if hw.train == "head":
                 model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
-            # The whole model trains with its dropout: without it the warm-up's perplexity fell faster, but the
-            # base then fine-tuned worse under the dropout fine-tuning uses (bench/README.md has the figures).
+            # The whole model trains with its dropout, as it was pretrained and as it is fine-tuned (without it the
+            # perplexity fell faster and the base fine-tuned no better: bench/README.md).
             loss = engine.forward(inputs, labels)
             engine.backward(loss)
             engine.step()
