@@ -141,7 +141,12 @@ class BaseWarmupConfig(StrictModel):
         description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "
         "less the files of pretrain.general_eval_corpus (so forgetting is measured on unseen text).",
     )
-    max_documents: int = Field(20000, ge=1, description="Documents read from the warm-up corpus.")
+    max_documents: int = Field(
+        200000,
+        ge=1,
+        description="Documents read from the warm-up corpus (the shipped glosses file holds fewer: all of it, "
+        "so the warm-up does not cycle over a small share of it).",
+    )
     # The warm-up's own shape, not the arms': every domain on a machine then shares one warmed-up base.
     batch_size: int = Field(16, ge=1, description="Sequences per step.")
     seq_len: int = Field(128, ge=8, description="Tokens per sequence.")

@@ -179,17 +179,7 @@ def ensure_base_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
     before = _perplexities(cfg, model, tokenizer, evals)  # through the random head
     cached = cache_folder(fp)
     served = is_complete(cached / "model", fp) and (cached / "training.json").is_file()
-    if served:
-        log.info("base warm-up: reusing this machine's cached result (%s)", cached)
-        training = json.loads((cached / "training.json").read_text())
-        model = load_mlm_model(str(cached / "model"))
-    else:
-        log.info("base warm-up (%s): at most %d steps on %d file(s)", hw.train, hw.steps, len(files))
-        # the stop is decided on general text packed at the warm-up's own length, so every domain shares it
-        general = eval_sets(tokenizer, layout, cfg.pretrain, hw.seq_len).get("general")
-        training = train_warmup(cfg, model, tokenizer, files, general)
-        write_json_atomic(cached / "training.json", training)
-        _save(model, tokenizer, cached / "model", cfg, fp)
+    model, training = _cached_or_trained(cfg, layout, model, tokenizer, files, fp, served)
     after = _perplexities(cfg, model, tokenizer, evals)
     summary = {
         **training,
@@ -217,6 +207,30 @@ def ensure_base_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
         folder,
     )
     return folder
+
+
+def _cached_or_trained(
+    cfg: DomainConfig,
+    layout: RunLayout,
+    model: PreTrainedModel,
+    tokenizer: PreTrainedTokenizerBase,
+    files: list[str],
+    fp: str,
+    served: bool,
+) -> tuple[PreTrainedModel, dict[str, Any]]:
+    """(warmed model, its training summary): this machine's cached result when ``served``, else trained now
+    and cached."""
+    hw, cached = cfg.pretrain.base_warmup, cache_folder(fp)
+    if served:
+        log.info("base warm-up: reusing this machine's cached result (%s)", cached)
+        return load_mlm_model(str(cached / "model")), json.loads((cached / "training.json").read_text())
+    log.info("base warm-up (%s): at most %d steps on %d file(s)", hw.train, hw.steps, len(files))
+    # the stop is decided on general text packed at the warm-up's own length, so every domain shares it
+    general = eval_sets(tokenizer, layout, cfg.pretrain, hw.seq_len).get("general")
+    training = train_warmup(cfg, model, tokenizer, files, general)
+    write_json_atomic(cached / "training.json", training)
+    _save(model, tokenizer, cached / "model", cfg, fp)
+    return model, training
 
 
 def _save(

@@ -93,6 +93,26 @@ def warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: li
     return data
 
 
+def _step(
+    engine: TorchEngine,
+    objective: MLMObjective,
+    model: PreTrainedModel,
+    train: str,
+    inputs: torch.Tensor,
+    labels: torch.Tensor,
+) -> float:
+    """One optimizer step; its loss."""
+    objective.train()
+    if train == "head":
+        model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
+    # The whole model trains with its dropout, as it was pretrained and as it is fine-tuned (without it the
+    # perplexity fell faster and the base fine-tuned no better: bench/README.md).
+    loss = engine.forward(inputs, labels)
+    engine.backward(loss)
+    engine.step()
+    return round(float(loss.detach()), 5)
+
+
 def train_warmup(
     cfg: DomainConfig,
     model: PreTrainedModel,
@@ -123,16 +143,8 @@ def train_warmup(
             inputs, labels = apply_mask(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
             )
-            objective.train()
-            if hw.train == "head":
-                model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
-            # The whole model trains with its dropout, as it was pretrained and as it is fine-tuned (without it the
-            # perplexity fell faster and the base fine-tuned no better: bench/README.md).
-            loss = engine.forward(inputs, labels)
-            engine.backward(loss)
-            engine.step()
             step += 1
-            losses.append([step, round(float(loss.detach()), 5)])
+            losses.append([step, _step(engine, objective, model, hw.train, inputs, labels)])
             if step % hw.eval_every == 0 and step < hw.steps and general is not None:
                 watch.add(step, evaluate(engine, general, spec, p.seed, device))
                 log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
