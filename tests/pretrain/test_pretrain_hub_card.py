@@ -79,5 +79,5 @@ def test_push_command_dry_run_and_its_user_errors(base_model, layout, capsys, mo
     assert "HF_TOKEN" in err and "\n" not in err and "Traceback" not in err
     assert run_cli([*args[:3], "scratch", *args[4:], "--dry-run"]) == 2  # scratch is not an arm of the offline demo
     assert "unknown arm 'scratch'" in capsys.readouterr().err
-    assert run_cli([*args[:3], "extended", *args[4:], "--dry-run"]) == 2  # not pretrained here
+    assert run_cli([*args[:3], "tapt", *args[4:], "--dry-run"]) == 2  # an arm of the demo, not pretrained here
     assert "no finished model" in capsys.readouterr().err
