@@ -44,9 +44,13 @@ def task_text_dir(layout: RunLayout, curated: bool) -> Path:
     return layout.root / "pretrain" / ("task-text-curated" if curated else "task-text")
 
 
-def task_documents(cfg: DomainConfig) -> tuple[list[dict[str, str]], dict[str, dict[str, int]]]:
-    """(documents, counts per task): each task's training texts, less those also in an evaluation split."""
-    held_out = {normalised(t) for texts in eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts.values() for t in texts}
+def task_documents(
+    cfg: DomainConfig, evals: dict[str, list[str]] | None = None
+) -> tuple[list[dict[str, str]], dict[str, dict[str, int]]]:
+    """(documents, counts per task): each task's training texts, less those also in an evaluation split
+    (``evals``: every task's evaluation texts by ``task/split``; read here when not given)."""
+    evals = evals if evals is not None else eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts
+    held_out = {normalised(t) for texts in evals.values() for t in texts}
     docs, counts, seen = [], {}, set()
     for task in cfg.finetune.tasks:
         kept = dropped = repeated = 0
@@ -108,15 +112,16 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     fp = _fingerprint(cfg, layout, curated)
     if is_complete(folder, fp):
         return folder
-    docs, counts = task_documents(cfg)
-    docs, holding = _without_evaluation_text(cfg, docs)
+    evals = eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts  # read once: every check below uses them
+    docs, counts = task_documents(cfg, evals)
+    docs, holding = _without_evaluation_text(cfg, docs, evals)
     if not docs:
         raise DataError("the tasks' training splits hold no text to pretrain on", field="finetune.tasks")
     manifest: dict[str, Any] = {"tasks": counts, "holding_evaluation_text": holding, "task_documents": len(docs)}
     if curated:
         k = cfg.pretrain.tapt.curated_neighbours
         near, scores = nearest_corpus_documents([d["text"] for d in docs], Path(layout.corpus), k)
-        near_ids = {d["id"] for d in _without_evaluation_text(cfg, near)[0]}
+        near_ids = {d["id"] for d in _without_evaluation_text(cfg, near, evals)[0]}
         scores = [s for d, s in zip(near, scores, strict=True) if d["id"] in near_ids]
         manifest["neighbours_holding_evaluation_text"] = len(near) - len(near_ids)
         near = [d for d in near if d["id"] in near_ids]
@@ -131,7 +136,7 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     lengths = [len(ids) + 1 for ids in tokenizer([d["text"] for d in docs], add_special_tokens=False)["input_ids"]]
     manifest["task_tokens"] = sum(lengths[: manifest["task_documents"]])  # each text and its [SEP]
     manifest["tokens"] = sum(lengths)
-    manifest["audit"] = _audit(cfg, docs)
+    manifest["audit"] = _audit(cfg, docs, evals)
     with atomic_output(folder, config={"tapt": resolved_dict(cfg.pretrain.tapt), "curated": curated}, fp=fp) as tmp:
         (Path(tmp) / "train").mkdir()
         store.write_shard(Path(tmp) / "train" / "shard-00000.parquet", [{**d, "meta": {}} for d in docs])
@@ -147,23 +152,23 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     return folder
 
 
-def _without_evaluation_text(cfg: DomainConfig, docs: list[dict[str, str]]) -> tuple[list[dict[str, str]], int]:
+def _without_evaluation_text(
+    cfg: DomainConfig, docs: list[dict[str, str]], evals: dict[str, list[str]]
+) -> tuple[list[dict[str, str]], int]:
     """``docs`` less every document holding a task's evaluation text verbatim (a short NER test sentence inside
     another task's training document, say); and how many were left out."""
-    sets = eval_texts(cfg.finetune.tasks, EVAL_SPLITS)
     dc = cfg.corpus.decontamination
-    audit = LeakAudit(sets.texts, ngram=dc.ngram, min_words=dc.min_words)
+    audit = LeakAudit(evals, ngram=dc.ngram, min_words=dc.min_words)
     audit.add([d["id"] for d in docs], [d["text"] for d in docs])
     kept = [d for d in docs if d["id"] not in audit.leaking_documents]
     return kept, len(docs) - len(kept)
 
 
-def _audit(cfg: DomainConfig, docs: list[dict[str, str]]) -> dict[str, Any]:
+def _audit(cfg: DomainConfig, docs: list[dict[str, str]], evals: dict[str, list[str]]) -> dict[str, Any]:
     """Every task's evaluation texts looked for in every document that will be written; a verbatim hit is an
     error (``_without_evaluation_text`` left none, so one means the two disagree)."""
-    sets = eval_texts(cfg.finetune.tasks, EVAL_SPLITS)
     dc = cfg.corpus.decontamination
-    audit = LeakAudit(sets.texts, ngram=dc.ngram, min_words=dc.min_words)
+    audit = LeakAudit(evals, ngram=dc.ngram, min_words=dc.min_words)
     audit.add([d["id"] for d in docs], [d["text"] for d in docs])
     result = audit.result()
     leaked = {owner: r["examples"] for owner, r in result.items() if r["verbatim"]}
