@@ -11,8 +11,10 @@ local one (``execution.dask_local_workers``).
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import os
+from collections.abc import Iterator
 from typing import Any
 
 from prefect import flow, get_run_logger
@@ -40,8 +42,25 @@ from domainbert.flows.tasks import (
 DEFAULT_EXECUTION = ExecutionOptions()
 
 
-def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Any:
-    """The task runner for parallel tasks: Dask (remote or local cluster) or a thread pool."""
+@contextlib.contextmanager
+def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[Any]:
+    """The started task runner for parallel tasks: Dask (remote or local cluster) or a thread pool.
+
+    A local Dask cluster sets ``OMP_NUM_THREADS=1`` (and its MKL/OpenBLAS kin) in this process's environment
+    before spawning its workers and leaves it there; torch reads it when it first sizes its thread pool, so
+    every later stage of the run (the base warm-up, the arms' training processes) would train on one core.
+    The environment is restored when the runner closes.
+    """
+    saved = dict(os.environ)
+    try:
+        with _runner(opts, threads) as runner:
+            yield runner
+    finally:
+        os.environ.clear()
+        os.environ.update(saved)
+
+
+def _runner(opts: ExecutionOptions, threads: int | None) -> Any:
     if opts.dask_address or opts.dask_local_workers:
         from domainbert.core.extras import require
 

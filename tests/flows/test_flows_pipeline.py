@@ -160,12 +160,13 @@ def test_killed_pretraining_resumes_from_its_checkpoint_on_retry(
 
 
 DASK_SCRIPT = """
-import json, sys
+import json, os, sys
 from domainbert.flows.options import ExecutionOptions, RunSpec
 from domainbert.flows.stages import corpus_flow
 if __name__ == "__main__":
     manifest = corpus_flow(RunSpec(domain=sys.argv[1], out=sys.argv[2]), ExecutionOptions(dask_local_workers=2))
     print("MANIFEST", json.dumps(manifest["content_hash"]))
+    print("OMP_NUM_THREADS after the cluster:", os.environ.get("OMP_NUM_THREADS", "unset"))
 """
 
 
@@ -180,8 +181,11 @@ def test_corpus_shards_on_a_local_dask_cluster_match_the_plain_build(
     script = tmp_path / "dask_corpus.py"
     script.write_text(DASK_SCRIPT.replace("RunSpec(domain=sys.argv[1]", f"RunSpec(overrides={overrides!r}, domain=sys.argv[1]"))
     start = time.time()
-    run_logged([sys.executable, str(script), str(tiny_domain), str(tmp_path / "dask")], base_env(home, url),
-         tmp_path / "dask.log")
+    env = base_env(home, url)
+    env.pop("OMP_NUM_THREADS", None)
+    run_logged([sys.executable, str(script), str(tiny_domain), str(tmp_path / "dask")], env, tmp_path / "dask.log")
+    # The cluster's one-thread setting for its workers must not stay behind for the stages after it.
+    assert "OMP_NUM_THREADS after the cluster: unset" in (tmp_path / "dask.log").read_text()
     plain = build_corpus(load_domain(tiny_domain, overrides), RunLayout(tmp_path / "plain"))
     dask_manifest = json.loads((tmp_path / "dask" / "corpus" / "manifest.json").read_text())
     assert dask_manifest["content_hash"] == plain["content_hash"]
