@@ -64,12 +64,24 @@ def autocast_dtype(precision: str) -> torch.dtype | None:
     return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
 
 
+def default_threads() -> int:
+    """torch's documented default: ``OMP_NUM_THREADS`` when set, else one thread per core this process may use.
+
+    Computed afresh rather than read from torch: torch sizes its pool from the environment it saw when it was
+    loaded, and a library that set ``OMP_NUM_THREADS=1`` for a moment then (a local Dask cluster spawning its
+    workers does) would leave this process training on one core for good.
+    """
+    env = os.environ.get("OMP_NUM_THREADS", "")
+    if env.isdigit() and int(env) > 0:
+        return int(env)
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+
+
 @contextlib.contextmanager
 def torch_threads(threads: int | None) -> Iterator[None]:
-    """Run with ``threads`` CPU threads for torch (None: unchanged), restoring the previous count after."""
+    """Run with ``threads`` CPU threads for torch (None: ``default_threads()``), restoring the previous count after."""
     previous = torch.get_num_threads()
-    if threads:
-        torch.set_num_threads(threads)
+    torch.set_num_threads(threads or default_threads())
     try:
         yield
     finally:
