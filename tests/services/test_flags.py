@@ -41,3 +41,25 @@ def test_a_million_passes_and_a_sliver_of_a_pass_are_flagged():
     assert "0.0626 passes" in flag
     assert budget_flags(load_domain("science", []), 799_314) == []  # the demo's 98,304 tokens: 0.12 passes
     assert budget_flags(cfg, None) == []  # no corpus yet: nothing to say
+
+
+@pytest.mark.parametrize("native", [True, False])
+def test_bf16_is_auto_where_native_and_flagged_where_torch_would_emulate_it(monkeypatch, native):
+    import torch
+
+    from domainbert.core.distributed import resolve_precision
+    from domainbert.pretrain.runtime import autocast_dtype
+    from domainbert.services.flags import machine_flags
+
+    # What the CPU reports about itself, as on an AVX512-BF16 machine and on an AVX2-only one.
+    monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
+    monkeypatch.setattr(torch.cpu, "_is_amx_tile_supported", lambda: False)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    cpu = torch.device("cpu")
+    assert resolve_precision("auto", cpu) == ("bf16" if native else "fp32")
+    assert autocast_dtype("auto") == (torch.bfloat16 if native else None)
+    assert resolve_precision("bf16", cpu) == "bf16" and resolve_precision("fp32", cpu) == "fp32"
+    for domain in ("science", "economics", "law", "tweets"):
+        assert machine_flags(load_domain(domain, [])) == []  # the offline profiles say auto
+    flags = machine_flags(load_domain("science", ["pretrain.precision=bf16"]))
+    assert flags == ([] if native else [flags[0]]) and all("pretrain.precision is bf16" in f for f in flags)

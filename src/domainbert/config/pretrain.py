@@ -150,7 +150,9 @@ class BaseWarmupConfig(StrictModel):
     # The warm-up's own shape, not the arms': every domain on a machine then shares one warmed-up base.
     batch_size: int = Field(16, ge=1, description="Sequences per step.")
     seq_len: int = Field(128, ge=8, description="Tokens per sequence.")
-    precision: Literal["fp32", "bf16", "fp16"] = "bf16"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "auto", description="Autocast precision; auto: bf16 where the hardware computes it natively, else fp32."
+    )
 
     @property
     def peak_lr(self) -> float:
@@ -232,7 +234,11 @@ class PretrainConfig(StrictModel):
         description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.",
     )
     sparse_prediction: bool = Field(True, description="Run the MLM head only at masked positions (same loss).")
-    precision: Literal["fp32", "bf16", "fp16"] = "fp32"
+    precision: Literal["auto", "fp32", "bf16", "fp16"] = Field(
+        "fp32",
+        description="Autocast precision of the arms; auto: bf16 where the hardware computes it natively (a GPU "
+        "with bf16, a CPU with AVX512-BF16 or AMX), else fp32: elsewhere bf16 is emulated and many times slower.",
+    )
     compile: bool = Field(
         False,
         description="torch.compile the encoder (for GPUs; on a CPU compiling takes long and "

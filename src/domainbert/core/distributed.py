@@ -38,6 +38,25 @@ def mean_across(value: float) -> float:
     return sum_across([value])[0] / dist_info()[1]
 
 
+def native_bf16(dev: torch.device) -> bool:
+    """Does ``dev`` compute bf16 matrix products in hardware? A CUDA GPU that supports bf16; a CPU with
+    AVX512-BF16 or AMX. Elsewhere (an AVX2-only x86 CPU, for one) torch emulates bf16 and autocast to it makes
+    training many times slower than fp32 (bench/README.md, "bf16 on a CPU without it")."""
+    if dev.type == "cuda":
+        return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
+    if dev.type == "cpu":
+        cpu = torch.cpu
+        return bool(cpu._is_avx512_bf16_supported() or cpu._is_amx_tile_supported())
+    return False
+
+
+def resolve_precision(precision: str, dev: torch.device) -> str:
+    """``pretrain.precision`` as run on ``dev``: 'auto' is bf16 where the device computes it natively, else fp32."""
+    if precision == "auto":
+        return "bf16" if native_bf16(dev) else "fp32"
+    return precision
+
+
 def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dtype | None]:
     """The torch device and the autocast dtype (None: fp32) of ``finetune.device`` and ``finetune.precision``;
     in a process group of several on CUDA, this rank's GPU (``parallel.rank_device``).

@@ -22,6 +22,7 @@ from typing import Any
 import torch
 
 from domainbert.config.pretrain import PretrainConfig
+from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -77,9 +78,10 @@ def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, 
         "wall_clock_breakdown": False,
     }
     if torch.cuda.is_available():
-        if pcfg.precision == "bf16":
+        precision = resolve_precision(pcfg.precision, torch.device("cuda"))
+        if precision == "bf16":
             config["bf16"] = {"enabled": True}
-        elif pcfg.precision == "fp16":
+        elif precision == "fp16":
             config["fp16"] = {"enabled": True, "loss_scale": 0, "initial_scale_power": 16}
     return config
 
@@ -102,7 +104,11 @@ def _auto_values(
         "scheduler.params.warmup_num_steps": (max(1, warmup), "pretrain.warmup_ratio x steps", True),
         "scheduler.params.total_num_steps": (total_steps, "the run's optimizer steps", True),
         "fp16.enabled": (cuda and pcfg.precision == "fp16", "pretrain.precision (on CUDA)", False),
-        "bf16.enabled": (cuda and pcfg.precision == "bf16", "pretrain.precision (on CUDA)", False),
+        "bf16.enabled": (
+            cuda and resolve_precision(pcfg.precision, torch.device("cuda")) == "bf16",
+            "pretrain.precision (on CUDA)",
+            False,
+        ),
         "zero_optimization.reduce_bucket_size": (hidden_size * hidden_size, "hidden size squared", False),
     }
     if zero3:

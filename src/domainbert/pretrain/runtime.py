@@ -17,7 +17,7 @@ import torch
 import torch.distributed as dist
 
 from domainbert.core import signals
-from domainbert.core.distributed import sum_across
+from domainbert.core.distributed import resolve_precision, sum_across
 
 
 def stop_agreed(world: int) -> bool:
@@ -60,8 +60,10 @@ def seed_everything(seed: int, rank: int) -> None:
     torch.manual_seed(seed + rank)
 
 
-def autocast_dtype(precision: str) -> torch.dtype | None:
-    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(precision)
+def autocast_dtype(precision: str, device: torch.device | None = None) -> torch.dtype | None:
+    """The autocast dtype of ``pretrain.precision`` on ``device`` (default: the CPU); None: fp32."""
+    resolved = resolve_precision(precision, device or torch.device("cpu"))
+    return {"bf16": torch.bfloat16, "fp16": torch.float16}.get(resolved)
 
 
 def default_threads() -> int:

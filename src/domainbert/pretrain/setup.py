@@ -102,13 +102,13 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         nsp=pcfg.next_sentence_prediction,
     )
     model.to(device)  # type: ignore[arg-type]  # transformers wraps PreTrainedModel.to, hiding its signature
-    attention = training_attention(model, device, autocast_dtype(pcfg.precision))
+    attention = training_attention(model, device, autocast_dtype(pcfg.precision, device))
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
     objective = MLMObjective(
         model,
         sparse=pcfg.sparse_prediction,
-        autocast_dtype=autocast_dtype(pcfg.precision),
+        autocast_dtype=autocast_dtype(pcfg.precision, device),
         nsp=pcfg.next_sentence_prediction,
     )
     stream: PairStream | TokenStream

@@ -22,7 +22,7 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, mean_across, sum_across
+from domainbert.core.distributed import barrier, mean_across, resolve_precision, sum_across
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
@@ -362,7 +362,7 @@ def _summary(
         "wall_seconds": state.train_seconds,
         "loss_curve": state.loss_curve,
         "seq_len_phases": [[p.start, p.end, p.seq_len, p.batch_size] for p in plan.phases],
-        "precision": pcfg.precision,
+        "precision": resolve_precision(pcfg.precision, setup.device),
         "sparse_prediction": pcfg.sparse_prediction,
         "packing": pcfg.packing,
         "whole_word_mask": pcfg.whole_word_mask,

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from domainbert.config.domain import DomainConfig
+from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 from domainbert.core.optim import linear_warmup_constant
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
@@ -148,7 +149,7 @@ def train_warmup(
             if step % hw.eval_every == 0 and step < hw.steps and general is not None:
                 watch.add(step, evaluate(engine, general, spec, p.seed, device))
                 log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
-        seconds = time.perf_counter() - t0
+        seconds, threads = time.perf_counter() - t0, torch.get_num_threads()
     for q in model.parameters():
         q.requires_grad_(True)
     objective.eval()
@@ -163,6 +164,8 @@ def train_warmup(
         "corpus": [Path(f).name for f in files],
         "sequences_available": n,
         "wall_seconds": seconds,
+        "precision": resolve_precision(hw.precision, device),
+        "torch_threads": threads,
         "trainable_parameters": sum(q.numel() for q in model.parameters() if id(q) in trainable),
         "loss_curve": losses,
     }

@@ -126,7 +126,32 @@ def overlap_flags(cfg: DomainConfig) -> list[str]:
     return out
 
 
+def machine_flags(cfg: DomainConfig) -> list[str]:
+    """Settings this machine runs badly: bf16 asked for where torch can only emulate it (no GPU, no AVX512-BF16
+    or AMX on the CPU). Not in the report: they say where a run happens, not what it means."""
+    import torch
+
+    from domainbert.core.distributed import native_bf16
+
+    if torch.cuda.is_available() or native_bf16(torch.device("cpu")):
+        return []
+    asked = [
+        k
+        for k, v in (
+            ("pretrain.precision", cfg.pretrain.precision),
+            ("pretrain.base_warmup.precision", cfg.pretrain.base_warmup.precision),
+        )
+        if v == "bf16"
+    ]
+    return [
+        f"{key} is bf16 but this machine has no GPU and its CPU no native bf16 (AVX512-BF16 or AMX): torch "
+        "emulates it, many times slower than fp32; set it to auto (bf16 only where it is native) or fp32"
+        for key in asked
+    ]
+
+
 def all_flags(cfg: DomainConfig, corpus_dir: Path | None) -> list[str]:
-    """Every flag of a run: its settings, its budget against the corpus (once built) and its tasks' overlaps."""
+    """Every flag of a run: its settings, its budget against the corpus (once built), its tasks' overlaps and
+    what this machine would run slowly."""
     tokens = corpus_tokens(corpus_dir) if corpus_dir is not None else None
-    return setting_flags(cfg) + budget_flags(cfg, tokens) + overlap_flags(cfg)
+    return setting_flags(cfg) + budget_flags(cfg, tokens) + overlap_flags(cfg) + machine_flags(cfg)
