@@ -1,0 +1,144 @@
+"""Budget curves: each arm's gain over the base model against pretraining tokens, with its 95% interval.
+
+    .venv/bin/python bench/budget_curve.py science --budgets 98304 393216 1572864 --tapt-epochs 4 16 64
+    .venv/bin/python bench/budget_curve.py science --tasks science-terms-ner --budgets 98304 393216
+
+One ``domainbert run`` per budget point, each in its own folder ``<out>/point-<k>`` (a rerun skips finished
+stages): point k trains the corpus arms on ``--budgets[k]`` tokens and the TAPT arms for ``--tapt-epochs[k]``
+passes over the task text (pair them so the two arms' tokens are close: the science task text is about 22,000
+tokens). The base model, its warm-up (cached once per machine) and the floors are the same at every point.
+``--tasks`` keeps only the named tasks (the others are left out of fine-tuning, to save time).
+Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and task the tokens, the mean gain
+over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
+metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0
+(None when no point's does); and ``bench/results/budget-<domain>.png``, the curves.
+What it leaves out: the learning-rate schedule is the arm's own at each budget (decayed to zero at its end),
+so point k is not a checkpoint of point k+1's run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from common import emit, git_revision, machine_info, results_dir, set_offline_env
+
+
+def point_overrides(args: argparse.Namespace, k: int, tasks: list[dict] | None) -> list[str]:
+    out = [f"pretrain.budget_tokens={args.budgets[k]}", f"pretrain.tapt.epochs={args.tapt_epochs[k]}"]
+    if args.seeds:
+        out.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
+    if tasks is not None:
+        out.append(f"finetune.tasks={json.dumps(tasks)}")
+    return out + list(args.override or [])
+
+
+def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
+    """Tokens and perplexities per arm, and every arm's comparison with the base per task, from one run."""
+    tables = json.loads((run / "report" / "results.json").read_text())
+    out: dict[str, Any] = {"arms": {}, "gains": []}
+    for arm in arms:
+        s = json.loads((run / "pretrain" / arm / "summary.json").read_text())
+        out["arms"][arm] = {k: s.get(k) for k in ("tokens_consumed", "steps", "wall_seconds", "domain_perplexity_before",
+                                                  "domain_perplexity", "general_perplexity_before",
+                                                  "general_perplexity", "task_text_tokens", "tapt_epochs")}
+    for c in tables["comparisons"]:
+        if c["reference"] == "base" and c["model"] in arms:
+            out["gains"].append({k: c.get(k) for k in ("task", "model", "metric", "diff", "ci_low", "ci_high",
+                                                       "verdict", "collapsed")})
+    return out
+
+
+def smallest_budgets(points: list[dict]) -> dict[str, Any]:
+    """Per arm and task: the fewest tokens at which the gain's interval lies above 0 (or below: a loss)."""
+    found: dict[str, Any] = {}
+    for p in sorted(points, key=lambda p: p["index"]):
+        for g in p["gains"]:
+            key = f"{g['model']} / {g['task']}"
+            found.setdefault(key, None)
+            tokens = p["arms"][g["model"]]["tokens_consumed"]
+            if found[key] is None and g["ci_low"] is not None and (g["ci_low"] > 0 or g["ci_high"] < 0):
+                found[key] = {"tokens": tokens, "diff": g["diff"], "ci": [g["ci_low"], g["ci_high"]],
+                              "direction": "gain" if g["ci_low"] > 0 else "loss"}
+    return found
+
+
+def plot(points: list[dict], path: Path) -> None:
+    from matplotlib.backends.backend_agg import FigureCanvasAgg
+    from matplotlib.figure import Figure
+
+    tasks = sorted({g["task"] for p in points for g in p["gains"]})
+    fig = Figure(figsize=(5.5 * len(tasks), 4))
+    FigureCanvasAgg(fig)
+    for i, task in enumerate(tasks):
+        ax = fig.add_subplot(1, len(tasks), i + 1)
+        for arm in sorted({g["model"] for p in points for g in p["gains"]}):
+            rows = [(p["arms"][arm]["tokens_consumed"], g) for p in points for g in p["gains"]
+                    if g["task"] == task and g["model"] == arm]
+            if not rows:
+                continue
+            rows.sort(key=lambda r: r[0])
+            xs = [r[0] for r in rows]
+            ys = [100 * r[1]["diff"] for r in rows]  # the report's scale: points (x100)
+            err = [[100 * (r[1]["diff"] - r[1]["ci_low"]) for r in rows],
+                   [100 * (r[1]["ci_high"] - r[1]["diff"]) for r in rows]]
+            ax.errorbar(xs, ys, yerr=err, marker="o", capsize=3, label=arm)
+        ax.axhline(0, color="grey", lw=0.8)
+        ax.set_xscale("log")
+        ax.set_xlabel("pretraining tokens")
+        ax.set_ylabel(f"gain over base ({rows[0][1]['metric'] if rows else 'score'} x100), 95% interval")
+        ax.set_title(task)
+        ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110, metadata={"Software": None})
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain")
+    parser.add_argument("--budgets", type=int, nargs="+", required=True, help="Corpus arms' tokens per point.")
+    parser.add_argument("--tapt-epochs", type=float, nargs="+", required=True, help="TAPT passes per point.")
+    parser.add_argument("--tasks", nargs="+", default=None, help="Only these tasks (default: all).")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Fine-tuning seeds (default: the config's).")
+    parser.add_argument("--override", action="append", help="More dotted.key=value overrides, every point.")
+    parser.add_argument("--out", type=Path, default=None)
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    if len(args.budgets) != len(args.tapt_epochs):
+        parser.error("--budgets and --tapt-epochs need one value per point")
+    set_offline_env()
+    from domainbert.config.domain import load_domain
+
+    cfg = load_domain(args.domain, list(args.override or []))
+    tasks = None
+    if args.tasks:
+        tasks = [t.model_dump(mode="json", exclude_none=True) for t in cfg.finetune.tasks if t.name in args.tasks]
+        if len(tasks) != len(args.tasks):
+            parser.error(f"--tasks: the domain's tasks are {[t.name for t in cfg.finetune.tasks]}")
+    out = args.out or Path("runs") / f"budget-{cfg.name}"
+    cli = str(Path(sys.executable).with_name("domainbert"))
+    points = []
+    for k in range(len(args.budgets)):
+        run = out / f"point-{k}"
+        t0 = time.perf_counter()
+        subprocess.run([cli, "run", args.domain, *point_overrides(args, k, tasks), "--out", str(run),
+                        "--workers", str(args.workers)], check=True)
+        point = {"index": k, "budget_tokens": args.budgets[k], "tapt_epochs": args.tapt_epochs[k],
+                 "seconds": round(time.perf_counter() - t0, 1), "run_folder": str(run),
+                 **point_figures(run, list(cfg.pretrain.arms))}
+        points.append(point)
+        print(json.dumps({"point": k, "gains": point["gains"]}), file=sys.stderr, flush=True)
+    png = results_dir() / f"budget-{cfg.name}.png"
+    plot(points, png)
+    emit({"benchmark": "budget-curve", "domain": cfg.name, "revision": git_revision(), "machine": machine_info(),
+          "arms": list(cfg.pretrain.arms), "points": points, "smallest_budget": smallest_budgets(points),
+          "figure": str(png)}, f"budget-{cfg.name}")
+
+
+if __name__ == "__main__":
+    main()
