@@ -72,7 +72,7 @@ def resolve_device(device: str, precision: str) -> tuple[torch.device, torch.dty
     if dev.type == "cuda" and dist_info()[1] > 1:
         dev = rank_device(dev)
     if precision == "auto":
-        precision = "bf16" if dev.type == "cuda" and torch.cuda.is_bf16_supported() else "fp32"
+        precision = "bf16" if dev.type == "cuda" and native_bf16(dev) else "fp32"  # CPU bf16: pretraining only
     if precision == "fp16" and dev.type != "cuda":
         raise ModelError("finetune.precision fp16 needs a CUDA device (use bf16 or fp32 on the CPU)")
     return dev, {"fp32": None, "bf16": torch.bfloat16, "fp16": torch.float16}[precision]

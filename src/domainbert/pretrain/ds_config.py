@@ -90,6 +90,7 @@ def _auto_values(
     config: dict[str, Any], pcfg: PretrainConfig, total_steps: int, hidden_size: int
 ) -> dict[str, tuple[Any, str, bool]]:
     """Key -> (value, the domain-config field it comes from, must a given value match)."""
+    on_cuda = resolve_precision(pcfg.precision, torch.device("cuda"))
     cuda = torch.cuda.is_available()
     warmup = int(pcfg.warmup_share * total_steps)
     zero3 = (config.get("zero_optimization") or {}).get("stage") == 3
@@ -103,12 +104,8 @@ def _auto_values(
         "scheduler.params.warmup_max_lr": (pcfg.lr, "pretrain.lr", True),
         "scheduler.params.warmup_num_steps": (max(1, warmup), "pretrain.warmup_ratio x steps", True),
         "scheduler.params.total_num_steps": (total_steps, "the run's optimizer steps", True),
-        "fp16.enabled": (cuda and pcfg.precision == "fp16", "pretrain.precision (on CUDA)", False),
-        "bf16.enabled": (
-            cuda and resolve_precision(pcfg.precision, torch.device("cuda")) == "bf16",
-            "pretrain.precision (on CUDA)",
-            False,
-        ),
+        "fp16.enabled": (cuda and on_cuda == "fp16", "pretrain.precision (on CUDA)", False),
+        "bf16.enabled": (cuda and on_cuda == "bf16", "pretrain.precision (on CUDA)", False),
         "zero_optimization.reduce_bucket_size": (hidden_size * hidden_size, "hidden size squared", False),
     }
     if zero3:

@@ -135,14 +135,11 @@ def machine_flags(cfg: DomainConfig) -> list[str]:
 
     if torch.cuda.is_available() or native_bf16(torch.device("cpu")):
         return []
-    asked = [
-        k
-        for k, v in (
-            ("pretrain.precision", cfg.pretrain.precision),
-            ("pretrain.base_warmup.precision", cfg.pretrain.base_warmup.precision),
-        )
-        if v == "bf16"
-    ]
+    settings = {
+        "pretrain.precision": cfg.pretrain.precision,
+        "pretrain.base_warmup.precision": cfg.pretrain.base_warmup.precision,
+    }
+    asked = [key for key, value in settings.items() if value == "bf16"]
     return [
         f"{key} is bf16 but this machine has no GPU and its CPU no native bf16 (AVX512-BF16 or AMX): torch "
         "emulates it, many times slower than fp32; set it to auto (bf16 only where it is native) or fp32"
