@@ -7,7 +7,7 @@ One ``domainbert run`` per budget point, each in its own folder ``<out>/point-<k
 stages): point k trains the corpus arms on ``--budgets[k]`` tokens and the TAPT arms for ``--tapt-epochs[k]``
 passes over the task text (pair them so the two arms' tokens are close: the science task text is about 22,000
 tokens). The base model, its warm-up (cached once per machine) and the floors are the same at every point.
-``--tasks`` keeps only the named tasks (the others are left out of fine-tuning, to save time).
+``--tasks`` sets ``finetune.only_tasks`` (any of the profile's tasks, including ones it leaves out by default).
 Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and task the tokens, the mean gain
 over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
 metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0
@@ -29,13 +29,13 @@ from typing import Any
 from common import emit, git_revision, machine_info, results_dir, set_offline_env
 
 
-def point_overrides(args: argparse.Namespace, k: int, tasks: list[dict] | None) -> list[str]:
+def point_overrides(args: argparse.Namespace, k: int) -> list[str]:
     out = [f"pretrain.budget_tokens={args.budgets[k]}", f"pretrain.tapt.epochs={args.tapt_epochs[k]}"]
     if args.seeds:
         out.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
-    if tasks is not None:
-        out.append(f"finetune.tasks={json.dumps(tasks)}")
-    return out + list(args.override or [])
+    if args.tasks:
+        out.append(f"finetune.only_tasks=[{', '.join(args.tasks)}]")
+    return list(args.override or []) + out
 
 
 def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
@@ -113,20 +113,19 @@ def main() -> None:
         parser.error("--budgets and --tapt-epochs need one value per point")
     set_offline_env()
     from domainbert.config.domain import load_domain
+    from domainbert.core.errors import ConfigError
 
-    cfg = load_domain(args.domain, list(args.override or []))
-    tasks = None
-    if args.tasks:
-        tasks = [t.model_dump(mode="json", exclude_none=True) for t in cfg.finetune.tasks if t.name in args.tasks]
-        if len(tasks) != len(args.tasks):
-            parser.error(f"--tasks: the domain's tasks are {[t.name for t in cfg.finetune.tasks]}")
+    try:  # a misspelt task or key stops here, before point 0 trains anything
+        cfg = load_domain(args.domain, point_overrides(args, 0))
+    except ConfigError as exc:
+        parser.error(str(exc))
     out = args.out or Path("runs") / f"budget-{cfg.name}"
     cli = str(Path(sys.executable).with_name("domainbert"))
     points = []
     for k in range(len(args.budgets)):
         run = out / f"point-{k}"
         t0 = time.perf_counter()
-        subprocess.run([cli, "run", args.domain, *point_overrides(args, k, tasks), "--out", str(run),
+        subprocess.run([cli, "run", args.domain, *point_overrides(args, k), "--out", str(run),
                         "--workers", str(args.workers)], check=True)
         point = {"index": k, "budget_tokens": args.budgets[k], "tapt_epochs": args.tapt_epochs[k],
                  "seconds": round(time.perf_counter() - t0, 1), "run_folder": str(run),

@@ -58,6 +58,12 @@ class TaskConfig(StrictModel):
 
 class FinetuneConfig(StrictModel):
     tasks: list[TaskConfig] = Field(min_length=1)
+    only_tasks: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Run only these of the tasks (by name; None: all). The others are left out of every stage, as if "
+        "not listed: a profile can keep a task's settings while a short run skips it.",
+    )
     seeds: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     epochs: float = Field(3, gt=0)
     lr: float = Field(5e-5, gt=0)
@@ -138,6 +144,21 @@ class FinetuneConfig(StrictModel):
         "AutoModelFor*Classification, label names in config.id2label; mean pooling needs trust_remote_code) with "
         "a model card. Not part of the fingerprint; turning it on reruns the runs whose folder has no model.",
     )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _keep_only_tasks(cls, data: object) -> object:
+        # before validation: the model is frozen once built
+        if not isinstance(data, dict) or data.get("only_tasks") is None or not isinstance(data.get("tasks"), list):
+            return data
+        only = data["only_tasks"]
+        names = [t.get("name") if isinstance(t, dict) else getattr(t, "name", None) for t in data["tasks"]]
+        unknown = [n for n in only if n not in names] if isinstance(only, list) else []
+        if unknown:
+            raise ValueError(f"only_tasks names {unknown}, not among the tasks {names}")
+        if not isinstance(only, list):
+            return data
+        return {**data, "tasks": [t for t, n in zip(data["tasks"], names, strict=True) if n in only]}
 
     @model_validator(mode="after")
     def _one_gpu_per_process(self) -> FinetuneConfig:
