@@ -51,8 +51,10 @@ def test_rank_shares_rebuild_the_global_mean_loss(world):
 def test_settings_launch_and_stay_out_of_the_fingerprint(tiny_bert, tasks_dir):  # noqa: F811
     one = make_cfg(tiny_bert, tasks_dir)
     two = make_cfg(tiny_bert, tasks_dir, "finetune.num_processes=2", "finetune.save_models=true")
+    only = make_cfg(tiny_bert, tasks_dir, "finetune.only_tasks=[ner]")  # which tasks run: not this one's result
     job = Job("base", str(tiny_bert), "ner", 1, "finetune")
-    assert run_record(one, job)[2] == run_record(two, job)[2]
+    assert run_record(one, job)[2] == run_record(two, job)[2] == run_record(only, job)[2]
+    assert [t.name for t in only.finetune.tasks] == ["ner"]
     assert (one.finetune.num_processes, one.finetune.save_models) == (1, False)  # the defaults
     assert launches(2) and not launches(1)
     cmd = launch_command(2, ["--task", "ner"], python="py")

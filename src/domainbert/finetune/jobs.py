@@ -118,6 +118,7 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                 mode="json",
                 exclude={
                     "tasks",
+                    "only_tasks",
                     "seeds",
                     "extra_models",
                     "mode",
