@@ -37,6 +37,14 @@ class TaskConfig(StrictModel):
     )
     lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
     epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
+    chunks: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Long texts (classification, mean pooling, one text per example): encode up to this many "
+        "windows of max_length tokens of each text, each window on its own, and pool the hidden states of all of "
+        "them by their mean (chunk and pool). 1: the first window only (the text truncated).",
+    )
 
     @field_validator("path")
     @classmethod
@@ -53,6 +61,8 @@ class TaskConfig(StrictModel):
             raise ValueError("an 'ner' task needs format 'conll' or 'hf'")
         if self.type == "ner" and self.multi_label:
             raise ValueError("'multi_label' applies to classification tasks only")
+        if self.chunks > 1 and (self.type != "classification" or self.text_pair_field is not None):
+            raise ValueError("'chunks' applies to classification of single texts only")
         return self
 
 
@@ -159,6 +169,13 @@ class FinetuneConfig(StrictModel):
         if not isinstance(only, list):
             return data
         return {**data, "tasks": [t for t, n in zip(data["tasks"], names, strict=True) if n in only]}
+
+    @model_validator(mode="after")
+    def _chunks_need_mean_pooling(self) -> FinetuneConfig:
+        chunked = [t.name for t in self.tasks if t.chunks > 1]
+        if chunked and self.pooling != "mean":
+            raise ValueError(f"tasks {chunked} set 'chunks', which pools by the mean: pooling must be 'mean'")
+        return self
 
     @model_validator(mode="after")
     def _one_gpu_per_process(self) -> FinetuneConfig:

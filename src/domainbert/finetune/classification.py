@@ -17,15 +17,28 @@ from domainbert.services.tasks import ClsExample
 
 
 def encode_classification(
-    examples: list[ClsExample], tokenizer: Any, label2id: dict[str, int], max_length: int, multi_label: bool
+    examples: list[ClsExample],
+    tokenizer: Any,
+    label2id: dict[str, int],
+    max_length: int,
+    multi_label: bool,
+    chunks: int = 1,
 ) -> list[dict[str, Any]]:
-    """Tokenise texts (and pairs, truncating the longer first) and attach integer or multi-hot labels."""
+    """Tokenise texts (and pairs, truncating the longer first) and attach integer or multi-hot labels.
+
+    With ``chunks`` above 1 (single texts), an example holds up to that many windows of ``max_length`` tokens,
+    each with its own special tokens, one after the other: every window but the last is exactly ``max_length``
+    long, so ``pool_forward`` can cut them apart again at multiples of it."""
     texts = [ex.text for ex in examples]
     pairs = [ex.text_pair or "" for ex in examples] if any(ex.text_pair is not None for ex in examples) else None
-    enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
+    if chunks > 1:
+        rows: list[dict[str, Any]] = _chunked(tokenizer, texts, max_length, chunks)
+    else:
+        enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
+        rows = [{k: enc[k][i] for k in enc.keys()} for i in range(len(texts))]
     features = []
-    for i, ex in enumerate(examples):
-        feat = {k: enc[k][i] for k in enc.keys()}
+    for ex, row in zip(examples, rows, strict=True):
+        feat: dict[str, Any] = dict(row)
         if multi_label:
             vec = [0.0] * len(label2id)
             for label in ex.labels:
@@ -35,6 +48,20 @@ def encode_classification(
             feat["labels"] = label2id[ex.labels[0]]
         features.append(feat)
     return features
+
+
+def _chunked(tokenizer: Any, texts: list[str], max_length: int, chunks: int) -> list[dict[str, list[int]]]:
+    """Per text, its first ``chunks`` windows of ``max_length`` tokens, concatenated (the tokenizer's overflow)."""
+    enc = tokenizer(texts, truncation=True, max_length=max_length, return_overflowing_tokens=True, stride=0)
+    keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
+    rows: list[dict[str, list[int]]] = [{k: [] for k in keys} for _ in texts]
+    taken = [0] * len(texts)
+    for j, i in enumerate(enc["overflow_to_sample_mapping"]):
+        if taken[i] < chunks:
+            taken[i] += 1
+            for k in keys:
+                rows[i][k] += enc[k][j]
+    return rows
 
 
 def decode_classification(logits: np.ndarray, id2label: list[str], multi_label: bool) -> list[Any]:

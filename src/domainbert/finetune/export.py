@@ -40,6 +40,7 @@ def hub_model(model: Any, data: TaskData) -> Any:
         encoder=encoder,
         multi_label=multi,
         classifier_dropout=model.dropout.p,
+        chunk_length=model.chunk_length,
         num_labels=len(labels),
         id2label=dict(enumerate(labels)),
         label2id={label: i for i, label in enumerate(labels)},

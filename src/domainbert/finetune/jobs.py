@@ -101,13 +101,22 @@ def model_input_hash(ref: str) -> str:
     return str(record["content_hash"]) if record else resolved
 
 
+def _task_identity(task: TaskConfig) -> dict[str, Any]:
+    """The task's settings as a result records them; ``chunks: 1`` (the default, truncation) is left out so that
+    results recorded before the setting existed stay current."""
+    dump = task.model_dump(mode="json")
+    if dump.get("chunks") == 1:
+        del dump["chunks"]
+    return dump
+
+
 def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
     """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
     task = task_config(cfg, job.task_name)
     inputs = {"task_data": data_hash or task_data_hash(task)}
     if job.mode == FLOOR:
         run_cfg: dict[str, Any] = {
-            "task": task.model_dump(mode="json"),
+            "task": _task_identity(task),
             "model": FLOOR,
             "mode": FLOOR,
             "split_overlap": cfg.finetune.split_overlap,
@@ -129,7 +138,7 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                     "save_models",
                 },
             ),
-            "task": task.model_dump(mode="json"),
+            "task": _task_identity(task),
             "model": job.model_name,
             "model_ref": job.model_ref,
             "seed": job.seed,

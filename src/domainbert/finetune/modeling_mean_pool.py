@@ -26,7 +26,8 @@ from .pool_forward import pool_and_classify
 
 
 class MeanPoolConfig(PretrainedConfig):
-    """An encoder's config (``encoder``) plus the head's: labels, ``multi_label`` and ``classifier_dropout``."""
+    """An encoder's config (``encoder``) plus the head's: labels, ``multi_label``, ``classifier_dropout`` and
+    ``chunk_length`` (chunk and pool: None, or the window length a long text is cut into)."""
 
     model_type = "domainbert_mean_pool"
 
@@ -35,6 +36,7 @@ class MeanPoolConfig(PretrainedConfig):
         encoder: dict[str, Any] | PretrainedConfig | None = None,
         multi_label: bool = False,
         classifier_dropout: float = 0.1,
+        chunk_length: int | None = None,
         **kwargs: Any,
     ) -> None:
         if isinstance(encoder, dict):
@@ -42,6 +44,7 @@ class MeanPoolConfig(PretrainedConfig):
         self.encoder = encoder
         self.multi_label = multi_label
         self.classifier_dropout = classifier_dropout
+        self.chunk_length = chunk_length  # chunk and pool: each window of this many tokens encoded on its own
         if encoder is not None:
             kwargs.setdefault("hidden_size", encoder.hidden_size)
         super().__init__(**kwargs)
@@ -68,6 +71,10 @@ class MeanPoolForSequenceClassification(PreTrainedModel):
 
     def get_input_embeddings(self) -> nn.Module:
         return self.encoder.get_input_embeddings()
+
+    @property
+    def chunk_length(self) -> int | None:
+        return getattr(self.config, "chunk_length", None)
 
     def forward(
         self,

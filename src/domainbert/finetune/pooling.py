@@ -54,6 +54,7 @@ class MeanPoolClassifier(nn.Module):
         nn.init.zeros_(self.classifier.bias)
         self.multi_label = multi_label
         self.config = config
+        self.chunk_length: int | None = None  # chunk and pool: the window length (``pool_forward``); None: off
 
     @property
     def base_model(self) -> nn.Module:

@@ -96,7 +96,8 @@ def _encode(data: TaskData, split: str, tok: Any, max_length: int) -> list[dict[
     label2id = {label: i for i, label in enumerate(data.label_list)}
     if data.config.type == "ner":
         return encode_ner(data.splits[split], tok, label2id, max_length)
-    return encode_classification(data.splits[split], tok, label2id, max_length, data.config.multi_label)
+    config = data.config
+    return encode_classification(data.splits[split], tok, label2id, max_length, config.multi_label, config.chunks)
 
 
 def gold_of(data: TaskData, split: str) -> list[Any]:
@@ -195,6 +196,8 @@ def run_finetune(
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
     """
     model, tok = _load_pair(model_ref, data, settings.seed, pooling)
+    if data.config.chunks > 1 and isinstance(model, MeanPoolClassifier):
+        model.chunk_length = max_length  # every window of a long text encoded on its own, all pooled
     feats = {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
