@@ -1,7 +1,7 @@
 """Budget curves: each arm's gain over the base model against pretraining tokens, with its 95% interval.
 
-    .venv/bin/python bench/budget_curve.py science --budgets 98304 393216 1572864 --tapt-epochs 4 16 64
-    .venv/bin/python bench/budget_curve.py science --tasks science-terms-ner --budgets 98304 393216
+    .venv/bin/python bench/budget_curve.py science --budgets 65536 262144 786432 --tapt-epochs 8 32 100 --seeds 1 2 3 4
+    .venv/bin/python bench/budget_curve.py science --tasks science-terms-ner science-subject --budgets 65536 262144 --tapt-epochs 4 16
 
 One ``domainbert run`` per budget point, each in its own folder ``<out>/point-<k>`` (a rerun skips finished
 stages): point k trains the corpus arms on ``--budgets[k]`` tokens and the TAPT arms for ``--tapt-epochs[k]``

@@ -63,7 +63,7 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
     # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds
     [tapt] = [line for line in lines if line.startswith("pretrain tapt")]
-    assert tapt.split()[2:4] == ["will", "run"] and "12 passes over the task text (sized once it is built)" in tapt
+    assert tapt.split()[2:4] == ["will", "run"] and "10 passes over the task text (sized once it is built)" in tapt
 
 
 def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, layout, capsys):
