@@ -43,10 +43,15 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
     assert md.index("## Headline") < md.index("## Summary")  # the report opens with it
     results = json.loads((run / "report" / "results.json").read_text())
     score = {r["model"]: r for r in results["scores"]}
-    best = score["continued"]
-    cell = f"**{100 * best['mean']:.1f} ± {100 * best['std']:.1f}**"
-    assert f"| continued | {cell} |" in md
-    assert f"<strong>{cell.strip('*')}</strong>" in html
+    best = score["continued"]  # the highest mean; bold only where the comparisons call it better than each other
+    cell = f"{100 * best['mean']:.1f} ± {100 * best['std']:.1f}"
+    sure = all(any(c["model"] == "continued" and c["reference"] == m and c["verdict"] == "better"
+                   or c["model"] == m and c["reference"] == "continued" and c["verdict"] == "worse"
+                   for c in results["comparisons"]) for m in score if m not in ("continued", "floor"))
+    assert (f"| continued | **{cell}** |" in md) is sure and (f"<strong>{cell}</strong>" in html) is sure
+    assert (f"| continued | {cell} |" in md) is not sure
+    assert str(run) not in md and str(run) not in html  # a shareable page: no path of this machine
+    assert "seeds 1, 2, 3)" in md  # the floor's one run is not a seed
     assert f"| floor | {100 * score['floor']['mean']:.1f} |" in md  # one deterministic run: no ± and never bold
     assert "(collapsed 3/3) (retried 1)" in md
     # The floor sits above base and scratch: both are named, and the floor is compared with every model.
@@ -63,6 +68,33 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
     assert "random head 45,000.0 -> 90.5" in md
     assert "0 evaluation text(s) found verbatim. Not checked: hub-task/test (offline)." in md
     assert f"| {NER_TASK}/test | 400 | 0 | 2 |" in md
+
+
+def test_bold_marks_only_a_mean_significantly_above_every_other_model() -> None:
+    from domainbert.report.headline import headline_table
+
+    scores = [{"task": t, "model": m, "mean": v, "std": 0.01, "n_seeds": 3, "metric": "f1"}
+              for t in ("a", "b") for m, v in (("base", 0.30), ("continued", 0.40), ("tapt", 0.35))]
+    sure = [{"task": t, "model": "continued", "reference": "base", "verdict": "better"} for t in ("a", "b")]
+    sure += [{"task": "a", "model": "tapt", "reference": "continued", "verdict": "worse"},
+             {"task": "b", "model": "continued", "reference": "tapt", "verdict": "no significant difference"}]
+    rows = {r[0]: r[1:] for r in headline_table(scores, ["continued", "tapt"], [], set(), sure).rows}
+    assert rows["continued"] == ["**40.0 ± 1.0**", "40.0 ± 1.0"]  # b: not significantly above tapt
+    assert not any("**" in c for m in ("base", "tapt") for c in rows[m])
+    rows = {r[0]: r[1:] for r in headline_table(scores, ["continued", "tapt"], [], {"a"}, sure).rows}
+    assert rows["continued"] == ["40.0 ± 1.0", "40.0 ± 1.0"]  # a cannot separate the arms: nothing in bold
+
+
+def test_above_the_floor_says_for_which_models_significantly() -> None:
+    from domainbert.report.headline import _above_floor
+
+    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("base", 0.3), ("tapt", 0.31), ("floor", 0.2))]
+    vs = [{"task": "t", "model": m, "reference": "floor", "verdict": "no significant difference"} for m in ("base", "tapt")]
+    assert _above_floor(scores, vs).endswith("significantly for none (the seeds' spread leaves each interval across 0).")
+    vs[1]["verdict"] = "better"
+    assert _above_floor(scores, vs).endswith("significantly on every task for tapt only.")
+    vs[0]["verdict"] = "better"
+    assert _above_floor(scores, vs).endswith("on every task; each significantly.")
 
 
 def test_floor_sentence_says_which_models_are_significantly_above_it() -> None:

@@ -131,7 +131,9 @@ def found_text(arts: RunArtifacts) -> str:
     """What the run folder holds, from the artifacts themselves (the config may have been overridden)."""
 
     def names(key: str) -> str:
-        return ", ".join(sorted({str(r[key]) for r in arts.finetune})) or "-"
+        # the floor's one deterministic run is not a seed of the fine-tuned models
+        rows = [r for r in arts.finetune if key != "seed" or r["model"] != "floor"]
+        return ", ".join(sorted({str(r[key]) for r in rows}, key=lambda v: (len(v), v))) or "-"
 
     stages = [
         name for name, present in (("corpus", arts.manifest is not None), ("vocab", arts.vocab is not None)) if present
@@ -205,7 +207,7 @@ def build_document(
             f"arms {', '.join(cfg.pretrain.arms)}; tasks {', '.join(t.name for t in cfg.finetune.tasks)}; "
             f"bootstrap {cfg.compare.bootstrap_samples} resamples at {round(100 * cfg.compare.confidence)}%."
         ),
-        f"Run folder: {layout.root}",
+        f"Run folder: {layout.root.name} (the folder this report/ folder is in)",
     )
     method = _method_section(cfg, comparisons)
     doc = Document(

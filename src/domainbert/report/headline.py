@@ -1,5 +1,5 @@
-"""The report's opening: one table (models x tasks, mean ± sd over seeds, best in bold, the floor row,
-collapsed runs marked) and one plain-language verdict with its caveats.
+"""The report's opening: one table (models x tasks, mean ± sd over seeds, a significantly best model in bold,
+the floor row, collapsed runs marked) and one plain-language verdict with its caveats.
 
 The verdict is assembled from the comparison rows (``results.build_tables``) and the run's artifacts only:
 which adaptation arm beat the base model on how many tasks, which models sat below the floor, how many runs
@@ -37,30 +37,59 @@ def score_cell(row: dict[str, Any], best: bool) -> str:
     return text
 
 
+def _significantly_best(task: str, model: str, others: list[str], comparisons: list[dict[str, Any]]) -> bool:
+    """Whether the comparisons call ``model`` significantly better than each of ``others`` on ``task``."""
+
+    def beats(other: str) -> bool:
+        return any(
+            c["task"] == task
+            and (
+                (c["model"], c["reference"], c["verdict"]) == (model, other, "better")
+                or (c["model"], c["reference"], c["verdict"]) == (other, model, "worse")
+            )
+            for c in comparisons
+        )
+
+    return all(beats(o) for o in others)
+
+
 def headline_table(
-    scores: list[dict[str, Any]], arms: list[str], extra: list[str], uninformative: set[str] | None = None
+    scores: list[dict[str, Any]],
+    arms: list[str],
+    extra: list[str],
+    uninformative: set[str] | None = None,
+    comparisons: list[dict[str, Any]] | None = None,
 ) -> Table:
-    """Models x tasks; the best mean in bold, except on a task that cannot separate the arms."""
+    """Models x tasks; in bold the model with the highest mean when the comparisons call it significantly better
+    than every other model on the task (never on a task that cannot separate the arms)."""
     tasks = list(dict.fromkeys(r["task"] for r in scores))
     models = model_order({r["model"] for r in scores}, arms, extra)
-    best = {}
+    best: dict[str, str | None] = {}
     for task in tasks:
         rows = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
-        best[task] = None if task in (uninformative or set()) else max((r["mean"] for r in rows), default=None)
+        top = max(rows, key=lambda r: r["mean"], default=None)
+        others = [r["model"] for r in rows if top is not None and r["model"] != top["model"]]
+        best[task] = (
+            top["model"]
+            if top is not None
+            and task not in (uninformative or set())
+            and _significantly_best(task, top["model"], others, comparisons or [])
+            else None
+        )
     table_rows = []
     for model in models:
         cells = [model]
         for task in tasks:
             row = next((r for r in scores if r["task"] == task and r["model"] == model), None)
-            cells.append("-" if row is None else score_cell(row, model != FLOOR_MODEL and row["mean"] == best[task]))
+            cells.append("-" if row is None else score_cell(row, model == best[task]))
         table_rows.append(cells)
     labels = [f"{t} ({metric_label(next(r['metric'] for r in scores if r['task'] == t))})" for t in tasks]
     return Table(
         ["model", *labels],
         table_rows,
-        "Test score (x100), mean ± sample standard deviation over seeds; "
-        "best model in bold (none where the task cannot separate the arms); floor: a simple baseline trained on "
-        "the same examples",
+        "Test score (x100), mean ± sample standard deviation over seeds; in bold the highest mean where it is "
+        "significantly above every other model's on that task (none in bold: no model is); floor: a simple "
+        "baseline trained on the same examples",
     )
 
 
@@ -267,6 +296,30 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     return [text]
 
 
+def _above_floor(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+    """Every model's mean is above the floor: which of them significantly so on every task."""
+    models = [m for m in dict.fromkeys(r["model"] for r in scores) if m != FLOOR_MODEL]
+    tasks = {r["task"] for r in scores}
+    sure = [
+        m
+        for m in models
+        if all(
+            any(
+                (c["task"], c["model"], c["reference"], c["verdict"]) == (t, m, FLOOR_MODEL, "better")
+                for c in comparisons
+            )
+            for t in tasks
+        )
+    ]
+    if len(sure) == len(models):
+        which = "each significantly"
+    elif sure:
+        which = f"significantly on every task for {', '.join(sure)} only"
+    else:
+        which = "significantly for none (the seeds' spread leaves each interval across 0)"
+    return f"Every model's mean is above the floor on every task; {which}."
+
+
 def headline_section(
     scores: list[dict[str, Any]],
     comparisons: list[dict[str, Any]],
@@ -280,7 +333,8 @@ def headline_section(
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
     adequacy = task_adequacy(scores, arts.finetune)
-    sec.add(headline_table(scores, arms, extra, set(adequacy)))
+    sec.add(headline_table(scores, arms, extra, set(adequacy), comparisons))
+    all_comparisons = comparisons
     comparisons = [c for c in comparisons if c["task"] not in adequacy]  # judged only where a task can tell
     verdict = arm_verdicts(comparisons, arms) + list(adequacy.values())
     below = {
@@ -299,6 +353,6 @@ def headline_section(
     if below:
         lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
     elif any(r["model"] == FLOOR_MODEL for r in scores):
-        lead += " Every model's mean is above the floor on every task (significance in the summary)."
+        lead += " " + _above_floor(scores, all_comparisons)
     sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     return sec
