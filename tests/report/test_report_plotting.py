@@ -74,3 +74,22 @@ def test_every_plot_draws_without_pyplot_or_a_backend_switch(tmp_path: Path) -> 
     assert seen["pyplot"] is False and seen["backend"] == "svg"
     assert seen["pngs"] == ["cross_domain_scores.png", "fertility.png", "lengths.png", "loss.png",
                             "overlap_curve.png", "pretrain_loss.png"]
+
+
+def test_perplexity_panels_start_at_zero_or_go_log_over_a_wide_range(tmp_path: Path, monkeypatch) -> None:
+    """A 2% change in general perplexity must not fill its panel (issue #21); a from-scratch arm's 30,000 -> 600
+    needs the log scale."""
+    from domainbert.report import figures
+
+    drawn = []
+    monkeypatch.setattr(figures, "_save", lambda fig, out_dir, name: drawn.append(fig) or name)
+
+    def evals(domain: tuple[float, float], general: tuple[float, float]) -> list[dict]:
+        return [{"kind": "eval", "step": s, "domain_perplexity": d, "general_perplexity": g}
+                for s, d, g in ((0, domain[0], general[0]), (40, domain[1], general[1]))]
+
+    assert figures.perplexity_curves({"continued": evals((30000.0, 600.0), (214.0, 218.0))}, tmp_path)
+    domain_ax, general_ax = drawn[0].axes
+    assert domain_ax.get_yscale() == "log"
+    assert general_ax.get_yscale() == "linear" and general_ax.get_ylim()[0] == 0.0
+    assert general_ax.get_ylim()[1] >= 218.0

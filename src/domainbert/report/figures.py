@@ -3,8 +3,8 @@
 - ``loss_curves``: MLM training loss per step, one line per arm (``summary.json`` ``loss_curve``, else the
   ``kind: train`` records of ``metrics.jsonl``), with a moving average over noisy per-step losses;
 - ``perplexity_curves``: held-out domain and general-domain MLM perplexity per arm over the ``kind: eval``
-  records (step 0 = before training, last = after), log scale because a from-scratch model starts near
-  the vocabulary size;
+  records (step 0 = before training, last = after), log scale over more than a tenfold range (a
+  from-scratch model starts near the vocabulary size), else a linear axis from 0;
 - ``score_bars``: per task, mean score per model with standard-deviation error bars and the seeds as dots;
 - ``domain_bars``: the cross-domain page's grouped bars.
 Each function writes one PNG and returns its file name, or None when it has nothing to draw (never an
@@ -114,6 +114,8 @@ def perplexity_curves(
             ax.yaxis.set_minor_formatter(NullFormatter())
             ax.set_ylabel("MLM perplexity (log scale)")
         else:
+            # From 0, as the score bars: an axis cut near the first value makes a 2% change fill the panel.
+            ax.set_ylim(0.0, max(values) * 1.08)
             ax.set_ylabel("MLM perplexity")
         ax.set_xlabel("optimizer step")
         ax.set_title(title)
