@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Install what the real-server test (tests/flows/test_flows_server.py) needs: the PostgreSQL server binaries.
+# Install what the real-server test (tests/flows/test_flows_server.py) needs, the PostgreSQL server binaries,
+# and the browser the report test renders in (tests/report/test_report_browser.py): chromium-headless-shell.
 # The test itself starts a throwaway cluster in a temp folder on a free port of 127.0.0.1 (as the postgres
 # user when run as root) and stops it afterwards; this script only installs the package when it is absent.
 # Usage (CI, as root): bash scripts/ci_services.sh
@@ -29,6 +30,17 @@ else
     done
   fi
   have_postgres
+fi
+
+if command -v chromium-headless-shell >/dev/null 2>&1; then
+  echo "ci_services: chromium-headless-shell present"
+elif [ "$(id -u)" -eq 0 ]; then
+  echo "ci_services: installing chromium-headless-shell (apt-get)"
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null \
+    || { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium-headless-shell >/dev/null; }
+else
+  echo "ci_services: chromium-headless-shell is missing; install it with: sudo apt-get install -y chromium-headless-shell" >&2
+  exit 1
 fi
 
 # asyncpg is Prefect's PostgreSQL driver; it comes with the project's dependencies (prefect installs it).

@@ -107,6 +107,7 @@ body { font-family: -apple-system, "Segoe UI", Helvetica, Arial, sans-serif; max
        margin: 2em auto; padding: 0 1em; color: #222; line-height: 1.45; }
 h1 { border-bottom: 2px solid #444; padding-bottom: .2em; }
 h2 { border-bottom: 1px solid #bbb; padding-bottom: .15em; margin-top: 1.8em; }
+.table-wrap { overflow-x: auto; max-width: 100%; }
 table { border-collapse: collapse; margin: .8em 0 1.2em; font-size: 0.92em; }
 caption { caption-side: top; text-align: left; font-style: italic; padding-bottom: .3em; }
 th, td { border: 1px solid #ccc; padding: .3em .6em; text-align: left; vertical-align: top; }
@@ -128,7 +129,7 @@ def _looks_numeric(text: str) -> bool:
 
 
 def _html_table(table: Table) -> str:
-    parts = ["<table>"]
+    parts = ['<div class="table-wrap"><table>']  # a wide table scrolls in its box, not the page
     if table.caption:
         parts.append(f"<caption>{html.escape(table.caption)}</caption>")
     parts.append(
@@ -153,7 +154,7 @@ def _html_table(table: Table) -> str:
                     inner = f"<strong>{html.escape(head)}</strong>{html.escape(tail)}"
                 cells.append(f"<td{cls}>{inner}</td>")
         parts.append("<tr>" + "".join(cells) + "</tr>")
-    parts.append("</tbody></table>")
+    parts.append("</tbody></table></div>")
     return "\n".join(parts)
 
 
