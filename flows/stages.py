@@ -14,13 +14,16 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import os
+import signal
 from collections.abc import Iterator
 from typing import Any
 
 from prefect import flow, get_run_logger
+from prefect.futures import PrefectFuture, wait
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from domainbert.config.pretrain import ARMS
+from domainbert.core import signals
 from domainbert.flows import caching
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
@@ -54,10 +57,30 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     saved = dict(os.environ)
     try:
         with _runner(opts, threads) as runner:
-            yield runner
+            try:
+                yield runner
+            except BaseException as exc:
+                signum = _stop_signal(exc)
+                if signum is not None:  # before the workers close: their runs stop at the next step
+                    signals.tell_other_processes(signum)
+                raise
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+def _stop_signal(exc: BaseException) -> int | None:
+    """The signal behind an exception that ends a flow: ours (StopRequested), Prefect's flow engine's own
+    (TerminationSignal, its SIGTERM bridge) or Ctrl-C; None for any other failure."""
+    from prefect.exceptions import TerminationSignal
+
+    if isinstance(exc, signals.StopRequested):
+        return exc.signum
+    if isinstance(exc, TerminationSignal):
+        return int(exc.signal)
+    if isinstance(exc, KeyboardInterrupt):
+        return int(signal.SIGINT)
+    return None
 
 
 def _runner(opts: ExecutionOptions, threads: int | None) -> Any:
@@ -112,7 +135,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
             futures = [
                 runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]}) for s in plan["shards"]
             ]
-            stats = [f.result() for f in futures]
+            stats = results_or_stop(futures, "while building corpus shards")
         configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats, plan["counts"])
         # Record the finished corpus under its cache key (the stage only reads the manifest back).
         manifest = configured(corpus_task, execution, layout.root, refresh=True)(spec)
@@ -164,6 +187,15 @@ def pretrain_flow(
     return summaries
 
 
+def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
+    """Every future's result, in order; a stop request (SIGTERM, SIGUSR1) ends the wait within a second. The
+    runs under way stop at their next step (the stop file ``core.signals`` shares with the workers), and
+    leaving the task runner closes its workers, so no queued run starts."""
+    while wait(futures, timeout=1.0).not_done:
+        signals.check(where)
+    return [f.result() for f in futures]
+
+
 @flow(name="domainbert-finetune", log_prints=True)
 @locked
 def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
@@ -184,7 +216,7 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
                 finetune_task, execution, layout.root, refresh=not caching.finetune_state(cfg, layout, job).current
             )
             futures.append(runner.submit(run, {"spec": spec, **dataclasses.asdict(job)}))
-        return [f.result() for f in futures]
+        return results_or_stop(futures, "while fine-tuning")
 
 
 @flow(name="domainbert-report", log_prints=True)

@@ -1,4 +1,5 @@
-"""Graceful stop: SIGTERM during fine-tuning ends the CLI within seconds with exit 143, nothing half-written."""
+"""Graceful stop: SIGTERM during fine-tuning ends the CLI within seconds with exit 143, nothing half-written; the
+first signal reaches the command's other processes through the stop file."""
 
 from __future__ import annotations
 
@@ -53,3 +54,20 @@ def test_sigterm_during_finetuning_exits_143_within_seconds(tmp_path):
     assert not list(out.glob("finetune/base/*/seed-1/result.json"))  # the interrupted run wrote nothing
     assert not list(out.glob("finetune/**/*.tmp-*"))
     assert not (out / ".lock").exists()
+
+
+def test_the_first_signal_reaches_the_commands_other_processes_through_the_stop_file(tmp_path):
+    """A Dask worker or a launcher's training process does not receive the SIGTERM a scheduler sends to the
+    command; it sees the stop file the command's handler writes, and the file goes when the command ends."""
+    signals.reset()
+    child = [sys.executable, "-c", "from domainbert.core import signals; signals.check('in the child')"]
+    with signals.graceful_stop():
+        path = os.environ[signals.STOP_FILE_ENV]
+        assert subprocess.run(child, capture_output=True).returncode == 0  # nothing asked yet
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)
+        assert open(path).read() == str(int(signal.SIGTERM))
+        done = subprocess.run(child, capture_output=True, text=True)
+        assert done.returncode != 0 and "stopped by SIGTERM in the child" in done.stderr
+        signals.reset()
+    assert signals.STOP_FILE_ENV not in os.environ and not os.path.exists(path)
