@@ -143,3 +143,19 @@ def test_only_tasks_keeps_the_named_tasks_and_rejects_unknown_names():
     assert one.finetune.tasks[0].max_train_examples == 250  # the profile's settings, not the top level's
     with pytest.raises(ConfigError, match=r"only_tasks names \['sci-subject'\]"):
         load_domain("science", ["finetune.only_tasks=[sci-subject]"])
+
+
+def test_a_domain_name_resolves_in_the_current_directory_first(tmp_path, monkeypatch):
+    """Run from another checkout (or a project folder with its own domains/), its YAMLs are the ones used,
+    not those of the checkout the package was installed from; DOMAINBERT_HOME still wins."""
+    other = tmp_path / "other-checkout"
+    (other / "domains").mkdir(parents=True)
+    text = (domains_dir() / "science.yaml").read_text().replace(
+        "description: Computer science and computing terminology", "description: Edited in the other checkout")
+    (other / "domains" / "science.yaml").write_text(text)
+    monkeypatch.delenv("DOMAINBERT_HOME", raising=False)
+    installed = load_domain("science").description
+    monkeypatch.chdir(other)
+    assert load_domain("science").description.startswith("Edited in the other checkout")
+    monkeypatch.setenv("DOMAINBERT_HOME", str(Path(__file__).resolve().parents[1]))  # this checkout
+    assert load_domain("science").description == installed

@@ -16,12 +16,16 @@ from domainbert.core.errors import ConfigError
 def project_root() -> Path:
     """The folder holding ``domains/`` and ``corpora/``.
 
-    ``DOMAINBERT_HOME`` wins; else the source checkout this package was installed from (editable or not,
-    as long as ``domains/`` sits two levels above ``src/domainbert``); else the current directory.
+    ``DOMAINBERT_HOME`` wins; else the current directory when it has a ``domains/`` folder (a checkout, or a
+    project of one's own: its YAMLs are the ones being edited); else the source checkout this package was
+    installed from (editable or not, as long as ``domains/`` sits two levels above ``src/domainbert``); else
+    the current directory.
     """
     env = os.environ.get("DOMAINBERT_HOME")
     if env:
         return Path(env).resolve()
+    if (Path.cwd() / "domains").is_dir():
+        return Path.cwd().resolve()
     checkout = Path(__file__).resolve().parents[3]  # src/domainbert/core/paths.py
     if (checkout / "domains").is_dir():
         return checkout
