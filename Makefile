@@ -27,7 +27,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	touch $@
 
 demo: setup
-	$(BIN)/domainbert run science --workers 2
+	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"
 
 test: setup
 	$(BIN)/python -m pytest $(PYTEST_ARGS)

@@ -7,7 +7,7 @@ One ``domainbert run`` per budget point, each in its own folder ``<out>/point-<k
 stages): point k trains the corpus arms on ``--budgets[k]`` tokens and the TAPT arms for ``--tapt-epochs[k]``
 passes over the task text (pair them so the two arms' tokens are close: the science task text is about 22,000
 tokens). The base model, its warm-up (cached once per machine) and the floors are the same at every point.
-``--tasks`` sets ``finetune.only_tasks`` (any of the profile's tasks, including ones it leaves out by default).
+``--tasks`` sets ``finetune.only_tasks`` (the science curve in bench/README.md is of science-terms-ner only).
 Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and task the tokens, the mean gain
 over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
 metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0

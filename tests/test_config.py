@@ -128,7 +128,7 @@ def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain
     tasks = [{"name": "hub", "type": "classification", "format": "hf", "path": "org/set", "labels": ["a"]},
              {"name": "disk", "type": "classification", "format": "hf", "path": str(saved), "labels": ["a"]},
              {"name": "files", "type": "classification", "format": "jsonl", "path": "../corpora/x", "labels": ["a"]}]
-    cfg = load_domain("science", ["finetune.only_tasks=null", "finetune.tasks=" + json.dumps(tasks)])
+    cfg = load_domain("science", ["finetune.tasks=" + json.dumps(tasks)])
     paths = [t.path for t in cfg.finetune.tasks]
     assert paths[0] == "org/set" and paths[1] == str(saved)
     assert paths[2] == str((domains_dir() / ".." / "corpora" / "x").resolve())
@@ -136,7 +136,7 @@ def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain
 
 
 def test_only_tasks_keeps_the_named_tasks_and_rejects_unknown_names():
-    both = load_domain("science", ["finetune.only_tasks=null"])
+    both = load_domain("science")
     assert [t.name for t in both.finetune.tasks] == ["science-terms-ner", "science-subject"]
     one = load_domain("science", ["finetune.only_tasks=[science-subject]"])
     assert [t.name for t in one.finetune.tasks] == ["science-subject"]

@@ -61,8 +61,7 @@ def make_cfg(model: Path, tasks_dir: Path, *extra: str):
               "labels": ["O", "B-TERM", "I-TERM"]},
              {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
               "labels": ["tech", "plain"]}]
-    return load_domain("science", [f"base_model.name_or_path={model}", "finetune.only_tasks=null",
-                                   "finetune.tasks=" + json.dumps(tasks),
+    return load_domain("science", [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks),
                                    "finetune.seeds=[1]", "finetune.epochs=4", "finetune.lr=0.003",
                                    "finetune.batch_size=8", "finetune.max_length=24", *extra])
 

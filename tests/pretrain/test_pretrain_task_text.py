@@ -16,7 +16,7 @@ from domainbert.pretrain.task_text import arm_config, ensure_task_text
 from domainbert.services.split_overlap import normalised
 from domainbert.services.tasks import example_texts, load_task
 
-TAPT = ("pretrain.tapt.epochs=0.02", "finetune.only_tasks=null")  # both science tasks
+TAPT = ("pretrain.tapt.epochs=0.02",)
 
 
 def _eval_texts(cfg) -> set[str]:

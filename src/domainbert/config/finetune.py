@@ -72,7 +72,7 @@ class FinetuneConfig(StrictModel):
         None,
         min_length=1,
         description="Run only these of the tasks (by name; None: all). The others are left out of every stage, as if "
-        "not listed: a profile can keep a task's settings while a short run skips it.",
+        "not listed: a short run skips tasks without editing the task list.",
     )
     seeds: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     epochs: float = Field(3, gt=0)
