@@ -158,17 +158,17 @@ class FinetuneConfig(StrictModel):
     @model_validator(mode="before")
     @classmethod
     def _keep_only_tasks(cls, data: object) -> object:
-        # before validation: the model is frozen once built
-        if not isinstance(data, dict) or data.get("only_tasks") is None or not isinstance(data.get("tasks"), list):
+        # before validation: the model is frozen once built; a malformed value is left to field validation
+        if not isinstance(data, dict):
             return data
-        only = data["only_tasks"]
-        names = [t.get("name") if isinstance(t, dict) else getattr(t, "name", None) for t in data["tasks"]]
-        unknown = [n for n in only if n not in names] if isinstance(only, list) else []
+        only, tasks = data.get("only_tasks"), data.get("tasks")
+        if not isinstance(only, list) or not isinstance(tasks, list):
+            return data
+        names = [t.get("name") if isinstance(t, dict) else getattr(t, "name", None) for t in tasks]
+        unknown = [n for n in only if n not in names]
         if unknown:
             raise ValueError(f"only_tasks names {unknown}, not among the tasks {names}")
-        if not isinstance(only, list):
-            return data
-        return {**data, "tasks": [t for t, n in zip(data["tasks"], names, strict=True) if n in only]}
+        return {**data, "tasks": [t for t, n in zip(tasks, names, strict=True) if n in only]}
 
     @model_validator(mode="after")
     def _chunks_need_mean_pooling(self) -> FinetuneConfig:
