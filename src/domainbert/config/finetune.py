@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from domainbert.config.schema import StrictModel, resolve_against_yaml
+from domainbert.config.schema import ModelRef, StrictModel, resolve_against_yaml
 
 
 class TaskConfig(StrictModel):
@@ -85,7 +85,7 @@ class FinetuneConfig(StrictModel):
         description="finetune: train all weights; frozen: train only the head on frozen features "
         "(results under '<model>-frozen'); both: run the two.",
     )
-    extra_models: dict[str, str] = Field(
+    extra_models: dict[str, ModelRef] = Field(
         default_factory=dict, description="More models to compare: name -> hub id or folder."
     )
     frozen_lr: float = Field(1e-3, gt=0, description="Learning rate of the head in frozen (feature-based) mode.")

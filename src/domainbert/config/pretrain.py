@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, model_validator
 
-from domainbert.config.schema import PathStr, StrictModel
+from domainbert.config.schema import ModelRef, PathStr, StrictModel
 
 Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain"]
 
@@ -59,7 +59,7 @@ ARMS: dict[str, ArmKind] = {
 class BaseModelConfig(StrictModel):
     """The general checkpoint: ``package:<module>`` (a model shipped in a Python package), a local folder or a hub id."""
 
-    name_or_path: str
+    name_or_path: ModelRef
     lowercase: bool = True
     hub_id: str | None = Field(
         None,

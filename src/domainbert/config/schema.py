@@ -32,3 +32,13 @@ def resolve_against_yaml(value: str, info: ValidationInfo) -> str:
 
 PathStr = Annotated[str, AfterValidator(resolve_against_yaml)]
 """A local path or glob; relative values are resolved against the domain YAML's folder."""
+
+
+def resolve_dotted_ref(value: str, info: ValidationInfo) -> str:
+    """A model reference written ``./x`` or ``../x`` is a folder relative to the YAML; anything else (a hub id,
+    ``package:...``, an absolute path) is left as written."""
+    return resolve_against_yaml(value, info) if value.startswith(("./", "../")) else value
+
+
+ModelRef = Annotated[str, AfterValidator(resolve_dotted_ref)]
+"""A model reference: a hub id, ``package:<module>`` or a folder (``./`` and ``../`` relative to the YAML)."""

@@ -4,13 +4,15 @@ Every stage writes its output folder through ``atomic_output``: files go to a te
 a ``_domainbert.json`` record (resolved config, input hashes, fingerprint, content hash) is written last,
 and only then is the folder renamed into place. A folder without that record, or whose fingerprint differs,
 is not complete and is rebuilt; a complete one is skipped. Resumable stages (pretraining) keep their
-checkpoints elsewhere and use this only for the final model folder.
+checkpoints elsewhere and use this only for the final model folder. A record holding the fingerprint an
+earlier release computed (``Fingerprint.legacy``) is still complete and is rewritten to the portable value once.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import shutil
 import time
@@ -21,24 +23,14 @@ from typing import Any
 
 from domainbert import __version__
 
+# file_hash and fingerprint are re-exported: the stages import records and hashes from here.
+from domainbert.core.fingerprints import Fingerprint
+from domainbert.core.fingerprints import file_hash as file_hash
+from domainbert.core.fingerprints import fingerprint as fingerprint
+
+log = logging.getLogger(__name__)
+
 RECORD = "_domainbert.json"
-
-
-def canonical_json(obj: object) -> str:
-    return json.dumps(obj, sort_keys=True, separators=(",", ":"), default=str)
-
-
-def fingerprint(*parts: object) -> str:
-    """sha256 of the canonical JSON of ``parts`` (configs, input hashes, code version)."""
-    return hashlib.sha256(canonical_json(list(parts)).encode()).hexdigest()
-
-
-def file_hash(path: Path, chunk: int = 1 << 20) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        while block := f.read(chunk):
-            h.update(block)
-    return h.hexdigest()
 
 
 def file_hashes(folder: Path) -> dict[str, str]:
@@ -80,10 +72,24 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
     if record is None:
         return False
     if fp is not None and record.get("fingerprint") != fp:
-        return False
+        if not (isinstance(fp, Fingerprint) and fp.matches(record.get("fingerprint"))):
+            return False
+        migrate_record(folder, record, fp)
     if verify and record.get("content_hash") != content_hash(folder):
         return False
     return True
+
+
+def migrate_record(folder: Path, record: dict[str, Any], fp: str) -> None:
+    """Rewrite a record holding an earlier release's fingerprint to ``fp`` (the portable one), once, saying so."""
+    old = record.get("fingerprint")
+    record["fingerprint"] = str(fp)
+    record.setdefault("migrated_from", old)
+    try:
+        write_json_atomic(Path(folder) / RECORD, record)
+    except OSError:  # a read-only run folder stays readable: it is matched through the legacy value each time
+        return
+    log.info("%s: record migrated to a portable fingerprint (was %s...)", folder, str(old)[:12])
 
 
 def write_json_atomic(path: Path, obj: object) -> None:

@@ -15,7 +15,8 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from domainbert.config.domain import DomainConfig
-from domainbert.core.artifacts import read_record, write_json_atomic
+from domainbert.core.artifacts import migrate_record, read_record, write_json_atomic
+from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import RESULT, run_list, run_record, task_config
 from domainbert.services.tasks import task_data_hash
@@ -32,6 +33,7 @@ class ExpectedRun(BaseModel):
     seed: int
     mode: str
     fingerprint: str
+    legacy_fingerprint: str | None = None  # what a record of a release before portable fingerprints holds
 
 
 def expected_path(layout: RunLayout) -> Path:
@@ -52,13 +54,15 @@ def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
     for job in run_list(cfg, layout, models):
         if job.task_name not in hashes:
             hashes[job.task_name] = task_data_hash(task_config(cfg, job.task_name))
+        fp = run_record(cfg, job, hashes[job.task_name])[2]
         out.append(
             ExpectedRun(
                 model=job.model_name,
                 task=job.task_name,
                 seed=job.seed,
                 mode=job.mode,
-                fingerprint=run_record(cfg, job, hashes[job.task_name])[2],
+                fingerprint=str(fp),
+                legacy_fingerprint=fp.legacy,
             )
         )
     return out
@@ -95,4 +99,9 @@ def result_state(layout: RunLayout, run: ExpectedRun) -> str:
     record = read_record(folder)
     if record is None:
         return "unrecorded"
-    return "current" if record.get("fingerprint") == run.fingerprint else "stale"
+    fp = Fingerprint(run.fingerprint, run.legacy_fingerprint)
+    if not fp.matches(record.get("fingerprint")):
+        return "stale"
+    if record.get("fingerprint") != run.fingerprint:
+        migrate_record(folder, record, fp)
+    return "current"

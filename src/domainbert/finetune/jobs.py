@@ -13,9 +13,10 @@ from typing import Any
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.finetune import TaskConfig
-from domainbert.core.artifacts import fingerprint, read_record
+from domainbert.core.artifacts import read_record
 from domainbert.core.errors import ConfigError
-from domainbert.core.models import resolve_model_ref
+from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
+from domainbert.core.models import PACKAGE_PREFIX, resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.services.split_overlap import EVAL_SPLITS, find_overlap, without_overlap
 from domainbert.services.tasks import TaskData, load_task, task_data_hash
@@ -92,13 +93,22 @@ def task_config(cfg: DomainConfig, task_name: str) -> TaskConfig:
 
 
 def model_input_hash(ref: str) -> str:
-    """The content hash a stage recorded for a model folder; else the resolved reference itself."""
+    """A model's identity: a local folder's content (the hash its record holds, else one over its files), else
+    the reference itself (a hub id, or one that does not resolve: the run reports it)."""
+    return _model_identity(ref)[0]
+
+
+def _model_identity(ref: str) -> tuple[str, str]:
+    """(identity, what releases before portable fingerprints recorded: the recorded hash or the resolved path)."""
     try:
         resolved = resolve_model_ref(ref)
     except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
-        return ref
-    record = read_record(Path(resolved)) if Path(resolved).is_dir() else None
-    return str(record["content_hash"]) if record else resolved
+        return ref, ref
+    if not Path(resolved).is_dir():
+        return resolved, resolved
+    record = read_record(Path(resolved))
+    recorded = str(record["content_hash"]) if record else None
+    return folder_identity(Path(resolved), recorded), recorded or resolved
 
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
@@ -110,7 +120,7 @@ def _task_identity(task: TaskConfig) -> dict[str, Any]:
     return dump
 
 
-def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
+def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], Fingerprint]:
     """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
     task = task_config(cfg, job.task_name)
     inputs = {"task_data": data_hash or task_data_hash(task)}
@@ -144,7 +154,12 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
             "seed": job.seed,
             "mode": job.mode,
         }
-        inputs["model"] = model_input_hash(job.model_ref)
+        identity, legacy_identity = _model_identity(job.model_ref)
+        legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
+        if Path(job.model_ref).expanduser().is_dir() or job.model_ref.startswith(PACKAGE_PREFIX):
+            run_cfg["model_ref"] = "local folder (by content)"  # where it lies is not what it is
+        inputs["model"] = identity
+        return run_cfg, inputs, with_legacy(fingerprint(run_cfg, inputs), *legacy)
     return run_cfg, inputs, fingerprint(run_cfg, inputs)
 
 

@@ -28,6 +28,7 @@ import numpy as np
 import torch
 
 from domainbert.core.artifacts import file_hash, write_json_atomic
+from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_folder
 from domainbert.pretrain.engine import Engine
 
@@ -197,7 +198,9 @@ def resume(
             )
             log.warning("checkpoint step %d is unusable, %s: %s", step, fallback, exc)
             continue
-        if state.get("fingerprint") != fingerprint:
+        if state.get("fingerprint") != fingerprint and not (
+            isinstance(fingerprint, Fingerprint) and fingerprint.matches(state.get("fingerprint"))
+        ):
             log.warning("checkpoints in %s belong to a different configuration; starting over", root)
             if barrier:
                 barrier()

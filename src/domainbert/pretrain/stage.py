@@ -18,8 +18,9 @@ from typing import Any
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.config.pretrain import ARMS
-from domainbert.core.artifacts import content_hash, fingerprint, is_complete, read_record
+from domainbert.core.artifacts import fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
+from domainbert.core.fingerprints import folder_identity
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
@@ -32,7 +33,7 @@ RESULT_FIELDS = ("steps", "budget_tokens", "seq_len", "seq_len_schedule", "batch
 
 def folder_hash(folder: Path) -> str:
     record = read_record(folder)
-    return str(record["content_hash"]) if record else content_hash(folder)
+    return folder_identity(folder, str(record["content_hash"]) if record else None)
 
 
 def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import ARMS
+from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.core.signals import StopRequested, exit_code
 
@@ -25,6 +26,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arm", required=True, choices=list(ARMS))
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--fingerprint", required=True)
+    parser.add_argument("--legacy-fingerprint", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
     args = parser.parse_args(argv)
@@ -33,7 +35,13 @@ def main(argv: list[str] | None = None) -> int:
 
     cfg = DomainConfig.model_validate(json.loads(args.config.read_text()))
     try:
-        train_arm(cfg, args.arm, RunLayout(args.run_dir), fingerprint=args.fingerprint, throttle_s=args.throttle)
+        train_arm(
+            cfg,
+            args.arm,
+            RunLayout(args.run_dir),
+            fingerprint=Fingerprint(args.fingerprint, args.legacy_fingerprint),
+            throttle_s=args.throttle,
+        )
     except StopRequested as exc:  # SIGTERM/SIGUSR1: checkpointed at a step boundary
         logging.getLogger(__name__).warning("%s", exc)
         return exit_code(exc.signum)
