@@ -12,17 +12,19 @@ which domain, where the run lives and where the work runs (the trainer launcher 
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from domainbert.config.domain import DEFAULT_PROFILE, DomainConfig, load_domain, resolved_dict
-from domainbert.core.artifacts import write_json_atomic
-from domainbert.core.paths import RunLayout, default_run_dir, resolve_domain_file
-
-RESOLVED_CONFIG = "config.resolved.json"
+from domainbert.config.domain import (
+    DEFAULT_PROFILE,
+    DomainConfig,
+    load_domain,
+    resolved_dict,
+    save_resolved_config,
+)
+from domainbert.core.paths import RunLayout, default_run_dir
 
 
 class RunSpec(BaseModel):
@@ -74,16 +76,7 @@ def start_run(spec: RunSpec) -> RunSpec:
     spec = spec.resolved()
     root = spec.layout().root
     root.mkdir(parents=True, exist_ok=True)
-    write_json_atomic(
-        root / RESOLVED_CONFIG,
-        {
-            "domain_file": str(resolve_domain_file(spec.domain)),
-            "profile": spec.profile,
-            "overrides": list(spec.overrides),
-            "resolved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
-            "config": spec.resolved_config,
-        },
-    )
+    save_resolved_config(root, spec.domain, spec.profile, list(spec.overrides), spec.config())
     return spec
 
 

@@ -15,10 +15,10 @@ from typing import cast
 
 from prefect import flow, get_run_logger
 
-from domainbert.config.domain import DEFAULT_PROFILE
+from domainbert.config.domain import DEFAULT_PROFILE, RESOLVED_CONFIG
 from domainbert.core.runlock import held_token
 from domainbert.flows.locking import locked
-from domainbert.flows.options import RESOLVED_CONFIG, ExecutionOptions, RunSpec, start_run
+from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
     DEFAULT_EXECUTION,
     corpus_flow,

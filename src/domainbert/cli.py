@@ -19,7 +19,13 @@ from typing import Annotated
 import typer
 
 from domainbert import __version__
-from domainbert.config.domain import DEFAULT_PROFILE, DomainConfig, load_domain
+from domainbert.config.domain import (
+    DEFAULT_PROFILE,
+    DomainConfig,
+    load_domain,
+    recorded_invocation,
+    save_resolved_config,
+)
 from domainbert.core import signals
 from domainbert.core.errors import ConfigError, DomainbertError
 from domainbert.core.paths import RunLayout, available_domains, default_run_dir
@@ -82,9 +88,15 @@ def _main(
 
 
 def _setup(
-    domain: str, overrides: list[str] | None, profile: str, out: Path | None, create: bool = True
+    domain: str,
+    overrides: list[str] | None,
+    profile: str,
+    out: Path | None,
+    create: bool = True,
+    record: bool = False,
 ) -> tuple[DomainConfig, RunLayout]:
-    """The config and the run's folders; the folder is created (``create``) and checked to be writable."""
+    """The config and the run's folders; the folder is created (``create``) and checked to be writable; a stage
+    that writes into it records the profile and overrides it was run with (``record``), as ``run`` does."""
     cfg = load_domain(domain, overrides or [], profile=profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
     if not create and not layout.root.exists():
@@ -98,6 +110,8 @@ def _setup(
         raise ConfigError(
             f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root, field="--out"
         ) from None
+    if record:
+        save_resolved_config(layout.root, domain, profile, list(overrides or []), cfg)
     return cfg, layout
 
 
@@ -176,7 +190,7 @@ def corpus(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.corpus.build import build_corpus
 
     with run_lock(layout.root, f"domainbert corpus {domain}"):
@@ -189,7 +203,7 @@ def vocab(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.vocab.stage import run_vocab
 
     with run_lock(layout.root, f"domainbert vocab {domain}"):
@@ -208,7 +222,7 @@ def pretrain(
     ] = None,
 ) -> None:
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.pretrain.stage import pretrain_arm
 
     with run_lock(layout.root, f"domainbert pretrain {domain}"):
@@ -222,7 +236,7 @@ def finetune(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Fine-tune every model on every task over the configured seeds."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.finetune.stage import finetune_all
 
     with run_lock(layout.root, f"domainbert finetune {domain}"):
@@ -234,13 +248,27 @@ def finetune(
 def report(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
-    """Render the comparison report from a run's artifacts (no retraining)."""
+    """Render the comparison report from a run's artifacts (no retraining). Without overrides it renders the
+    configuration the run was made with (its profile and overrides, from ``config.resolved.json``)."""
+    if not overrides and profile == DEFAULT_PROFILE:
+        recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
+        if recorded is not None and recorded != (DEFAULT_PROFILE, []):
+            profile, overrides = recorded[0], recorded[1]
+            typer.echo(f"report: as the run was made: profile {profile}, overrides {overrides or 'none'}", err=True)
     cfg, layout = _setup(domain, overrides, profile, out, create=False)
-    from domainbert.report.compare import render_report, require_run_outputs
+    from domainbert.report.compare import render_report, reported_results, require_run_outputs
 
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
+        before = reported_results(layout)
         path = render_report(cfg, layout)
+        after = reported_results(layout)
+    if before is not None and after is not None and after < before:
+        typer.echo(
+            f"warning: the report now uses {after} fine-tuning results where the one it replaced used {before} "
+            "(results missing or stale for this configuration: see its Headline)",
+            err=True,
+        )
     typer.echo(f"report: {path}")
 
 

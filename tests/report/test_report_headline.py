@@ -188,3 +188,43 @@ def test_the_warmup_sentence_says_whether_the_whole_base_or_its_head_was_trained
     assert "served from this machine's cache" in full and "45,783 (random head) -> 223" in full
     head = warmup_sentence({**warm, "train": "head", "from_machine_cache": False}, "for a fixed number of steps")
     assert "one was trained for a fixed number of steps, 200 steps (409,600 tokens, 190 s, encoder frozen)" in head
+
+
+def test_no_verdict_for_a_model_whose_expected_results_are_missing(run: Path) -> None:
+    import shutil
+
+    shutil.rmtree(run / "finetune" / "continued" / NER_TASK / "seed-3")
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"])
+    render_report(cfg, RunLayout(run))
+    headline = (run / "report" / "report.md").read_text().split("## Headline")[1].split("\n## ")[0]
+    first = next(line for line in headline.splitlines() if line.strip())
+    assert first.startswith("Incomplete: continued: results missing or stale") and "no verdict for them" in first
+    verdict = headline[headline.index("Verdict:"):headline.index("Caveats:")]
+    assert "continued" not in verdict and "scratch" in verdict, verdict
+
+    shutil.rmtree(run / "finetune" / "base" / NER_TASK / "seed-1")
+    render_report(cfg, RunLayout(run))
+    headline = (run / "report" / "report.md").read_text().split("## Headline")[1].split("\n## ")[0]
+    assert "Incomplete: base, continued:" in headline and "no verdict for any model" in headline
+    assert "Verdict: withheld until every expected result is here." in headline
+    assert "beat the base model" not in headline
+
+
+def test_report_command_renders_the_runs_own_overrides_and_says_when_it_drops_results(run: Path, capsys) -> None:
+    import shutil
+
+    from domainbert.cli import run_cli
+    from domainbert.config.domain import save_resolved_config
+
+    overrides = ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"]
+    save_resolved_config(run, "science", "offline", overrides, load_domain("science", overrides))
+    assert run_cli(["report", "science", "--out", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert f"as the run was made: profile offline, overrides {overrides}" in err and "warning" not in err
+    models = {s["model"] for s in json.loads((run / "report" / "results.json").read_text())["scores"]}
+    assert {"base", "continued", "scratch", "floor"} <= models
+
+    shutil.rmtree(run / "finetune" / "continued" / NER_TASK / "seed-2")
+    assert run_cli(["report", "science", "--out", str(run)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: the report now uses 9 fine-tuning results where the one it replaced used 10" in err, err

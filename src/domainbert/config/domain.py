@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -149,6 +150,39 @@ def load_domain(
 def resolved_dict(cfg: StrictModel) -> dict[str, Any]:
     """The JSON form saved beside every artifact."""
     return cfg.model_dump(mode="json")
+
+
+RESOLVED_CONFIG = "config.resolved.json"
+
+
+def save_resolved_config(
+    root: Path, domain: str | Path, profile: str, overrides: list[str], cfg: DomainConfig
+) -> Path:
+    """Write ``<run>/config.resolved.json`` (atomically): the YAML, profile and overrides a run was made with and
+    the config they resolved to. ``domainbert report`` reads the profile and overrides back (``recorded_invocation``)."""
+    from domainbert.core.artifacts import write_json_atomic
+
+    path = Path(root) / RESOLVED_CONFIG
+    write_json_atomic(
+        path,
+        {
+            "domain_file": str(resolve_domain_file(domain)),
+            "profile": profile,
+            "overrides": list(overrides),
+            "resolved_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            "config": resolved_dict(cfg),
+        },
+    )
+    return path
+
+
+def recorded_invocation(root: Path) -> tuple[str, list[str]] | None:
+    """(profile, overrides) the run in ``root`` was last made with, or None (no readable record)."""
+    try:
+        saved = json.loads((Path(root) / RESOLVED_CONFIG).read_text())
+        return str(saved["profile"]), [str(o) for o in saved["overrides"]]
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
 
 
 def save_run_config(cfg: DomainConfig, path: Path) -> Path:

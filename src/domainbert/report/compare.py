@@ -263,6 +263,16 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     return html_path
 
 
+def reported_results(layout: RunLayout) -> int | None:
+    """How many fine-tuning results (seeds and floors) the rendered report in ``layout`` uses; None when there
+    is no readable one."""
+    try:
+        tables = json.loads((layout.report / "results.json").read_text())
+        return sum(int(s["n_seeds"]) for s in tables["scores"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
 def report_markdown(cfg: DomainConfig, layout: RunLayout) -> str:
     """The report as Markdown: the rendered ``report.md`` when up to date, else rendered afresh (in memory;
     its figures go to a temporary folder)."""

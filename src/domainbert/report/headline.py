@@ -225,6 +225,13 @@ def overlap_caveats(arts: RunArtifacts) -> list[str]:
     return out
 
 
+def incomplete_models(check: dict[str, Any], tasks: set[str]) -> list[str]:
+    """Models (the floor aside) with an expected result missing or stale on one of ``tasks`` (those with scores;
+    a task no model has run is named as not run), in name order."""
+    runs = [run.split("/") for run in (check.get("missing") or []) + (check.get("stale") or [])]
+    return sorted({run[0] for run in runs if len(run) == 3 and run[1] in tasks} - {FLOOR_MODEL})
+
+
 def result_check_text(check: dict[str, Any]) -> str:
     """Which expected results the tables use, and which are missing, stale or unrecorded."""
     if not check:
@@ -332,9 +339,19 @@ def headline_section(
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
+    incomplete = incomplete_models(arts.result_check, {r["task"] for r in scores})
+    if incomplete:
+        sec.add(
+            f"Incomplete: {', '.join(incomplete)}: results missing or stale for this configuration; "
+            + ("no verdict for any model (the base model's are)." if "base" in incomplete else "no verdict for them.")
+        )
     adequacy = task_adequacy(scores, arts.finetune)
     sec.add(headline_table(scores, arms, extra, set(adequacy), comparisons))
     all_comparisons = comparisons
+    if "base" in incomplete:
+        sec.add("Verdict: withheld until every expected result is here.")
+        return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
+    arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c["task"] not in adequacy]  # judged only where a task can tell
     verdict = arm_verdicts(comparisons, arms) + list(adequacy.values())
     below = {
@@ -348,8 +365,11 @@ def headline_section(
         lead = f"Verdict: {', '.join(winners)} beat the base model on at least one task (details below)."
     elif adequacy and len(adequacy) == len({r["task"] for r in scores}):
         lead = "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
+    elif incomplete and not arms:
+        lead = "Verdict: withheld: no adaptation arm has all its results."
     else:
-        lead = "Verdict: no adaptation arm beat the base model on any task at this budget."
+        judged = " with complete results" if incomplete else ""
+        lead = f"Verdict: no adaptation arm{judged} beat the base model on any task at this budget."
     if below:
         lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
     elif any(r["model"] == FLOOR_MODEL for r in scores):
