@@ -175,6 +175,13 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
     for field, path in files:
         if not glob.glob(str(path)):
             found.append(f"{path}: {field}: not found")
+    if cfg.pretrain.base_warmup.enabled != "off" and not any("not found" in line for line in found):
+        from domainbert.pretrain.base_warmup import warmup_corpus
+
+        try:
+            warmup_corpus(cfg)  # general text left for the warm-up once the forgetting set is set aside
+        except DomainbertError as exc:
+            found.append(str(exc))
     for task in cfg.finetune.tasks:
         if task.format == "hf":
             continue

@@ -35,7 +35,9 @@ class DomainConfig(StrictModel):
     """Everything a domain run needs, after the profile and overrides are applied."""
 
     name: str = Field(pattern=r"^[a-z0-9][a-z0-9_-]*$")
+    """The domain's name: the run folder (runs/<name>) and the names of its models and report derive from it."""
     description: str
+    """One line on the domain, shown in the report and on model cards."""
     language: list[str] = Field(min_length=1, description="ISO 639-1 codes of the corpus languages.")
     profile: str = Field(description="The profile this config was resolved with.")
     corpus: CorpusConfig

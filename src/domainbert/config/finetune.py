@@ -14,20 +14,30 @@ class TaskConfig(StrictModel):
     """One labelled task. ``path`` is a folder with train/validation/test files, or a hub dataset id."""
 
     name: str
+    """The task's name in results and in the report."""
     type: Literal["ner", "classification"]
+    """ner: a label per token (seqeval F1); classification: one label (or several) per text (macro-F1)."""
     format: Literal["conll", "jsonl", "csv", "hf"]
+    """How the splits are stored: CoNLL columns, JSONL, CSV, or a Hugging Face dataset (path: its id)."""
     path: str = Field(
         description="A folder with train/validation/test files (relative: to the domain file), or "
         "for format 'hf' a Hub dataset id or a saved dataset folder."
     )
     labels: list[str] = Field(min_length=1, description="The label set; a label outside it is an error.")
     tag_scheme: Literal["IOB1", "IOB2", "BIOES"] = "IOB2"
+    """The NER tags' scheme."""
     text_field: str = "text"
+    """The field holding the text (JSONL, CSV, hf)."""
     text_pair_field: str | None = None
+    """A second text field, for pair classification."""
     label_field: str = "label"
+    """The field holding the label (a list of labels when multi_label)."""
     multi_label: bool = False
+    """Several labels per text."""
     max_train_examples: int | None = Field(None, ge=1)
+    """Train on a fixed random subset of this many examples (all when unset)."""
     max_eval_examples: int | None = Field(None, ge=1)
+    """Evaluate on a fixed random subset of this many validation and test examples (all when unset)."""
     tokens_field: str = Field("tokens", description="NER from the hub: the column holding the word list.")
     tags_field: str = Field("ner_tags", description="NER from the hub: the column holding the tag list.")
     hf_config_name: str | None = Field(None, description="Hub dataset configuration name, if it has several.")
@@ -67,6 +77,8 @@ class TaskConfig(StrictModel):
 
 
 class FinetuneConfig(StrictModel):
+    """The fine-tuning stage: the tasks, and how every model is fine-tuned on them over several seeds."""
+
     tasks: list[TaskConfig] = Field(min_length=1)
     only_tasks: list[str] | None = Field(
         None,
@@ -75,11 +87,17 @@ class FinetuneConfig(StrictModel):
         "not listed: a short run skips tasks without editing the task list.",
     )
     seeds: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
+    """Fine-tuning seeds: one run per model, task and seed; the intervals include their spread."""
     epochs: float = Field(3, gt=0)
+    """Passes over the training examples."""
     lr: float = Field(5e-5, gt=0)
+    """Peak learning rate."""
     batch_size: int = Field(16, ge=1)
+    """Examples per optimizer step."""
     max_length: int = Field(128, ge=8)
+    """Tokens per example: longer ones are truncated (or read in windows, see chunks)."""
     early_stopping_patience: int = Field(2, ge=1)
+    """Validation checks without improvement before a run stops."""
     mode: Literal["finetune", "frozen", "both"] = Field(
         "finetune",
         description="finetune: train all weights; frozen: train only the head on frozen features "
@@ -90,10 +108,14 @@ class FinetuneConfig(StrictModel):
     )
     frozen_lr: float = Field(1e-3, gt=0, description="Learning rate of the head in frozen (feature-based) mode.")
     warmup_ratio: float = Field(0.1, ge=0, lt=1)
+    """Share of steps warming the learning rate up."""
     weight_decay: float = Field(0.01, ge=0)
+    """AdamW weight decay."""
     max_grad_norm: float = Field(1.0, gt=0)
+    """Gradient-norm clipping threshold."""
     evals_per_epoch: int = Field(1, ge=1, description="Validation evaluations per epoch (early stopping checks).")
     eval_batch_size: int = Field(64, ge=1)
+    """Examples per evaluation batch (speed only)."""
     torch_threads: int | None = Field(
         None,
         ge=1,
@@ -188,6 +210,10 @@ class FinetuneConfig(StrictModel):
 
 
 class CompareConfig(StrictModel):
+    """The report's comparisons: paired, seed-aware bootstrap intervals."""
+
     bootstrap_samples: int = Field(1000, ge=100)
+    """Bootstrap resamples behind each interval."""
     confidence: float = Field(0.95, gt=0.5, lt=1)
+    """The intervals' confidence level."""
     seed: int = Field(0, description="Seed of the bootstrap resampling.")

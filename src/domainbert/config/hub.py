@@ -8,6 +8,8 @@ from domainbert.config.schema import StrictModel
 
 
 class HubConfig(StrictModel):
+    """What model cards and Hub uploads say about the models (licence, language, datasets)."""
+
     license: str = Field(
         "other",
         description="Licence of the models and the corpus (a Hub licence id, e.g. "

@@ -60,7 +60,9 @@ class BaseModelConfig(StrictModel):
     """The general checkpoint: ``package:<module>`` (a model shipped in a Python package), a local folder or a hub id."""
 
     name_or_path: ModelRef
+    """The checkpoint: a hub id, package:<module> (a model a Python package ships) or a folder (./ and ../ are relative to the YAML)."""
     lowercase: bool = True
+    """Whether the checkpoint's tokenizer lowercases (an uncased model)."""
     hub_id: str | None = Field(
         None,
         description="The Hub id this checkpoint is (for model cards' base_model) when "
@@ -76,9 +78,13 @@ class DeepSpeedConfig(StrictModel):
     """DeepSpeed settings; the JSON config is generated from these unless ``config_file`` is given."""
 
     enabled: bool = False
+    """Train through DeepSpeed (its engine, ZeRO and checkpoints)."""
     zero_stage: Literal[0, 1, 2, 3] = 0
+    """ZeRO stage: 0 none; 1 optimizer states, 2 and gradients, 3 and parameters sharded across ranks."""
     offload_optimizer: bool = False
+    """Keep the optimizer states in CPU memory (ZeRO-Offload)."""
     offload_params: bool = False
+    """Keep the parameters in CPU memory (ZeRO-3)."""
     config_file: PathStr | None = Field(None, description="A user's DeepSpeed JSON; replaces the generated one.")
 
 
@@ -87,16 +93,20 @@ class LengthPhase(StrictModel):
 
     fraction: float = Field(gt=0, le=1, description="Share of the optimizer steps spent in this phase.")
     seq_len: int = Field(ge=8)
+    """Tokens per sequence in this phase."""
 
 
 class LaunchConfig(StrictModel):
     """How the training processes are started. ``none`` trains in the calling process (CPU demo default)."""
 
     launcher: Literal["none", "deepspeed", "torchrun"] = "none"
+    """How the training processes start: none (in this process), torchrun or deepspeed."""
     num_processes: int = Field(1, ge=1, description="Processes (GPUs) per node.")
     num_nodes: int = Field(1, ge=1)
+    """Machines taking part (from a hostfile or the scheduler's environment)."""
     hostfile: PathStr | None = Field(None, description="DeepSpeed hostfile for multi-node runs.")
     master_port: int = Field(29500, ge=1024, le=65535)
+    """The rendezvous port of rank 0."""
 
 
 class BaseWarmupConfig(StrictModel):
@@ -164,7 +174,9 @@ class ArmOptimConfig(StrictModel):
     """One arm's optimisation settings; unset fields fall back to ``pretrain.lr`` / ``pretrain.warmup_ratio``."""
 
     lr: float | None = Field(None, gt=0)
+    """This arm's peak learning rate."""
     warmup_ratio: float | None = Field(None, ge=0, lt=1)
+    """This arm's share of steps spent warming the learning rate up."""
 
 
 # Literature defaults. Continued pretraining: BERT's own peak rate, as BioBERT (Lee et al. 2020) used, with
@@ -195,7 +207,10 @@ class TaptConfig(StrictModel):
 
 
 class PretrainConfig(StrictModel):
+    """The pretraining stage: the arms, their budget, the optimisation and how training is launched."""
+
     arms: list[Arm] = Field(min_length=1)
+    """The arms to train, each compared with the base model (README, Arms)."""
     budget_tokens: int = Field(
         ge=1,
         description="Tokens each corpus arm trains on (equal budgets keep arms comparable); the task-text arms "
@@ -203,6 +218,7 @@ class PretrainConfig(StrictModel):
     )
     max_steps: int | None = Field(None, ge=1, description="Cap on optimizer steps (tests and smoke runs).")
     seq_len: int = Field(128, ge=8)
+    """Tokens per packed training sequence."""
     seq_len_schedule: list[LengthPhase] = Field(
         default_factory=list, description="Length phases (fractions sum to 1); empty = seq_len throughout."
     )
@@ -211,6 +227,7 @@ class PretrainConfig(StrictModel):
     )
     batch_size: int = Field(16, ge=1, description="Sequences per device per micro-step (at seq_len).")
     grad_accum: int = Field(1, ge=1)
+    """Micro-batches per optimizer step."""
     packing: bool = Field(True, description="Concatenate documents into full sequences (no padding).")
     lr: float | None = Field(
         None, gt=0, description="Peak learning rate of every arm; None: each arm's literature default (arm_optim)."
@@ -222,13 +239,19 @@ class PretrainConfig(StrictModel):
     base_warmup: BaseWarmupConfig = BaseWarmupConfig()
     tapt: TaptConfig = TaptConfig()
     weight_decay: float = 0.01
+    """AdamW weight decay."""
     adam_betas: tuple[float, float] = (0.9, 0.98)
+    """AdamW betas (RoBERTa's 0.9, 0.98)."""
     adam_eps: float = Field(1e-6, gt=0)
+    """AdamW epsilon."""
     max_grad_norm: float = 1.0
+    """Gradient-norm clipping threshold."""
     mask_rate: float = Field(0.15, gt=0, lt=1)
+    """Share of tokens chosen for prediction (BERT: 15%)."""
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
+    """Mask every piece of a chosen word together."""
     next_sentence_prediction: bool = Field(
         False,
         description="Original-BERT NSP objective (off, as in RoBERTa): unpacked sentence pairs, BERT-family models.",
@@ -245,9 +268,13 @@ class PretrainConfig(StrictModel):
         "the steps are not faster).",
     )
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
+    """The from-scratch arms' architecture: the base's own configuration, or a BERT size (tiny to large, Turc et al. 2019)."""
     checkpoint_every: int = Field(100, ge=1)
+    """Optimizer steps between checkpoints (resume points)."""
     keep_checkpoints: int = Field(2, ge=1)
+    """Checkpoints kept; older ones are removed."""
     log_every: int = Field(5, ge=1)
+    """Optimizer steps between log lines and tracked metrics."""
     eval_documents: int = Field(200, ge=1, description="Held-out documents for domain and general perplexity.")
     eval_every: int | None = Field(
         None,
@@ -268,6 +295,7 @@ class PretrainConfig(StrictModel):
     deepspeed: DeepSpeedConfig = DeepSpeedConfig()
     launch: LaunchConfig = LaunchConfig()
     seed: int = 42
+    """Seed of the data order, the masking and any new weights."""
 
     def for_arm(self, arm: str) -> PretrainConfig:
         """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,

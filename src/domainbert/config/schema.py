@@ -18,7 +18,8 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
 class StrictModel(BaseModel):
     """A config model: unknown keys rejected, values validated on assignment, frozen after validation."""
 
-    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True)
+    # A field's docstring (the string under it) is its description, as a Field(description=...) would be.
+    model_config = ConfigDict(extra="forbid", validate_assignment=True, frozen=True, use_attribute_docstrings=True)
 
 
 def resolve_against_yaml(value: str, info: ValidationInfo) -> str:

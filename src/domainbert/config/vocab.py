@@ -13,9 +13,12 @@ class TokenizerConfig(StrictModel):
     """The domain tokenizer trained on the corpus's train split."""
 
     kind: Literal["wordpiece", "sentencepiece_unigram", "sentencepiece_bpe"]
+    """The domain tokenizer's algorithm: WordPiece (BERT, SciBERT) or SentencePiece (XLM-R, DeBERTa-v3)."""
     vocab_size: int | None = Field(None, ge=100, description="Tokens, specials included; default: the base model's.")
     lowercase: bool
+    """Lowercase before tokenizing (an uncased vocabulary)."""
     min_frequency: int = Field(2, ge=1)
+    """How often a token or merge must occur in the corpus to enter the vocabulary."""
     model_max_length: int = Field(512, ge=8, description="Saved in the tokenizer folder (BERT's position limit).")
 
 
@@ -23,6 +26,7 @@ class ReferenceVocab(StrictModel):
     """A reference tokenizer: a BERT vocab.txt, a GPT-2 vocab.json (+ merges.txt), a tokenizer folder or a hub id."""
 
     name: str
+    """The reference's name in the vocabulary report (e.g. bert-base-uncased)."""
     path: PathStr | None = Field(None, description="A vocab.txt, a GPT-2 style vocab.json or a tokenizer folder.")
     hub: str | None = Field(None, description="A Hugging Face hub id (needs the internet unless cached).")
     merges: PathStr | None = Field(None, description="merges.txt of a byte-level BPE vocab.json (default: beside it).")
@@ -36,7 +40,10 @@ class ReferenceVocab(StrictModel):
 
 
 class ExtensionConfig(StrictModel):
+    """The extended-vocabulary arm's new tokens."""
+
     enabled: bool = True
+    """Build the extended-vocabulary model: the base's vocabulary plus the domain's most frequent missing tokens."""
     num_tokens: int | None = Field(
         None,
         ge=0,
@@ -51,11 +58,15 @@ class PublishedOverlap(StrictModel):
     """A published overlap figure to set beside ours (e.g. SciBERT's 42% with BERT's base vocabulary)."""
 
     name: str
+    """The published model (e.g. SciBERT)."""
     reference: str = Field(description="Name of the reference in ``references`` it was measured against.")
     overlap: float = Field(ge=0, le=1)
+    """Its reported overlap with BERT's vocabulary (a fraction)."""
     vocab_size: int = Field(ge=1)
+    """Its vocabulary size."""
     corpus_words: float = Field(gt=0, description="Words (or tokens) the published vocabulary was trained on.")
     source: str = ""
+    """Where the figure is published."""
 
 
 class RecommendConfig(StrictModel):
@@ -75,8 +86,11 @@ class RecommendConfig(StrictModel):
 
 
 class VocabConfig(StrictModel):
+    """The vocabulary stage: the domain tokenizer's fit against reference vocabularies, and the extension."""
+
     references: list[ReferenceVocab] = Field(min_length=1)
     curve_sizes: list[int] = Field(default_factory=lambda: [5000, 10000, 20000, 30000])
+    """Vocabulary sizes of the fit curve (overlap with the references and fertility on the corpus)."""
     control_corpus: list[PathStr] = Field(
         description="General-domain text (globs) for the same-size control vocabulary."
     )
