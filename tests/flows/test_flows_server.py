@@ -1,7 +1,7 @@
 """The real-server test: PostgreSQL, ``prefect server start``, a process work pool, the ``domain-pipeline``
 deployment from prefect.yaml, a worker, and one tiny run that must complete and publish its artifacts.
 
-Everything runs as a user would run it (the CLI commands of the README ("Running on a cluster")), on free ports of 127.0.0.1,
+Everything runs as a user would run it (the CLI commands of docs/cluster.md), on free ports of 127.0.0.1,
 with PREFECT_HOME under tmp_path; every process is stopped by its process-group id, also on failure.
 """
 

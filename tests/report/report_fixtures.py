@@ -1,5 +1,5 @@
 """Builders of tiny run folders for the report tests: the stages' artifact files written by hand with the contract's
-fields (the stage modules' docstrings; README.md, "What the pipeline does"), so the report is tested without training
+fields (the stage modules' docstrings; docs/pipeline.md), so the report is tested without training
 anything.
 
 NER predictions are built so the scores are known: every test sentence has one TERM entity; a model that

@@ -210,7 +210,7 @@ class PretrainConfig(StrictModel):
     """The pretraining stage: the arms, their budget, the optimisation and how training is launched."""
 
     arms: list[Arm] = Field(min_length=1)
-    """The arms to train, each compared with the base model (README, Arms)."""
+    """The arms to train, each compared with the base model (docs/pipeline.md)."""
     budget_tokens: int = Field(
         ge=1,
         description="Tokens each corpus arm trains on (equal budgets keep arms comparable); the task-text arms "

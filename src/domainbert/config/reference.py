@@ -4,7 +4,7 @@ Every key of a domain YAML, section by section: its dotted path, type, default a
 declare them, so the reference cannot drift from what ``load_domain`` accepts (a test compares the file with
 this module's output). ``python -m domainbert.config.reference docs/configuration.md`` rewrites it. Nested
 models get a section of their own; lists of models (``corpus.sources``, ``finetune.tasks``) are documented by
-their item's fields under ``key[]``. What it leaves out: profiles and overrides (README, "Configuration").
+their item's fields under ``key[]``. What it leaves out: profiles and overrides (docs/usage.md, "Domains").
 """
 
 from __future__ import annotations
