@@ -78,3 +78,21 @@ def test_folders_without_a_record_are_not_checked(tmp_path):
     folder = _copy(resolve_model_ref(BASE), tmp_path / "plain")
     verify_folder(folder)
     assert resolve_model_ref(str(folder)) == str(folder.resolve())
+
+
+def test_the_card_is_outside_the_content_hash_even_in_a_record_that_lists_it(recorded_model, tmp_path):
+    import json
+
+    folder = _copy(recorded_model, tmp_path / "model")
+    (folder / "README.md").write_text("---\nlicense: mit\n---\n# refreshed card\n")
+    verify_folder(folder)  # a refreshed card is documentation, not a change of the model
+    record = read_record(folder)
+    assert "README.md" not in record["files"] and record["content_hash"] == artifacts.content_hash(folder)
+    # A record of an earlier release hashed the card too: it still verifies once the card changes.
+    legacy = {**record, "files": {**record["files"], "README.md": "0" * 64}}
+    (folder / artifacts.RECORD).write_text(json.dumps(legacy))
+    verify_folder(folder)
+    assert artifacts.is_complete(folder, verify=True)
+    (folder / "config.json").write_text("{}")
+    with pytest.raises(ModelError, match="config.json"):
+        verify_folder(folder)

@@ -367,17 +367,24 @@ def push(
     profile: ProfileOpt = DEFAULT_PROFILE,
     out: OutOpt = None,
     private: Annotated[bool, typer.Option(help="Create the repository private.")] = False,
-    dry_run: Annotated[bool, typer.Option("--dry-run", help="List what would be uploaded; send nothing.")] = False,
+    dry_run: Annotated[
+        bool, typer.Option("--dry-run", help="Print the repo type, every file and the card; send nothing.")
+    ] = False,
 ) -> None:
     """Upload a finished arm (its card with the run's fine-tuning scores) or the corpus to the Hugging Face Hub.
 
     The token is read from the HF_TOKEN environment variable only."""
     cfg, layout = _setup(domain, overrides, profile, out)
-    from domainbert.hub import publish
+    from domainbert.hub import push_folder, push_plan
 
-    paths = publish(cfg, layout, arm, repo, private=private, dry_run=dry_run)
+    plan = push_plan(cfg, layout, arm)
+    paths = push_folder(plan.folder, repo, plan.card, repo_type=plan.repo_type, private=private, dry_run=dry_run)
     verb = "would upload" if dry_run else "uploaded"
-    typer.echo(f"{verb} {len(paths)} files to {repo}: {', '.join(paths[:8])}{' ...' if len(paths) > 8 else ''}")
+    typer.echo(f"{verb} {len(paths)} files to {repo} (repo type {plan.repo_type}):")
+    for path in paths:
+        typer.echo(f"  {path}")
+    if dry_run:
+        typer.echo(f"--- README.md (the card, as on disk) ---\n{plan.card.rstrip()}\n--- end of card ---")
 
 
 def main() -> None:

@@ -5,18 +5,21 @@ Cards are built with ``huggingface_hub``'s ``ModelCardData`` / ``DatasetCardData
 the Hub parses: ``base_model``, ``datasets``, ``license``, ``language``, ``tags`` and, once the fine-tuning
 results exist, a ``model-index`` with each task's mean test score over seeds. No card holds a local path:
 sources are named by their Hub id, their source name or their file name. ``push`` uploads one model folder (or
-the corpus) in a single commit with a freshly built card; the token comes from the environment only
+the corpus) in a single commit with the card on disk (an arm's is refreshed with the scores whenever the report
+is rendered), so what is pushed is what the folder shows; the token comes from the environment only
 (``HF_TOKEN``), never from a file or the command line. This module does not train or evaluate anything.
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from domainbert.core.artifacts import CARD
 from domainbert.core.errors import DomainbertError
-from domainbert.services.cards import dataset_card, model_card
+from domainbert.services.cards import dataset_card
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
@@ -63,14 +66,21 @@ def push_folder(
     return paths
 
 
-def publish(
-    cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, private: bool = False, dry_run: bool = False
-) -> list[str]:
-    """Push a finished arm's model folder (``what`` = the arm) or the corpus (``what`` = ``corpus``) with a
-    freshly built card: an arm's carries the fine-tuning scores of the run's report when it has been rendered.
+@dataclass(frozen=True)
+class PushPlan:
+    """What ``push`` uploads: the folder, the card (as README.md) and the Hub repository type."""
+
+    folder: Path
+    card: str
+    repo_type: str
+
+
+def push_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan:
+    """The upload of a finished arm's model folder (``what`` = the arm) or of the corpus (``what`` =
+    ``corpus``) with the card on disk (an arm's carries the report's fine-tuning scores once it is rendered).
 
     Raises:
-        DomainbertError: nothing finished to push, a damaged folder, or ``push_folder``'s errors.
+        DomainbertError: nothing finished to push, or a damaged folder.
     """
     import json
 
@@ -81,8 +91,13 @@ def publish(
         if not is_complete(folder):
             raise DomainbertError("no finished corpus to push: run `domainbert corpus` first", file=folder)
         verify_folder(folder)
-        card = dataset_card(cfg, json.loads((folder / "manifest.json").read_text()))
-        return push_folder(folder, repo, card, repo_type="dataset", private=private, dry_run=dry_run)
+        card_path = folder / CARD
+        card = (
+            card_path.read_text(encoding="utf-8")
+            if card_path.is_file()
+            else dataset_card(cfg, json.loads((folder / "manifest.json").read_text()))
+        )
+        return PushPlan(folder, card, "dataset")
     arms = list(cfg.pretrain.arms)
     if what not in arms:
         raise DomainbertError(f"unknown arm {what!r}: push one of {', '.join(arms)} or 'corpus'", field="--arm")
@@ -92,10 +107,30 @@ def publish(
             f"arm {what!r} has no finished model to push: run `domainbert pretrain` first", file=folder
         )
     verify_folder(folder)
-    summary = json.loads((Path(layout.pretrain(what)) / "summary.json").read_text())
+    card_path = folder / CARD
+    card = card_path.read_text(encoding="utf-8") if card_path.is_file() else _built_card(cfg, layout, what)
+    return PushPlan(folder, card, "model")
+
+
+def publish(
+    cfg: DomainConfig, layout: RunLayout, what: str, repo: str, *, private: bool = False, dry_run: bool = False
+) -> list[str]:
+    """``push_plan`` uploaded to ``repo`` (or, with ``dry_run``, listed); the paths in the repository.
+
+    Raises:
+        DomainbertError: ``push_plan``'s and ``push_folder``'s errors.
+    """
+    plan = push_plan(cfg, layout, what)
+    return push_folder(plan.folder, repo, plan.card, repo_type=plan.repo_type, private=private, dry_run=dry_run)
+
+
+def _built_card(cfg: DomainConfig, layout: RunLayout, arm: str) -> str:
+    """An arm's card built afresh (a folder written without one): its summary and the report's scores."""
+    import json
+
+    from domainbert.pretrain.outputs import model_card
+
+    summary = json.loads((Path(layout.pretrain(arm)) / "summary.json").read_text())
     results = Path(layout.report) / "results.json"
     scores = json.loads(results.read_text())["scores"] if results.is_file() else None
-    ext = Path(layout.extended_model) / "extension.json"
-    extension = json.loads(ext.read_text()) if what == "extended" and ext.is_file() else None
-    card = model_card(cfg, what, summary, scores, extension)
-    return push_folder(folder, repo, card, private=private, dry_run=dry_run)
+    return model_card(cfg, arm, summary, scores)

@@ -36,6 +36,12 @@ def test_card_has_hub_metadata_the_scores_and_no_local_path(base_model, layout, 
     assert got == {("science-subject", "text-classification", "macro_f1", 78.61),
                    ("science-terms-ner", "token-classification", "f1", 29.6)}  # continued's rows only
     assert "1 collapsed" in str(card) and str(tmp_path) not in str(card) and str(base_model) not in str(card)
+    # How to load it, what it is for, and (1,024 tokens) that it is a test of the pipeline, not a model to use.
+    assert 'pipeline("fill-mask", model="PATH_OR_HUB_ID")' in str(card)
+    assert "## Intended use and limitations" in str(card)
+    assert "**Budget warning:** 1,024 pretraining tokens" in str(card) and "not a model to use" in str(card)
+    big = {**read_summary(layout, "continued"), "tokens_consumed": 30_000_000_000}
+    assert "Budget warning" not in model_card(cfg, "continued", big, SCORES)
 
 
 def test_scratch_has_no_base_model_and_a_packaged_base_is_named_by_its_hub_id(base_model):
@@ -72,7 +78,20 @@ def test_push_command_dry_run_and_its_user_errors(base_model, layout, capsys, mo
     args = ["push", "science", "--arm", "continued", "--repo", "org/science-tiny", "--out", str(layout.root)]
     assert run_cli([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "would upload" in out and "README.md" in out and "model.safetensors" in out and "_domainbert" not in out
+    assert "would upload" in out and "(repo type model)" in out and "_domainbert" not in out
+    assert "  README.md\n" in out and "  model.safetensors\n" in out and "  loss_curve.png\n" in out  # every file
+    disk = layout.pretrained_model("continued") / "README.md"
+    assert disk.read_text().rstrip() in out  # the card shown is the card on disk
+
+    # The report's scores refresh the card on disk; the model folder still verifies; push shows the new card.
+    from domainbert.core.artifacts import verify_folder
+    from domainbert.pretrain.outputs import refresh_card
+
+    assert refresh_card(make_cfg(base_model), layout, "continued", SCORES)
+    assert ModelCard.load(disk).data.eval_results and verify_folder(layout.pretrained_model("continued")) is None
+    assert run_cli([*args, "--dry-run"]) == 0
+    out = capsys.readouterr().out
+    assert "model-index" in out and disk.read_text().rstrip() in out
     monkeypatch.delenv("HF_TOKEN", raising=False)
     assert run_cli(args) == 2
     err = capsys.readouterr().err.strip()

@@ -24,20 +24,22 @@ from typing import Any
 from domainbert import __version__
 
 # file_hash and fingerprint are re-exported: the stages import records and hashes from here.
-from domainbert.core.fingerprints import Fingerprint
+from domainbert.core.fingerprints import CARD as CARD
+from domainbert.core.fingerprints import RECORD as RECORD
+from domainbert.core.fingerprints import UNHASHED, Fingerprint
 from domainbert.core.fingerprints import file_hash as file_hash
 from domainbert.core.fingerprints import fingerprint as fingerprint
 
 log = logging.getLogger(__name__)
 
-RECORD = "_domainbert.json"
-
 
 def file_hashes(folder: Path) -> dict[str, str]:
-    """sha256 of every file in ``folder`` (records excluded), by relative path, in sorted order."""
+    """sha256 of every file in ``folder`` by relative path, in sorted order; the record and the top-level card
+    (``README.md``: documentation a later stage may refresh, e.g. with the fine-tuning scores) are left out."""
     return {
-        path.relative_to(folder).as_posix(): file_hash(path)
-        for path in sorted(p for p in folder.rglob("*") if p.is_file() and p.name != RECORD)
+        rel: file_hash(path)
+        for path in sorted(p for p in folder.rglob("*") if p.is_file())
+        if (rel := path.relative_to(folder).as_posix()) not in UNHASHED
     }
 
 
@@ -75,7 +77,7 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
         if not (isinstance(fp, Fingerprint) and fp.matches(record.get("fingerprint"))):
             return False
         migrate_record(folder, record, fp)
-    if verify and record.get("content_hash") != content_hash(folder):
+    if verify and changed_file(folder, record) is not None:
         return False
     return True
 
@@ -94,9 +96,14 @@ def migrate_record(folder: Path, record: dict[str, Any], fp: str) -> None:
 
 def write_json_atomic(path: Path, obj: object) -> None:
     """Write JSON next to ``path`` and rename it into place (a reader never sees half a file)."""
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+
+
+def write_text_atomic(path: Path, text: str) -> None:
+    """Write ``text`` next to ``path`` and rename it into place (a reader never sees half a file)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(obj, indent=2, sort_keys=True, default=str) + "\n")
+    tmp.write_text(text, encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -176,29 +183,41 @@ def verify_folder(folder: Path) -> None:
     key = _stat_key(folder)
     if _VERIFIED.get(str(folder)) == key:
         return
+    problem = changed_file(folder, record)
+    if problem is not None:
+        raise ModelError(problem[0], file=problem[1])
+    _VERIFIED[str(folder)] = key
+
+
+def changed_file(folder: Path, record: dict[str, Any]) -> tuple[str, Path] | None:
+    """(what, where) of the first difference between ``folder`` and its record, or None when it matches.
+
+    A record lists every file's hash: they are compared one by one, the card aside (a record of an earlier
+    release lists it too; it may since have been refreshed). A record without the list is checked by its
+    content hash alone."""
     actual = file_hashes(folder)
     recorded = record.get("files")
-    if recorded is not None:
-        for rel in sorted(set(recorded) | set(actual)):
-            if rel not in actual:
-                raise ModelError(
-                    "file missing since the folder was written (restore or rebuild it)", file=folder / rel
-                )
-            if rel not in recorded:
-                raise ModelError(f"file added after the folder was written (not in its {RECORD})", file=folder / rel)
-            if recorded[rel] != actual[rel]:
-                raise ModelError(
-                    "content changed since it was written (sha256 mismatch; corrupt or edited, "
-                    "delete the folder to rebuild it)",
-                    file=folder / rel,
-                )
-    if combined_hash(actual) != record["content_hash"]:
-        raise ModelError(
-            f"content changed since it was written (content hash differs from {RECORD}; "
-            "delete the folder to rebuild it)",
-            file=folder,
-        )
-    _VERIFIED[str(folder)] = key
+    if recorded is None:
+        if combined_hash(actual) != record.get("content_hash"):
+            return (
+                f"content changed since it was written (content hash differs from {RECORD}; "
+                "delete the folder to rebuild it)",
+                folder,
+            )
+        return None
+    recorded = {rel: digest for rel, digest in recorded.items() if rel not in UNHASHED}
+    for rel in sorted(set(recorded) | set(actual)):
+        if rel not in actual:
+            return "file missing since the folder was written (restore or rebuild it)", folder / rel
+        if rel not in recorded:
+            return f"file added after the folder was written (not in its {RECORD})", folder / rel
+        if recorded[rel] != actual[rel]:
+            return (
+                "content changed since it was written (sha256 mismatch; corrupt or edited, "
+                "delete the folder to rebuild it)",
+                folder / rel,
+            )
+    return None
 
 
 def recorded_hash(folder: Path) -> str:

@@ -25,6 +25,10 @@ from pathlib import Path
 
 from domainbert.core.paths import machine_cache, project_root
 
+RECORD = "_domainbert.json"  # a finished folder's record (core.artifacts)
+CARD = "README.md"  # its card: documentation a later stage may refresh
+UNHASHED = frozenset({RECORD, CARD})  # top-level files a folder's content hash leaves out
+
 
 class Fingerprint(str):
     """A fingerprint (a hex string) with ``legacy``: the value a record of an earlier release holds."""
@@ -112,11 +116,13 @@ def file_identity(path: Path) -> str:
 
 def folder_identity(folder: Path, recorded: str | None = None) -> str:
     """A folder's content: the content hash its record holds (``recorded``), else one over its files' relative
-    paths and ``file_identity``."""
+    paths and ``file_identity`` (the record and the card left out, as ``artifacts.content_hash`` does)."""
     if recorded:
         return recorded
     folder = Path(folder)
     h = hashlib.sha256()
     for path in sorted(p for p in folder.rglob("*") if p.is_file()):
-        h.update(path.relative_to(folder).as_posix().encode() + b"\0" + file_identity(path).encode())
+        rel = path.relative_to(folder).as_posix()
+        if rel not in UNHASHED:
+            h.update(rel.encode() + b"\0" + file_identity(path).encode())
     return h.hexdigest()

@@ -259,6 +259,11 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
         write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": comparisons})
+    from domainbert.pretrain.outputs import refresh_card  # torch-heavy: only once a report was rendered
+
+    refreshed = [arm for arm in cfg.pretrain.arms if refresh_card(cfg, layout, arm, scores)]
+    if refreshed:
+        log.info("model cards of %s now carry the fine-tuning scores", ", ".join(refreshed))
     log.info("report: %s", html_path)
     return html_path
 

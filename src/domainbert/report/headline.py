@@ -17,12 +17,7 @@ from domainbert.report.adequacy import task_adequacy
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import BASE_MODEL, FLOOR_MODEL, model_order
 from domainbert.report.summary import ci_text, metric_label, points, signed_points
-
-# Published continued-pretraining budgets, from each paper's reported steps x batch x sequence length.
-# DAPT (Gururangan et al. 2020, appendix B): 12.5k steps of 2,048 sequences of up to 512 tokens.
-PUBLISHED_BUDGETS = {"DAPT (Gururangan et al. 2020)": 12_500 * 2048 * 512}
-# Below this share of the smallest published budget the run is too small to speak to the literature.
-TOO_SMALL_SHARE = 1e-3
+from domainbert.services.published import smallest_published, too_small
 
 
 def score_cell(row: dict[str, Any], best: bool) -> str:
@@ -292,10 +287,9 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     text = f"Pretraining budget: {budget:,} tokens per arm"
     if corpus:
         text += f" ({budget / corpus:.2f} passes over the {corpus:,}-token training corpus)"
-    name, published = min(PUBLISHED_BUDGETS.items(), key=lambda kv: kv[1])
-    share = budget / published
-    text += f", {share:.2e} of {name}'s about {published:.1e} tokens."
-    if share < TOO_SMALL_SHARE:
+    name, published = smallest_published()
+    text += f", {budget / published:.2e} of {name}'s about {published:.1e} tokens."
+    if too_small(budget):
         text += (
             " This budget is too small to conclude anything about domain-adaptive pretraining as published: "
             "a difference here, or its absence, neither confirms nor contradicts it."

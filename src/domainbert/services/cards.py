@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from domainbert.config.pretrain import ARMS
 from domainbert.core.models import PACKAGE_PREFIX
+from domainbert.services.published import smallest_published, too_small
 
 if TYPE_CHECKING:
     from huggingface_hub import EvalResult
@@ -127,7 +128,7 @@ def model_card(
         eval_results=results or None,
     )
     lines = _arm_card_body(cfg, arm, summary) + _arm_card_extras(arm, results, extension)
-    lines += ["![loss curve](loss_curve.png)", ""]
+    lines += ["![loss curve](loss_curve.png)", ""] + _arm_card_use(cfg, arm, summary)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
 
 
@@ -199,6 +200,39 @@ def _arm_card_extras(arm: str, results: list[EvalResult], extension: dict[str, A
     return lines
 
 
+def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
+    """How to load the arm (the same lines for its folder and its Hub id), what it is for, and its limits."""
+    tokens = p.get("tokens_consumed") or 0
+    paper, published = smallest_published()
+    lines = [
+        "## Use",
+        "",
+        "```python",
+        "from transformers import pipeline",
+        "",
+        f'fill = pipeline("fill-mask", model="PATH_OR_HUB_ID")  # this folder, or e.g. "your-org/domainbert-{cfg.name}-{arm}"',
+        'print(fill(f"The {fill.tokenizer.mask_token} of the system was measured."))',
+        "```",
+        "",
+        "`AutoModel.from_pretrained` gives the encoder to fine-tune (stock transformers classes, no remote code).",
+        "",
+        "## Intended use and limitations",
+        "",
+        f"An encoder for {cfg.description[0].lower() + cfg.description[1:].rstrip('.')} text, to be fine-tuned "
+        "on a downstream task; as a fill-mask model it only shows what pretraining taught it. It inherits the "
+        "biases of its corpus and of the model it started from, and was evaluated only on the tasks above.",
+        "",
+    ]
+    if too_small(tokens):
+        lines += [
+            f"**Budget warning:** {_fmt(tokens)} pretraining tokens, {tokens / published:.1e} of {paper}'s "
+            f"about {published:.1e}. At this budget the model is a test of the pipeline, not a model to use: "
+            "its predictions (fill-mask answers included) can be degenerate.",
+            "",
+        ]
+    return lines
+
+
 def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None, str]:
     """(Hub id or None, words) of the model a fine-tuned run started from; never a local path."""
     name = model.removesuffix("-frozen")
@@ -260,9 +294,9 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         "",
         "## Scores",
         "",
-        "| metric | validation | test |",
+        "| metric (points) | validation | test |",
         "|---|---|---|",
-        *(f"| {k} | {_fmt(result['validation'].get(k), 4)} | {_fmt(v, 4)} |" for k, v in scores.items()),
+        *(f"| {k} | {_points(result['validation'].get(k))} | {_points(v)} |" for k, v in scores.items()),
         "",
         "The scores of this one seed; the domain's comparison report gives the mean over seeds and the comparison "
         "with the base model and the floor.",
@@ -272,6 +306,11 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
     lines += _use_lines(name, result["task_type"], custom_code)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _points(value: object) -> str:
+    """A score in points (0.2982 -> 29.82), the scale of the card's metadata."""
+    return f"{100 * value:.2f}" if isinstance(value, int | float) and not isinstance(value, bool) else "-"
 
 
 def _run_evals(
