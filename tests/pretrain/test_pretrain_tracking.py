@@ -91,3 +91,22 @@ def test_throughput_of_a_window_leaves_out_evaluation_and_checkpointing_but_keep
     # closed at 120: 500 tokens over 20 s of which 3 s were not training
     assert window.close() == pytest.approx(500 / 17)
     assert (window.tokens, window.paused, window.start) == (0, 0.0, 120.0)
+
+
+def test_the_default_mlflow_store_keeps_its_artifacts_in_the_run_and_tensorboard_gets_hparams(
+        base_model, layout, tmp_path, monkeypatch):
+    from mlflow import MlflowClient
+
+    monkeypatch.delenv("MLFLOW_TRACKING_URI", raising=False)
+    monkeypatch.chdir(tmp_path)  # MLflow's own default would put ./mlruns here
+    pretrain_arm(make_cfg(base_model, "tracking.report_to=[tensorboard, mlflow]"), "continued", layout)
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{layout.root / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("domainbert-science")
+    assert experiment.artifact_location == (layout.root / "mlartifacts").resolve().as_uri()
+    [run] = client.search_runs([experiment.experiment_id])
+    assert {a.path for a in client.list_artifacts(run.info.run_id)} >= {"summary.json", "README.md", "loss_curve.png"}
+    assert not (tmp_path / "mlruns").exists()
+    assert not [p for p in layout.root.rglob("*") if p.name.endswith(".lock")]  # no lock file left behind
+    hparams = layout.pretrain("continued") / "tensorboard" / "hparams"
+    assert any(p.name.startswith("events.out.tfevents") for p in hparams.iterdir())

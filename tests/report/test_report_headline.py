@@ -228,3 +228,17 @@ def test_report_command_renders_the_runs_own_overrides_and_says_when_it_drops_re
     assert run_cli(["report", "science", "--out", str(run)]) == 0
     err = capsys.readouterr().err
     assert "warning: the report now uses 9 fine-tuning results where the one it replaced used 10" in err, err
+
+
+def test_the_rendered_report_is_kept_with_the_runs_mlflow_experiment(run: Path) -> None:
+    from mlflow import MlflowClient
+
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]",
+                                  "tracking.report_to=[mlflow]"])
+    render_report(cfg, RunLayout(run))
+    client = MlflowClient(tracking_uri=f"sqlite:///{run / 'mlflow.db'}")
+    experiment = client.get_experiment_by_name("domainbert-science")
+    [tracked] = client.search_runs([experiment.experiment_id])
+    assert tracked.info.run_name == "report" and tracked.info.status == "FINISHED"
+    assert {a.path for a in client.list_artifacts(tracked.info.run_id)} == {"report.html", "report.md", "results.json"}
+    assert experiment.artifact_location.startswith(run.resolve().as_uri())

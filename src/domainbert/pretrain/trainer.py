@@ -105,13 +105,19 @@ def train_arm(
         except BaseException:
             metrics.close("FAILED")
             raise
-        metrics.close()
         weights = setup.engine.export_state_dict()
         if setup.rank != 0:
+            metrics.close()
             barrier()
             return None
-        summary = _summary(cfg, setup, state, after, nsp_last, layout)
-        write_outputs(cfg, arm, layout, setup.model, setup.tokenizer, weights, summary, fingerprint)
+        try:
+            summary = _summary(cfg, setup, state, after, nsp_last, layout)
+            model = write_outputs(cfg, arm, layout, setup.model, setup.tokenizer, weights, summary, fingerprint)
+        except BaseException:
+            metrics.close("FAILED")
+            raise
+        # The tracked run keeps what the arm wrote: its summary, card and loss curve.
+        metrics.close(artifacts=[setup.out_dir / "summary.json", model / "README.md", model / "loss_curve.png"])
         barrier()
         return summary
 

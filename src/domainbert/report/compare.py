@@ -259,6 +259,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
         write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": comparisons})
+    track_report(cfg, layout, fp)
     from domainbert.pretrain.outputs import refresh_card  # torch-heavy: only once a report was rendered
 
     refreshed = [arm for arm in cfg.pretrain.arms if refresh_card(cfg, layout, arm, scores)]
@@ -266,6 +267,28 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         log.info("model cards of %s now carry the fine-tuning scores", ", ".join(refreshed))
     log.info("report: %s", html_path)
     return html_path
+
+
+def track_report(cfg: DomainConfig, layout: RunLayout, fp: str) -> None:
+    """Keep the rendered report (HTML, Markdown, results.json) with the run's MLflow experiment, as a run named
+    ``report``; nothing when MLflow is not among ``tracking.report_to``."""
+    if "mlflow" not in cfg.tracking.report_to:
+        return
+    from domainbert.services.tracking import Tracker
+
+    tracker = Tracker(
+        cfg.tracking.model_copy(update={"report_to": ["mlflow"]}),
+        folder=layout.root / "tracking" / "report",
+        store_root=layout.root,
+        domain=cfg.name,
+        run_name="report",
+        fingerprint=fp,
+        params={},
+        tags={"domainbert.stage": "report", "domainbert.version": __version__},
+        resume_step=None,
+    )
+    tracker.log_artifacts([layout.report / name for name in ("report.html", "report.md", "results.json")])
+    tracker.close()
 
 
 def reported_results(layout: RunLayout) -> int | None:

@@ -53,30 +53,38 @@ class Sink(Protocol):
 class TensorBoardSink:
     name = "tensorboard"
 
-    def __init__(self, folder: Path, purge_step: int | None) -> None:
+    def __init__(self, folder: Path, purge_step: int | None, params: dict[str, str] | None = None) -> None:
         require("tensorboard", "tracking", "tracking.report_to: tensorboard")
         from torch.utils.tensorboard import SummaryWriter
 
         self.writer = SummaryWriter(log_dir=str(folder / "tensorboard"), purge_step=purge_step)
+        self.params = params or {}
+        self.last: dict[str, float] = {}
 
     def log(self, step: int, metrics: dict[str, float]) -> None:
         for key, value in metrics.items():
             self.writer.add_scalar(key, value, step)
+            self.last[key] = value
 
     def close(self, status: Status) -> None:
+        # The HParams tab: the run's settings against its final evaluation scores (a finished run only).
+        final = {k: v for k, v in self.last.items() if k.split("/")[0] in ("eval", "validation", "test")}
+        if status == "FINISHED" and final and self.params:
+            self.writer.add_hparams(self.params, final, run_name="hparams")
         self.writer.close()
 
 
 @contextlib.contextmanager
 def _store_lock(uri: str) -> Iterator[None]:
     """Serialise access to a local SQLite store: fine-tuning workers share it, and two processes creating
-    its tables or the same experiment at once would collide."""
+    its tables or the same experiment at once would collide. The lock is an flock on the database file itself
+    (SQLite's own locks are POSIX record locks, which an flock does not touch), so no lock file is left."""
     if not uri.startswith("sqlite:///"):
         yield
         return
     db = Path(uri[len("sqlite:///") :])
     db.parent.mkdir(parents=True, exist_ok=True)
-    with open(f"{db}.lock", "a") as handle:
+    with open(db, "a") as handle:  # an empty file is a valid, empty SQLite database
         fcntl.flock(handle, fcntl.LOCK_EX)
         try:
             yield
@@ -95,6 +103,7 @@ class MlflowSink:
         run_id: str | None,
         params: dict[str, str],
         tags: dict[str, str],
+        artifact_root: Path | None = None,
     ) -> None:
         require("mlflow", "tracking", "tracking.report_to: mlflow")
         from mlflow import MlflowClient
@@ -104,7 +113,12 @@ class MlflowSink:
         with _store_lock(uri):
             self.client = MlflowClient(tracking_uri=uri)
             found = self.client.get_experiment_by_name(experiment)
-            experiment_id = found.experiment_id if found else self.client.create_experiment(experiment)
+            # A local store keeps its artifacts beside it in the run folder (MLflow's default is ./mlruns of
+            # whatever directory the command ran in).
+            location = artifact_root.resolve().as_uri() if artifact_root is not None else None
+            experiment_id = (
+                found.experiment_id if found else self.client.create_experiment(experiment, artifact_location=location)
+            )
             if run_id is None:
                 run_id = self.client.create_run(experiment_id, run_name=run_name, tags=tags).info.run_id
                 items = [Param(k, v[:MLFLOW_PARAM_CHARS]) for k, v in params.items()]
@@ -120,6 +134,10 @@ class MlflowSink:
         now = int(time.time() * 1000)
         with _store_lock(self.uri):
             self.client.log_batch(self.run_id, metrics=[Metric(k, v, now, step) for k, v in metrics.items()])
+
+    def log_artifacts(self, paths: list[Path]) -> None:
+        for path in paths:
+            self.client.log_artifact(self.run_id, str(path))
 
     def close(self, status: Status) -> None:
         with _store_lock(self.uri):
@@ -244,14 +262,12 @@ class Tracker:
         if backend == "tensorboard":
             # Resumed from step N: hide the events after N (logged again as they are replayed); a fresh start
             # hides every earlier event.
-            return TensorBoardSink(self.folder, resume_step + 1 if resume_step is not None else 0)
+            return TensorBoardSink(self.folder, resume_step + 1 if resume_step is not None else 0, params)
         if backend == "mlflow":
-            uri = (
-                cfg.mlflow_tracking_uri
-                or os.environ.get("MLFLOW_TRACKING_URI")
-                or f"sqlite:///{(store_root / 'mlflow.db').resolve()}"
-            )
-            return MlflowSink(uri, experiment, run_name, run_id, params, tags)
+            remote = cfg.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
+            uri = remote or f"sqlite:///{(store_root / 'mlflow.db').resolve()}"
+            artifacts = None if remote else store_root / "mlartifacts"
+            return MlflowSink(uri, experiment, run_name, run_id, params, tags, artifacts)
         mode = cfg.wandb_mode or os.environ.get("WANDB_MODE") or "online"
         return WandbSink(self.folder, experiment, cfg.wandb_entity, mode, run_name, run_id, params, tags)
 
@@ -292,6 +308,16 @@ class Tracker:
         if step > self.sent_step:
             self.sent_step = step
             self._write_state()
+
+    def log_artifacts(self, paths: list[Path]) -> None:
+        """Files to keep with the run (summary, card, report) in the backends that store files (MLflow)."""
+        present = [p for p in paths if Path(p).is_file()]
+        for sink in list(self.sinks):
+            if present and hasattr(sink, "log_artifacts"):
+                try:
+                    sink.log_artifacts(present)
+                except Exception as exc:  # noqa: BLE001 - a lost tracker must not cost the results
+                    log.warning("%s artifact upload failed (%s: %s)", sink.name, type(exc).__name__, exc)
 
     def close(self, status: Status = "FINISHED") -> None:
         for sink in self.sinks:
@@ -341,7 +367,9 @@ class MetricsLog:
                 record["step"], {f"{kind}/{k}": v for k, v in record.items() if k not in ("step", "kind")}
             )
 
-    def close(self, status: Status = "FINISHED") -> None:
+    def close(self, status: Status = "FINISHED", artifacts: list[Path] | None = None) -> None:
         if self.tracker:
+            if artifacts:
+                self.tracker.log_artifacts(artifacts)
             self.tracker.close(status)
             self.tracker = None
