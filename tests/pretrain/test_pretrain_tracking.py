@@ -56,16 +56,42 @@ def test_pretraining_reports_to_mlflow_wandb_and_tensorboard(base_model, layout,
 
 def test_periodic_evaluation_leaves_the_recipe_and_the_training_unchanged(base_model, tmp_path, texts):
     runs = {}
-    for every in (None, 2):
-        layout = RunLayout(tmp_path / f"every-{every}")
+    settings = {"none": ["pretrain.watch_points=0"], "every-2": ["pretrain.eval_every=2", "pretrain.watch_points=0"],
+                "watch": ["pretrain.watch_share=1.0"]}  # the curve: 5 points on the first rows of each set
+    for name, overrides in settings.items():
+        layout = RunLayout(tmp_path / name)
         write_corpus(layout.corpus, texts)
-        cfg = make_cfg(base_model, f"pretrain.eval_every={every or 'null'}")
-        runs[every] = (pretrain_arm(cfg, "continued", layout), arm_fingerprint(cfg, "continued", layout), layout)
-    assert runs[None][1] == runs[2][1]
-    assert runs[None][0]["loss_curve"] == runs[2][0]["loss_curve"]
-    assert runs[None][0]["domain_perplexity"] == runs[2][0]["domain_perplexity"]
-    assert [r["step"] for r in _records(runs[2][2], "eval")] == [0, 2, 4, 6, 8]
-    assert [r["step"] for r in _records(runs[None][2], "eval")] == [0, 8]
+        cfg = make_cfg(base_model, *overrides)
+        runs[name] = (pretrain_arm(cfg, "continued", layout), arm_fingerprint(cfg, "continued", layout), layout)
+    for name in ("every-2", "watch"):
+        assert runs[name][1] == runs["none"][1]
+        assert runs[name][0]["loss_curve"] == runs["none"][0]["loss_curve"]
+        assert runs[name][0]["domain_perplexity"] == runs["none"][0]["domain_perplexity"]
+    assert [r["step"] for r in _records(runs["every-2"][2], "eval")] == [0, 2, 4, 6, 8]
+    assert [r["step"] for r in _records(runs["none"][2], "eval")] == [0, 8]
+    assert not _records(runs["none"][2], "watch")
+    watch = _records(runs["watch"][2], "watch")
+    assert [r["step"] for r in watch] == [0, 2, 4, 6, 8] and all(r["domain_perplexity"] > 1 for r in watch)
+    # The curve's sets are the first rows of the whole sets: at the same weights they differ, being subsets.
+    assert watch[0]["domain_perplexity"] != _records(runs["watch"][2], "eval")[0]["domain_perplexity"]
+
+
+def test_watch_sets_keep_the_curve_under_its_share_of_training_compute():
+    import torch
+
+    from domainbert.pretrain.data import Batch
+    from domainbert.pretrain.evaluation import watch_sets, watch_steps
+
+    ids = torch.zeros((200, 128), dtype=torch.long)
+    full = Batch(ids, ids.bool(), ids.bool(), None, ids.numel())
+    sets = {"domain": full, "general": full}
+    # 86,016 training tokens (the demo's arm): 0.1 x 3 x 86,016 / (5 points x 2 sets x 128) = 20 rows per set
+    watched = watch_sets(sets, 5, 0.1, 86_016)
+    assert {name: b.input_ids.shape[0] for name, b in watched.items()} == {"domain": 20, "general": 20}
+    assert 5 * 2 * 20 * 128 <= 0.1 * 3 * 86_016
+    assert watch_sets(sets, 5, 0.1, 10_000) is None  # 2 rows: too few to draw a curve
+    assert watch_sets(sets, 5, 0.1, 10**9)["domain"].input_ids.shape[0] == 200  # never more than the set
+    assert watch_steps(5, 21) == {5, 10, 16} and watch_steps(5, 3) == {1, 2}
 
 
 def test_an_unusable_tracking_store_stops_the_run_naming_the_setting(base_model, layout):

@@ -279,8 +279,18 @@ class PretrainConfig(StrictModel):
     eval_every: int | None = Field(
         None,
         ge=1,
-        description="Also evaluate perplexity every this many steps (None: "
+        description="Also evaluate perplexity on the whole held-out sets every this many steps (None: "
         "at the start and the end only); not part of the recipe.",
+    )
+    watch_points: int = Field(
+        5,
+        ge=0,
+        description="Perplexity curve points per arm (step 0, evenly spaced steps, the end) on the first rows "
+        "of the held-out sets, as many rows as keep them under watch_share of the arm's training compute; "
+        "logged as watch/*; 0: none. Not part of the recipe.",
+    )
+    watch_share: float = Field(
+        0.1, gt=0, le=1, description="Share of the arm's training compute the watch_points evaluations may use."
     )
     general_eval_corpus: list[PathStr] = Field(
         default_factory=list, description="General text for forgetting (perplexity)."

@@ -3,7 +3,9 @@
 The domain set is the first ``pretrain.eval_documents`` documents of the corpus's validation split; the
 general set (forgetting) comes from ``pretrain.general_eval_corpus``. Masks are drawn from a generator seeded
 apart from training's, so every evaluation of a run (step 0, every ``pretrain.eval_every`` steps, the end)
-masks the same tokens, and evaluating draws nothing from the training RNG. This module does not train.
+masks the same tokens, and evaluating draws nothing from the training RNG. The curve between them
+(``watch_sets``) evaluates the first rows of the same sets at ``pretrain.watch_points`` steps, sized to a share
+of training's compute. This module does not train.
 """
 
 from __future__ import annotations
@@ -84,3 +86,44 @@ def evaluate_all(
     engine: Engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int, device: torch.device
 ) -> dict[str, float | None]:
     return {name: evaluate(engine, batch, spec, seed, device) for name, batch in sets.items()}
+
+
+MIN_WATCH_ROWS = 4  # fewer sequences than this make a curve of noise: no watch evaluations then
+
+
+def watch_sets(
+    sets: dict[str, Batch | None], points: int, share: float, train_tokens: int
+) -> dict[str, Batch | None] | None:
+    """The first rows of each held-out set for the curve's ``points`` evaluations, as many as keep their
+    forward passes under ``share`` of training's (a training token costs about three forward-pass tokens:
+    forward and backward); None when that leaves fewer than ``MIN_WATCH_ROWS`` rows or no points are asked."""
+    present = {name: batch for name, batch in sets.items() if batch is not None}
+    if points < 2 or not present:
+        return None
+    seq_len = max(batch.input_ids.shape[1] for batch in present.values())
+    rows = int(share * 3 * train_tokens / (points * len(present) * seq_len))
+    if rows < MIN_WATCH_ROWS:
+        return None
+    return {name: _first_rows(batch, rows) if batch is not None else None for name, batch in sets.items()}
+
+
+def watch_steps(points: int, total_steps: int) -> set[int]:
+    """Steps of the curve's points between the first (step 0) and the last (the end), evenly spaced."""
+    return {round(i * total_steps / (points - 1)) for i in range(1, points - 1)} - {0, total_steps}
+
+
+def _first_rows(batch: Batch, rows: int) -> Batch:
+    def cut(t: torch.Tensor | None) -> torch.Tensor | None:
+        return None if t is None else t[:rows]
+
+    kept = batch.input_ids[:rows]
+    real = int(batch.attention_mask[:rows].sum()) if batch.attention_mask is not None else int(kept.numel())
+    return Batch(
+        input_ids=kept,
+        special=batch.special[:rows],
+        word_start=batch.word_start[:rows],
+        attention_mask=cut(batch.attention_mask),
+        real_tokens=real,
+        token_type_ids=cut(batch.token_type_ids),
+        next_sentence_label=cut(batch.next_sentence_label),
+    )

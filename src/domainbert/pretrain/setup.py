@@ -18,7 +18,7 @@ from domainbert.core.distributed import dist_info
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, TokenStream
 from domainbert.pretrain.engine import Engine, build_engine
-from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
+from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, watch_sets
 from domainbert.pretrain.masking import MaskingSpec
 from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, flops_per_token
@@ -57,6 +57,7 @@ class ArmSetup:
     stream: PairStream | TokenStream
     out_dir: Path
     evals: dict[str, Batch | None]
+    watch: dict[str, Batch | None] | None  # the curve's subsets (evaluation.watch_sets), None: no curve
     attention: str
     flops_per_token: float
 
@@ -73,6 +74,9 @@ class ArmSetup:
 
     def evaluate(self) -> dict[str, float | None]:
         return evaluate_all(self.engine, self.evals, self.spec, self.pcfg.seed, self.device)
+
+    def evaluate_watch(self) -> dict[str, float | None]:
+        return evaluate_all(self.engine, self.watch or {}, self.spec, self.pcfg.seed, self.device)
 
 
 def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
@@ -130,7 +134,8 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         spec=masking_spec(pcfg, tokenizer),
         stream=stream,
         out_dir=Path(layout.pretrain(arm)),
-        evals=eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len),
+        evals=(evals := eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len)),
+        watch=watch_sets(evals, pcfg.watch_points, pcfg.watch_share, plan.planned_tokens),
         attention=attention,
         flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction),
     )

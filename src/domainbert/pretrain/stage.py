@@ -45,7 +45,7 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     kind = ARMS[arm]
     pretrain = resolved_dict(cfg.pretrain.for_arm(arm))
     # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
-    for key in ("launch", "torch_threads", "eval_every", "arm_optim", "base_warmup"):
+    for key in ("launch", "torch_threads", "eval_every", "watch_points", "watch_share", "arm_optim", "base_warmup"):
         pretrain.pop(key, None)
     if kind.on_task_text:
         pretrain.pop("budget_tokens")  # the task text's tokens x tapt.epochs: its folder and tapt are here

@@ -28,6 +28,7 @@ from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import TokenStream
 from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
+from domainbert.pretrain.evaluation import watch_steps
 from domainbert.pretrain.masking import apply_mask, step_generator
 from domainbert.pretrain.objective import MLMObjective, count_parameters
 from domainbert.pretrain.outputs import loadable_view, write_outputs
@@ -95,10 +96,12 @@ def train_arm(
         )
         if resume_step is None:
             metrics.write({"kind": "eval", "step": 0, **_perplexities(state.before)})
+            _watch(setup, state, metrics)
         try:
             nsp_last = run_steps(setup, state, metrics, throttle_s)
             after = setup.evaluate()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(after)})
+            _watch(setup, state, metrics)
         except signals.StopRequested:
             metrics.close("KILLED")  # a rerun continues the same tracked run
             raise
@@ -221,6 +224,7 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
     # Not a terminal (a Prefect worker, Slurm, a pipe): a progress line every so often instead of tqdm's bar.
     lines = ProgressLine(plan.total_steps, state.step) if setup.rank == 0 and not stderr_is_terminal() else None
     tokens_at_start = state.tokens
+    watching = watch_steps(pcfg.watch_points, plan.total_steps) if setup.watch else set()
     setup.engine.module.train()
     while state.step < plan.total_steps:
         phase = plan.phase_at(state.step)
@@ -237,6 +241,10 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
             t0 = time.perf_counter()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(setup.evaluate())})
+            window.pause_since(t0)
+        if state.step in watching:
+            t0 = time.perf_counter()
+            _watch(setup, state, metrics)
             window.pause_since(t0)
         if throttle_s:
             time.sleep(throttle_s)
@@ -298,6 +306,12 @@ def _write_train_metrics(
             **(window.nsp_last if setup.pcfg.next_sentence_prediction else {}),
         }
     )
+
+
+def _watch(setup: ArmSetup, state: TrainState, metrics: MetricsLog) -> None:
+    """One point of the perplexity curve (``evaluation.watch_sets``), logged as ``watch/*``."""
+    if setup.watch:
+        metrics.write({"kind": "watch", "step": state.step, **_perplexities(setup.evaluate_watch())})
 
 
 def _perplexities(values: dict[str, float | None]) -> dict[str, float | None]:
