@@ -74,10 +74,17 @@ def test_the_warmup_stops_once_general_perplexity_stops_falling(headless_base, l
     assert summary["tokens"] == summary["steps"] * 4 * 32  # the warm-up's own batch and length
 
 
-def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, layout):
+def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, layout, caplog, monkeypatch):
+    import logging
+
+    monkeypatch.setenv("DOMAINBERT_PROGRESS_SECONDS", "0")  # a progress line at every step
+    caplog.set_level(logging.INFO, logger="domainbert.pretrain.warmup_training")
     summary_path = ensure_base_warmup(_cfg(headless_base), layout).parent / "summary.json"
     summary = json.loads(summary_path.read_text())
     assert summary["steps"] == summary["max_steps"] == 12 and summary["converged"] is False
+    # Progress like the arms': a line per step here, each carrying the (step, total, name) the flows post.
+    posted = [r.progress for r in caplog.records if hasattr(r, "progress")]
+    assert posted == [(step, 12, "pretrain base-warmup") for step in range(1, 13)]
 
 
 def test_base_with_its_head_is_not_warmed_up(base_model, layout):

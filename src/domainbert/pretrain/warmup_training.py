@@ -23,6 +23,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 from domainbert.core.optim import linear_warmup_constant
+from domainbert.core.progress import ProgressLine, duration
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
@@ -138,7 +139,7 @@ def train_warmup(
     with torch_threads(p.torch_threads):
         t0, n, losses = time.perf_counter(), data.input_ids.shape[0], []
         watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
-        step = 0
+        step, lines = 0, ProgressLine(hw.steps)
         while step < hw.steps and not watch.converged:
             rows = torch.arange(step * hw.batch_size, (step + 1) * hw.batch_size) % n
             inputs, labels = apply_mask(
@@ -149,6 +150,16 @@ def train_warmup(
             if step % hw.eval_every == 0 and step < hw.steps and general is not None:
                 watch.add(step, evaluate(engine, general, spec, p.seed, device))
                 log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
+            if lines.due(step):  # as the arms do: a line (and the Prefect progress bar) every 30 s or so
+                log.info(
+                    "base warm-up: step %d/%d (%.0f%%), loss %.4f, ETA %s (at the step cap)",
+                    step,
+                    hw.steps,
+                    100 * step / hw.steps,
+                    losses[-1][1],
+                    duration(lines.eta_s(step)),
+                    extra={"progress": (step, hw.steps, "pretrain base-warmup")},
+                )
         seconds, threads = time.perf_counter() - t0, torch.get_num_threads()
     for q in model.parameters():
         q.requires_grad_(True)
