@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 BENCH_DIR = Path(__file__).resolve().parent
-RESULTS_DIR = BENCH_DIR / "results"
+RESULTS_DIR = Path(os.environ.get("DOMAINBERT_BENCH_RESULTS", BENCH_DIR / "results"))  # tests redirect it
 REPO_ROOT = BENCH_DIR.parent
 
 # Offline and quiet: the benchmarks must never wait on the network or phone home.

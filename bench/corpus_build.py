@@ -153,7 +153,10 @@ def main() -> None:
                         help="also append one document (a single JSONL line) of this many MB: peak memory must not "
                              "grow with it (it is over corpus.max_document_bytes and skipped)")
     parser.add_argument("--one", nargs=3, metavar=("MODE", "DATA", "OUT"), help=argparse.SUPPRESS)
+    parser.add_argument("--quick", action="store_true", help="Smoke check: 1 MB, the full stack and the baseline.")
     args = parser.parse_args()
+    if args.quick:
+        args.sizes, args.modes = [1.0], ["full", "baseline"]
     if args.one:
         print(json.dumps(run_one(args.one[0], Path(args.one[1]), Path(args.one[2]))))
         return

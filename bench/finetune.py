@@ -39,7 +39,10 @@ def main() -> None:
     parser.add_argument("--lr", type=float, default=5e-5)
     parser.add_argument("--seed", type=int, default=1)
     parser.add_argument("--threads", type=int, default=None, help="torch threads (default: torch's)")
+    parser.add_argument("--quick", action="store_true", help="Smoke check: 32 training and 16 evaluation examples.")
     args = parser.parse_args()
+    if args.quick:
+        args.train_examples, args.eval_examples = 32, 16
 
     import numpy as np
     import torch

@@ -123,7 +123,10 @@ def main() -> None:
     parser.add_argument("--per-language", type=int, default=300)
     parser.add_argument("--repeats", type=int, default=3, help="timed passes over all texts per contender")
     parser.add_argument("--py3langid-path", help="folder holding the py3langid package (pip install --target)")
+    parser.add_argument("--quick", action="store_true", help="Smoke check: 20 texts per language, 1 repeat.")
     args = parser.parse_args()
+    if args.quick:
+        args.per_language, args.repeats = 20, 1
     set_offline_env()
     english = {k: [t for t in v if band(t)] for k, v in english_texts().items()}
     foreign = foreign_texts(args.per_language)

@@ -42,7 +42,10 @@ def main() -> None:
     ap.add_argument("--vocab-size", type=int, default=30522)
     ap.add_argument("--repeats", type=int, default=3)
     ap.add_argument("--stage", action="store_true", help="also time the whole vocab stage on the science domain")
+    ap.add_argument("--quick", action="store_true", help="Smoke check: 300 documents, a 2,000-token vocabulary, 1 repeat.")
     args = ap.parse_args()
+    if args.quick:
+        args.max_docs, args.vocab_size, args.repeats = 300, 2000, 1
 
     from tokenizers.implementations import BertWordPieceTokenizer
     from transformers import AutoTokenizer

@@ -103,3 +103,32 @@ def test_cased_sentencepiece_folder_is_usable_by_bert_mlm(tmp_path, kind):
     assert "The microprocessor kernel"[start:end].strip() in ("The", "T", "Th")
     batch = DataCollatorForLanguageModeling(hf, mlm_probability=0.5)([{"input_ids": ids}])
     assert batch["input_ids"].shape == batch["labels"].shape
+
+
+def _trainers_own_pieces(texts: list[str], lowercase: bool) -> set[str]:
+    """The ``##`` pieces the WordPiece trainer itself creates (the reference: a training pass with no merge)."""
+    from tokenizers import trainers
+
+    from domainbert.vocab.train import empty_tokenizer
+
+    tok = empty_tokenizer("wordpiece", lowercase)
+    tok.train_from_iterator(texts, trainers.WordPieceTrainer(vocab_size=1, special_tokens=[], show_progress=False))
+    return {t for t in tok.get_vocab() if t.startswith("##") and len(t) == 3}
+
+
+@pytest.mark.parametrize("lowercase", [True, False])
+def test_the_seeded_pieces_cover_every_piece_the_trainer_makes_and_little_else(lowercase):
+    import gzip
+    import json
+    from pathlib import Path
+
+    from domainbert.vocab.train import continuing_pieces
+
+    source = Path(__file__).resolve().parents[2] / "corpora" / "tweets" / "trump_tweets.jsonl.gz"
+    texts = [json.loads(line)["text"] for line in gzip.open(source, "rt", encoding="utf-8")][:3000]
+    texts.append("naïve café 東京 the end")  # accents and CJK characters
+    own, seeded = _trainers_own_pieces(texts, lowercase), set(continuing_pieces(texts, lowercase))
+    assert own <= seeded
+    assert len(seeded - own) <= 0.25 * len(own), sorted(seeded - own)
+    assert "##東" not in seeded and "##," not in seeded and "##-" not in seeded
+    assert ("##ï" in seeded) is (not lowercase) and "##i" in seeded

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import logging
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -174,21 +175,36 @@ def train_tokenizer(
 
 
 def continuing_pieces(texts: Iterable[str], lowercase: bool) -> list[str]:
-    """The one-character ``##`` pieces WordPiece training creates on ``texts``, sorted.
+    """The one-character ``##`` pieces WordPiece training can create on ``texts``, sorted.
 
     ``tokenizers``' trainer numbers these pieces in the iteration order of a hash map, and breaks ties between
     equally frequent merges by id, so two trainings on the same text can give different vocabularies
     (huggingface/tokenizers#1794). Passed to the trainer as leading special tokens in sorted order, they get
-    fixed ids and training is deterministic. This pass counts words and stops before any merge.
+    fixed ids and training is deterministic. A piece exists for every character that follows another inside a
+    word; this pass collects the text's distinct characters (a set update per text, no tokenising) and keeps
+    those BERT's normaliser and pre-tokeniser leave inside words: not whitespace, punctuation or a CJK
+    character (which the normaliser pads with spaces). That is a superset: a character seen only at the start
+    of words (``£``, ``→``) also gets an (unused) piece, a handful on a real corpus.
     """
-    tok = empty_tokenizer("wordpiece", lowercase)
-    tok.train_from_iterator(
-        texts,
-        trainers.WordPieceTrainer(
-            vocab_size=1, special_tokens=[], continuing_subword_prefix="##", show_progress=False
-        ),
-    )
-    return sorted(t for t in tok.get_vocab() if t.startswith("##") and len(t) == 3)
+    chars: set[str] = set()
+    for text in texts:
+        chars.update(text)
+    normalizer = empty_tokenizer("wordpiece", lowercase).normalizer
+    pieces = set()
+    for char in chars:
+        normalized = normalizer.normalize_str(char)
+        if any(c.isspace() for c in normalized):  # whitespace, or a CJK character split off as its own word
+            continue
+        pieces.update(f"##{c}" for c in normalized if not _bert_punctuation(c))
+    return sorted(pieces)
+
+
+def _bert_punctuation(char: str) -> bool:
+    """BERT's pre-tokeniser splits these off as words of their own: ASCII non-alphanumerics and Unicode P*."""
+    code = ord(char)
+    if 33 <= code <= 47 or 58 <= code <= 64 or 91 <= code <= 96 or 123 <= code <= 126:
+        return True
+    return unicodedata.category(char).startswith("P")
 
 
 def _without_added(tok: Tokenizer, pieces: set[str]) -> Tokenizer:

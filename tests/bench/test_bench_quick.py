@@ -1,0 +1,41 @@
+"""Every benchmark's quick mode runs and writes its JSON record, so a benchmark broken by a change (or by a
+dependency a fresh `make setup` no longer installs) fails CI rather than its next user. The figures of a quick
+run mean nothing and are not checked; the record's shape is."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parents[2] / "bench"
+
+pytestmark = [pytest.mark.slow]
+
+QUICK = {
+    # script, arguments, the record it writes, keys the record must hold
+    "corpus_build": (["--quick"], "corpus_build.json", ["sizes", "machine"]),
+    "vocab": (["--quick"], "vocab.json", ["train_seconds", "encode_seconds"]),
+    # bf16 contenders left out: on a CPU without native bf16 they are tens of times slower (bench/README.md)
+    "pretrain": (["--quick", "--contenders", "hf-line-by-line,hf-group-texts,domainbert"], "pretrain-quick.json",
+                 ["summary", "contenders"]),
+    "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
+    "langid_short": (["--quick"], "langid_short.json", ["contenders"]),
+    "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
+}
+
+
+@pytest.mark.parametrize("script", sorted(QUICK))
+def test_the_quick_mode_of_each_benchmark_runs(script, tmp_path):
+    args, record, keys = QUICK[script]
+    env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path), "OMP_NUM_THREADS": "1"}
+    proc = subprocess.run([sys.executable, str(BENCH / f"{script}.py"), *args], cwd=tmp_path, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    written = json.loads((tmp_path / record).read_text())
+    for key in keys:
+        assert key in written, (key, sorted(written))
