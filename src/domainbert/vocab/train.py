@@ -190,7 +190,7 @@ def continuing_pieces(texts: Iterable[str], lowercase: bool) -> list[str]:
     for text in texts:
         chars.update(text)
     normalizer = empty_tokenizer("wordpiece", lowercase).normalizer
-    pieces = set()
+    pieces: set[str] = set()
     for char in chars:
         normalized = normalizer.normalize_str(char)
         if any(c.isspace() for c in normalized):  # whitespace, or a CJK character split off as its own word
