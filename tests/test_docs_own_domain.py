@@ -38,17 +38,24 @@ def _project(root: Path) -> None:
         (ner / f"{split}.conll").write_text(f"Acme\tB-PARTY\nCorp\tI-PARTY\nshall\tO\n{split}\tO\n\nThe\tO\nBuyer\tB-PARTY\n{split}\tO\n\n")
 
 
-def test_the_guides_project_validates_and_plans(tmp_path, monkeypatch, capsys):
+def test_the_guides_project_validates_and_plans(tmp_path, monkeypatch, capsys, caplog):
+    import logging
+
     from domainbert.cli import run_cli
+
+    caplog.set_level(logging.INFO, logger="domainbert")
 
     _project(tmp_path / "contracts-project")
     monkeypatch.chdir(tmp_path / "contracts-project")
     monkeypatch.delenv("DOMAINBERT_HOME", raising=False)
     assert run_cli(["validate", "contracts"]) == 0
-    assert "ok  contracts (offline): 1 source(s), arms continued, tapt, tasks clause-type, parties-ner" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    guide_file = tmp_path / "contracts-project" / "domains" / "contracts.yaml"
+    assert f"ok  contracts (offline): 1 source(s), arms continued, tapt, tasks clause-type, parties-ner [{guide_file}]" in out
     assert run_cli(["validate", "contracts", "--profile", "full"]) == 0
     assert run_cli(["plan", "contracts", "--no-estimate"]) == 0
     out = capsys.readouterr().out
+    assert f"domain file: {guide_file} (profile offline)" in caplog.text  # every command says which file it read
     assert "corpus" in out and "will run" in out and "pretrain tapt" in out
     # General text that is all forgetting set leaves the warm-up nothing: validate says so, as plan would.
     (tmp_path / "contracts-project" / "data" / "general" / "wordnet-glosses-00.jsonl.gz").unlink()

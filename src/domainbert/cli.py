@@ -28,7 +28,7 @@ from domainbert.config.domain import (
 )
 from domainbert.core import signals
 from domainbert.core.errors import ConfigError, DomainbertError
-from domainbert.core.paths import RunLayout, available_domains, default_run_dir
+from domainbert.core.paths import RunLayout, available_domains, default_run_dir, resolve_domain_file
 from domainbert.core.runlock import run_lock
 
 app = typer.Typer(
@@ -98,6 +98,8 @@ def _setup(
     """The config and the run's folders; the folder is created (``create``) and checked to be writable; a stage
     that writes into it records the profile and overrides it was run with (``record``), as ``run`` does."""
     cfg = load_domain(domain, overrides or [], profile=profile)
+    # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
+    logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
     if not create and not layout.root.exists():
         return cfg, layout  # a command that only reads a run refuses a missing folder itself, leaving no trace
@@ -143,7 +145,8 @@ def validate(
         if not found:
             typer.echo(
                 f"ok  {cfg.name} ({profile}): {len(cfg.corpus.sources)} source(s), "
-                f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)}"
+                f"arms {', '.join(cfg.pretrain.arms)}, tasks {', '.join(t.name for t in cfg.finetune.tasks)} "
+                f"[{resolve_domain_file(name)}]"
             )
     if problems:
         raise typer.Exit(2)
