@@ -48,16 +48,7 @@ def build_ds_config(pcfg: PretrainConfig, world_size: int, *, total_steps: int, 
         "train_batch_size": pcfg.batch_size * pcfg.grad_accum * world_size,
     }
     if ds.config_file:
-        try:
-            from_file = json.loads(Path(ds.config_file).read_text())
-        except (OSError, json.JSONDecodeError) as exc:
-            raise ConfigError(
-                f"cannot read DeepSpeed config: {exc}", file=ds.config_file, field="pretrain.deepspeed.config_file"
-            ) from None
-        if not isinstance(from_file, dict):
-            raise ConfigError(
-                "a DeepSpeed config must be a JSON object", file=ds.config_file, field="pretrain.deepspeed.config_file"
-            )
+        from_file = read_user_config(ds.config_file)
         from_file.update(batch)  # ours whatever the file says, so budgets stay exact
         return resolve_auto(from_file, pcfg, total_steps=total_steps, hidden_size=hidden_size, source=ds.config_file)
     zero: dict[str, Any] = {"stage": ds.zero_stage}
@@ -213,3 +204,23 @@ def write_ds_config(pcfg: PretrainConfig, world_size: int, path: Path, *, total_
     config = build_ds_config(pcfg, world_size, total_steps=total_steps, hidden_size=hidden_size)
     path.write_text(json.dumps(config, indent=2, sort_keys=True) + "\n")
     return path
+
+
+def read_user_config(path: str) -> dict[str, Any]:
+    """A user's DeepSpeed JSON (``pretrain.deepspeed.config_file``) as a dict; read before DeepSpeed is imported
+    (``setup.set_up``), so a missing or broken file is one line at once rather than after its long import.
+
+    Raises:
+        ConfigError: the file cannot be read, is not JSON, or is not a JSON object.
+    """
+    try:
+        data = json.loads(Path(path).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ConfigError(
+            f"cannot read DeepSpeed config: {exc}", file=path, field="pretrain.deepspeed.config_file"
+        ) from None
+    if not isinstance(data, dict):
+        raise ConfigError(
+            "a DeepSpeed config must be a JSON object", file=path, field="pretrain.deepspeed.config_file"
+        )
+    return data

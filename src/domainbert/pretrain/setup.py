@@ -17,6 +17,7 @@ from domainbert.config.pretrain import ARMS
 from domainbert.core.distributed import dist_info
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, TokenStream
+from domainbert.pretrain.ds_config import read_user_config
 from domainbert.pretrain.engine import Engine, build_engine
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, watch_sets
 from domainbert.pretrain.masking import MaskingSpec
@@ -82,6 +83,8 @@ class ArmSetup:
 def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     """Join the process group, load the arm's start point, check it (preflight) and build the engine."""
     pcfg = arm_config(cfg, arm, layout)
+    if pcfg.deepspeed.enabled and pcfg.deepspeed.config_file:
+        read_user_config(pcfg.deepspeed.config_file)  # a bad file is one line before DeepSpeed's long import
     init_distributed(pcfg.deepspeed.enabled)
     rank, world = dist_info()
     seed_everything(pcfg.seed, rank)
