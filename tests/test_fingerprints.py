@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import shutil
 from pathlib import Path
 
@@ -185,4 +184,3 @@ def test_a_finished_run_moved_and_read_from_another_checkout_is_up_to_date(tmp_p
     states = _plan(shared, capsys)
     assert states.pop("vocab").startswith("will rerun"), states
     assert all(v.startswith(("up to date", "not needed")) for v in states.values()), states
-    assert os.environ.get("DOMAINBERT_HOME") is None

@@ -15,7 +15,7 @@ from pathlib import Path
 from pydantic import BaseModel
 
 from domainbert.config.domain import DomainConfig
-from domainbert.core.artifacts import migrate_record, read_record, write_json_atomic
+from domainbert.core.artifacts import is_complete, read_record, write_json_atomic
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import RESULT, run_list, run_record, task_config
@@ -99,9 +99,5 @@ def result_state(layout: RunLayout, run: ExpectedRun) -> str:
     record = read_record(folder)
     if record is None:
         return "unrecorded"
-    fp = Fingerprint(run.fingerprint, run.legacy_fingerprint)
-    if not fp.matches(record.get("fingerprint")):
-        return "stale"
-    if record.get("fingerprint") != run.fingerprint:
-        migrate_record(folder, record, fp)
-    return "current"
+    # is_complete matches the legacy value too and migrates such a record once, as for every stage
+    return "current" if is_complete(folder, Fingerprint(run.fingerprint, run.legacy_fingerprint)) else "stale"

@@ -16,7 +16,7 @@ from domainbert.config.finetune import TaskConfig
 from domainbert.core.artifacts import read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
-from domainbert.core.models import PACKAGE_PREFIX, resolve_model_ref
+from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.services.split_overlap import EVAL_SPLITS, find_overlap, without_overlap
 from domainbert.services.tasks import TaskData, load_task, task_data_hash
@@ -98,17 +98,18 @@ def model_input_hash(ref: str) -> str:
     return _model_identity(ref)[0]
 
 
-def _model_identity(ref: str) -> tuple[str, str]:
-    """(identity, what releases before portable fingerprints recorded: the recorded hash or the resolved path)."""
+def _model_identity(ref: str) -> tuple[str, str, bool]:
+    """(identity, what releases before portable fingerprints recorded: the recorded hash or the resolved path,
+    whether the reference is a local folder: one identified by its content alone)."""
     try:
         resolved = resolve_model_ref(ref)
     except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
-        return ref, ref
+        return ref, ref, False
     if not Path(resolved).is_dir():
-        return resolved, resolved
+        return resolved, resolved, False
     record = read_record(Path(resolved))
     recorded = str(record["content_hash"]) if record else None
-    return folder_identity(Path(resolved), recorded), recorded or resolved
+    return folder_identity(Path(resolved), recorded), recorded or resolved, True
 
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
@@ -154,9 +155,9 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
             "seed": job.seed,
             "mode": job.mode,
         }
-        identity, legacy_identity = _model_identity(job.model_ref)
+        identity, legacy_identity, local = _model_identity(job.model_ref)
         legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
-        if Path(job.model_ref).expanduser().is_dir() or job.model_ref.startswith(PACKAGE_PREFIX):
+        if local:
             run_cfg["model_ref"] = "local folder (by content)"  # where it lies is not what it is
         inputs["model"] = identity
         return run_cfg, inputs, with_legacy(fingerprint(run_cfg, inputs), *legacy)

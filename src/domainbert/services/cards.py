@@ -218,7 +218,7 @@ def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
         "",
         "## Intended use and limitations",
         "",
-        f"An encoder for {cfg.description[0].lower() + cfg.description[1:].rstrip('.')} text, to be fine-tuned "
+        f"An encoder for the `{cfg.name}` domain ({cfg.description.rstrip('.')}), to be fine-tuned "
         "on a downstream task; as a fill-mask model it only shows what pretraining taught it. It inherits the "
         "biases of its corpus and of the model it started from, and was evaluated only on the tasks above.",
         "",
