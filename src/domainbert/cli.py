@@ -364,8 +364,17 @@ def plan(
 @app.command()
 def push(
     domain: DomainArg,
-    arm: Annotated[str, typer.Option("--arm", help="The arm to push (continued, extended, scratch) or 'corpus'.")],
     repo: Annotated[str, typer.Option("--repo", help="Hub repository id, e.g. 'my-org/science-bert'.")],
+    arm: Annotated[
+        str | None, typer.Option("--arm", help="The arm to push (continued, extended, scratch, ...) or 'corpus'.")
+    ] = None,
+    finetuned: Annotated[
+        str | None,
+        typer.Option(
+            "--finetuned",
+            help="A fine-tuned model to push, as MODEL/TASK (e.g. continued/science-subject): its best seed.",
+        ),
+    ] = None,
     overrides: OverridesArg = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
     out: OutOpt = None,
@@ -374,13 +383,18 @@ def push(
         bool, typer.Option("--dry-run", help="Print the repo type, every file and the card; send nothing.")
     ] = False,
 ) -> None:
-    """Upload a finished arm (its card with the run's fine-tuning scores) or the corpus to the Hugging Face Hub.
+    """Upload a finished arm (its card with the run's fine-tuning scores), a fine-tuned model (the seed best on
+    validation) or the corpus to the Hugging Face Hub.
 
     The token is read from the HF_TOKEN environment variable only."""
+    if (arm is None) == (finetuned is None):
+        raise DomainbertError("push takes one of --arm ARM (or corpus) and --finetuned MODEL/TASK", field="--arm")
+    if finetuned is not None and finetuned.count("/") != 1:
+        raise DomainbertError(f"--finetuned takes MODEL/TASK, not {finetuned!r}", field="--finetuned")
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.hub import push_folder, push_plan
 
-    plan = push_plan(cfg, layout, arm)
+    plan = push_plan(cfg, layout, finetuned or arm or "")
     paths = push_folder(plan.folder, repo, plan.card, repo_type=plan.repo_type, private=private, dry_run=dry_run)
     verb = "would upload" if dry_run else "uploaded"
     typer.echo(f"{verb} {len(paths)} files to {repo} (repo type {plan.repo_type}):")

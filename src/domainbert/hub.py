@@ -1,5 +1,5 @@
-"""Hub-ready cards and publishing: the model card of a pretrained arm, the dataset card of a corpus, ``push``,
-and the card of a fine-tuned run's saved model (``finetune.save_models``).
+"""Hub-ready cards and publishing: the model card of a pretrained arm, the dataset card of a corpus, ``push``
+of an arm, the corpus or a kept fine-tuned model (``finetune/<model>/<task>/best``, ``finetune.save_models``).
 
 Cards are built with ``huggingface_hub``'s ``ModelCardData`` / ``DatasetCardData`` so their metadata is what
 the Hub parses: ``base_model``, ``datasets``, ``license``, ``language``, ``tags`` and, once the fine-tuning
@@ -98,6 +98,8 @@ def push_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan:
             else dataset_card(cfg, json.loads((folder / "manifest.json").read_text()))
         )
         return PushPlan(folder, card, "dataset")
+    if "/" in what:
+        return _finetuned_plan(cfg, layout, what)
     arms = list(cfg.pretrain.arms)
     if what not in arms:
         raise DomainbertError(f"unknown arm {what!r}: push one of {', '.join(arms)} or 'corpus'", field="--arm")
@@ -110,6 +112,40 @@ def push_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan:
     card_path = folder / CARD
     card = card_path.read_text(encoding="utf-8") if card_path.is_file() else _built_card(cfg, layout, what)
     return PushPlan(folder, card, "model")
+
+
+def _finetuned_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan:
+    """The upload of the fine-tuned model kept for ``what`` = ``<model>/<task>`` (``best_model``), refused when
+    it was made under another configuration than the one given."""
+    from domainbert.core.artifacts import is_complete, verify_folder
+    from domainbert.finetune.best_model import group_fingerprints, held_seed
+    from domainbert.finetune.jobs import FROZEN_SUFFIX, Job, models_to_compare, task_config
+    from domainbert.services.tasks import task_data_hash
+
+    model, _, task = what.partition("/")
+    models = models_to_compare(cfg, layout)
+    frozen = model.endswith(FROZEN_SUFFIX) and model not in models
+    ref = models.get(model.removesuffix(FROZEN_SUFFIX) if frozen else model)
+    if ref is None:
+        raise DomainbertError(
+            f"unknown model {model!r}: push one of {', '.join(models)} (as MODEL/TASK)", field="--finetuned"
+        )
+    task_cfg = task_config(cfg, task)
+    folder = Path(layout.finetuned_model(model, task))
+    if not is_complete(folder):
+        raise DomainbertError(
+            f"no fine-tuned model kept for {what}: run `domainbert finetune` (finetune.save_models: best or all)",
+            file=folder,
+        )
+    verify_folder(folder)
+    job = Job(model, ref, task, cfg.finetune.seeds[0], "frozen" if frozen else "finetune")
+    if held_seed(layout, job, group_fingerprints(cfg, job, task_data_hash(task_cfg))) is None:
+        raise DomainbertError(
+            f"the model kept for {what} was fine-tuned under another configuration or base: rerun `domainbert "
+            "finetune` with this one (or pass the overrides the run was made with)",
+            file=folder,
+        )
+    return PushPlan(folder, (folder / CARD).read_text(encoding="utf-8"), "model")
 
 
 def publish(

@@ -61,15 +61,16 @@ def pretrain_state(cfg: DomainConfig, layout: RunLayout, arm: str) -> StageState
 
 def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Job) -> StageState:
     """``job``: a ``finetune.stage.Job`` (model, reference, task, seed, mode)."""
-    from domainbert.finetune.jobs import run_record
+    from domainbert.finetune.best_model import group_fingerprints
+    from domainbert.finetune.jobs import task_config
     from domainbert.finetune.stage import run_current
+    from domainbert.services.tasks import task_data_hash
 
     try:
-        fp = run_record(cfg, job)[2]
+        fps = group_fingerprints(cfg, job, task_data_hash(task_config(cfg, job.task_name)))
     except DomainbertError:  # an unknown task: the stage says so
         return UNKNOWN
-    folder = layout.finetune(job.model_name, job.task_name, job.seed)
-    return StageState(f"finetune-{fp}", run_current(cfg, job, folder, fp))
+    return StageState(f"finetune-{fps[job.seed]}", run_current(cfg, layout, job, fps))
 
 
 def status(state: StageState, folder: Path) -> str:

@@ -55,7 +55,7 @@ def test_settings_launch_and_stay_out_of_the_fingerprint(tiny_bert, tasks_dir): 
     job = Job("base", str(tiny_bert), "ner", 1, "finetune")
     assert run_record(one, job)[2] == run_record(two, job)[2] == run_record(only, job)[2]
     assert [t.name for t in only.finetune.tasks] == ["ner"]
-    assert (one.finetune.num_processes, one.finetune.save_models) == (1, False)  # the defaults
+    assert (one.finetune.num_processes, one.finetune.save_models) == (1, "best")  # the defaults
     assert launches(2) and not launches(1)
     cmd = launch_command(2, ["--task", "ner"], python="py")
     assert cmd[:4] == ["py", "-m", "torch.distributed.run", "--standalone"]

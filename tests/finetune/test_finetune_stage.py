@@ -56,14 +56,18 @@ def tasks_dir(tmp_path_factory) -> Path:
     return root
 
 
-def make_cfg(model: Path, tasks_dir: Path, *extra: str):
+def cfg_overrides(model: Path, tasks_dir: Path, *extra: str) -> list[str]:
+    """The science domain's overrides for a tiny model on the two tiny tasks (and the CLI's arguments)."""
     tasks = [{"name": "ner", "type": "ner", "format": "conll", "path": str(tasks_dir / "ner"),
               "labels": ["O", "B-TERM", "I-TERM"]},
              {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
               "labels": ["tech", "plain"]}]
-    return load_domain("science", [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks),
-                                   "finetune.seeds=[1]", "finetune.epochs=4", "finetune.lr=0.003",
-                                   "finetune.batch_size=8", "finetune.max_length=24", *extra])
+    return [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks), "finetune.seeds=[1]",
+            "finetune.epochs=4", "finetune.lr=0.003", "finetune.batch_size=8", "finetune.max_length=24", *extra]
+
+
+def make_cfg(model: Path, tasks_dir: Path, *extra: str):
+    return load_domain("science", cfg_overrides(model, tasks_dir, *extra))
 
 
 def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_dir, caplog):

@@ -170,12 +170,20 @@ class FinetuneConfig(StrictModel):
         "examples, so the optimisation does not depend on the count. A speed setting: not part of a result's "
         "fingerprint.",
     )
-    save_models: bool = Field(
-        False,
-        description="Also save each run's fine-tuned model and tokenizer in its folder (model/: loads with "
-        "AutoModelFor*Classification, label names in config.id2label; mean pooling needs trust_remote_code) with "
-        "a model card. Not part of the fingerprint; turning it on reruns the runs whose folder has no model.",
+    save_models: Literal["best", "all", "none"] = Field(
+        "best",
+        description="Which fine-tuned models to keep as Hugging Face folders with a model card (they load with "
+        "AutoModelFor*Classification, label names in config.id2label; mean pooling needs trust_remote_code): "
+        "'best', per model and task the seed best on validation in finetune/<model>/<task>/best/; 'all', that "
+        "and every run's model in its own folder (model/); 'none'. true and false read as 'all' and 'none'. Not "
+        "part of the fingerprint: asking for models reruns only the runs whose model is missing.",
     )
+
+    @field_validator("save_models", mode="before")
+    @classmethod
+    def _save_models_bool(cls, value: object) -> object:
+        # earlier releases took a bool: true saved every run's model
+        return {True: "all", False: "none"}.get(value, value) if isinstance(value, bool) else value
 
     @model_validator(mode="before")
     @classmethod

@@ -95,6 +95,10 @@ class RunLayout:
     def finetune(self, model: str, task: str, seed: int) -> Path:
         return self.root / "finetune" / model / task / f"seed-{seed}"
 
+    def finetuned_model(self, model: str, task: str) -> Path:
+        """The fine-tuned model kept for a model and task: its best seed on validation (``finetune.save_models``)."""
+        return self.root / "finetune" / model / task / "best"
+
     @property
     def report(self) -> Path:
         return self.root / "report"

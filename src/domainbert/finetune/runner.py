@@ -64,11 +64,29 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "mean") -> PreTrain
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized head" is expected for every base checkpoint
     try:
-        return cls.from_pretrained(resolved, **kwargs)
+        return fresh_pooler(cls.from_pretrained(resolved, **kwargs))
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
     finally:
         hf_logging.set_verbosity(verbosity)
+
+
+def fresh_pooler(model: PreTrainedModel) -> PreTrainedModel:
+    """``model`` with its encoder's pooler (BERT's dense + tanh over [CLS]) initialised anew, from the seed set
+    before loading: a checkpoint saved with a trained pooler (BERT's NSP pooler, a sentence-embedding model's)
+    would otherwise start with a head the other models of the comparison lack. Models whose classification
+    head holds its own dense layer (RoBERTa, DeBERTa, ELECTRA) already start it fresh."""
+    pooler = getattr(model.base_model, "pooler", None)
+    if not isinstance(pooler, torch.nn.Module):
+        return model
+    std = getattr(model.config, "initializer_range", 0.02)
+    with torch.no_grad():  # torch's own init: transformers' skips weights it loaded from the checkpoint
+        for layer in pooler.modules():
+            if isinstance(layer, torch.nn.Linear):
+                torch.nn.init.normal_(layer.weight, std=std)
+                if layer.bias is not None:
+                    torch.nn.init.zeros_(layer.bias)
+    return model
 
 
 def _load_tokenizer(ref: str, data: TaskData) -> PreTrainedTokenizerBase:

@@ -20,12 +20,13 @@ whole run, loading and evaluation included; CPU time over all threads), ``collap
 learning rate of the kept run) and ``retry`` (None, or the first attempt's figures when its validation
 predictions collapsed and the seed was run again at ``lr * collapse_retry_lr_factor``).
 
-With ``finetune.save_models`` a model run's folder also holds ``model/``: the fine-tuned model and tokenizer
-(``export.save_task_model``) and a model card (``hub.finetuned_card``). It is written into the run's atomic
-output with ``result.json``, so it is complete or absent. Neither ``save_models`` nor ``num_processes`` is
-part of the fingerprint (the result does not depend on them), but a run asked to save its model is current
-only when its recorded folder holds one: turning the setting on reruns the runs that lack it
-(``run_current``). With ``finetune.num_processes`` above 1 a run is trained under torchrun
+``finetune.save_models`` keeps fine-tuned models: by default (``best``) each run's model is offered to
+``finetune/<model>/<task>/best/`` and kept there when it is the group's best seed on validation
+(``best_model``); with ``all`` each run's folder also holds ``model/`` (``export.save_task_model``) with a card,
+written into the run's atomic output with ``result.json``, so it is complete or absent. Neither
+``save_models`` nor ``num_processes`` is part of the fingerprint (the result does not depend on them), but a
+run is current only when the models asked of it are there: the group's best run reruns when the kept folder
+lacks its model, every run without ``model/`` under ``all`` (``run_current``). With ``finetune.num_processes`` above 1 a run is trained under torchrun
 (``parallel.launch_run``) and this process reads back the result rank 0 wrote.
 This module does not compare models; ``stats.compare_models`` and the report do.
 """
@@ -47,8 +48,10 @@ from domainbert.core import signals
 from domainbert.core.artifact_types import FinetuneResult, dump_artifact
 from domainbert.core.artifacts import atomic_output, is_complete, read_record
 from domainbert.core.distributed import dist_info
+from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
+from domainbert.finetune.best_model import group_fingerprints, model_missing, offer
 from domainbert.finetune.expectations import expected_runs, result_state, write_expected
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import (
@@ -65,7 +68,7 @@ from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY, run_finetune
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import TaskData
+from domainbert.services.tasks import TaskData, task_data_hash
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +130,8 @@ def finetune_one(
     if mode == FLOOR:
         return _floor(cfg, task, layout, data, (run_cfg, inputs, fp))
     final = layout.finetune(model_name, task_name, seed)
-    if run_current(cfg, job, final, fp):
+    fps = group_fingerprints(cfg, job, data.data_hash if data is not None else task_data_hash(task))
+    if run_current(cfg, layout, job, fps):
         logger.info("%s/%s/seed-%d skipped: up to date", model_name, task_name, seed)
         return json.loads((final / RESULT).read_text())
     if launches(cfg.finetune.num_processes):
@@ -140,7 +144,8 @@ def finetune_one(
     t0, c0 = time.perf_counter(), time.process_time()
     rank, world = dist_info()
     writer = rank == 0  # under torchrun only rank 0 tracks, saves and writes
-    staging = final.with_name(f"{final.name}.model-tmp-{os.getpid()}") if cfg.finetune.save_models and writer else None
+    saving = cfg.finetune.save_models != "none" and writer
+    staging = final.with_name(f"{final.name}.model-tmp-{os.getpid()}") if saving else None
     out = _tracked_train(cfg, layout, job, data, fp, staging, writer)
     result = {
         **_run_fields(job, task, data),
@@ -150,7 +155,7 @@ def finetune_one(
         **out,
     }
     if writer:
-        _write(cfg, final, result, (run_cfg, inputs, fp), staging, data.label_list)
+        _write(cfg, layout, job, result, (run_cfg, inputs, fps), staging, data.label_list)
     return result
 
 
@@ -202,26 +207,33 @@ def _tracked_train(
 
 def _write(
     cfg: DomainConfig,
-    final: Path,
+    layout: RunLayout,
+    job: Job,
     result: dict[str, Any],
-    record: tuple[dict, dict[str, str], str],
+    record: tuple[dict, dict[str, str], dict[int, Fingerprint]],
     staging: Path | None,
     labels: list[str],
 ) -> None:
-    """``result.json`` and, when ``staging`` holds the saved model, ``model/`` with its card: one atomic folder."""
-    run_cfg, inputs, fp = record
+    """``result.json`` (with ``save_models: all``, ``model/`` and its card beside it: one atomic folder), then the
+    saved model offered as the group's kept model (``best_model.offer``)."""
+    run_cfg, inputs, fps = record
+    final = layout.finetune(job.model_name, job.task_name, job.seed)
+    in_run = staging is not None and cfg.finetune.save_models == "all"
     try:
-        with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+        with atomic_output(final, config=run_cfg, inputs=inputs, fp=fps[job.seed]) as tmp:
             (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
-            if staging is not None:
+            if in_run and staging is not None:
                 from domainbert.services.cards import finetuned_card
 
                 os.replace(staging, tmp / MODEL)
                 custom = (tmp / MODEL / "modeling_mean_pool.py").is_file()
                 (tmp / MODEL / "README.md").write_text(finetuned_card(cfg, result, labels, custom_code=custom))
+        saved = final / MODEL if in_run else staging
+        if saved is not None:
+            offer(cfg, layout, job, fps, saved, labels)
     finally:
         if staging is not None:
-            shutil.rmtree(staging, ignore_errors=True)  # gone when moved; a failed write's leftovers otherwise
+            shutil.rmtree(staging, ignore_errors=True)  # gone when moved; offered or a failed write's otherwise
 
 
 def has_model(folder: Path) -> bool:
@@ -230,12 +242,19 @@ def has_model(folder: Path) -> bool:
     return f"{MODEL}/config.json" in (record.get("files") or {}) and (folder / MODEL / "config.json").is_file()
 
 
-def run_current(cfg: DomainConfig, job: Job, folder: Path, fp: str) -> bool:
-    """Whether ``folder`` holds the job's result for fingerprint ``fp`` and, when ``finetune.save_models`` asks
-    for it, the fine-tuned model (floors have none)."""
-    if not (is_complete(folder, fp) and (folder / RESULT).is_file()):
+def run_current(cfg: DomainConfig, layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> bool:
+    """Whether the job's folder holds its current result (fingerprint ``fps[job.seed]``) and every model
+    ``finetune.save_models`` asks of this run: its own (``all``), the group's kept one when this run is the
+    group's best (``best_model.model_missing``). Floors save none."""
+    folder = layout.finetune(job.model_name, job.task_name, job.seed)
+    if not (is_complete(folder, fps[job.seed]) and (folder / RESULT).is_file()):
         return False
-    return not (cfg.finetune.save_models and job.mode != FLOOR) or has_model(folder)
+    save = cfg.finetune.save_models
+    if job.mode == FLOOR or save == "none":
+        return True
+    if save == "all" and not has_model(folder):
+        return False
+    return not model_missing(layout, job, fps)
 
 
 def _train(
@@ -276,11 +295,14 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
     ``no model`` (current, but ``finetune.save_models`` asks for the model and the folder has none: the run will
     rerun, the result stays usable), ``stale``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
-    for run in expected_runs(cfg, layout):
+    runs = expected_runs(cfg, layout)
+    groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
+    for run in runs:
+        groups.setdefault((run.model, run.task), {})[run.seed] = Fingerprint(run.fingerprint, run.legacy_fingerprint)
+    for run in runs:
         state = result_state(layout, run)
-        folder = layout.finetune(run.model, run.task, run.seed)
         job = Job(run.model, "", run.task, run.seed, run.mode)
-        if state == "current" and not run_current(cfg, job, folder, run.fingerprint):
+        if state == "current" and not run_current(cfg, layout, job, groups[(run.model, run.task)]):
             state = "no model"
         out.append({"model": run.model, "task": run.task, "seed": run.seed, "state": state})
     return out

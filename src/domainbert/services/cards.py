@@ -249,7 +249,13 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
     return hub_id, f"`{hub_id or name}`"
 
 
-def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str], custom_code: bool = False) -> str:
+def finetuned_card(
+    cfg: DomainConfig,
+    result: dict[str, Any],
+    labels: list[str],
+    custom_code: bool = False,
+    selection: dict[str, Any] | None = None,
+) -> str:
     """README.md of a fine-tuned run's saved model: Hub metadata (the starting model, the task's Hub dataset,
     the run's test scores as ``model-index``), then what was trained, its labels and scores, and how to load it.
 
@@ -258,6 +264,8 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         result: the run's ``result.json`` content.
         labels: the model's labels in id order.
         custom_code: the folder holds its own model code (mean pooling): loading needs ``trust_remote_code``.
+        selection: for the model kept per model and task (``best_model.offer``): ``seed``, ``validation``,
+            ``metric``, ``seeds_compared`` and ``seeds_configured``.
     """
     from huggingface_hub import ModelCard, ModelCardData
 
@@ -267,7 +275,7 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
     dataset = hub_id_of(str(task.path)) if task.format == "hf" else None  # a saved dataset folder is no Hub id
     scores = {k: v for k, v in result["test"].items() if isinstance(v, int | float) and not isinstance(v, bool)}
     evals = _run_evals(pipeline, title, dataset, task.name, scores)
-    name = f"domainbert-{cfg.name}-{result['model']}-{task.name}-seed{result['seed']}"
+    name = f"domainbert-{cfg.name}-{result['model']}-{task.name}" + ("" if selection else f"-seed{result['seed']}")
     data = ModelCardData(
         base_model=start_id,
         datasets=[dataset] if dataset else None,
@@ -298,6 +306,7 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         "|---|---|---|",
         *(f"| {k} | {_points(result['validation'].get(k))} | {_points(v)} |" for k, v in scores.items()),
         "",
+        *_selection_lines(selection),
         "The scores of this one seed; the domain's comparison report gives the mean over seeds and the comparison "
         "with the base model and the floor.",
         "",
@@ -306,6 +315,21 @@ def finetuned_card(cfg: DomainConfig, result: dict[str, Any], labels: list[str],
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
     lines += _use_lines(name, result["task_type"], custom_code)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _selection_lines(selection: dict[str, Any] | None) -> list[str]:
+    """How the kept model was chosen among the seeds, on validation alone (the test set chose nothing)."""
+    if not selection:
+        return []
+    compared, configured = selection["seeds_compared"], selection["seeds_configured"]
+    pending = [s for s in configured if s not in compared]
+    return [
+        f"Seed {selection['seed']} was kept: the best {selection['metric']} on validation "
+        f"({_points(selection['validation'])}) of seeds {', '.join(map(str, compared))}"
+        + (f" (seeds {', '.join(map(str, pending))} not run yet)" if pending else "")
+        + ". The test set played no part in the choice.",
+        "",
+    ]
 
 
 def _points(value: object) -> str:

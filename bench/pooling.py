@@ -1,0 +1,107 @@
+"""Sequence-classification heads: does transformers' stock [CLS] head score like the mean-pooling head?
+
+    .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5
+
+The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
+``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
+anew from the seed for every model) loads anywhere. This runs ``domainbert run DOMAIN`` twice, once per
+pooling, on the domain's classification tasks only (the same examples, seeds and settings; NER has no pooling),
+and prints and writes ``bench/results/pooling-<domain>.json``: per task and model the mean and sd over seeds
+of each pooling, cls minus mean (the report's seed-aware bootstrap on the shared test examples) and each
+against the floor. By default only the base model is fine-tuned (``pretrain.arms=[]``); ``--override`` adds
+arms. What it leaves out: NER, and poolings other than these two.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from common import emit, git_revision, machine_info, set_offline_env
+
+POOLINGS = ("mean", "cls")
+
+
+def runs_of(folder: Path, model: str, task: str) -> list[dict[str, Any]]:
+    return [json.loads(p.read_text()) for p in sorted((folder / "finetune" / model / task).glob("seed-*/result.json"))]
+
+
+def cls_vs_mean(folders: dict[str, Path], task: str, model: str, cfg: Any) -> dict[str, Any] | None:
+    """cls minus mean for one model and task, seed-aware, on the same test examples; each beside the floor."""
+    from domainbert.report.stats import compare_models
+
+    sides = {p: [{**r, "model": f"{model}-{p}"} for r in runs_of(folders[p], model, task)] for p in POOLINGS}
+    if not all(sides.values()):
+        return None
+    kw = {"n_samples": cfg.compare.bootstrap_samples, "confidence": cfg.compare.confidence, "seed": cfg.compare.seed}
+    c = compare_models(sides["cls"], sides["mean"], **kw)
+    floor = runs_of(folders["mean"], "floor", task)
+    out = {
+        "task": task,
+        "model": model,
+        "mean": c["b"],
+        "cls": c["a"],
+        "cls_minus_mean": {k: c[k] for k in ("diff", "low", "high", "verdict")},
+    }
+    if floor:
+        for p in POOLINGS:
+            f = compare_models(sides[p], floor, **kw)
+            out[f"{p}_minus_floor"] = {k: f[k] for k in ("diff", "low", "high", "verdict")}
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain")
+    parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Fine-tuning seeds (default: config's).")
+    parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
+    parser.add_argument("--out", type=Path, default=None, help="Folder of the two run folders.")
+    parser.add_argument("--workers", type=int, default=2)
+    args = parser.parse_args()
+    set_offline_env()
+    from domainbert.config.domain import load_domain
+    from domainbert.core.errors import ConfigError
+
+    try:
+        plain = load_domain(args.domain, ["pretrain.arms=[]", *(args.override or [])])
+    except ConfigError as exc:
+        parser.error(str(exc))
+    tasks = [t.name for t in plain.finetune.tasks if t.type == "classification"]
+    if not tasks:
+        parser.error(f"{args.domain} has no classification task")
+    common = ["pretrain.arms=[]", f"finetune.only_tasks={json.dumps(tasks)}", *(args.override or [])]
+    if args.seeds:
+        common.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
+    root = args.out or Path("runs") / f"pooling-{plain.name}"
+    cli = str(Path(sys.executable).with_name("domainbert"))
+    folders, seconds = {}, {}
+    for pooling in POOLINGS:
+        folders[pooling] = root / pooling
+        overrides = [*common, f"finetune.pooling={pooling}"]
+        argv = [cli, "run", args.domain, *overrides, "--out", str(folders[pooling]), "--workers", str(args.workers)]
+        t0 = time.perf_counter()
+        subprocess.run(argv, check=True)
+        seconds[pooling] = round(time.perf_counter() - t0, 1)
+    models = sorted({p.parent.name for p in (folders["mean"] / "finetune").glob("*/*") if p.parent.name != "floor"})
+    emit(
+        {
+            "benchmark": "pooling",
+            "domain": plain.name,
+            "revision": git_revision(),
+            "machine": machine_info(),
+            "overrides": common,
+            "seconds": seconds,
+            "run_folders": {p: str(f) for p, f in folders.items()},
+            "comparisons": [c for t in tasks for m in models if (c := cls_vs_mean(folders, t, m, plain))],
+        },
+        f"pooling-{plain.name}",
+    )
+
+
+if __name__ == "__main__":
+    main()
