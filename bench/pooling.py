@@ -4,20 +4,19 @@
 
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
 ``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
-anew from the seed for every model) loads anywhere. This runs ``domainbert run DOMAIN`` twice, once per
-pooling, on the domain's classification tasks only (the same examples, seeds and settings; NER has no pooling),
-and prints and writes ``bench/results/pooling-<domain>.json``: per task and model the mean and sd over seeds
-of each pooling, cls minus mean (the report's seed-aware bootstrap on the shared test examples) and each
-against the floor. By default only the base model is fine-tuned (``pretrain.arms=[]``); ``--override`` adds
-arms. What it leaves out: NER, and poolings other than these two.
+anew from the seed for every model) loads anywhere. This fine-tunes the domain's base model (the warmed-up
+masked LM every comparison starts from, from the machine cache when it is there) twice, once per pooling,
+through the fine-tuning stage on the domain's classification tasks only (the same examples, seeds and
+settings; NER has no pooling), and prints and writes ``bench/results/pooling-<domain>.json``: per task the
+mean and sd over seeds of each pooling, cls minus mean (the report's seed-aware bootstrap on the shared test
+examples) and each against the floor. What it leaves out: the pretrained arms, NER, other poolings.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
-import subprocess
-import sys
+import logging
 import time
 from pathlib import Path
 from typing import Any
@@ -61,33 +60,37 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Fine-tuning seeds (default: config's).")
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
     parser.add_argument("--out", type=Path, default=None, help="Folder of the two run folders.")
-    parser.add_argument("--workers", type=int, default=2)
     args = parser.parse_args()
     set_offline_env()
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # progress on stderr
     from domainbert.config.domain import load_domain
     from domainbert.core.errors import ConfigError
 
     try:
-        plain = load_domain(args.domain, ["pretrain.arms=[]", *(args.override or [])])
+        plain = load_domain(args.domain, list(args.override or []))
     except ConfigError as exc:
         parser.error(str(exc))
     tasks = [t.name for t in plain.finetune.tasks if t.type == "classification"]
     if not tasks:
         parser.error(f"{args.domain} has no classification task")
-    common = ["pretrain.arms=[]", f"finetune.only_tasks={json.dumps(tasks)}", *(args.override or [])]
+    common = [f"finetune.only_tasks={json.dumps(tasks)}", *(args.override or [])]
     if args.seeds:
         common.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
+    from domainbert.core.paths import RunLayout
+    from domainbert.finetune.stage import finetune_all
+    from domainbert.pretrain.base_warmup import ensure_base_warmup
+
     root = args.out or Path("runs") / f"pooling-{plain.name}"
-    cli = str(Path(sys.executable).with_name("domainbert"))
     folders, seconds = {}, {}
     for pooling in POOLINGS:
+        cfg = load_domain(args.domain, [*common, f"finetune.pooling={pooling}", "finetune.save_models=none"])
         folders[pooling] = root / pooling
-        overrides = [*common, f"finetune.pooling={pooling}"]
-        argv = [cli, "run", args.domain, *overrides, "--out", str(folders[pooling]), "--workers", str(args.workers)]
+        layout = RunLayout(folders[pooling])
         t0 = time.perf_counter()
-        subprocess.run(argv, check=True)
+        ensure_base_warmup(cfg, layout)  # the base of every comparison; no arm is trained here
+        finetune_all(cfg, layout)
         seconds[pooling] = round(time.perf_counter() - t0, 1)
-    models = sorted({p.parent.name for p in (folders["mean"] / "finetune").glob("*/*") if p.parent.name != "floor"})
+    models = ["base"]
     emit(
         {
             "benchmark": "pooling",
