@@ -5,7 +5,8 @@
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
 ``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
 anew from the seed for every model) loads anywhere. This fine-tunes the domain's base model (the warmed-up
-masked LM every comparison starts from, from the machine cache when it is there) twice, once per pooling,
+masked LM every comparison starts from, from the machine cache when it is there; the corpus is built for its
+perplexities) twice, once per pooling,
 through the fine-tuning stage on the domain's classification tasks only (the same examples, seeds and
 settings; NER has no pooling), and prints and writes ``bench/results/pooling-<domain>.json``: per task the
 mean and sd over seeds of each pooling, cls minus mean (the report's seed-aware bootstrap on the shared test
@@ -77,6 +78,7 @@ def main() -> None:
     if args.seeds:
         common.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
     from domainbert.core.paths import RunLayout
+    from domainbert.corpus.build import build_corpus
     from domainbert.finetune.stage import finetune_all
     from domainbert.pretrain.base_warmup import ensure_base_warmup
 
@@ -87,6 +89,7 @@ def main() -> None:
         folders[pooling] = root / pooling
         layout = RunLayout(folders[pooling])
         t0 = time.perf_counter()
+        build_corpus(cfg, layout)  # the warm-up reports its domain perplexity on the corpus
         ensure_base_warmup(cfg, layout)  # the base of every comparison; no arm is trained here
         finetune_all(cfg, layout)
         seconds[pooling] = round(time.perf_counter() - t0, 1)
