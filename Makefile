@@ -11,6 +11,8 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export TOKENIZERS_PARALLELISM ?= false
 PYTEST_ARGS ?=
+# Test processes (pytest-xdist): most tests run one thread, so two use both cores of a 2-core machine.
+PYTEST_WORKERS ?= 2
 
 .PHONY: setup demo test test-fast bench lint typecheck clean
 
@@ -30,11 +32,11 @@ demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"
 
 test: setup
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
 
 # The everyday lane: no DeepSpeed launches, no Prefect server, nothing marked slow.
 test-fast: setup
-	$(BIN)/python -m pytest -m "not slow and not deepspeed and not server" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow and not deepspeed and not server" $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/corpus_build.py

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
+import tempfile
 
 # Set before transformers/datasets/prefect are imported by any test module.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -12,6 +15,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# Prefect's home (its ephemeral server's database) per test process: parallel test processes (pytest-xdist)
+# never share one SQLite file, and nothing is left in the user's ~/.prefect.
+if "PREFECT_HOME" not in os.environ:
+    os.environ["PREFECT_HOME"] = tempfile.mkdtemp(prefix="domainbert-tests-prefect-")
+    atexit.register(shutil.rmtree, os.environ["PREFECT_HOME"], True)
 
 
 import pytest  # noqa: E402 - after the environment above
