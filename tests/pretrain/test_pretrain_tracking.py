@@ -24,6 +24,8 @@ def test_pretraining_reports_to_mlflow_wandb_and_tensorboard(base_model, layout,
 
     monkeypatch.setenv("WANDB_MODE", "offline")
     monkeypatch.setenv("WANDB_SILENT", "true")
+    (tmp_path / "elsewhere").mkdir()
+    monkeypatch.chdir(tmp_path / "elsewhere")  # where MLflow would put ./mlruns
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = make_cfg(base_model, "tracking.report_to=[tensorboard, mlflow, wandb]",
                    f"tracking.mlflow_tracking_uri={uri}", "pretrain.eval_every=4")
@@ -44,6 +46,9 @@ def test_pretraining_reports_to_mlflow_wandb_and_tensorboard(base_model, layout,
     history = sorted((m.step, m.value) for m in client.get_metric_history(run.info.run_id, "train/loss"))
     assert history == [(r["step"], pytest.approx(r["loss"])) for r in train]
     assert [m.step for m in client.get_metric_history(run.info.run_id, "eval/domain_perplexity")] == [0, 4, 8]
+    # The user's SQLite store keeps the arm's artifacts beside it, not in ./mlruns of the working directory.
+    assert {p.name for p in (tmp_path / "mlartifacts").rglob("*") if p.is_file()} >= {"summary.json", "README.md"}
+    assert not (tmp_path / "elsewhere" / "mlruns").exists()
 
     wandb = wandb_history(layout.pretrain("continued"))
     assert [(step, row["train/loss"]) for step, row in wandb if "train/loss" in row] == \

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal
+from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
 
@@ -269,8 +269,23 @@ class PretrainConfig(StrictModel):
     )
     scratch_size: Literal["base_config", "tiny", "mini", "small", "medium", "base", "large"] = "base_config"
     """The from-scratch arms' architecture: the base's own configuration, or a BERT size (tiny to large, Turc et al. 2019)."""
+    scratch_model: str | dict[str, Any] | None = Field(
+        None,
+        description="The from-scratch arms' architecture, independent of the base (replaces scratch_size): a "
+        "Hugging Face config name or folder (e.g. microsoft/deberta-v3-base, whose config alone is read), or an "
+        "inline config with its model_type (e.g. {model_type: deberta-v2, num_hidden_layers: 2, hidden_size: "
+        "128, ...}). The vocabulary size, padding id and positions follow the domain tokenizer and seq_len.",
+    )
     checkpoint_every: int = Field(100, ge=1)
     """Optimizer steps between checkpoints (resume points)."""
+
+    @field_validator("scratch_model")
+    @classmethod
+    def _inline_config_names_its_family(cls, value: object) -> object:
+        if isinstance(value, dict) and not isinstance(value.get("model_type"), str):
+            raise ValueError("an inline config needs its model_type (bert, roberta, deberta-v2, modernbert, ...)")
+        return value
+
     keep_checkpoints: int = Field(2, ge=1)
     """Checkpoints kept; older ones are removed."""
     log_every: int = Field(5, ge=1)

@@ -41,6 +41,10 @@ SCRATCH_SIZES: dict[str, tuple[int, int]] = {
 }
 
 
+# Families whose position ids start after the padding id (RoBERTa's create_position_ids_from_input_ids).
+OFFSET_POSITIONS = frozenset({"roberta", "xlm-roberta", "camembert", "roberta-prelayernorm", "xmod", "data2vec-text"})
+
+
 def load_tokenizer_folder(folder: str) -> PreTrainedTokenizerBase:
     """A bare tokenizer folder (no model config beside it), as the vocab stage writes it."""
     from transformers import AutoTokenizer
@@ -54,12 +58,20 @@ def load_tokenizer_folder(folder: str) -> PreTrainedTokenizerBase:
 
 
 def scratch_config(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase) -> PretrainedConfig:
-    """The architecture of a from-scratch model: the base config or a named size, sized to the tokenizer."""
+    """The architecture of a from-scratch model (``pretrain.scratch_model``, else the base config or a named
+    BERT size), sized to the tokenizer: its vocabulary, padding id and the positions ``seq_len`` needs."""
     from transformers import AutoConfig, BertConfig
 
     base = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
-    size = cfg.pretrain.scratch_size
-    if size == "base_config":
+    size, own = cfg.pretrain.scratch_size, cfg.pretrain.scratch_model
+    if isinstance(own, dict):
+        config = AutoConfig.for_model(**own)
+    elif isinstance(own, str):
+        try:
+            config = AutoConfig.from_pretrained(resolve_model_ref(own))
+        except (OSError, ValueError) as exc:
+            raise ModelError(f"cannot read the architecture: {exc}", field="pretrain.scratch_model") from None
+    elif size == "base_config":
         config = base
     else:
         layers, hidden = SCRATCH_SIZES[size]
@@ -72,12 +84,19 @@ def scratch_config(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase) -> Pre
         )
     config.vocab_size = len(tokenizer)
     config.pad_token_id = tokenizer.pad_token_id if tokenizer.pad_token_id is not None else 0
+    if own is not None:  # a foreign family's special ids (RoBERTa's bos 0, eos 2) are not the domain tokenizer's
+        for name in ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id"):
+            token_id = getattr(tokenizer, name, None)
+            if hasattr(config, name) and token_id is not None:
+                setattr(config, name, token_id)
     needed = (
         max(p.seq_len for p in cfg.pretrain.seq_len_schedule)
         if cfg.pretrain.seq_len_schedule
         else cfg.pretrain.seq_len
     )
-    config.max_position_embeddings = max(config.max_position_embeddings, needed)
+    if config.model_type in OFFSET_POSITIONS:  # positions count from padding_idx + 1
+        needed += config.pad_token_id + 1
+    config.max_position_embeddings = max(getattr(config, "max_position_embeddings", 0) or 0, needed)
     return config
 
 

@@ -47,6 +47,8 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
     for key in ("launch", "torch_threads", "eval_every", "watch_points", "watch_share", "arm_optim", "base_warmup"):
         pretrain.pop(key, None)
+    if pretrain.get("scratch_model") is None or not kind.from_scratch:
+        pretrain.pop("scratch_model", None)  # unset, or not this arm's: fingerprints from before it stay current
     if kind.on_task_text:
         pretrain.pop("budget_tokens")  # the task text's tokens x tapt.epochs: its folder and tapt are here
     else:

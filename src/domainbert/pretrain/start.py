@@ -110,8 +110,7 @@ def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTr
     tokenizer = load_tokenizer_folder(source) if scratch else load_tokenizer(source)
     if scratch:
         torch.manual_seed(cfg.pretrain.seed)
-        config = scratch_config(cfg, tokenizer)
-        config._attn_implementation = "sdpa"
+        config = scratch_config(cfg, tokenizer)  # transformers picks SDPA where the family has it (DeBERTa has not)
         model = (AutoModelForPreTraining if nsp else AutoModelForMaskedLM).from_config(config)
     else:
         model = load_pretraining_model(source) if nsp else load_mlm_model(source)

@@ -266,7 +266,10 @@ class Tracker:
         if backend == "mlflow":
             remote = cfg.mlflow_tracking_uri or os.environ.get("MLFLOW_TRACKING_URI")
             uri = remote or f"sqlite:///{(store_root / 'mlflow.db').resolve()}"
-            artifacts = None if remote else store_root / "mlartifacts"
+            # A store on this machine keeps its artifacts beside it (the run's, or the user's SQLite file), never
+            # in MLflow's default ./mlruns of whatever directory the command ran in; a server keeps its own.
+            local_db = uri.removeprefix("sqlite:///") if uri.startswith("sqlite:///") else None
+            artifacts = Path(local_db).parent / "mlartifacts" if local_db else None
             return MlflowSink(uri, experiment, run_name, run_id, params, tags, artifacts)
         mode = cfg.wandb_mode or os.environ.get("WANDB_MODE") or "online"
         return WandbSink(self.folder, experiment, cfg.wandb_entity, mode, run_name, run_id, params, tags)

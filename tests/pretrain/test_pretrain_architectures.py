@@ -1,0 +1,76 @@
+"""``pretrain.scratch_model``: the from-scratch arm in another family than the base (RoBERTa, DeBERTa-v2/v3,
+ModernBERT), on the domain tokenizer: trained, saved, reloaded with the Auto classes, fine-tuned on NER and
+classification."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import random
+
+import pytest
+from pretrain_fixtures import make_cfg, wordpiece_tokenizer
+
+from domainbert.core.errors import ConfigError
+from domainbert.core.models import load_mlm_model
+from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+
+TINY = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 256}
+FAMILIES = {
+    "roberta": {"model_type": "roberta", **TINY},
+    "deberta-v2": {"model_type": "deberta-v2", **TINY, "relative_attention": True, "position_buckets": 32,
+                   "pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1, "position_biased_input": False},
+    "modernbert": {"model_type": "modernbert", **TINY, "global_attn_every_n_layers": 2, "local_attention": 16},
+}
+
+
+def _tasks(root, rng: random.Random) -> list[dict]:
+    """A tiny NER task (the words "unix" and "lisp" are TERMs) and a two-label classification task."""
+    words = ["the", "unix", "lisp", "of", "memory", "data", "kernel", "user"]
+    (root / "ner").mkdir()
+    (root / "cls").mkdir()
+    for split, n in (("train", 24), ("validation", 8), ("test", 8)):
+        rows = [[rng.choice(words) for _ in range(rng.randint(3, 7))] for _ in range(n)]
+        (root / "ner" / f"{split}.conll").write_text("\n".join(
+            "\n".join(f"{w}\t{'B-TERM' if w in ('unix', 'lisp') else 'O'}" for w in row) + "\n" for row in rows))
+        with gzip.open(root / "cls" / f"{split}.jsonl.gz", "wt") as f:
+            for i, row in enumerate(rows):
+                f.write(json.dumps({"id": f"{split}-{i}", "text": " ".join(row), "label": ["a", "b"][i % 2]}) + "\n")
+    return [{"name": "ner", "type": "ner", "format": "conll", "path": str(root / "ner"),
+             "labels": ["O", "B-TERM", "I-TERM"]},
+            {"name": "cls", "type": "classification", "format": "jsonl", "path": str(root / "cls"),
+             "labels": ["a", "b"]}]
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_scratch_arm_in_another_family_trains_saves_reloads_and_fine_tunes(base_model, layout, texts, tmp_path,
+                                                                          family):
+    from domainbert.finetune.stage import finetune_one
+
+    wordpiece_tokenizer(texts, vocab_size=400).save_pretrained(layout.tokenizer)
+    tasks = _tasks(tmp_path, random.Random(0))
+    cfg = make_cfg(base_model, "pretrain.arms=[scratch]", "pretrain.budget_tokens=256",
+                   f"pretrain.scratch_model={json.dumps(FAMILIES[family])}", "finetune.tasks=" + json.dumps(tasks),
+                   "finetune.seeds=[1]", "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24")
+    summary = pretrain_arm(cfg, "scratch", layout)
+    assert summary["steps"] == 2 and summary["vocab_size"] == 400
+    assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
+    model = load_mlm_model(layout.pretrained_model("scratch"))  # AutoModelForMaskedLM from the saved folder
+    assert model.config.model_type == family and model.config.vocab_size == 400
+    assert model.config.pad_token_id == 0  # the domain tokenizer's [PAD], not the family's own
+    assert model.config.num_hidden_layers == 2 and model.config.hidden_size == 128
+
+    for task in ("ner", "cls"):
+        result = finetune_one(cfg, layout, "scratch", str(layout.pretrained_model("scratch")), task, 1)
+        assert result["steps"] == 3 and len(result["pred"]) == 8
+        assert layout.finetuned_model("scratch", task).is_dir()  # the kept model of the only seed
+
+
+def test_the_architecture_is_part_of_the_scratch_arms_fingerprint_only(base_model, layout, texts):
+    wordpiece_tokenizer(texts, vocab_size=400).save_pretrained(layout.tokenizer)
+    plain = make_cfg(base_model)
+    roberta = make_cfg(base_model, f"pretrain.scratch_model={json.dumps(FAMILIES['roberta'])}")
+    assert arm_fingerprint(plain, "scratch", layout) != arm_fingerprint(roberta, "scratch", layout)
+    assert arm_fingerprint(plain, "continued", layout) == arm_fingerprint(roberta, "continued", layout)
+    with pytest.raises(ConfigError, match="model_type"):
+        make_cfg(base_model, 'pretrain.scratch_model={"hidden_size": 128}')
