@@ -49,7 +49,7 @@ def test_sigterm_during_finetuning_exits_143_within_seconds(tmp_path):
     proc.send_signal(signal.SIGTERM)
     rest = proc.communicate(timeout=60)[0]
     assert proc.returncode == 143, "".join(lines)[-1500:] + rest[-1500:]
-    assert time.monotonic() - sent < 5
+    assert time.monotonic() - sent < 10  # within a scheduler's 30 s grace period, with room for a loaded machine
     assert "stopped by SIGTERM" in rest and "Traceback" not in rest
     assert not list(out.glob("finetune/base/*/seed-1/result.json"))  # the interrupted run wrote nothing
     assert not list(out.glob("finetune/**/*.tmp-*"))

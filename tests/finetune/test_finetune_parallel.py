@@ -97,10 +97,12 @@ def test_torchrun_world_of_two_matches_one_process(tmp_path, no_dropout_bert, ta
         assert b["validation"] == a["validation"]  # scores of the predictions: equal, not close
     assert two["loss_start"] == pytest.approx(one["loss_start"], rel=1e-5)
     assert two["pred"] == one["pred"] and two["test"] == one["test"]
-    # Exactly one result, from rank 0; nothing half-written beside it.
+    # Exactly one result and one kept model, from rank 0; nothing half-written beside them.
     files = sorted(p.relative_to(layout.root / "finetune").as_posix() for p in (layout.root / "finetune").rglob("*")
-                   if p.is_file())
+                   if p.is_file() and "/best/" not in p.as_posix())
     assert files == [f"base/{task}/seed-1/_domainbert.json", f"base/{task}/seed-1/result.json"]
+    assert sorted(p.name for p in (layout.root / "finetune" / "base" / task).iterdir()) == ["best", "seed-1"]
+    assert (layout.finetuned_model("base", task) / "config.json").is_file()
     assert json.loads((layout.finetune("base", task, 1) / "result.json").read_text())["test"] == two["test"]
     log = (layout.root / "launch" / "finetune" / "base" / task / "seed-1" / "launch.log").read_text()
     assert "rank 0" in log and "rank 1 domainbert.finetune" not in log  # only rank 0 logs its progress
