@@ -17,6 +17,7 @@ from prefect import flow, get_run_logger
 
 from domainbert.config.domain import DEFAULT_PROFILE, RESOLVED_CONFIG
 from domainbert.core.runlock import held_token
+from domainbert.flows.cancelling import cancellable
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
@@ -32,6 +33,7 @@ from domainbert.flows.tasks import configured, cross_domain_task
 
 @flow(name="domain-pipeline", log_prints=True)
 @locked
+@cancellable
 def domain_pipeline(
     domain: str,
     overrides: list[str] | None = None,

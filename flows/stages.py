@@ -25,6 +25,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from domainbert.config.pretrain import ARMS
 from domainbert.core import signals
 from domainbert.flows import caching
+from domainbert.flows.cancelling import cancellable
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.publish import artifact_key, publish_markdown_file
@@ -118,6 +119,7 @@ def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
 
 @flow(name="domainbert-corpus", log_prints=True)
 @locked
+@cancellable
 def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Build the domain corpus, one Prefect task per input shard, and publish its statistics report.
 
@@ -149,6 +151,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
 
 @flow(name="domainbert-vocab", log_prints=True)
 @locked
+@cancellable
 def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> dict:
     """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
     spec, cfg, layout = _prepare(spec)
@@ -162,6 +165,7 @@ def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -
 
 @flow(name="domainbert-pretrain", log_prints=True)
 @locked
+@cancellable
 def pretrain_flow(
     spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION, arms: list[str] | None = None
 ) -> dict[str, dict]:
@@ -198,6 +202,7 @@ def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
 
 @flow(name="domainbert-finetune", log_prints=True)
 @locked
+@cancellable
 def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
@@ -221,6 +226,7 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
 
 @flow(name="domainbert-report", log_prints=True)
 @locked
+@cancellable
 def report_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
     """Render the comparison report and publish it (Markdown + table) as Prefect artifacts."""
     spec, cfg, layout = _prepare(spec)

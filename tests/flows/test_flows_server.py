@@ -49,6 +49,29 @@ def _tail(path: Path, n: int = 4000) -> str:
     return path.read_text(errors="replace")[-n:] if path.is_file() else ""
 
 
+def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path) -> dict:
+    """Run the deployment with a long pretraining budget, cancel it (as the UI does: state Cancelling) once
+    an arm's training has checkpointed, and return the final state names of the run and of its subflows."""
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.states import Cancelling
+
+    params = {"domain": str(domain), "out": str(out),
+              "overrides": ["pretrain.max_steps=null", "pretrain.budget_tokens=400000"]}
+    flow_run = client.create_flow_run_from_deployment(deployment_id, parameters=params)
+    deadline = time.monotonic() + 600
+    while not list((out / "pretrain" / "continued").glob("checkpoints/*")):
+        assert time.monotonic() < deadline, "pretraining never checkpointed"
+        time.sleep(1)
+    client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
+    run = _wait_final(client, flow_run.id, timeout=300)
+    time.sleep(3)  # the subflows' last states land after the parent's
+    subflows = client.read_flow_runs(
+        flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run.id])))
+    names = {f.id: f.name for f in client.read_flows()}
+    return {"pipeline": run.state.type.value,
+            "subflows": {names.get(f.flow_id, str(f.flow_id)): f.state.type.value for f in subflows if f.state}}
+
+
 def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain: Path) -> None:
     from prefect.client.orchestration import SyncPrefectClient
     from prefect.client.schemas.filters import ArtifactFilter, ArtifactFilterKey
@@ -79,6 +102,7 @@ def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain
                     artifacts = client.read_artifacts(
                         artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
                     by_key = {a.key: a for a in artifacts}
+                    cancelled = _cancel_during_pretraining(client, deployment.id, tiny_domain, tmp_path / "cancelled")
             # The artifacts the stages wrote, where the deployment's parameters put them.
             assert (out / "report" / "report.html").is_file()
             manifest = json.loads((out / "corpus" / "manifest.json").read_text())
@@ -105,6 +129,14 @@ def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain
                 capture_output=True, text=True, check=True).stdout.strip()
             assert int(count) >= 5  # the pipeline and its five stage subflows
             assert not list(home.glob("*.db"))
+            # A cancel from the UI: the pipeline and every stage subflow it had started end Cancelled (none
+            # Crashed or Failed), and the worker logged no error for it.
+            states = cancelled["subflows"]
+            assert cancelled["pipeline"] == "CANCELLED", cancelled
+            assert states.get("domainbert-pretrain") == "CANCELLED", cancelled
+            assert set(states.values()) <= {"COMPLETED", "CANCELLED"}, cancelled
+            assert not (tmp_path / "cancelled" / "pretrain" / "continued" / "model").exists()
+            assert "Traceback" not in _tail(tmp_path / "worker.log", 10**6)
     timings["total_s"] = time.monotonic() - t0
     (tmp_path / "timings.json").write_text(json.dumps(timings))
     print("server test timings:", json.dumps({k: round(v, 1) for k, v in timings.items()}))
