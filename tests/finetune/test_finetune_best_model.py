@@ -97,5 +97,15 @@ def test_results_without_models_rerun_only_the_best_seed(tmp_path, tiny_bert, ta
     assert rerun == {top}
     assert read_record(layout.finetuned_model("base", "cls"))["config"]["seed"] == top
     assert {e["state"] for e in expected_results(best, layout) if e["model"] == "base"} == {"current"}
+    # The report names the kept model; under another configuration it no longer does.
+    from domainbert.report.compare import render_report
+
+    render_report(best, layout)
+    assert f"finetune/base/cls/best (seed {top})" in (layout.report / "report.md").read_text()
+    from domainbert.finetune.expectations import write_expected
+
+    write_expected(make_cfg(tiny_bert, tasks_dir, *extra, "finetune.lr=0.001"), layout)  # what a new run expects
+    render_report(best, layout)
+    assert "/best (seed" not in (layout.report / "report.md").read_text()
     # A mean-pooling classifier carries its own code: the card says how it loads.
     assert "trust_remote_code=True" in (layout.finetuned_model("base", "cls") / "README.md").read_text()

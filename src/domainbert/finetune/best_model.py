@@ -139,3 +139,25 @@ def offer(
 
 def _custom(model_dir: Path) -> bool:
     return (Path(model_dir) / "modeling_mean_pool.py").is_file()
+
+
+def kept_models(layout: RunLayout) -> list[tuple[str, str, int]]:
+    """(model, task, seed) of each kept model whose run is one the run expects now (``finetune/expected.json``),
+    in name order: what the report lists. A kept model of another configuration is left out."""
+    from domainbert.finetune.expectations import read_expected
+
+    expected = {
+        (r.model, r.task, r.seed): Fingerprint(r.fingerprint, r.legacy_fingerprint)
+        for r in read_expected(layout) or []
+    }
+    out = []
+    for folder in sorted((layout.root / "finetune").glob("*/*/best")):
+        model, task = folder.parent.parent.name, folder.parent.name
+        record = read_record(folder) or {}
+        seed = (record.get("config") or {}).get("seed")
+        if not isinstance(seed, int):
+            continue
+        fp = expected.get((model, task, seed))
+        if fp is not None and fp.matches(record.get("fingerprint")):
+            out.append((model, task, seed))
+    return out

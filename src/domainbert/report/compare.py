@@ -25,6 +25,7 @@ from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, w
 from domainbert.core.document import Document, Section, to_html, to_markdown
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
+from domainbert.finetune.best_model import kept_models
 from domainbert.finetune.expectations import expected_runs, read_expected, result_state
 from domainbert.report import finetune_sections, pretrain_sections, sections
 from domainbert.report.headline import headline_section
@@ -209,6 +210,14 @@ def build_document(
         ),
         f"Run folder: {layout.root.name} (the folder this report/ folder is in)",
     )
+    kept = kept_models(layout)
+    if kept:
+        intro.add(
+            "Fine-tuned models kept (per model and task, the seed best on validation; `domainbert push --finetuned "
+            "MODEL/TASK` publishes one): "
+            + ", ".join(f"finetune/{m}/{t}/best (seed {seed})" for m, t, seed in kept)
+            + "."
+        )
     method = _method_section(cfg, comparisons)
     doc = Document(
         f"domainbert report: {cfg.name}",
