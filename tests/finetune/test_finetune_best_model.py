@@ -41,12 +41,13 @@ def test_the_best_seed_is_kept_loads_with_stock_classes_and_predicts_its_runs_an
     monkeypatch,
     capsys,
 ):
-    extra = ["finetune.seeds=[1, 2, 3]", "finetune.epochs=1", 'finetune.only_tasks=["ner"]', "finetune.floor=false"]
+    extra = ["finetune.seeds=[3, 2, 1]", "finetune.epochs=1", 'finetune.only_tasks=["ner"]', "finetune.floor=false"]
     cfg = make_cfg(tiny_bert, tasks_dir, *extra)
     assert cfg.finetune.save_models == "best"
     layout = RunLayout(tmp_path / "run")
     results = {r["seed"]: r for r in finetune_all(cfg, layout)}
     best = max(results, key=lambda s: (results[s]["validation"]["f1"], -s))
+    assert best != 3  # seed 3 ran first: a later seed's offer had to replace its model
     folder = layout.finetuned_model("base", "ner")
     assert read_record(folder)["config"]["seed"] == best
     assert not [s for s in results if (layout.finetune("base", "ner", s) / MODEL).exists()]  # only the kept one

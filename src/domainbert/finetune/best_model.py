@@ -71,10 +71,13 @@ def held_seed(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> int |
     return seed
 
 
-def model_missing(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> bool:
+def model_missing(
+    layout: RunLayout, job: Job, fps: dict[int, Fingerprint], results: dict[int, dict[str, Any]] | None = None
+) -> bool:
     """Whether ``job``'s current result is its group's best on validation and the kept folder does not hold its
-    model: then this run alone must run again to provide it."""
-    results = current_results(layout, job, fps)
+    model: then this run alone must run again to provide it. ``results``: the group's ``current_results``, when
+    the caller judges every run of the group (read once, not once per run)."""
+    results = current_results(layout, job, fps) if results is None else results
     return job.seed in results and winner(results) == job.seed and held_seed(layout, job, fps) != job.seed
 
 

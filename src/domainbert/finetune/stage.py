@@ -51,7 +51,7 @@ from domainbert.core.distributed import dist_info
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
-from domainbert.finetune.best_model import group_fingerprints, model_missing, offer
+from domainbert.finetune.best_model import current_results, group_fingerprints, model_missing, offer
 from domainbert.finetune.expectations import expected_runs, result_state, write_expected
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import (
@@ -242,7 +242,13 @@ def has_model(folder: Path) -> bool:
     return f"{MODEL}/config.json" in (record.get("files") or {}) and (folder / MODEL / "config.json").is_file()
 
 
-def run_current(cfg: DomainConfig, layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> bool:
+def run_current(
+    cfg: DomainConfig,
+    layout: RunLayout,
+    job: Job,
+    fps: dict[int, Fingerprint],
+    group_results: dict[int, dict[str, Any]] | None = None,
+) -> bool:
     """Whether the job's folder holds its current result (fingerprint ``fps[job.seed]``) and every model
     ``finetune.save_models`` asks of this run: its own (``all``), the group's kept one when this run is the
     group's best (``best_model.model_missing``). Floors save none."""
@@ -254,7 +260,7 @@ def run_current(cfg: DomainConfig, layout: RunLayout, job: Job, fps: dict[int, F
         return True
     if save == "all" and not has_model(folder):
         return False
-    return not model_missing(layout, job, fps)
+    return not model_missing(layout, job, fps, group_results)
 
 
 def _train(
@@ -299,10 +305,14 @@ def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any
     groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
     for run in runs:
         groups.setdefault((run.model, run.task), {})[run.seed] = Fingerprint(run.fingerprint, run.legacy_fingerprint)
+    read: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for run in runs:
         state = result_state(layout, run)
         job = Job(run.model, "", run.task, run.seed, run.mode)
-        if state == "current" and not run_current(cfg, layout, job, groups[(run.model, run.task)]):
+        key = (run.model, run.task)
+        if state == "current" and key not in read:  # each group's results read once, not once per run
+            read[key] = current_results(layout, job, groups[key])
+        if state == "current" and not run_current(cfg, layout, job, groups[key], read[key]):
             state = "no model"
         out.append({"model": run.model, "task": run.task, "seed": run.seed, "state": state})
     return out
