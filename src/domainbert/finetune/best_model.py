@@ -29,6 +29,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import atomic_output, is_complete, read_record
 from domainbert.core.fingerprints import CARD, Fingerprint
 from domainbert.core.paths import RunLayout
+from domainbert.finetune.expectations import ExpectedRun
 from domainbert.finetune.jobs import RESULT, Job, run_record
 
 logger = logging.getLogger(__name__)
@@ -144,15 +145,10 @@ def _custom(model_dir: Path) -> bool:
     return (Path(model_dir) / "modeling_mean_pool.py").is_file()
 
 
-def kept_models(layout: RunLayout) -> list[tuple[str, str, int]]:
-    """(model, task, seed) of each kept model whose run is one the run expects now (``finetune/expected.json``),
-    in name order: what the report lists. A kept model of another configuration is left out."""
-    from domainbert.finetune.expectations import read_expected
-
-    expected = {
-        (r.model, r.task, r.seed): Fingerprint(r.fingerprint, r.legacy_fingerprint)
-        for r in read_expected(layout) or []
-    }
+def kept_models(layout: RunLayout, runs: list[ExpectedRun]) -> list[tuple[str, str, int]]:
+    """(model, task, seed) of each kept model whose run is one of ``runs`` (what the run expects now), in name
+    order: what the report lists. A kept model of another configuration is left out."""
+    expected = {(r.model, r.task, r.seed): Fingerprint(r.fingerprint, r.legacy_fingerprint) for r in runs}
     out = []
     for folder in sorted((layout.root / "finetune").glob("*/*/best")):
         model, task = folder.parent.parent.name, folder.parent.name

@@ -26,7 +26,7 @@ from domainbert.core.document import Document, Section, to_html, to_markdown
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.best_model import kept_models
-from domainbert.finetune.expectations import expected_runs, read_expected, result_state
+from domainbert.finetune.expectations import ExpectedRun, expected_runs, read_expected, result_state
 from domainbert.report import finetune_sections, pretrain_sections, sections
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
@@ -89,9 +89,7 @@ def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
     ``arts.result_check``.
     """
     arts = load_run(layout, list(cfg.pretrain.arms))
-    expected = read_expected(layout)
-    if expected is None:
-        expected = expected_runs(cfg, layout)
+    expected = run_expectations(cfg, layout)
     states = {(e.model, e.task, e.seed): result_state(layout, e) for e in expected}
     check: dict[str, list[str]] = {"missing": [], "stale": [], "unrecorded": [], "not in this config": []}
     kept = []
@@ -126,6 +124,12 @@ def require_run_outputs(cfg: DomainConfig, layout: RunLayout) -> None:
             "run: run the stages or `domainbert run` into it first)",
             file=layout.root,
         )
+
+
+def run_expectations(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
+    """The results the run expects: the list fine-tuning wrote into it, else this config's."""
+    expected = read_expected(layout)
+    return expected if expected is not None else expected_runs(cfg, layout)
 
 
 def found_text(arts: RunArtifacts) -> str:
@@ -210,7 +214,7 @@ def build_document(
         ),
         f"Run folder: {layout.root.name} (the folder this report/ folder is in)",
     )
-    kept = kept_models(layout)
+    kept = kept_models(layout, run_expectations(cfg, layout))
     if kept:
         intro.add(
             "Fine-tuned models kept (per model and task, the seed best on validation; `domainbert push --finetuned "
