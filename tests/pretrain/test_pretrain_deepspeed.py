@@ -76,3 +76,15 @@ def test_zero3_checkpoint_consolidates_and_resumes(base_model, layout):
     again = load_file(layout.pretrained_model("continued") / "model.safetensors")
     for key, value in weights.items():
         torch.testing.assert_close(again[key], value, atol=1e-5, rtol=1e-4, msg=key)
+
+
+def test_replaced_token_detection_on_two_zero2_ranks(base_model, layout):
+    """RTD under DeepSpeed: the generator shares the embeddings across ranks, the discriminator's unused MLM
+    head does not stall ZeRO-2, and the saved folder is the discriminator alone."""
+    summary = pretrain_arm(_ds_cfg(base_model, 2, "pretrain.rtd.arms=[continued]"), "continued", layout)
+    assert (summary["world_size"], summary["objective"], summary["steps"]) == (2, "rtd", 4)
+    assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
+    assert 0 < summary["discriminator_accuracy"] <= 1
+    weights = load_file(layout.pretrained_model("continued") / "model.safetensors")
+    assert not any(k.startswith(("generator", "detection_head")) for k in weights)
+    assert "bert.encoder.layer.1.output.dense.weight" in weights

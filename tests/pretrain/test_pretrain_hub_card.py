@@ -9,7 +9,7 @@ from pretrain_fixtures import make_cfg
 from domainbert.core.errors import DomainbertError
 from domainbert.hub import push_folder
 from domainbert.pretrain.stage import pretrain_arm, read_summary
-from domainbert.services.cards import model_card
+from domainbert.services.arm_card import model_card
 
 SCORES = [{"model": "continued", "task": "science-subject", "task_type": "classification", "metric": "macro_f1",
            "mean": 0.7861, "n_seeds": 3, "collapsed": 0},

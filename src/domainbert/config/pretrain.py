@@ -206,6 +206,23 @@ class TaptConfig(StrictModel):
     )
 
 
+class ReplacedTokenConfig(StrictModel):
+    """Replaced-token detection (ELECTRA, Clark et al. 2020; DeBERTa-v3, He et al. 2021; EconBERTa): a smaller
+    generator, sharing the arm's token embeddings, fills the masked positions with sampled tokens; the arm's
+    encoder (the discriminator) learns which tokens were replaced, at every position. The generator is
+    discarded after pretraining, as those models' releases did."""
+
+    arms: list[Arm] = Field(
+        default_factory=list, description="Arms trained with replaced-token detection instead of MLM."
+    )
+    generator_layers: float = Field(
+        0.5, gt=0, le=1, description="The generator's depth as a share of the arm's (DeBERTa-v3: half)."
+    )
+    discriminator_weight: float = Field(
+        50.0, gt=0, description="Weight of the discriminator's loss against the generator's MLM loss (ELECTRA: 50)."
+    )
+
+
 class PretrainConfig(StrictModel):
     """The pretraining stage: the arms, their budget, the optimisation and how training is launched."""
 
@@ -238,6 +255,7 @@ class PretrainConfig(StrictModel):
     )
     base_warmup: BaseWarmupConfig = BaseWarmupConfig()
     tapt: TaptConfig = TaptConfig()
+    rtd: ReplacedTokenConfig = ReplacedTokenConfig()
     weight_decay: float = 0.01
     """AdamW weight decay."""
     adam_betas: tuple[float, float] = (0.9, 0.98)
@@ -322,6 +340,10 @@ class PretrainConfig(StrictModel):
     seed: int = 42
     """Seed of the data order, the masking and any new weights."""
 
+    def objective(self, arm: str) -> Literal["mlm", "rtd"]:
+        """The arm's pretraining objective: replaced-token detection for ``rtd.arms``, else masked-LM."""
+        return "rtd" if any(name == arm for name in self.rtd.arms) else "mlm"
+
     def for_arm(self, arm: str) -> PretrainConfig:
         """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,
         then the literature default), which is what the arm trains and is fingerprinted with."""
@@ -356,6 +378,8 @@ class PretrainConfig(StrictModel):
             raise ValueError("arm dapt-tapt starts from the continued arm's result: list continued before it")
         if self.seq_len_schedule and abs(sum(p.fraction for p in self.seq_len_schedule) - 1.0) > 1e-6:
             raise ValueError("seq_len_schedule fractions must sum to 1")
+        if self.next_sentence_prediction and self.rtd.arms:
+            raise ValueError("next_sentence_prediction and rtd.arms cannot be combined: pick one objective")
         if self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError("mask_token_prob + random_token_prob must be at most 1")
         return self

@@ -23,6 +23,7 @@ from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, para
 from domainbert.pretrain.objective import MLMObjective
 
 log = logging.getLogger(__name__)
+EXTRAS_FILE = "objective_extras.safetensors"  # an objective's modules besides the Hugging Face model
 
 
 class Engine(Protocol):
@@ -90,6 +91,9 @@ class TorchEngine:
         # The Hugging Face model's own key names (handles tied weights): the checkpoint folder, with the config
         # and tokenizer the trainer writes beside it, loads with from_pretrained.
         save_model(self.hf_model(), str(folder / "model.safetensors"))
+        extras = objective_of(self).extras()
+        if extras is not None:  # e.g. replaced-token detection's generator and head
+            save_model(extras, str(folder / EXTRAS_FILE))
         torch.save(
             {
                 "optimizer": self.optimizer.state_dict(),
@@ -107,18 +111,21 @@ class TorchEngine:
         from domainbert.core.safeload import CheckpointError, safe_torch_load
 
         # Both files are read before anything is applied: a bad file leaves the engine untouched.
-        weights_path = folder / "model.safetensors"
-        try:
-            load_file(str(weights_path))
-        except (SafetensorError, OSError) as exc:
-            raise CheckpointError(f"cannot read (truncated or corrupt): {exc}", file=weights_path) from None
+        extras = objective_of(self).extras()
+        parts = [(self.hf_model(), folder / "model.safetensors")]
+        if extras is not None:
+            parts.append((extras, folder / EXTRAS_FILE))
+        for _, path in parts:
+            try:
+                load_file(str(path))
+            except (SafetensorError, OSError) as exc:
+                raise CheckpointError(f"cannot read (truncated or corrupt): {exc}", file=path) from None
         state = safe_torch_load(folder / "optimizer.pt")
-        try:
-            load_model(self.hf_model(), str(weights_path))  # handles the tied weights save_model wrote once
-        except RuntimeError as exc:
-            raise CheckpointError(
-                f"weights do not fit the model: {str(exc).splitlines()[0]}", file=weights_path
-            ) from None
+        for module, path in parts:
+            try:
+                load_model(module, str(path))  # handles the tied weights save_model wrote once
+            except RuntimeError as exc:
+                raise CheckpointError(f"weights do not fit the model: {str(exc).splitlines()[0]}", file=path) from None
         self.optimizer.load_state_dict(state["optimizer"])
         self.scheduler.load_state_dict(state["scheduler"])
         self.micro_steps = state["micro_steps"]
@@ -221,7 +228,7 @@ def describe(engine: Engine) -> str:
     return "torch"
 
 
-def objective_of(engine: Engine) -> MLMObjective:
+def objective_of(engine: Engine | TorchEngine) -> MLMObjective:
     """The ``MLMObjective`` inside an engine's module (under a DDP wrapper when there is one)."""
     module: object = engine.module
     while not isinstance(module, MLMObjective):
@@ -243,5 +250,9 @@ def build_engine(objective: MLMObjective, pcfg: PretrainConfig, total_steps: int
             pcfg, world, total_steps=total_steps, hidden_size=objective.model.config.hidden_size
         )
         return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
-    wrapped: nn.Module = torch.nn.parallel.DistributedDataParallel(objective) if world > 1 else objective
+    # An objective with extras leaves the arm's own MLM head unused: DDP must not wait for its gradients.
+    unused = objective.extras() is not None
+    wrapped: nn.Module = (
+        torch.nn.parallel.DistributedDataParallel(objective, find_unused_parameters=unused) if world > 1 else objective
+    )
     return TorchEngine(wrapped, pcfg, total_steps)

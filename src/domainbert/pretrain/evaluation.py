@@ -19,7 +19,7 @@ import torch
 from domainbert.config.pretrain import PretrainConfig
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
-from domainbert.pretrain.engine import Engine
+from domainbert.pretrain.engine import Engine, objective_of
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 
 if TYPE_CHECKING:
@@ -64,28 +64,47 @@ def eval_sets(
 
 
 @torch.no_grad()
-def evaluate(engine: Engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device) -> float | None:
-    """MLM perplexity (exp of the mean loss over masked tokens) on fixed, identically masked sequences."""
+def evaluate(
+    engine: Engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device
+) -> dict[str, float | None]:
+    """MLM perplexity (exp of the mean loss over masked tokens) on fixed, identically masked sequences, as
+    ``{"perplexity": ...}``; under replaced-token detection the generator's perplexity and the discriminator's
+    share of correct replaced/original calls (``discriminator_accuracy``)."""
     if batch is None:
-        return None
+        return {"perplexity": None}
+    objective = objective_of(engine)
     engine.module.eval()
-    total, count = 0.0, 0
+    total, count, correct, positions = 0.0, 0, 0.0, 0
     for i in range(0, batch.input_ids.shape[0], EVAL_BATCH):
         sl = slice(i, i + EVAL_BATCH)
         gen = step_generator(seed + EVAL_SEED_OFFSET, i)
         inputs, labels = apply_mask(batch.input_ids[sl], batch.special[sl], batch.word_start[sl], spec, gen)
+        attention = batch.attention_mask[sl].to(device) if batch.attention_mask is not None else None
         n = int((labels != -100).sum())
-        loss = engine.forward(inputs.to(device), labels.to(device))
+        loss = engine.forward(inputs.to(device), labels.to(device), attention)
+        detection = getattr(objective, "last_detection", None)
+        if detection is not None:
+            loss = detection.generator_loss
+            correct, positions = correct + float(detection.correct), positions + detection.positions
         total += float(loss) * n
         count += n
     engine.module.train()
-    return math.exp(min(total / max(count, 1), 50.0))
+    figures: dict[str, float | None] = {"perplexity": math.exp(min(total / max(count, 1), 50.0))}
+    if positions:
+        figures["discriminator_accuracy"] = correct / positions
+    return figures
 
 
 def evaluate_all(
     engine: Engine, sets: dict[str, Batch | None], spec: MaskingSpec, seed: int, device: torch.device
 ) -> dict[str, float | None]:
-    return {name: evaluate(engine, batch, spec, seed, device) for name, batch in sets.items()}
+    """``{set: perplexity}`` for every set, and ``{set}_discriminator_accuracy`` under replaced-token detection."""
+    out: dict[str, float | None] = {}
+    for name, batch in sets.items():
+        figures = evaluate(engine, batch, spec, seed, device)
+        out[name] = figures.pop("perplexity")
+        out.update({f"{name}_{key}": value for key, value in figures.items()})
+    return out
 
 
 MIN_WATCH_ROWS = 4  # fewer sequences than this make a curve of noise: no watch evaluations then

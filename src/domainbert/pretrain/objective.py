@@ -64,6 +64,10 @@ class MLMObjective(nn.Module):
         self.autocast_dtype = autocast_dtype
         self.last_nsp: tuple[torch.Tensor, torch.Tensor, int] | None = None
 
+    def extras(self) -> nn.Module | None:
+        """Modules a checkpoint holds besides the Hugging Face model (none for MLM)."""
+        return None
+
     def _autocast(self, device: torch.device) -> contextlib.AbstractContextManager[None]:
         if self.autocast_dtype is None:
             return contextlib.nullcontext()

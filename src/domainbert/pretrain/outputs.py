@@ -26,15 +26,20 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
-WRAPPER_PREFIXES = ("module.", "model.")  # DDP wrapper, then MLMObjective
+EXTRA_PREFIXES = ("generator.", "detection_head.")  # ReplacedTokenObjective's modules beside ``model``
 
 
 def strip_wrappers(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
+    """The Hugging Face model's weights, keyed as it names them: the wrappers' prefixes removed, an objective's
+    other modules (a replaced-token detection generator and head, ``objective.extras``) left out."""
     out = {}
     for key, value in weights.items():
-        for prefix in WRAPPER_PREFIXES:
-            if key.startswith(prefix):
-                key = key[len(prefix) :]
+        if key.startswith("module."):
+            key = key[len("module.") :]
+        if key.startswith(EXTRA_PREFIXES):
+            continue
+        if key.startswith("model."):
+            key = key[len("model.") :]
         out[key] = value
     return out
 
@@ -42,11 +47,11 @@ def strip_wrappers(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def model_card(
     cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None
 ) -> str:
-    """README.md of the model folder (``services.cards.model_card``), with the fine-tuning ``scores`` of the
+    """README.md of the model folder (``services.arm_card.model_card``), with the fine-tuning ``scores`` of the
     report's ``results.json`` once they exist: the card on disk is the card ``push`` uploads."""
     import json
 
-    from domainbert.services.cards import model_card as hub_card
+    from domainbert.services.arm_card import model_card as hub_card
 
     ext = Path(str(summary["source"])) / "extension.json"  # the vocab stage's record of what extended adds
     extension = json.loads(ext.read_text()) if arm == "extended" and ext.is_file() else None

@@ -26,6 +26,7 @@ from domainbert.pretrain.objective import MLMObjective, flops_per_token
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Plan, make_plan
 from domainbert.pretrain.preflight import run_preflight
+from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator
 from domainbert.pretrain.runtime import (
     autocast_dtype,
     init_distributed,
@@ -112,12 +113,8 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     attention = training_attention(model, device, autocast_dtype(pcfg.precision, device))
     if pcfg.compile:
         model.base_model.forward = torch.compile(model.base_model.forward)
-    objective = MLMObjective(
-        model,
-        sparse=pcfg.sparse_prediction,
-        autocast_dtype=autocast_dtype(pcfg.precision, device),
-        nsp=pcfg.next_sentence_prediction,
-    )
+    objective = build_objective(pcfg, arm, model, autocast_dtype(pcfg.precision, device))
+    objective.to(device)
     stream: PairStream | TokenStream
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
@@ -140,5 +137,23 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         evals=(evals := eval_sets(tokenizer, layout, pcfg, plan.phases[0].seq_len)),
         watch=watch_sets(evals, pcfg.watch_points, pcfg.watch_share, plan.planned_tokens),
         attention=attention,
-        flops_per_token=flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction),
+        flops_per_token=objective_flops(objective, plan.phases[0].seq_len, pcfg),
     )
+
+
+def build_objective(pcfg: PretrainConfig, arm: str, model: PreTrainedModel, dtype: torch.dtype | None) -> MLMObjective:
+    """The arm's objective (``pretrain.objective(arm)``): masked-LM (with NSP when configured), or
+    replaced-token detection with a new generator drawn from the arm's seed."""
+    if pcfg.objective(arm) == "rtd":
+        generator = build_generator(model, pcfg.rtd.generator_layers)
+        return ReplacedTokenObjective(model, generator, pcfg.rtd.discriminator_weight, autocast_dtype=dtype)
+    return MLMObjective(model, sparse=pcfg.sparse_prediction, autocast_dtype=dtype, nsp=pcfg.next_sentence_prediction)
+
+
+def objective_flops(objective: MLMObjective, seq_len: int, pcfg: PretrainConfig) -> float:
+    """Training FLOPs per token: the masked-LM model's; for replaced-token detection the discriminator's
+    encoder (no vocabulary projection) plus the generator's sparse masked-LM."""
+    if isinstance(objective, ReplacedTokenObjective):
+        discriminator = flops_per_token(objective.model, seq_len, mask_rate=0.0, sparse=True)
+        return discriminator + flops_per_token(objective.generator, seq_len, pcfg.mask_rate, sparse=True)
+    return flops_per_token(objective.model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)

@@ -22,18 +22,20 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, mean_across, resolve_precision, sum_across
+from domainbert.core.distributed import barrier, mean_across, resolve_precision
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.data import TokenStream
 from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
 from domainbert.pretrain.evaluation import watch_steps
+from domainbert.pretrain.log_window import LogWindow
 from domainbert.pretrain.masking import apply_mask, step_generator
-from domainbert.pretrain.objective import MLMObjective, count_parameters
+from domainbert.pretrain.objective import count_parameters
 from domainbert.pretrain.outputs import loadable_view, write_outputs
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Phase
+from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective
 from domainbert.pretrain.runtime import (
     stop_agreed,
     torch_threads,
@@ -137,34 +139,6 @@ def start(setup: ArmSetup, fingerprint: str) -> tuple[TrainState, int | None]:
     return TrainState(fingerprint=fingerprint, before=setup.evaluate()), None
 
 
-@dataclass
-class LogWindow:
-    """Throughput and NSP figures accumulated between two metrics records."""
-
-    tokens: int = 0
-    start: float = field(default_factory=time.perf_counter)
-    paused: float = 0.0  # seconds of evaluation and checkpointing inside the window: not training time
-    nsp: list[float] = field(default_factory=lambda: [0.0, 0.0, 0.0])  # loss sum (per pair), correct, pairs
-    nsp_last: dict[str, float | None] = field(default_factory=lambda: {"nsp_loss": None, "nsp_accuracy": None})
-
-    def add_nsp(self, objective: MLMObjective) -> None:
-        if objective.last_nsp is not None:
-            loss, correct, pairs = objective.last_nsp
-            self.nsp = [self.nsp[0] + float(loss) * pairs, self.nsp[1] + float(correct), self.nsp[2] + pairs]
-
-    def pause_since(self, t0: float) -> None:
-        self.paused += time.perf_counter() - t0
-
-    def close(self) -> float:
-        """Tokens per second of training time since the last record; starts the next window."""
-        tps = self.tokens / max(time.perf_counter() - self.start - self.paused, 1e-9)
-        if self.nsp[2]:
-            total = sum_across(self.nsp)
-            self.nsp_last = {"nsp_loss": total[0] / total[2], "nsp_accuracy": total[1] / total[2]}
-        self.tokens, self.start, self.paused, self.nsp = 0, time.perf_counter(), 0.0, [0.0, 0.0, 0.0]
-        return tps
-
-
 def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWindow) -> tuple[float, float | None]:
     """One optimizer step of ``grad_accum`` micro-batches; returns the loss (mean over ranks) and grad norm."""
     pcfg, engine, rank = setup.pcfg, setup.engine, setup.rank
@@ -186,7 +160,7 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
         engine.backward(loss)
         grad_norm = engine.step()
         losses.append(float(loss.detach()))
-        window.add_nsp(objective_of(engine))
+        window.add(objective_of(engine))
         real += batch.real_tokens
         state.positions += batch.input_ids.numel()
     state.step += 1
@@ -304,6 +278,7 @@ def _write_train_metrics(
             "real_token_fraction": state.real_tokens / state.positions,
             "mfu": setup.mfu(tps),
             **(window.nsp_last if setup.pcfg.next_sentence_prediction else {}),
+            **window.detection_last,
         }
     )
 
@@ -315,7 +290,8 @@ def _watch(setup: ArmSetup, state: TrainState, metrics: MetricsLog) -> None:
 
 
 def _perplexities(values: dict[str, float | None]) -> dict[str, float | None]:
-    return {f"{name}_perplexity": value for name, value in values.items()}
+    """Metric names of ``evaluate_all``'s figures: ``domain`` -> ``domain_perplexity``; accuracies keep theirs."""
+    return {name if name.endswith("_accuracy") else f"{name}_perplexity": value for name, value in values.items()}
 
 
 def _tracker(
@@ -403,6 +379,24 @@ def _summary(
         "lr": pcfg.lr,
         "warmup_ratio": pcfg.warmup_ratio,
         "start_head": setup.start.head_origin,
+        **_objective_fields(setup, state, after),
+    }
+
+
+def _objective_fields(setup: ArmSetup, state: TrainState, after: dict[str, float | None]) -> dict[str, Any]:
+    """The objective, and under replaced-token detection what stands beside perplexity (the generator's): the
+    discriminator's accuracy before and after, and the generator's depth."""
+    objective = setup.pcfg.objective(setup.arm)
+    if objective != "rtd":
+        return {"objective": objective}
+    generator = cast(ReplacedTokenObjective, objective_of(setup.engine)).generator
+    return {
+        "objective": objective,
+        "perplexity_of": "generator",
+        "generator_layers": int(generator.config.num_hidden_layers),
+        "discriminator_accuracy_before": state.before.get("domain_discriminator_accuracy"),
+        "discriminator_accuracy": after.get("domain_discriminator_accuracy"),
+        "general_discriminator_accuracy": after.get("general_discriminator_accuracy"),
     }
 
 

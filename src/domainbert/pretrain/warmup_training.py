@@ -148,7 +148,7 @@ def train_warmup(
             step += 1
             losses.append([step, _step(engine, objective, model, hw.train, inputs, labels)])
             if step % hw.eval_every == 0 and step < hw.steps and general is not None:
-                watch.add(step, evaluate(engine, general, spec, p.seed, device))
+                watch.add(step, evaluate(engine, general, spec, p.seed, device)["perplexity"])
                 log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
             if lines.due(step):  # as the arms do: a line (and the Prefect progress bar) every 30 s or so
                 log.info(

@@ -103,8 +103,12 @@ def perplexity_curves(
     fig, axes = new_figure(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (key, title) in zip(axes[0], panels, strict=True):
         for arm, pts in data[key].items():
+            # replaced-token detection logs its discriminator's accuracy: its perplexity is its generator's
+            rtd = any("discriminator_accuracy" in r for r in metrics[arm])
             if pts:
-                ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=arm)
+                ax.plot(
+                    [p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{arm} (generator)" if rtd else arm
+                )
         values = [p[1] for pts in data[key].values() for p in pts]
         if min(values) > 0 and max(values) / min(values) > 10:
             ax.set_yscale("log")

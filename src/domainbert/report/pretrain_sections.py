@@ -82,13 +82,16 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
             ]
         )
     for arm, s in arts.pretrain.items():
-        random_start = s.get("start_head") == "random" or s.get("start_head", "").startswith("checkpoint or random")
+        rtd = s.get("objective") == "rtd"  # its perplexity is its new generator's, not its encoder's
+        random_start = (
+            rtd or s.get("start_head") == "random" or s.get("start_head", "").startswith("checkpoint or random")
+        )
         # A perplexity through a random head says nothing about the encoder: not shown as a "before" figure.
         before_d = "random init" if random_start else fmt(s.get("domain_perplexity_before"), 1)
         before_g = "random init" if random_start else fmt(s.get("general_perplexity_before"), 1)
         rows.append(
             [
-                arm,
+                _arm_label(arm, s),
                 fmt(s.get("steps")),
                 fmt(s.get("tokens_consumed")),
                 fmt(s.get("lr")),
@@ -98,6 +101,19 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
             ]
         )
     return rows
+
+
+def _arm_label(arm: str, summary: dict[str, Any]) -> str:
+    """The arm's name; under replaced-token detection what its figures are (the generator's perplexity, the
+    discriminator's accuracy before and after)."""
+    if summary.get("objective") != "rtd":
+        return arm
+    before, after = summary.get("discriminator_accuracy_before"), summary.get("discriminator_accuracy")
+    accuracy = f"{before:.1%} -> {after:.1%}" if before is not None and after is not None else "-"
+    return (
+        f"{arm} (replaced-token detection: perplexity of its {fmt(summary.get('generator_layers'))}-layer "
+        f"generator; discriminator accuracy {accuracy})"
+    )
 
 
 def _total(parameters: Any) -> Any:

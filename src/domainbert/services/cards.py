@@ -1,4 +1,5 @@
-"""Model and dataset cards: the Hugging Face card of an arm, of a fine-tuned model and of the corpus.
+"""Model and dataset cards: the Hugging Face card of a fine-tuned model and of the corpus, and the helpers every
+card shares (Hub ids, sources, number formats); an arm's card is ``arm_card.py``'s.
 
 Built with ``huggingface_hub``'s card classes from a run's configuration and results; the pretraining and
 fine-tuning stages write them beside their models and ``domainbert.hub`` uploads them. Nothing here talks to
@@ -12,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 
 from domainbert.config.pretrain import ARMS
 from domainbert.core.models import PACKAGE_PREFIX
-from domainbert.services.published import smallest_published, too_small
 
 if TYPE_CHECKING:
     from huggingface_hub import EvalResult
@@ -47,7 +47,7 @@ def hub_id_of(ref: str) -> str | None:
     return ref
 
 
-def _source_name(source: SourceConfig) -> str:
+def source_name(source: SourceConfig) -> str:
     return source.dataset if source.type == "hf" else source.name
 
 
@@ -59,7 +59,7 @@ def dataset_ids(cfg: DomainConfig) -> list[str]:
     return list(dict.fromkeys(ids))
 
 
-def _fmt(value: int | float | str | None, digits: int = 2) -> str:
+def fmt_value(value: int | float | str | None, digits: int = 2) -> str:
     if value is None:
         return "n/a"
     if isinstance(value, float):
@@ -67,7 +67,7 @@ def _fmt(value: int | float | str | None, digits: int = 2) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def _start_of(cfg: DomainConfig, arm: str) -> str:
+def start_of(cfg: DomainConfig, arm: str) -> str:
     # a local folder without base_model.hub_id: its name only, never the path of this machine
     base = base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
     start = ARMS[arm].start
@@ -78,159 +78,6 @@ def _start_of(cfg: DomainConfig, arm: str) -> str:
     if start == "continued":
         return f"the `continued` arm (the base checkpoint `{base}` pretrained on the domain corpus)"
     return "random weights, with the domain's own tokenizer"
-
-
-def eval_results(cfg: DomainConfig, arm: str, scores: list[dict[str, Any]] | None) -> list[EvalResult]:
-    """``model-index`` entries: each task's mean test score of ``arm`` over its seeds (report's results.json)."""
-    from huggingface_hub import EvalResult
-
-    out = []
-    for row in scores or []:
-        if row.get("model") != arm or row.get("mean") is None:
-            continue
-        task_type, task_name = TASK_TYPES[row["task_type"]]
-        collapsed = f", {row['collapsed']} collapsed" if row.get("collapsed") else ""
-        out.append(
-            EvalResult(
-                task_type=task_type,
-                task_name=task_name,
-                dataset_type=row["task"],
-                dataset_name=row["task"],
-                dataset_split="test",
-                metric_type=row["metric"],
-                metric_name=f"{row['metric']} (mean of {row['n_seeds']} seeds{collapsed})",
-                metric_value=round(100 * row["mean"], 2),
-            )
-        )
-    return out
-
-
-def model_card(
-    cfg: DomainConfig,
-    arm: str,
-    summary: dict[str, Any],
-    scores: list[dict[str, Any]] | None = None,
-    extension: dict[str, Any] | None = None,
-) -> str:
-    """README.md of an arm's model folder: Hub metadata, then data, budget and figures."""
-    from huggingface_hub import ModelCard, ModelCardData
-
-    results = eval_results(cfg, arm, scores)
-    data = ModelCardData(
-        base_model=base_model_id(cfg) if arm != "scratch" else None,
-        datasets=dataset_ids(cfg) or None,
-        language=list(cfg.language),
-        license=cfg.hub.license,
-        library_name="transformers",
-        pipeline_tag="fill-mask",
-        tags=["domainbert", cfg.name, arm, *cfg.hub.tags],
-        model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
-        eval_results=results or None,
-    )
-    lines = _arm_card_body(cfg, arm, summary) + _arm_card_extras(arm, results, extension)
-    lines += ["![loss curve](loss_curve.png)", ""] + _arm_card_use(cfg, arm, summary)
-    return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
-
-
-def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
-    """The arm card's title, data, budget and figures, from its pretraining summary ``p``."""
-    lines = [
-        f"# domainbert {cfg.name} / {arm}",
-        "",
-        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from {_start_of(cfg, arm)}.",
-        "",
-        "## Data",
-        "",
-        f"In-domain corpus of the `{cfg.name}` domain (profile `{cfg.profile}`; sources: "
-        f"{', '.join(_source_name(s) for s in cfg.corpus.sources)}), train split, packed into sequences of "
-        f"{', '.join(str(ph[2]) for ph in p['seq_len_phases'])} tokens"
-        f"{' (documents concatenated, [SEP]-separated)' if p['packing'] else ' (one document per sequence)'}. "
-        "Evaluation texts of the domain's tasks were removed from the corpus before training.",
-        "",
-        "## Budget",
-        "",
-        f"- token budget: {_fmt(p['budget_tokens'])}; consumed: {_fmt(p['tokens_consumed'])} in {_fmt(p['steps'])} "
-        "optimizer steps (every arm of a domain gets the same budget)",
-        f"- objective: MLM{' + next-sentence prediction' if p.get('next_sentence_prediction') else ''}, "
-        f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
-        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
-        f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
-        f"- parameters: {_fmt(p['parameters']['total'])}, vocabulary: {_fmt(p['vocab_size'])}",
-        "",
-        "## Figures",
-        "",
-        "| metric | before | after |",
-        "|---|---|---|",
-        f"| domain perplexity (validation) | {_fmt(p['domain_perplexity_before'])} | {_fmt(p['domain_perplexity'])} |",
-        f"| general perplexity (forgetting) | {_fmt(p['general_perplexity_before'])} | {_fmt(p['general_perplexity'])} |",
-        "",
-        f"- final MLM loss: {_fmt(p['final_loss'], 4)}",
-        f"- real tokens/s: {_fmt(p['real_tokens_per_s'], 0)}; real-token fraction: {_fmt(p['real_token_fraction'], 3)}",
-        f"- training FLOPs/token (est.): {_fmt(p['flops_per_token'], 0)}; MFU: {_fmt(p['mfu'], 4)}",
-        f"- training wall time: {_fmt(p['wall_seconds'], 1)} s",
-        "",
-        "Perplexities are MLM perplexities under each model's own tokenizer: compare an arm before and after "
-        "training, not arms with different vocabularies.",
-        "",
-    ]
-    return lines
-
-
-def _arm_card_extras(arm: str, results: list[EvalResult], extension: dict[str, Any] | None) -> list[str]:
-    """The arm card's fine-tuning scores and, for the extended arm, its vocabulary extension."""
-    lines: list[str] = []
-    if results:
-        lines += ["## Fine-tuning", "", "| task | metric | test score (mean over seeds) |", "|---|---|---|"]
-        lines += [f"| {r.dataset_name} | {r.metric_name} | {r.metric_value:.2f} |" for r in results]
-        lines += ["", "The domain's comparison report says how this compares with the base model and the floor.", ""]
-    if arm == "extended" and extension:
-        how = (
-            f"set by vocab.extension.num_tokens, overriding the recommendation of "
-            f"{extension.get('recommended_tokens')}"
-            if extension.get("source") == "override"
-            else "the number the vocabulary stage's recommendation gives"
-        )
-        lines += [
-            "## Vocabulary extension",
-            "",
-            f"{extension['num_tokens']:,} domain tokens added to the base "
-            f"vocabulary ({how}); new embeddings start as the mean of their base pieces'.",
-            "",
-        ]
-    return lines
-
-
-def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
-    """How to load the arm (the same lines for its folder and its Hub id), what it is for, and its limits."""
-    tokens = p.get("tokens_consumed") or 0
-    paper, published = smallest_published()
-    lines = [
-        "## Use",
-        "",
-        "```python",
-        "from transformers import pipeline",
-        "",
-        f'fill = pipeline("fill-mask", model="PATH_OR_HUB_ID")  # this folder, or e.g. "your-org/domainbert-{cfg.name}-{arm}"',
-        'print(fill(f"The {fill.tokenizer.mask_token} of the system was measured."))',
-        "```",
-        "",
-        "`AutoModel.from_pretrained` gives the encoder to fine-tune (stock transformers classes, no remote code).",
-        "",
-        "## Intended use and limitations",
-        "",
-        f"An encoder for the `{cfg.name}` domain ({cfg.description.rstrip('.')}), to be fine-tuned "
-        "on a downstream task; as a fill-mask model it only shows what pretraining taught it. It inherits the "
-        "biases of its corpus and of the model it started from, and was evaluated only on the tasks above.",
-        "",
-    ]
-    if too_small(tokens):
-        lines += [
-            f"**Budget warning:** {_fmt(tokens)} pretraining tokens, {tokens / published:.1e} of {paper}'s "
-            f"about {published:.1e}. At this budget the model is a test of the pipeline, not a model to use: "
-            "its predictions (fill-mask answers included) can be degenerate.",
-            "",
-        ]
-    return lines
 
 
 def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None, str]:
@@ -293,8 +140,8 @@ def finetuned_card(
         "",
         f"{title} on the `{task.name}` task of the domainbert `{cfg.name}` domain, fine-tuned from {start}.",
         "",
-        f"{how}: seed {result['seed']}, learning rate {result.get('lr')}, {_fmt(result.get('steps'))} steps; the "
-        f"weights kept are those of step {_fmt(result.get('best_step'))}, the best on validation.",
+        f"{how}: seed {result['seed']}, learning rate {result.get('lr')}, {fmt_value(result.get('steps'))} steps; the "
+        f"weights kept are those of step {fmt_value(result.get('best_step'))}, the best on validation.",
         "",
         "## Labels",
         "",
@@ -426,7 +273,7 @@ def dataset_card(cfg: DomainConfig, manifest: dict[str, Any]) -> str:
     ]
     for source in cfg.corpus.sources:
         kept = m["sources"].get(source.name, {})
-        lines.append(f"| {_source_name(source)} | {kept.get('documents_in', 0):,} | {kept.get('documents', 0):,} |")
+        lines.append(f"| {source_name(source)} | {kept.get('documents_in', 0):,} | {kept.get('documents', 0):,} |")
     lines += ["", "## Filters", "", "| filter | dropped | reasons |", "|---|---|---|"]
     for name, f in m["filters"].items():
         reasons = ", ".join(f"{r}: {n}" for r, n in sorted(f.get("reasons", {}).items()))
