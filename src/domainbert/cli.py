@@ -356,7 +356,10 @@ def plan(
     from domainbert.run_plan import estimate_seconds, render, stage_plans
 
     plans = stage_plans(cfg, layout)
-    typer.echo(render(plans, estimate_seconds(cfg, plans, workers) if estimate else None))
+    seconds = estimate_seconds(cfg, plans, workers) if estimate else None
+    typer.echo(render(plans, seconds))
+    if estimate and seconds is None:
+        typer.echo(f"no time estimate: the base model {cfg.base_model.name_or_path} is not reachable from here")
     for line in _flags(cfg, layout.corpus):
         typer.echo(f"warning: {line}")
 

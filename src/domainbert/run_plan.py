@@ -121,7 +121,12 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         }
         return StagePlan(f"pretrain {arm}", f"after {waits_for}" if waits_for else "will run", detail)
     plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
-    detail = {"steps": plan.total_steps, "tokens": plan.planned_tokens, "lr": pcfg.lr}
+    detail = {
+        "steps": plan.total_steps,
+        "tokens": plan.planned_tokens,
+        "lr": pcfg.lr,
+        "objective": pcfg.objective(arm),
+    }
     if model is not None:
         from domainbert.pretrain.objective import flops_per_token
 
@@ -189,9 +194,13 @@ def _seconds_per_token(
     return min(times[1:]) / (batch * seq_len)
 
 
-def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1) -> dict[str, float]:
-    """Seconds each model stage that will run should take on this machine (calibrated; see the module)."""
+def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1) -> dict[str, float] | None:
+    """Seconds each model stage that will run should take on this machine (calibrated; see the module); None
+    when the base's architecture is unreachable (a Hub id offline): nothing to time."""
     import torch
+
+    if _arch(cfg) is None:
+        return None
 
     from domainbert.pretrain.base_warmup import NAME as WARMUP
     from domainbert.services.tasks import load_task
@@ -236,7 +245,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
                 if "flops" in d
                 else ", FLOPs n/a (base config unreachable)"
             )
-            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{flops}"
+            objective = ", replaced-token detection" if d.get("objective") == "rtd" else ""
+            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{objective}{flops}"
         elif "epochs" in d:
             sizes = f"  {d['epochs']:g} passes over the task text (sized once it is built), lr {d['lr']:g}"
         elif "runs" in d:

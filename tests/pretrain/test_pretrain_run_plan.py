@@ -96,3 +96,19 @@ def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout,
     seconds = estimate_seconds(cfg, list(plans.values()))
     assert seconds["pretrain base-warmup"] > 0
     assert "pretrain base-warmup will run  7 steps, 896 tokens" in render(list(plans.values()), seconds)
+
+
+def test_every_full_profile_validates_and_plans_offline(tmp_path, capsys, monkeypatch):
+    """The full profiles name Hub models (bert-base-cased, microsoft/deberta-v3-base, xlm-roberta-base): offline,
+    `validate` and `plan` still answer, without a traceback, and say why there is no time estimate."""
+    from domainbert.cli import run_cli
+
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    for domain in ("science", "law", "economics", "tweets"):
+        assert run_cli(["validate", domain, "--profile", "full"]) == 0
+        assert run_cli(["plan", domain, "--profile", "full", "--out", str(tmp_path / domain)]) == 0
+        out = capsys.readouterr().out
+        assert "pretrain scratch" in out and "no time estimate: the base model" in out, out
+        [scratch] = [line for line in out.splitlines() if line.startswith("pretrain scratch")]
+        assert ("replaced-token detection" in scratch) == (domain == "economics"), scratch  # EconBERTa's objective
