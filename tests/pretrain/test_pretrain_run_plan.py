@@ -112,3 +112,4 @@ def test_every_full_profile_validates_and_plans_offline(tmp_path, capsys, monkey
         assert "pretrain scratch" in out and "no time estimate: the base model" in out, out
         [scratch] = [line for line in out.splitlines() if line.startswith("pretrain scratch")]
         assert ("replaced-token detection" in scratch) == (domain == "economics"), scratch  # EconBERTa's objective
+    assert run_cli(["validate", "tweets", "--profile", "multilingual"]) == 0  # XLM-T's setting offline

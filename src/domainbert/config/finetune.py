@@ -47,6 +47,11 @@ class TaskConfig(StrictModel):
     )
     lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
     epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
+    group_field: str | None = Field(
+        None,
+        description="Classification: a field whose value puts each example in a group (e.g. lang); the report "
+        "also scores every model on each group's test examples. Not part of a result's fingerprint.",
+    )
     chunks: int = Field(
         1,
         ge=1,
@@ -71,6 +76,8 @@ class TaskConfig(StrictModel):
             raise ValueError("an 'ner' task needs format 'conll' or 'hf'")
         if self.type == "ner" and self.multi_label:
             raise ValueError("'multi_label' applies to classification tasks only")
+        if self.group_field is not None and self.type != "classification":
+            raise ValueError("'group_field' applies to classification tasks only")
         if self.chunks > 1 and (self.type != "classification" or self.text_pair_field is not None):
             raise ValueError("'chunks' applies to classification of single texts only")
         return self

@@ -113,11 +113,12 @@ def _model_identity(ref: str) -> tuple[str, str, bool]:
 
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
-    """The task's settings as a result records them; ``chunks: 1`` (the default, truncation) is left out so that
-    results recorded before the setting existed stay current."""
+    """The task's settings as a result records them; ``chunks: 1`` (the default, truncation) and ``group_field``
+    are left out so that results recorded before the settings existed stay current."""
     dump = task.model_dump(mode="json")
     if dump.get("chunks") == 1:
         del dump["chunks"]
+    del dump["group_field"]  # which examples the report groups: not what a run trains or scores
     return dump
 
 

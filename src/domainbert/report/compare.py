@@ -28,6 +28,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.finetune.best_model import kept_models
 from domainbert.finetune.expectations import ExpectedRun, expected_runs, read_expected, result_state
 from domainbert.report import finetune_sections, pretrain_sections, sections
+from domainbert.report.groups import groups_section
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
@@ -238,6 +239,7 @@ def build_document(
             finetune_sections.finetune_section(
                 scores, comparisons, out_dir, cfg.compare.bootstrap_samples, [t.name for t in cfg.finetune.tasks]
             ),
+            *([by_group] if (by_group := groups_section(cfg, arts)) else []),
             method,
         ],
         footer=f"Rendered {time.strftime('%Y-%m-%d %H:%M UTC', time.gmtime())} by domainbert {__version__} "

@@ -108,6 +108,7 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
     _overlap_table(sec, v)
     sec.add(*published_blocks(v.get("published") or []))
     _heldout_table(sec, v)
+    _language_table(sec, v)
     _fragmented_table(sec, v)
     _extension_text(sec, v)
     for plot in arts.vocab_plots:
@@ -179,6 +180,32 @@ def _heldout_table(sec: Section, v: dict[str, Any]) -> None:
                 "Held-out validation documents tokenized by each tokenizer",
             )
         )
+
+
+def _language_table(sec: Section, v: dict[str, Any]) -> None:
+    """Per language (a multilingual corpus's ``meta.lang``): documents, and each tokenizer's fertility and UNK
+    rate on that language's held-out text."""
+    languages = v.get("languages")
+    if not isinstance(languages, dict) or not languages.get("heldout"):
+        return
+    names = list(next(iter(languages["heldout"].values())))
+    rows = [
+        [
+            lang,
+            fmt(languages["train_documents"].get(lang)),
+            fmt(languages["heldout_documents"].get(lang)),
+            *(f"{fmt(stats[name].get('fertility'), 2)} / {pct(stats[name].get('unk_rate'), 1)}" for name in names),
+        ]
+        for lang, stats in languages["heldout"].items()
+    ]
+    sec.add(
+        Table(
+            ["language", "train documents", "held-out documents", *names],
+            rows,
+            "Per language: each tokenizer's fertility (tokens/word) / UNK rate on that language's held-out "
+            "documents (languages as the source recorded them)",
+        )
+    )
 
 
 def _fragmented_table(sec: Section, v: dict[str, Any]) -> None:

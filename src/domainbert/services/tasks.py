@@ -61,6 +61,7 @@ class ClsExample:
     labels: list[str]  # one label, or several for multi-label
     text_pair: str | None = None
     where: str = ""
+    group: str | None = None  # the task's group_field value (e.g. a language), for per-group scores
 
 
 @dataclass
@@ -159,7 +160,8 @@ def _labels_of(
 def _cls_example(
     row: dict[str, Any], cfg: TaskConfig, names: list[str] | None, path: str | Path, line: int | None
 ) -> ClsExample:
-    for col in (cfg.text_field, cfg.label_field) + ((cfg.text_pair_field,) if cfg.text_pair_field else ()):
+    optional = tuple(c for c in (cfg.text_pair_field, cfg.group_field) if c)
+    for col in (cfg.text_field, cfg.label_field) + optional:
         if col not in row:
             raise DataError(f"column {col!r} is missing (found: {', '.join(map(str, row))})", file=path, line=line)
     text = row[cfg.text_field]
@@ -172,6 +174,7 @@ def _cls_example(
         text_pair=None if pair is None else str(pair),
         labels=_labels_of(row[cfg.label_field], cfg, names, where, path, line),
         where=where,
+        group=str(row[cfg.group_field]) if cfg.group_field else None,
     )
 
 

@@ -39,6 +39,7 @@ from domainbert.vocab.fertility import (
     token_counts,
     token_counts_from_words,
 )
+from domainbert.vocab.languages import by_language
 from domainbert.vocab.overlap import Form, ReferenceForms, comparable, info_forms
 from domainbert.vocab.recommend import recommend
 from domainbert.vocab.references import TokenizerInfo, describe, load_base_tokenizer, load_reference
@@ -201,6 +202,7 @@ def build_vocab(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, st
         "missing_tokens": missing,
         "extension": extension,
         "recommendation": rec,
+        "languages": by_language(b.corpus, cfg.vocab.heldout_documents, [*b.targets, v.domain.info]),
         "seconds": time.perf_counter() - started,
     }
     report["published"] = [published_comparison(p, report) for p in cfg.vocab.published]
