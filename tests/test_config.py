@@ -147,7 +147,8 @@ def test_only_tasks_keeps_the_named_tasks_and_rejects_unknown_names():
 
 def test_a_domain_name_resolves_in_the_current_directory_first(tmp_path, monkeypatch):
     """Run from another checkout (or a project folder with its own domains/), its YAMLs are the ones used,
-    not those of the checkout the package was installed from; DOMAINBERT_HOME still wins."""
+    not those of the checkout the package was installed from nor DOMAINBERT_HOME's; from a folder without
+    domains/, DOMAINBERT_HOME's are."""
     other = tmp_path / "other-checkout"
     (other / "domains").mkdir(parents=True)
     text = (domains_dir() / "science.yaml").read_text().replace(
@@ -158,4 +159,8 @@ def test_a_domain_name_resolves_in_the_current_directory_first(tmp_path, monkeyp
     monkeypatch.chdir(other)
     assert load_domain("science").description.startswith("Edited in the other checkout")
     monkeypatch.setenv("DOMAINBERT_HOME", str(Path(__file__).resolve().parents[1]))  # this checkout
+    assert load_domain("science").description.startswith("Edited in the other checkout")  # where the user is
+    monkeypatch.chdir(tmp_path)  # no domains/ here: the environment's checkout
     assert load_domain("science").description == installed
+    monkeypatch.setenv("DOMAINBERT_HOME", str(other))
+    assert load_domain("science").description.startswith("Edited in the other checkout")

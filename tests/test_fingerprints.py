@@ -18,6 +18,7 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_paths_under_the_project_or_the_machine_cache_are_named_relative_to_them(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # no domains/ here: the project is DOMAINBERT_HOME's
     monkeypatch.setenv("DOMAINBERT_HOME", str(tmp_path / "checkout"))
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     parts = {"paths": [str(tmp_path / "checkout" / "corpora" / "a.jsonl"), str(tmp_path / "cache" / "domainbert" / "m")],

@@ -16,16 +16,17 @@ from domainbert.core.errors import ConfigError
 def project_root() -> Path:
     """The folder holding ``domains/`` and ``corpora/``.
 
-    ``DOMAINBERT_HOME`` wins; else the current directory when it has a ``domains/`` folder (a checkout, or a
-    project of one's own: its YAMLs are the ones being edited); else the source checkout this package was
-    installed from (editable or not, as long as ``domains/`` sits two levels above ``src/domainbert``); else
-    the current directory.
+    The current directory when it has a ``domains/`` folder (a checkout, or a project of one's own: its YAMLs
+    are the ones being edited, whatever the environment says); else ``DOMAINBERT_HOME`` (a worker started
+    anywhere, the Docker image's ``/app``); else the source checkout this package was installed from (editable
+    or not, as long as ``domains/`` sits two levels above ``src/domainbert``); else the current directory.
+    Every command logs the domain file it read.
     """
+    if (Path.cwd() / "domains").is_dir():
+        return Path.cwd().resolve()
     env = os.environ.get("DOMAINBERT_HOME")
     if env:
         return Path(env).resolve()
-    if (Path.cwd() / "domains").is_dir():
-        return Path.cwd().resolve()
     checkout = Path(__file__).resolve().parents[3]  # src/domainbert/core/paths.py
     if (checkout / "domains").is_dir():
         return checkout
