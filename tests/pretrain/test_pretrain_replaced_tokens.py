@@ -47,6 +47,7 @@ def test_the_generator_shares_the_token_embeddings_and_both_losses_reach_them(ba
     loss.backward()
     figures = objective.last_detection
     assert figures.masked == 2 and figures.positions == 24 and 0 <= int(figures.correct) <= 24
+    assert 0 <= int(figures.replaced) <= 2  # only masked positions can be replaced
     assert model.get_input_embeddings().weight.grad.abs().sum() > 0
     assert objective.detection_head[0].weight.grad.abs().sum() > 0
     objective.eval()  # evaluation takes the generator's best guess: the same figures twice
@@ -73,6 +74,8 @@ def test_a_deberta_v3_scratch_arm_trains_with_rtd_and_saves_the_discriminator_on
     assert summary["generator_layers"] == 1 and summary["steps"] == 4
     assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
     assert 0 < summary["discriminator_accuracy"] <= 1 and 0 < summary["discriminator_accuracy_before"] <= 1
+    # a random generator replaces nearly every masked token; calling all original then scores the unmasked share
+    assert 0.7 < summary["discriminator_floor_accuracy_before"] < 1
     folder = layout.pretrained_model("scratch")
     assert not any(k.startswith(("generator", "detection_head")) for k in load_file(folder / "model.safetensors"))
     model = load_mlm_model(str(folder))

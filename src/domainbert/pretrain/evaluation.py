@@ -68,13 +68,14 @@ def evaluate(
     engine: Engine, batch: Batch | None, spec: MaskingSpec, seed: int, device: torch.device
 ) -> dict[str, float | None]:
     """MLM perplexity (exp of the mean loss over masked tokens) on fixed, identically masked sequences, as
-    ``{"perplexity": ...}``; under replaced-token detection the generator's perplexity and the discriminator's
-    share of correct replaced/original calls (``discriminator_accuracy``)."""
+    ``{"perplexity": ...}``; under replaced-token detection the generator's perplexity, the discriminator's
+    share of correct replaced/original calls (``discriminator_accuracy``) and that of calling every token
+    original (``discriminator_floor_accuracy``)."""
     if batch is None:
         return {"perplexity": None}
     objective = objective_of(engine)
     engine.module.eval()
-    total, count, correct, positions = 0.0, 0, 0.0, 0
+    total, count, correct, positions, replaced = 0.0, 0, 0.0, 0, 0.0
     for i in range(0, batch.input_ids.shape[0], EVAL_BATCH):
         sl = slice(i, i + EVAL_BATCH)
         gen = step_generator(seed + EVAL_SEED_OFFSET, i)
@@ -86,12 +87,14 @@ def evaluate(
         if detection is not None:
             loss = detection.generator_loss
             correct, positions = correct + float(detection.correct), positions + detection.positions
+            replaced += float(detection.replaced)
         total += float(loss) * n
         count += n
     engine.module.train()
     figures: dict[str, float | None] = {"perplexity": math.exp(min(total / max(count, 1), 50.0))}
     if positions:
         figures["discriminator_accuracy"] = correct / positions
+        figures["discriminator_floor_accuracy"] = 1 - replaced / positions  # calling every token original
     return figures
 
 

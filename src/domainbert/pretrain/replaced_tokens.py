@@ -31,13 +31,15 @@ if TYPE_CHECKING:
 
 @dataclass(frozen=True)
 class DetectionFigures:
-    """One forward pass's detached figures: the generator's MLM loss over ``masked`` positions, and the
-    discriminator's correct calls over ``positions`` real positions."""
+    """One forward pass's detached figures: the generator's MLM loss over ``masked`` positions, the
+    discriminator's correct calls over ``positions`` real positions, and how many of them were ``replaced``
+    (calling every token original scores ``1 - replaced / positions``: the accuracy's floor)."""
 
     generator_loss: torch.Tensor
     masked: int
     correct: torch.Tensor
     positions: int
+    replaced: torch.Tensor
 
 
 def corrupt(input_ids: torch.Tensor, labels: torch.Tensor, sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
@@ -134,5 +136,6 @@ class ReplacedTokenObjective(MLMObjective):
             masked=int(selected.sum()),
             correct=((scores[real] > 0).float() == replaced[real]).sum().detach(),
             positions=int(real.sum()),
+            replaced=replaced[real].sum().detach(),
         )
         return generator_loss + self.discriminator_weight * detection_loss

@@ -396,6 +396,8 @@ def _objective_fields(setup: ArmSetup, state: TrainState, after: dict[str, float
         "generator_layers": int(generator.config.num_hidden_layers),
         "discriminator_accuracy_before": state.before.get("domain_discriminator_accuracy"),
         "discriminator_accuracy": after.get("domain_discriminator_accuracy"),
+        "discriminator_floor_accuracy_before": state.before.get("domain_discriminator_floor_accuracy"),
+        "discriminator_floor_accuracy": after.get("domain_discriminator_floor_accuracy"),
         "general_discriminator_accuracy": after.get("general_discriminator_accuracy"),
     }
 

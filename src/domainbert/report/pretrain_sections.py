@@ -110,6 +110,9 @@ def _arm_label(arm: str, summary: dict[str, Any]) -> str:
         return arm
     before, after = summary.get("discriminator_accuracy_before"), summary.get("discriminator_accuracy")
     accuracy = f"{before:.1%} -> {after:.1%}" if before is not None and after is not None else "-"
+    floor = summary.get("discriminator_floor_accuracy")
+    if floor is not None:  # the share of tokens the generator left unchanged: what "all original" scores
+        accuracy += f" against {floor:.1%} for calling every token original"
     return (
         f"{arm} (replaced-token detection: perplexity of its {fmt(summary.get('generator_layers'))}-layer "
         f"generator; discriminator accuracy {accuracy})"

@@ -111,6 +111,9 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
             [
                 f"| discriminator accuracy (validation) | {fmt_value(p.get('discriminator_accuracy_before'), 4)} | "
                 f"{fmt_value(p.get('discriminator_accuracy'), 4)} |",
+                f"| calling every token original (the accuracy's floor) | "
+                f"{fmt_value(p.get('discriminator_floor_accuracy_before'), 4)} | "
+                f"{fmt_value(p.get('discriminator_floor_accuracy'), 4)} |",
                 "",
                 "Replaced-token detection: the perplexities are its generator's (discarded after pretraining).",
             ]
