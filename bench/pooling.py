@@ -1,6 +1,7 @@
 """Sequence-classification heads: does transformers' stock [CLS] head score like the mean-pooling head?
 
     .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5
+    .venv/bin/python bench/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed
 
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
 ``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
@@ -61,7 +62,15 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Fine-tuning seeds (default: config's).")
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
     parser.add_argument("--out", type=Path, default=None, help="Folder of the two run folders.")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="Smoke check: no base warm-up (the packaged base as it is), one seed, a tenth of an epoch.",
+    )
     args = parser.parse_args()
+    if args.quick:  # the figures mean nothing: it checks that the benchmark still runs
+        args.seeds = args.seeds or [1]
+        args.override = [*(args.override or []), "pretrain.base_warmup.enabled=off", "finetune.epochs=0.1"]
     set_offline_env()
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # progress on stderr
     from domainbert.config.domain import load_domain

@@ -164,3 +164,10 @@ def test_a_domain_name_resolves_in_the_current_directory_first(tmp_path, monkeyp
     assert load_domain("science").description == installed
     monkeypatch.setenv("DOMAINBERT_HOME", str(other))
     assert load_domain("science").description.startswith("Edited in the other checkout")
+
+
+def test_a_bare_on_or_off_switches_the_base_warmup():
+    """YAML 1.1 reads on/off as booleans: `pretrain.base_warmup.enabled=off` must still mean "off"."""
+    assert load_domain("science", ["pretrain.base_warmup.enabled=off"]).pretrain.base_warmup.enabled == "off"
+    assert load_domain("science", ["pretrain.base_warmup.enabled=on"]).pretrain.base_warmup.enabled == "on"
+    assert load_domain("science", ["pretrain.base_warmup.enabled=auto"]).pretrain.base_warmup.enabled == "auto"

@@ -26,6 +26,7 @@ QUICK = {
     "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
     "langid_short": (["--quick"], "langid_short.json", ["contenders"]),
     "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
+    "pooling": (["science", "--quick"], "pooling-science.json", ["comparisons", "seconds"]),
 }
 
 

@@ -124,6 +124,13 @@ class BaseWarmupConfig(StrictModel):
     enabled: Literal["auto", "on", "off"] = Field(
         "auto", description="auto: only when the base checkpoint has no MLM head; on: always; off: never."
     )
+
+    @field_validator("enabled", mode="before")
+    @classmethod
+    def _yaml_booleans(cls, value: object) -> object:
+        """YAML reads a bare ``on``/``off`` (and ``enabled=off`` on the command line) as a boolean."""
+        return {True: "on", False: "off"}.get(value, value) if isinstance(value, bool) else value
+
     train: Literal["full", "head"] = Field(
         "full",
         description="full: the whole model (encoder unfrozen), the general masked-LM pretraining the arms build "
