@@ -116,6 +116,12 @@ def load_pretraining_model(ref: str) -> PreTrainedModel:
         hf_logging.set_verbosity(verbosity)
 
 
+def can_switch_attention(model: PreTrainedModel) -> bool:
+    """Whether transformers can switch the model's attention implementation (asked otherwise, it warns)."""
+    check = getattr(model, "_can_set_attn_implementation", None)
+    return bool(check()) if callable(check) else True
+
+
 def training_attention(model: PreTrainedModel, device: torch.device, autocast_dtype: torch.dtype | None) -> str:
     """The attention implementation to train with (set on the model, and returned).
 
@@ -135,6 +141,7 @@ def training_attention(model: PreTrainedModel, device: torch.device, autocast_dt
         cpu_dropout.install(model)
         if dropout and autocast_dtype is not None:
             implementation = cpu_dropout.ATTENTION
-    with contextlib.suppress(Exception):  # models without an eager/SDPA switch keep theirs
-        model.set_attn_implementation(implementation)
+    if can_switch_attention(model):  # DeBERTa has one attention of its own: it keeps it
+        with contextlib.suppress(Exception):
+            model.set_attn_implementation(implementation)
     return getattr(config, "_attn_implementation", implementation) or implementation

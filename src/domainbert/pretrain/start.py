@@ -21,7 +21,12 @@ from domainbert.config.pretrain import ARMS
 from domainbert.core.errors import ModelError
 from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.base_warmup import warm_model_folder
-from domainbert.pretrain.model import load_pretraining_model, load_tokenizer_folder, scratch_config
+from domainbert.pretrain.model import (
+    can_switch_attention,
+    load_pretraining_model,
+    load_tokenizer_folder,
+    scratch_config,
+)
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -116,8 +121,9 @@ def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTr
         model = load_pretraining_model(source) if nsp else load_mlm_model(source)
     if ARMS[start.arm].start == "extended" and start.warm_head is not None:
         model = extend_warm_model(start.warm_head, Path(source), tokenizer)
-    with contextlib.suppress(Exception):
-        model.set_attn_implementation("sdpa")
+    if can_switch_attention(model):
+        with contextlib.suppress(Exception):
+            model.set_attn_implementation("sdpa")
     # accepts_loss_kwargs lets transformers normalise the loss over the whole accumulated batch
     # (num_items_in_batch); off, the loss stays the micro-batch mean that the engine scales under accumulation.
     model.accepts_loss_kwargs = False
