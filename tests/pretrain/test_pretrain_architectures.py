@@ -1,4 +1,4 @@
-"""``pretrain.scratch_model``: the from-scratch arm in another family than the base (RoBERTa, DeBERTa-v2/v3,
+"""``pretrain.scratch_model``: the from-scratch arm in another family than the base (RoBERTa, XLM-R, DeBERTa-v2/v3,
 ModernBERT), on the domain tokenizer: trained, saved, reloaded with the Auto classes, fine-tuned on NER and
 classification."""
 
@@ -18,6 +18,7 @@ from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
 TINY = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 256}
 FAMILIES = {
     "roberta": {"model_type": "roberta", **TINY},
+    "xlm-roberta": {"model_type": "xlm-roberta", **TINY},  # XLM-T's family: RoBERTa's positions, its own classes
     "deberta-v2": {"model_type": "deberta-v2", **TINY, "relative_attention": True, "position_buckets": 32,
                    "pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1, "position_biased_input": False},
     "modernbert": {"model_type": "modernbert", **TINY, "global_attn_every_n_layers": 2, "local_attention": 16},
