@@ -128,9 +128,14 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "objective": pcfg.objective(arm),
     }
     if model is not None:
-        from domainbert.pretrain.objective import flops_per_token
+        from domainbert.pretrain.objective import detection_flops, flops_per_token
 
-        per_token = flops_per_token(model, plan.phases[0].seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+        seq_len = plan.phases[0].seq_len
+        per_token = (
+            detection_flops(model, seq_len, pcfg.mask_rate, pcfg.rtd.generator_layers)
+            if pcfg.objective(arm) == "rtd"
+            else flops_per_token(model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+        )
         detail["flops"] = per_token * plan.planned_tokens
     folder = layout.pretrained_model(arm)
     arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, arm), folder)

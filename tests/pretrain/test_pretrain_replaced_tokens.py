@@ -15,6 +15,7 @@ from safetensors.torch import load_file
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import load_mlm_model
+from domainbert.pretrain.objective import detection_flops, flops_per_token
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator, corrupt
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
 
@@ -114,5 +115,18 @@ def test_the_objective_is_part_of_its_arms_fingerprint_only(base_model, layout, 
     rtd = make_cfg(base_model, "pretrain.rtd.arms=[scratch]")
     assert arm_fingerprint(plain, "scratch", layout) != arm_fingerprint(rtd, "scratch", layout)
     assert arm_fingerprint(plain, "continued", layout) == arm_fingerprint(rtd, "continued", layout)
+    both = make_cfg(base_model, "pretrain.rtd.arms=[scratch, continued]")
+    assert arm_fingerprint(both, "scratch", layout) == arm_fingerprint(rtd, "scratch", layout)  # other arms' choice
+    assert arm_fingerprint(both, "continued", layout) != arm_fingerprint(rtd, "continued", layout)
     with pytest.raises(ConfigError, match="next_sentence_prediction and rtd"):
         make_cfg(base_model, "pretrain.rtd.arms=[scratch]", "pretrain.next_sentence_prediction=true")
+    with pytest.raises(ConfigError, match="dapt-tapt .masked-LM. would start from"):
+        make_cfg(base_model, "pretrain.arms=[continued, dapt-tapt]", "pretrain.rtd.arms=[continued]")
+
+
+def test_detection_flops_count_the_encoder_everywhere_and_a_half_depth_generator(base_model):
+    model = load_mlm_model(str(base_model))  # 2 layers: the generator has 1
+    encoder = flops_per_token(model, 32, mask_rate=0.0, sparse=True)
+    head = flops_per_token(model, 32, 0.15, sparse=True) - encoder
+    assert detection_flops(model, 32, 0.15, 0.5) == pytest.approx(1.5 * encoder + head)
+    assert detection_flops(model, 32, 0.15, 0.01) == pytest.approx(1.5 * encoder + head)  # at least one layer

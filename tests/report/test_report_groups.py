@@ -23,14 +23,15 @@ def test_each_group_is_scored_on_its_own_answers():
     gold = ["pos", "pos", "neg", "neg", "pos", "neg"]
     right = {"model": "base", "seed": 1, "primary_metric": "macro_f1", "gold": gold,
              "pred": ["pos", "pos", "neg", "neg", "neg", "pos"]}  # en all right, ru all wrong
-    scores, skipped = group_scores(TASK, groups, ["neg", "pos"], [right])
+    scores, skipped = group_scores(TASK, groups, gold, ["neg", "pos"], [right])
     assert scores["base"]["en"] == [1.0] and scores["base"]["ru"] == [0.0] and not skipped
     # en: 3 of 4 right, "pos" predicted everywhere: F1(pos) = 2*(2/3*1)/(2/3+1) = 0.8, F1(neg) = 2/3; mean 11/15
     half = {**right, "seed": 2, "pred": ["pos", "pos", "pos", "neg", "pos", "neg"]}
-    scores, _ = group_scores(TASK, groups, ["neg", "pos"], [right, half])
+    scores, _ = group_scores(TASK, groups, gold, ["neg", "pos"], [right, half])
     assert scores["base"]["en"] == pytest.approx([1.0, 11 / 15]) and scores["base"]["ru"] == [0.0, 1.0]
     short = {**right, "seed": 3, "gold": gold[:5], "pred": gold[:5]}
-    assert group_scores(TASK, groups, ["neg", "pos"], [short])[1] == ["base seed 3"]
+    other = {**right, "seed": 4, "gold": gold[::-1]}  # as many answers, another split's: not credited to groups
+    assert group_scores(TASK, groups, gold, ["neg", "pos"], [short, other])[1] == ["base seed 3", "base seed 4"]
 
 
 def test_the_reader_takes_the_group_column_and_names_the_line_without_it(tmp_path):

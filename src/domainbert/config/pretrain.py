@@ -385,6 +385,11 @@ class PretrainConfig(StrictModel):
             raise ValueError("arm dapt-tapt starts from the continued arm's result: list continued before it")
         if self.seq_len_schedule and abs(sum(p.fraction for p in self.seq_len_schedule) - 1.0) > 1e-6:
             raise ValueError("seq_len_schedule fractions must sum to 1")
+        if "continued" in self.rtd.arms and "dapt-tapt" in self.arms and "dapt-tapt" not in self.rtd.arms:
+            raise ValueError(
+                "dapt-tapt (masked-LM) would start from a continued arm trained with replaced-token detection, "
+                "whose masked-LM head never trained: list dapt-tapt in rtd.arms too, or continued out of it"
+            )
         if self.next_sentence_prediction and self.rtd.arms:
             raise ValueError("next_sentence_prediction and rtd.arms cannot be combined: pick one objective")
         if self.mask_token_prob + self.random_token_prob > 1:

@@ -102,6 +102,12 @@ class PretrainSummary(Artifact):
     parameters: dict[str, int]
 
 
+def replaced_token_detection(summary: dict[str, Any] | None) -> bool:
+    """Whether an arm's ``summary.json`` is of replaced-token detection: its perplexities are its (new)
+    generator's, not its encoder's, and its loss is the generator's plus the weighted detection loss."""
+    return summary is not None and summary.get("objective") == "rtd"
+
+
 class FinetuneResult(Artifact):
     """``finetune/<model>/<task>/seed-<n>/result.json`` (the floor's too: model ``floor``, seed 0)."""
 

@@ -139,3 +139,13 @@ def flops_per_token(model: PreTrainedModel, seq_len: int, mask_rate: float, spar
     forward = 2 * encoder_nonemb + 2 * layers * seq_len * hidden
     forward += 2 * (hidden * hidden + head_params) * (mask_rate if sparse else 1.0)
     return float(3 * forward)
+
+
+def detection_flops(model: PreTrainedModel, seq_len: int, mask_rate: float, generator_share: float) -> float:
+    """Training FLOPs per token of replaced-token detection on ``model``: its encoder at every position (no
+    vocabulary projection) plus a generator of the same width with ``generator_share`` of its layers (at least
+    one) and its sparse masked-LM head (``replaced_tokens.build_generator``)."""
+    layers = int(model.config.num_hidden_layers)
+    encoder = flops_per_token(model, seq_len, mask_rate=0.0, sparse=True)
+    head = flops_per_token(model, seq_len, mask_rate, sparse=True) - encoder
+    return encoder + encoder * max(1, round(layers * generator_share)) / layers + head

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.config.pretrain import ARMS
-from domainbert.core.artifact_types import PretrainSummary, validate_artifact
+from domainbert.core.artifact_types import PretrainSummary, replaced_token_detection, validate_artifact
 from domainbert.core.artifacts import CARD, atomic_output, is_complete, write_json_atomic, write_text_atomic
 from domainbert.core.paths import RunLayout
 from domainbert.core.plotting import new_figure, save_png
@@ -71,12 +71,12 @@ def refresh_card(cfg: DomainConfig, layout: RunLayout, arm: str, scores: list[di
     return True
 
 
-def plot_loss(curve: list[list[float]], path: Path) -> None:
+def plot_loss(curve: list[list[float]], path: Path, label: str = "MLM loss") -> None:
     fig, ax = new_figure(figsize=(5, 3))
     if curve:
         ax.plot([c[0] for c in curve], [c[1] for c in curve])
     ax.set_xlabel("step")
-    ax.set_ylabel("MLM loss")
+    ax.set_ylabel(label)
     save_png(fig, path, dpi=80)
 
 
@@ -136,7 +136,9 @@ def write_outputs(
         model.save_pretrained(tmp, state_dict=state_dict)
         tokenizer.save_pretrained(tmp)
         make_portable(Path(tmp))
-        plot_loss(summary["loss_curve"], tmp / "loss_curve.png")
+        weight = cfg.pretrain.rtd.discriminator_weight
+        label = f"generator MLM + {weight:g} x detection loss" if replaced_token_detection(summary) else "MLM loss"
+        plot_loss(summary["loss_curve"], tmp / "loss_curve.png", label)
         (tmp / "README.md").write_text(model_card(cfg, arm, summary))
     log.info("wrote %s", layout.pretrained_model(arm))
     return Path(layout.pretrained_model(arm))

@@ -22,7 +22,7 @@ from domainbert.pretrain.engine import Engine, build_engine
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, watch_sets
 from domainbert.pretrain.masking import MaskingSpec
 from domainbert.pretrain.model import training_attention
-from domainbert.pretrain.objective import MLMObjective, flops_per_token
+from domainbert.pretrain.objective import MLMObjective, detection_flops, flops_per_token
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Plan, make_plan
 from domainbert.pretrain.preflight import run_preflight
@@ -154,6 +154,5 @@ def objective_flops(objective: MLMObjective, seq_len: int, pcfg: PretrainConfig)
     """Training FLOPs per token: the masked-LM model's; for replaced-token detection the discriminator's
     encoder (no vocabulary projection) plus the generator's sparse masked-LM."""
     if isinstance(objective, ReplacedTokenObjective):
-        discriminator = flops_per_token(objective.model, seq_len, mask_rate=0.0, sparse=True)
-        return discriminator + flops_per_token(objective.generator, seq_len, pcfg.mask_rate, sparse=True)
+        return detection_flops(objective.model, seq_len, pcfg.mask_rate, pcfg.rtd.generator_layers)
     return flops_per_token(objective.model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)

@@ -51,6 +51,8 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         pretrain.pop("scratch_model", None)  # unset, or not this arm's: fingerprints from before it stay current
     if cfg.pretrain.objective(arm) == "mlm":
         pretrain.pop("rtd", None)  # fingerprints of masked-LM arms stay those from before the setting
+    else:
+        pretrain["rtd"].pop("arms")  # which other arms use it is not this arm's recipe
     if kind.on_task_text:
         pretrain.pop("budget_tokens")  # the task text's tokens x tapt.epochs: its folder and tapt are here
     else:

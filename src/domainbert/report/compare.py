@@ -77,6 +77,12 @@ def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
         "extra_models": list(cfg.finetune.extra_models),
         "result_check": arts.result_check,
         "report_format": REPORT_FORMAT,
+        # only when set, so reports rendered before the setting stay current
+        **(
+            {"group_fields": groups}
+            if (groups := {t.name: t.group_field for t in cfg.finetune.tasks if t.group_field})
+            else {}
+        ),
     }
 
 

@@ -20,6 +20,7 @@ from typing import Any
 from domainbert import __version__
 from domainbert.config.finetune import CompareConfig
 from domainbert.config.pretrain import Arm
+from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.artifacts import atomic_output, fingerprint, is_complete
 from domainbert.core.document import Document, Figure, Section, Table, to_html, to_markdown
 from domainbert.core.errors import DataError
@@ -90,7 +91,8 @@ def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
                 [
                     domain,
                     arm,
-                    f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
+                    ("generator " if replaced_token_detection(s) else "")
+                    + f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
                     f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}",
                     fmt(s.get("wall_seconds"), 1),
                 ]

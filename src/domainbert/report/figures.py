@@ -19,6 +19,7 @@ from typing import Any
 
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
+from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.report.results import METRIC_LABEL
 
@@ -76,8 +77,12 @@ def loss_curves(
         else:
             line.set_label(arm)
     ax.set_xlabel("optimizer step")
-    ax.set_ylabel("MLM loss")
-    ax.set_title("Pretraining loss")
+    rtd = [arm for arm in series if replaced_token_detection(pretrain.get(arm))]
+    ax.set_ylabel("training loss")
+    ax.set_title(
+        "Pretraining loss (MLM"
+        + (f"; {', '.join(rtd)}: generator MLM + weighted replaced-token detection, another scale)" if rtd else ")")
+    )
     ax.grid(alpha=0.3)
     ax.legend()
     return _save(fig, out_dir, name)
@@ -92,7 +97,10 @@ def eval_points(metrics: list[dict[str, Any]], key: str) -> list[tuple[float, fl
 
 
 def perplexity_curves(
-    metrics: dict[str, list[dict[str, Any]]], out_dir: Path, name: str = "pretrain_perplexity.png"
+    metrics: dict[str, list[dict[str, Any]]],
+    out_dir: Path,
+    name: str = "pretrain_perplexity.png",
+    summaries: dict[str, dict[str, Any]] | None = None,
 ) -> str | None:
     """Domain (held-out) and general perplexity per arm over the eval records; None without any."""
     panels = [("domain_perplexity", "Held-out domain perplexity"), ("general_perplexity", "General-domain perplexity")]
@@ -103,8 +111,7 @@ def perplexity_curves(
     fig, axes = new_figure(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (key, title) in zip(axes[0], panels, strict=True):
         for arm, pts in data[key].items():
-            # replaced-token detection logs its discriminator's accuracy: its perplexity is its generator's
-            rtd = any("discriminator_accuracy" in r for r in metrics[arm])
+            rtd = replaced_token_detection((summaries or {}).get(arm))  # its perplexity is its generator's
             if pts:
                 ax.plot(
                     [p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{arm} (generator)" if rtd else arm

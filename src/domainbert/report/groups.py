@@ -3,7 +3,7 @@ score on each group's examples, mean and standard deviation over its seeds, besi
 
 The groups are read from the task's test split as fine-tuning scored it (``finetune.jobs.load_task_data``:
 the same subsample and the same examples left out), so a result's i-th answer is the i-th example's; a result
-whose answer count differs is skipped and said so. The whole-task comparisons and the verdict stay
+whose gold answers are not the split's is skipped and said so. The whole-task comparisons and the verdict stay
 ``results.py``'s and ``headline.py``'s: a group's figures carry no interval, and a small group's are noise.
 """
 
@@ -25,20 +25,21 @@ SMALL_GROUP = 30  # test examples under which a group's score is called too few 
 
 
 def group_scores(
-    task: TaskConfig, groups: list[str], label_list: list[str], results: list[dict[str, Any]]
+    task: TaskConfig, groups: list[str], gold: list[Any], label_list: list[str], results: list[dict[str, Any]]
 ) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
-    """``{model: {group: [primary score per seed]}}`` over ``results`` of one task, and the models skipped
-    because their answers do not line up with ``groups``."""
+    """``{model: {group: [primary score per seed]}}`` over ``results`` of one task, and the runs skipped
+    because their answers are not those of the test examples ``groups`` and ``gold`` describe (another split,
+    subsample or exclusion)."""
     scores: dict[str, dict[str, list[float]]] = defaultdict(lambda: defaultdict(list))
     skipped = []
     for r in results:
-        if len(r.get("gold", [])) != len(groups):
+        if r.get("gold") != gold:
             skipped.append(f"{r['model']} seed {r['seed']}")
             continue
         for group in dict.fromkeys(groups):
             rows = [i for i, g in enumerate(groups) if g == group]
-            gold, pred = [r["gold"][i] for i in rows], [r["pred"][i] for i in rows]
-            metric = classification_metrics(gold, pred, label_list, task.multi_label)[r["primary_metric"]]
+            answers, pred = [r["gold"][i] for i in rows], [r["pred"][i] for i in rows]
+            metric = classification_metrics(answers, pred, label_list, task.multi_label)[r["primary_metric"]]
             scores[r["model"]][group].append(float(metric))
     return scores, skipped
 
@@ -56,7 +57,8 @@ def _task_table(cfg: DomainConfig, task: TaskConfig, arts: RunArtifacts) -> tupl
         return None
     data = load_task_data(cfg, task)
     groups = [str(ex.group) for ex in data.splits["test"]]
-    scores, skipped = group_scores(task, groups, data.label_list, results)
+    gold = [sorted(ex.labels) if task.multi_label else ex.labels[0] for ex in data.splits["test"]]
+    scores, skipped = group_scores(task, groups, gold, data.label_list, results)
     counts = Counter(groups)
     models = sorted(scores, key=lambda m: (m != "floor", m != "base", m))
     rows = []
@@ -90,5 +92,5 @@ def groups_section(cfg: DomainConfig, arts: RunArtifacts) -> Section | None:
         table, skipped = made
         sec.add(table)
         if skipped:
-            sec.add(f"Left out (answers do not line up with the task's test split): {', '.join(skipped)}.")
+            sec.add(f"Left out (answers of another test split): {', '.join(skipped)}.")
     return sec

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.document import Section, Table
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.inputs import RunArtifacts
@@ -184,7 +185,7 @@ def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
     out = []
     for arm in arms:
         s = arts.pretrain.get(arm) or {}
-        if s.get("objective") == "rtd":  # a new generator's perplexity: its fall is the generator learning
+        if replaced_token_detection(s):  # a new generator's perplexity: its fall is the generator learning
             continue
         d0, d1 = s.get("domain_perplexity_before"), s.get("domain_perplexity")
         g0, g1 = s.get("general_perplexity_before"), s.get("general_perplexity")

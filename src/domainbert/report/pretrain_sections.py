@@ -8,6 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
 from domainbert.report.inputs import RunArtifacts
@@ -50,7 +51,7 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
         sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
     if name := figures.loss_curves(arts.pretrain, arts.metrics, out_dir):
         sec.add(Figure(name, "MLM training loss per optimizer step (long runs: faint per step, solid moving average)"))
-    if name := figures.perplexity_curves(arts.metrics, out_dir):
+    if name := figures.perplexity_curves(arts.metrics, out_dir, summaries=arts.pretrain):
         sec.add(
             Figure(
                 name,
@@ -82,7 +83,7 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
             ]
         )
     for arm, s in arts.pretrain.items():
-        rtd = s.get("objective") == "rtd"  # its perplexity is its new generator's, not its encoder's
+        rtd = replaced_token_detection(s)  # its perplexity is its new generator's, not its encoder's
         random_start = (
             rtd or s.get("start_head") == "random" or s.get("start_head", "").startswith("checkpoint or random")
         )
@@ -106,13 +107,15 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
 def _arm_label(arm: str, summary: dict[str, Any]) -> str:
     """The arm's name; under replaced-token detection what its figures are (the generator's perplexity, the
     discriminator's accuracy before and after)."""
-    if summary.get("objective") != "rtd":
+    if not replaced_token_detection(summary):
         return arm
+    accuracy = "-"
     before, after = summary.get("discriminator_accuracy_before"), summary.get("discriminator_accuracy")
-    accuracy = f"{before:.1%} -> {after:.1%}" if before is not None and after is not None else "-"
-    floor = summary.get("discriminator_floor_accuracy")
-    if floor is not None:  # the share of tokens the generator left unchanged: what "all original" scores
-        accuracy += f" against {floor:.1%} for calling every token original"
+    if before is not None and after is not None:
+        accuracy = f"{before:.1%} -> {after:.1%}"
+    floors = summary.get("discriminator_floor_accuracy_before"), summary.get("discriminator_floor_accuracy")
+    if None not in floors:  # the share of tokens the generator left unchanged: what "all original" scores
+        accuracy += f", calling every token original {floors[0]:.1%} -> {floors[1]:.1%}"
     return (
         f"{arm} (replaced-token detection: perplexity of its {fmt(summary.get('generator_layers'))}-layer "
         f"generator; discriminator accuracy {accuracy})"

@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domainbert.config.pretrain import ARMS
+from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.services.cards import (
     TASK_TYPES,
     base_model_id,
@@ -66,7 +67,7 @@ def model_card(
         license=cfg.hub.license,
         library_name="transformers",
         # a replaced-token detection discriminator has no trained MLM head: an encoder, not a fill-mask model
-        pipeline_tag="feature-extraction" if summary.get("objective") == "rtd" else "fill-mask",
+        pipeline_tag="feature-extraction" if replaced_token_detection(summary) else "fill-mask",
         tags=["domainbert", cfg.name, arm, *cfg.hub.tags],
         model_name=f"domainbert-{cfg.name}-{arm}" if results else None,
         eval_results=results or None,
@@ -117,11 +118,12 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
                 "",
                 "Replaced-token detection: the perplexities are its generator's (discarded after pretraining).",
             ]
-            if p.get("objective") == "rtd"
+            if replaced_token_detection(p)
             else []
         ),
         "",
-        f"- final MLM loss: {fmt_value(p['final_loss'], 4)}",
+        f"- final training loss: {fmt_value(p['final_loss'], 4)}"
+        + (" (generator MLM + weighted detection loss)" if replaced_token_detection(p) else " (MLM)"),
         f"- real tokens/s: {fmt_value(p['real_tokens_per_s'], 0)}; real-token fraction: {fmt_value(p['real_token_fraction'], 3)}",
         f"- training FLOPs/token (est.): {fmt_value(p['flops_per_token'], 0)}; MFU: {fmt_value(p['mfu'], 4)}",
         f"- training wall time: {fmt_value(p['wall_seconds'], 1)} s",
@@ -134,7 +136,7 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
 
 
 def _objective(p: dict[str, Any]) -> str:
-    if p.get("objective") == "rtd":
+    if replaced_token_detection(p):
         return (
             f"replaced-token detection (ELECTRA / DeBERTa-v3: a {fmt_value(p.get('generator_layers'))}-layer generator "
             "sharing the token embeddings fills the masks, this encoder learns which tokens were replaced)"
@@ -170,7 +172,7 @@ def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
     """How to load the arm (the same lines for its folder and its Hub id), what it is for, and its limits."""
     tokens = p.get("tokens_consumed") or 0
     paper, published = smallest_published()
-    if p.get("objective") == "rtd":
+    if replaced_token_detection(p):
         return _rtd_card_use(cfg, arm, tokens)
     lines = [
         "## Use",
