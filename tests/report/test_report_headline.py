@@ -161,6 +161,11 @@ def test_a_general_perplexity_that_falls_too_is_named_as_head_training() -> None
     [sentence] = head_training_caveats(arts, ["continued", "extended"])
     assert sentence.startswith("continued: general-text perplexity fell too (1,782 -> 973, 45%)")
     assert "domain over general perplexity 0.68 -> 0.25" in sentence
+    # An encoder from scratch (or an RTD generator) learns everything from nothing: no warmed-up head to blame.
+    falling = dict(arts.pretrain["continued"])
+    arts.pretrain["scratch"] = {**falling, "start_head": "random"}
+    arts.pretrain["electra"] = {**falling, "objective": "rtd"}
+    assert [s.split(":")[0] for s in head_training_caveats(arts, ["continued", "scratch", "electra"])] == ["continued"]
 
 
 def test_tapt_budget_is_told_in_passes_over_the_task_text_and_the_corpus_budget_only_for_corpus_arms() -> None:

@@ -185,7 +185,9 @@ def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
     out = []
     for arm in arms:
         s = arts.pretrain.get(arm) or {}
-        if replaced_token_detection(s):  # a new generator's perplexity: its fall is the generator learning
+        # a new generator's perplexity, or an encoder from scratch: its fall is learning from nothing, not a
+        # warmed-up head still learning
+        if replaced_token_detection(s) or s.get("start_head") == "random":
             continue
         d0, d1 = s.get("domain_perplexity_before"), s.get("domain_perplexity")
         g0, g1 = s.get("general_perplexity_before"), s.get("general_perplexity")
