@@ -104,6 +104,9 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
     return rows
 
 
+DETECTION_MARGIN = 0.005  # accuracy within half a point of "all original" is that floor, not detection
+
+
 def _arm_label(arm: str, summary: dict[str, Any]) -> str:
     """The arm's name; under replaced-token detection what its figures are (the generator's perplexity, the
     discriminator's accuracy before and after)."""
@@ -116,6 +119,8 @@ def _arm_label(arm: str, summary: dict[str, Any]) -> str:
     floors = summary.get("discriminator_floor_accuracy_before"), summary.get("discriminator_floor_accuracy")
     if None not in floors:  # the share of tokens the generator left unchanged: what "all original" scores
         accuracy += f", calling every token original {floors[0]:.1%} -> {floors[1]:.1%}"
+        if after is not None and after <= floors[1] + DETECTION_MARGIN:
+            accuracy += ": no better than that, the discriminator has not learned to detect yet"
     return (
         f"{arm} (replaced-token detection: perplexity of its {fmt(summary.get('generator_layers'))}-layer "
         f"generator; discriminator accuracy {accuracy})"
