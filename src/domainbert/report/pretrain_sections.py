@@ -116,10 +116,13 @@ def _arm_label(arm: str, summary: dict[str, Any]) -> str:
     before, after = summary.get("discriminator_accuracy_before"), summary.get("discriminator_accuracy")
     if before is not None and after is not None:
         accuracy = f"{before:.1%} -> {after:.1%}"
-    floors = summary.get("discriminator_floor_accuracy_before"), summary.get("discriminator_floor_accuracy")
-    if None not in floors:  # the share of tokens the generator left unchanged: what "all original" scores
-        accuracy += f", calling every token original {floors[0]:.1%} -> {floors[1]:.1%}"
-        if after is not None and after <= floors[1] + DETECTION_MARGIN:
+    floor_before, floor = (
+        summary.get("discriminator_floor_accuracy_before"),
+        summary.get("discriminator_floor_accuracy"),
+    )
+    if floor_before is not None and floor is not None:  # the share of tokens the generator left unchanged
+        accuracy += f", calling every token original {floor_before:.1%} -> {floor:.1%}"
+        if after is not None and after <= floor + DETECTION_MARGIN:
             accuracy += ": no better than that, the discriminator has not learned to detect yet"
     return (
         f"{arm} (replaced-token detection: perplexity of its {fmt(summary.get('generator_layers'))}-layer "
