@@ -9,7 +9,7 @@ import json
 import random
 
 import pytest
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer
+from pretrain_fixtures import make_cfg, unigram_tokenizer, wordpiece_tokenizer
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import load_mlm_model
@@ -75,3 +75,45 @@ def test_the_architecture_is_part_of_the_scratch_arms_fingerprint_only(base_mode
     assert arm_fingerprint(plain, "continued", layout) == arm_fingerprint(roberta, "continued", layout)
     with pytest.raises(ConfigError, match="model_type"):
         make_cfg(base_model, 'pretrain.scratch_model={"hidden_size": 128}')
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("family", ["roberta", "deberta-v2", "modernbert"])
+def test_continued_and_extended_arms_from_a_base_of_another_family(layout, texts, tmp_path, family):
+    """A base of another family (its own MLM head: RoBERTa's lm_head, DeBERTa's cls, ModernBERT's head) through
+    the vocab stage (extension: WordPiece, or SentencePiece-unigram as DeBERTa-v3's), both checkpoint-based arms
+    and fine-tuning of the extended one."""
+    import torch
+    from transformers import AutoConfig, AutoModelForMaskedLM
+
+    from domainbert.finetune.stage import finetune_one
+    from domainbert.vocab.stage import run_vocab
+
+    unigram = family == "deberta-v2"
+    tok = unigram_tokenizer(texts) if unigram else wordpiece_tokenizer(texts)
+    config = AutoConfig.for_model(**FAMILIES[family])
+    config.vocab_size, config.pad_token_id = len(tok), tok.pad_token_id
+    for name in ("bos_token_id", "eos_token_id", "sep_token_id", "cls_token_id"):
+        if hasattr(config, name):
+            setattr(config, name, getattr(tok, name, None) or tok.cls_token_id)
+    config.max_position_embeddings = 64
+    torch.manual_seed(0)
+    base = tmp_path / "base"
+    AutoModelForMaskedLM.from_config(config).save_pretrained(base)
+    tok.save_pretrained(base)
+    tasks = _tasks(tmp_path, random.Random(0))[:1]
+    cfg = make_cfg(base, "pretrain.arms=[continued, extended]", "pretrain.budget_tokens=256",
+                   f"base_model.lowercase={str(not unigram).lower()}", "tokenizer.vocab_size=300",
+                   "vocab.curve_sizes=[150, 300]", "vocab.heldout_documents=10", "vocab.extension.num_tokens=5",
+                   "vocab.extension.min_count=2", "finetune.tasks=" + json.dumps(tasks), "finetune.seeds=[1]",
+                   "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24")
+    report = run_vocab(cfg, layout)
+    assert report["extension"]["num_tokens"] == 5
+    for arm in ("continued", "extended"):
+        summary = pretrain_arm(cfg, arm, layout)
+        assert summary["steps"] == 2 and summary["domain_perplexity"] < summary["domain_perplexity_before"]
+        model = load_mlm_model(layout.pretrained_model(arm))
+        assert model.config.model_type == family
+        assert model.config.vocab_size == len(tok) + (5 if arm == "extended" else 0)
+    result = finetune_one(cfg, layout, "extended", str(layout.pretrained_model("extended")), "ner", 1)
+    assert len(result["pred"]) == 8
