@@ -172,9 +172,21 @@ def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
     """How to load the arm (the same lines for its folder and its Hub id), what it is for, and its limits."""
     tokens = p.get("tokens_consumed") or 0
     paper, published = smallest_published()
-    if replaced_token_detection(p):
-        return _rtd_card_use(cfg, arm, tokens)
-    lines = [
+    rtd = replaced_token_detection(p)
+    lines = _rtd_card_use(cfg, arm) if rtd else _mlm_card_use(cfg, arm)
+    if too_small(tokens):
+        lines += [
+            f"**Budget warning:** {fmt_value(tokens)} pretraining tokens, {tokens / published:.1e} of {paper}'s "
+            f"about {published:.1e}. At this budget the model is a test of the pipeline, not a model to use"
+            + ("." if rtd else ": its predictions (fill-mask answers included) can be degenerate."),
+            "",
+        ]
+    return lines
+
+
+def _mlm_card_use(cfg: DomainConfig, arm: str) -> list[str]:
+    """Use and limits of a masked-LM arm: fill-mask shows what it learnt, fine-tuning is what it is for."""
+    return [
         "## Use",
         "",
         "```python",
@@ -193,20 +205,11 @@ def _arm_card_use(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
         "biases of its corpus and of the model it started from, and was evaluated only on the tasks above.",
         "",
     ]
-    if too_small(tokens):
-        lines += [
-            f"**Budget warning:** {fmt_value(tokens)} pretraining tokens, {tokens / published:.1e} of {paper}'s "
-            f"about {published:.1e}. At this budget the model is a test of the pipeline, not a model to use: "
-            "its predictions (fill-mask answers included) can be degenerate.",
-            "",
-        ]
-    return lines
 
 
-def _rtd_card_use(cfg: DomainConfig, arm: str, tokens: int) -> list[str]:
+def _rtd_card_use(cfg: DomainConfig, arm: str) -> list[str]:
     """Use and limits of a replaced-token detection discriminator: an encoder to fine-tune, no fill-mask."""
-    paper, published = smallest_published()
-    lines = [
+    return [
         "## Use",
         "",
         "```python",
@@ -225,10 +228,3 @@ def _rtd_card_use(cfg: DomainConfig, arm: str, tokens: int) -> list[str]:
         "downstream task. It inherits the biases of its corpus and was evaluated only on the tasks above.",
         "",
     ]
-    if too_small(tokens):
-        lines += [
-            f"**Budget warning:** {fmt_value(tokens)} pretraining tokens, {tokens / published:.1e} of {paper}'s "
-            f"about {published:.1e}. At this budget the model is a test of the pipeline, not a model to use.",
-            "",
-        ]
-    return lines
