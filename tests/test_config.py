@@ -145,6 +145,13 @@ def test_only_tasks_keeps_the_named_tasks_and_rejects_unknown_names():
         load_domain("science", ["finetune.only_tasks=[sci-subject]"])
 
 
+def test_only_models_must_name_a_model_the_run_compares():
+    cfg = load_domain("science", ["finetune.only_models=[base, tapt]"])
+    assert cfg.finetune.only_models == ["base", "tapt"]
+    with pytest.raises(ConfigError, match=r"only_models names \['scratch'\], not among the models \['base', "):
+        load_domain("science", ["pretrain.arms=[continued]", "finetune.only_models=[base, scratch]"])
+
+
 def test_a_domain_name_resolves_in_the_current_directory_first(tmp_path, monkeypatch):
     """Run from another checkout (or a project folder with its own domains/), its YAMLs are the ones used,
     not those of the checkout the package was installed from nor DOMAINBERT_HOME's; from a folder without

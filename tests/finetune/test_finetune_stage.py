@@ -133,6 +133,23 @@ def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):
     assert cmp["low"] <= 0.0 <= cmp["high"]
 
 
+def test_only_models_runs_and_expects_only_the_named_models(tmp_path, tiny_bert, tasks_dir):
+    from domainbert.finetune.expectations import expected_runs
+
+    layout = RunLayout(tmp_path / "run")
+    shutil.copytree(tiny_bert, layout.pretrained_model("continued"))
+    tasks = "finetune.tasks=" + json.dumps([{"name": "cls", "type": "classification", "format": "jsonl",
+                                             "path": str(tasks_dir / "cls"), "labels": ["tech", "plain"]}])
+    every = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]", "finetune.seeds=[1]", tasks)
+    only = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]", "finetune.seeds=[1]", tasks,
+                    "finetune.only_models=[continued]")
+    assert list(models_to_compare(only, layout)) == ["continued"]
+    assert [(r.model, r.seed) for r in expected_runs(only, layout)] == [("floor", 0), ("continued", 1)]
+    # which models run is not part of a result's identity: the continued run is the same either way
+    both = {r.model: r.fingerprint for r in expected_runs(every, layout)}
+    assert {r.model: r.fingerprint for r in expected_runs(only, layout)} == {k: both[k] for k in ("floor", "continued")}
+
+
 def test_model_folder_without_tokenizer_is_a_model_error(tmp_path, tiny_bert, tasks_dir):
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import Field, ValidationError
+from pydantic import Field, ValidationError, model_validator
 
 from domainbert.config.corpus import CorpusConfig
 from domainbert.config.finetune import CompareConfig, FinetuneConfig
@@ -49,6 +49,15 @@ class DomainConfig(StrictModel):
     compare: CompareConfig = CompareConfig()
     hub: HubConfig = HubConfig()
     tracking: TrackingConfig = TrackingConfig()
+
+    @model_validator(mode="after")
+    def _only_models_known(self) -> DomainConfig:
+        only = self.finetune.only_models
+        known = ["base", *self.pretrain.arms, *self.finetune.extra_models]
+        unknown = [m for m in only or [] if m not in known]
+        if unknown:
+            raise ValueError(f"finetune.only_models names {unknown}, not among the models {known}")
+        return self
 
 
 def deep_merge(base: dict[str, Any], patch: dict[str, Any]) -> dict[str, Any]:

@@ -93,6 +93,13 @@ class FinetuneConfig(StrictModel):
         description="Run only these of the tasks (by name; None: all). The others are left out of every stage, as if "
         "not listed: a short run skips tasks without editing the task list.",
     )
+    only_models: list[str] | None = Field(
+        None,
+        min_length=1,
+        description="Fine-tune only these models (base, arm names, extra model names; None: all). The others' "
+        "results are neither run nor expected, so the report judges only these: a study of one model "
+        "need not fine-tune every arm.",
+    )
     seeds: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     """Fine-tuning seeds: one run per model, task and seed; the intervals include their spread."""
     epochs: float = Field(3, gt=0)

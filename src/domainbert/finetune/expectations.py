@@ -18,7 +18,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import is_complete, read_record, write_json_atomic
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.jobs import RESULT, run_list, run_record, task_config
+from domainbert.finetune.jobs import RESULT, only_models, run_list, run_record, task_config
 from domainbert.services.tasks import task_data_hash
 
 EXPECTED = "expected.json"
@@ -44,11 +44,14 @@ def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
     """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint."""
     from domainbert.pretrain.start import base_reference
 
-    models: dict[str, str] = {
-        "base": base_reference(cfg, layout),
-        **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
-        **cfg.finetune.extra_models,
-    }
+    models = only_models(
+        cfg,
+        {
+            "base": base_reference(cfg, layout),
+            **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
+            **cfg.finetune.extra_models,
+        },
+    )
     hashes: dict[str, str] = {}
     out = []
     for job in run_list(cfg, layout, models):

@@ -81,7 +81,13 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
                 f"extra model name {name!r} clashes with a built-in model name", field="finetune.extra_models"
             )
         models[name] = ref
-    return models
+    return only_models(cfg, models)
+
+
+def only_models(cfg: DomainConfig, models: dict[str, str]) -> dict[str, str]:
+    """``models`` less those ``finetune.only_models`` leaves out."""
+    only = cfg.finetune.only_models
+    return models if only is None else {name: ref for name, ref in models.items() if name in only}
 
 
 def task_config(cfg: DomainConfig, task_name: str) -> TaskConfig:
@@ -140,6 +146,7 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                 exclude={
                     "tasks",
                     "only_tasks",
+                    "only_models",
                     "seeds",
                     "extra_models",
                     "mode",
