@@ -9,9 +9,13 @@ asked for: the runner said so, or this flow run or one of its parents is Cancell
 parent whose subflow ended Cancelled gets ``CancelledRun`` from the call and ends Cancelled the same
 way; the outermost flow leaves through Prefect's ``Abort`` (``_end_outermost``). A stop
 that no cancel asked for (Slurm, Kubernetes, Ctrl-C) is left as it is: the run is stopped, to be resumed.
-Put it under ``@locked`` (whose wrapper Prefect reads a flow's parameter types through). Tasks are left out: a
-task returning Cancelled does not stop its flow, so the task a stop interrupted ends Crashed, and its flow
-Cancelled. It only translates.
+Put it under ``@locked`` (whose wrapper Prefect reads a flow's parameter types through).
+
+Tasks: ``@cancellable_task`` ends the task a cancel interrupted Cancelled (it returns the state) instead of
+Crashed. A flow calling a task directly gets that state back as a value, not an exception, so it passes the
+value through ``unless_cancelled``, which raises ``CancelledRun`` for it; a submitted task's future raises it by
+itself. Prefect's task engine logs every final state other than Completed at ERROR, a Cancelled one
+included; ``CancelledIsNotAnError`` lowers that one line to INFO. This module only translates.
 """
 
 from __future__ import annotations
@@ -89,11 +93,57 @@ def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
         except (signals.StopRequested, CancelledRun) as exc:
             if not cancel_requested():
                 raise
-            state: State[None] = Cancelled(message=f"cancelled ({exc})")
+            message = str(exc) if isinstance(exc, CancelledRun) else f"cancelled ({exc})"  # a task's, as it said
+            state: State[None] = Cancelled(message=message)
             _end_outermost(state)
             return cast(R, state)
 
     return wrapper
+
+
+def cancellable_task(fn: Callable[P, R]) -> Callable[P, R]:
+    """A task body whose run ends Cancelled when a cancel, not a bare stop, interrupted it (a bare stop stays a
+    crash to be retried or resumed)."""
+
+    @functools.wraps(fn)
+    def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
+        from prefect.states import Cancelled
+
+        try:
+            return fn(*args, **kwargs)
+        except signals.StopRequested as exc:
+            if not cancel_requested():
+                raise
+            return cast(R, Cancelled(message=f"cancelled ({exc})"))
+
+    return wrapper
+
+
+def unless_cancelled(value: R) -> R:
+    """``value``, a directly called task's result; a Cancelled state (``cancellable_task``) raises ``CancelledRun``,
+    so the calling flow stops there as ``@cancellable`` expects."""
+    from prefect.exceptions import CancelledRun
+    from prefect.states import State
+
+    if isinstance(value, State) and value.is_cancelled():
+        raise CancelledRun(value.message or "cancelled")
+    return value
+
+
+class CancelledIsNotAnError(logging.Filter):
+    """Lowers the task engine's "Finished in state Cancelled" line from ERROR to INFO: the user asked for it."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        if record.levelno == logging.ERROR and str(record.msg).startswith("Finished in state Cancelled"):
+            record.levelno, record.levelname = logging.INFO, "INFO"
+        return True
+
+
+def quiet_cancelled_tasks() -> None:
+    """Install ``CancelledIsNotAnError`` on Prefect's task-run logger (once per process)."""
+    target = logging.getLogger("prefect.task_runs")
+    if not any(isinstance(f, CancelledIsNotAnError) for f in target.filters):
+        target.addFilter(CancelledIsNotAnError())
 
 
 def _end_outermost(state: State) -> None:

@@ -17,7 +17,7 @@ from prefect import flow, get_run_logger
 
 from domainbert.config.domain import DEFAULT_PROFILE, RESOLVED_CONFIG
 from domainbert.core.runlock import held_token
-from domainbert.flows.cancelling import cancellable
+from domainbert.flows.cancelling import cancellable, unless_cancelled
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.stages import (
@@ -121,6 +121,5 @@ def compare_domains(
             domain=domain, overrides=list(overrides or []), profile=profile, out=str(run_dir), execution=execution
         )
         runs[cfg.name] = run_dir
-    return configured(cross_domain_task, execution, root)(
-        {k: str(v) for k, v in runs.items()}, str(root / "cross-domain")
-    )
+    page = configured(cross_domain_task, execution, root)
+    return unless_cancelled(page({k: str(v) for k, v in runs.items()}, str(root / "cross-domain")))

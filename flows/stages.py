@@ -25,7 +25,7 @@ from prefect.task_runners import ThreadPoolTaskRunner
 from domainbert.config.pretrain import ARMS
 from domainbert.core import signals
 from domainbert.flows import caching
-from domainbert.flows.cancelling import cancellable
+from domainbert.flows.cancelling import cancellable, unless_cancelled
 from domainbert.flows.locking import locked
 from domainbert.flows.options import ExecutionOptions, RunSpec, start_run
 from domainbert.flows.publish import artifact_key, publish_markdown_file
@@ -130,7 +130,7 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
     """
     spec, cfg, layout = _prepare(spec)
     if not caching.corpus_state(cfg, layout).current:
-        plan = configured(corpus_split_task, execution, layout.root)(spec)
+        plan = unless_cancelled(configured(corpus_split_task, execution, layout.root)(spec))
         shard = configured(corpus_shard_task, execution, layout.root)
         get_run_logger().info("corpus: %d input shard(s) in %s", len(plan["shards"]), plan["work_dir"])
         with task_runner(execution, threads=cfg.corpus.workers) as runner:
@@ -138,11 +138,12 @@ def corpus_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) 
                 runner.submit(shard, {"spec": spec, "shard": s, "work_dir": plan["work_dir"]}) for s in plan["shards"]
             ]
             stats = results_or_stop(futures, "while building corpus shards")
-        configured(corpus_merge_task, execution, layout.root)(spec, plan["work_dir"], stats, plan["counts"])
+        merge = configured(corpus_merge_task, execution, layout.root)
+        unless_cancelled(merge(spec, plan["work_dir"], stats, plan["counts"]))
         # Record the finished corpus under its cache key (the stage only reads the manifest back).
-        manifest = configured(corpus_task, execution, layout.root, refresh=True)(spec)
+        manifest = unless_cancelled(configured(corpus_task, execution, layout.root, refresh=True)(spec))
     else:
-        manifest = configured(corpus_task, execution, layout.root)(spec)
+        manifest = unless_cancelled(configured(corpus_task, execution, layout.root)(spec))
     publish_markdown_file(
         layout.corpus / "report.md", artifact_key(cfg.name, "corpus"), f"Corpus statistics for {cfg.name}"
     )
@@ -156,7 +157,7 @@ def vocab_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -
     """Train the domain tokenizer, measure vocabulary fit and build the extended model."""
     spec, cfg, layout = _prepare(spec)
     current = caching.vocab_state(cfg, layout).current
-    report = configured(vocab_task, execution, layout.root, refresh=not current)(spec)
+    report = unless_cancelled(configured(vocab_task, execution, layout.root, refresh=not current)(spec))
     publish_markdown_file(
         layout.vocab / "report.md", artifact_key(cfg.name, "vocab"), f"Vocabulary fit for {cfg.name}"
     )
@@ -178,7 +179,8 @@ def pretrain_flow(
     summaries = {}
     arms = arms or list(cfg.pretrain.arms)
     if any(not ARMS[arm].from_scratch for arm in arms):  # first: checkpoint-based arms' fingerprints read it
-        configured(base_warmup_task, execution, layout.root, retries=execution.pretrain_retries)(spec)
+        warmup = configured(base_warmup_task, execution, layout.root, retries=execution.pretrain_retries)
+        unless_cancelled(warmup(spec))
     for arm in arms:
         run = configured(
             pretrain_task,
@@ -187,7 +189,7 @@ def pretrain_flow(
             retries=execution.pretrain_retries,
             refresh=not caching.pretrain_state(cfg, layout, arm).current,
         )
-        summaries[arm] = run(spec, arm, execution.gpu_concurrency_limit)
+        summaries[arm] = unless_cancelled(run(spec, arm, execution.gpu_concurrency_limit))
     return summaries
 
 
@@ -206,7 +208,7 @@ def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
 def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> list[dict]:
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
-    configured(models_task, execution, layout.root)(spec)  # the models to compare, recorded in the run's UI
+    unless_cancelled(configured(models_task, execution, layout.root)(spec))  # the models, recorded in the UI
     from domainbert.finetune.jobs import run_list
 
     jobs = run_list(cfg, layout)
@@ -230,4 +232,4 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
 def report_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION) -> str:
     """Render the comparison report and publish it (Markdown + table) as Prefect artifacts."""
     spec, cfg, layout = _prepare(spec)
-    return configured(report_task, execution, layout.root)(spec)
+    return unless_cancelled(configured(report_task, execution, layout.root)(spec))

@@ -4,7 +4,8 @@ Each task receives a ``RunSpec`` (plain data) carrying the config resolved at th
 it again into a ``DomainConfig`` (never re-reading the YAML), calls one stage function and returns its JSON
 summary. Results are serialised as JSON (never pickled) into the configured
 result storage; cache keys are the stages' own fingerprints (``caching``). ``configured`` applies the run's ``ExecutionOptions``
-(storage, retries, cache refresh) to a task at flow time. User errors (``DomainbertError``) never retry.
+(storage, retries, cache refresh) to a task at flow time. A cancel ends the task it interrupts Cancelled
+(``cancelling.cancellable_task``). User errors (``DomainbertError``) never retry.
 Stage loggers (``domainbert.*``) are forwarded to the Prefect log while a stage runs.
 """
 
@@ -22,6 +23,7 @@ from prefect.tasks import exponential_backoff
 
 from domainbert.core.errors import DomainbertError
 from domainbert.flows import caching
+from domainbert.flows.cancelling import cancellable_task, quiet_cancelled_tasks
 from domainbert.flows.launch import LAUNCH_LOG, follow_log
 from domainbert.flows.options import ExecutionOptions, RunSpec
 
@@ -62,6 +64,7 @@ def configured(
 ) -> Task[P, R]:
     """``tsk`` with this run's result storage and retry policy; ``refresh`` (or ``opts.refresh_cache``) makes
     it run and overwrite its cached result (the flows set it when the stage's output is not complete)."""
+    quiet_cancelled_tasks()
     n = opts.retries if retries is None else retries
     delays: Any = exponential_backoff(backoff_factor=opts.retry_delay_seconds) if opts.retry_delay_seconds else 0
     return tsk.with_options(
@@ -135,6 +138,7 @@ COMMON: dict[str, Any] = {
 
 
 @task(name="corpus", cache_key_fn=caching.corpus_key, tags=["cpu"], **COMMON)
+@cancellable_task
 def corpus_task(spec: RunSpec) -> dict:
     """Build the corpus (``build_corpus``); returns the manifest."""
     from domainbert.corpus.build import build_corpus
@@ -145,6 +149,7 @@ def corpus_task(spec: RunSpec) -> dict:
 
 
 @task(name="corpus-split", **COMMON)
+@cancellable_task
 def corpus_split_task(spec: RunSpec) -> dict:
     """Index the evaluation texts and cut the sources into input shards; returns the shard specs and counts."""
     from domainbert.corpus.build import prepare, split_inputs, work_dir_for
@@ -158,6 +163,7 @@ def corpus_split_task(spec: RunSpec) -> dict:
 
 
 @task(name="corpus-shard", **COMMON)
+@cancellable_task
 def corpus_shard_task(spec: RunSpec, shard: dict, work_dir: str) -> dict:
     """Clean, filter, decontaminate and hash one input shard (skipped when already processed)."""
     from domainbert.corpus.shards import process_input_shard
@@ -166,6 +172,7 @@ def corpus_shard_task(spec: RunSpec, shard: dict, work_dir: str) -> dict:
 
 
 @task(name="corpus-merge", **COMMON)
+@cancellable_task
 def corpus_merge_task(spec: RunSpec, work_dir: str, stats: list[dict], counts: dict) -> dict:
     """Deduplicate across shards, split and write the corpus atomically (``finish``); returns the manifest."""
     from domainbert.corpus.build import finish
@@ -176,6 +183,7 @@ def corpus_merge_task(spec: RunSpec, work_dir: str, stats: list[dict], counts: d
 
 
 @task(name="vocab", cache_key_fn=caching.vocab_key, tags=["cpu"], **COMMON)
+@cancellable_task
 def vocab_task(spec: RunSpec) -> dict:
     """Train and measure the domain vocabulary (``run_vocab``); returns the vocab report."""
     from domainbert.vocab.stage import run_vocab
@@ -186,6 +194,7 @@ def vocab_task(spec: RunSpec) -> dict:
 
 
 @task(name="base-warmup", tags=["gpu"], **COMMON)
+@cancellable_task
 def base_warmup_task(spec: RunSpec) -> str | None:
     """Warm up the base checkpoint's MLM head when it needs it (``ensure_base_warmup``, skipped when up to date);
     returns the warmed model folder. Run before the arms, whose fingerprints read its result."""
@@ -198,6 +207,7 @@ def base_warmup_task(spec: RunSpec) -> str | None:
 
 
 @task(name="pretrain-arm", cache_key_fn=caching.pretrain_key, tags=["gpu"], **COMMON)
+@cancellable_task
 def pretrain_task(spec: RunSpec, arm: str, gpu_limit: str | None = None) -> dict:
     """Pretrain one arm (``pretrain_arm``); a retry resumes from the arm's newest checkpoint.
 
@@ -221,6 +231,7 @@ def pretrain_task(spec: RunSpec, arm: str, gpu_limit: str | None = None) -> dict
 
 
 @task(name="models-to-compare", **COMMON)
+@cancellable_task
 def models_task(spec: RunSpec) -> dict[str, str]:
     """The models the comparison fine-tunes: name -> reference (folder, hub id or package)."""
     from domainbert.finetune.jobs import models_to_compare
@@ -230,6 +241,7 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 
 
 @task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)
+@cancellable_task
 def finetune_task(
     spec: RunSpec, model_name: str, model_ref: str, task_name: str, seed: int, mode: str = "finetune"
 ) -> dict:
@@ -250,6 +262,7 @@ def finetune_task(
 
 
 @task(name="report", **COMMON)
+@cancellable_task
 def report_task(spec: RunSpec) -> str:
     """Render report.html and publish the report and results table as Prefect artifacts."""
     from domainbert.flows.publish import publish_report
@@ -264,6 +277,7 @@ def report_task(spec: RunSpec) -> str:
 
 
 @task(name="cross-domain-report", **COMMON)
+@cancellable_task
 def cross_domain_task(runs: dict[str, str], out_dir: str) -> str:
     """Render the cross-domain page over finished runs and publish it; returns the path of its report.html."""
     from domainbert.flows.publish import publish_cross_domain

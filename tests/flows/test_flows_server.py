@@ -52,7 +52,7 @@ def _tail(path: Path, n: int = 4000) -> str:
 def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path) -> dict:
     """Run the deployment with a long pretraining budget, cancel it (as the UI does: state Cancelling) once
     an arm's training has checkpointed, and return the final state names of the run and of its subflows."""
-    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterParentFlowRunId
+    from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
     from prefect.states import Cancelling
 
     params = {"domain": str(domain), "out": str(out),
@@ -68,8 +68,11 @@ def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path) -
     subflows = client.read_flow_runs(
         flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run.id])))
     names = {f.id: f.name for f in client.read_flows()}
+    tasks = client.read_task_runs(flow_run_filter=FlowRunFilter(id=FlowRunFilterId(
+        any_=[flow_run.id, *[f.id for f in subflows]])), limit=200)
     return {"pipeline": run.state.type.value,
-            "subflows": {names.get(f.flow_id, str(f.flow_id)): f.state.type.value for f in subflows if f.state}}
+            "subflows": {names.get(f.flow_id, str(f.flow_id)): f.state.type.value for f in subflows if f.state},
+            "tasks": {t.name.rsplit("-", 1)[0]: t.state.type.value for t in tasks if t.state}}
 
 
 def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain: Path) -> None:
@@ -135,6 +138,11 @@ def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain
             assert cancelled["pipeline"] == "CANCELLED", cancelled
             assert states.get("domainbert-pretrain") == "CANCELLED", cancelled
             assert set(states.values()) <= {"COMPLETED", "CANCELLED"}, cancelled
+            # so does the task it interrupted (the arm's training), logged at INFO; no task crashed
+            assert cancelled["tasks"].get("pretrain-arm") == "CANCELLED", cancelled
+            assert set(cancelled["tasks"].values()) <= {"COMPLETED", "CANCELLED"}, cancelled
+            log = _tail(tmp_path / "worker.log", 10**6)
+            assert not [line for line in log.splitlines() if "| ERROR" in line and " run " in line], log[-3000:]
             assert not (tmp_path / "cancelled" / "pretrain" / "continued" / "model").exists()
             assert "Traceback" not in _tail(tmp_path / "worker.log", 10**6)
     timings["total_s"] = time.monotonic() - t0
