@@ -28,6 +28,8 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
 from domainbert.core import signals
 
 if TYPE_CHECKING:
+    from uuid import UUID
+
     from prefect.client.schemas.objects import FlowRun
     from prefect.states import State
 
@@ -44,17 +46,26 @@ def _flow_run() -> FlowRun | None:
     return ctx.flow_run if ctx is not None else None
 
 
+def _task_runs_flow_run_id() -> UUID | None:
+    """The flow run of the task running here: a task on a Dask worker process has no flow run context."""
+    from prefect.context import TaskRunContext
+
+    ctx = TaskRunContext.get()
+    return ctx.task_run.flow_run_id if ctx is not None else None
+
+
 def _cancelling_on_the_api() -> bool:
     """Whether this flow run or one of its parents is Cancelling or Cancelled (what a cancel from the UI sets)."""
     from prefect.client.orchestration import get_client
     from prefect.client.schemas.objects import StateType
 
     current = _flow_run()
-    if current is None:
+    run_id = current.id if current is not None else _task_runs_flow_run_id()
+    if run_id is None:
         return False
     try:
         with get_client(sync_client=True) as client:
-            run = client.read_flow_run(current.id)
+            run = client.read_flow_run(run_id)
             for _ in range(MAX_PARENTS):
                 if run.state is not None and run.state.type in (StateType.CANCELLING, StateType.CANCELLED):
                     return True
