@@ -12,6 +12,9 @@ Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and tas
 over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
 metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0
 (None when no point's does); and ``bench/results/budget-<domain>.png``, the curves.
+``--stages`` runs the stage commands (``domainbert corpus``, ``vocab``, ``pretrain``, ``finetune``, ``report``)
+one after the other instead of ``domainbert run``: the same stages and artifacts, without Prefect, for a
+machine that has no Prefect installed (a GPU node of a cluster image); fine-tuning runs one at a time.
 What it leaves out: the learning-rate schedule is the arm's own at each budget (decayed to zero at its end),
 so point k is not a checkpoint of point k+1's run.
 """
@@ -36,6 +39,20 @@ def point_overrides(args: argparse.Namespace, k: int) -> list[str]:
     if args.tasks:
         out.append(f"finetune.only_tasks=[{', '.join(args.tasks)}]")
     return list(args.override or []) + out
+
+
+STAGES = ("corpus", "vocab", "pretrain", "finetune", "report")
+
+
+def run_point(args: argparse.Namespace, k: int, run: Path) -> None:
+    """One budget point: ``domainbert run``, or with ``--stages`` each stage command in turn."""
+    cli = [sys.executable, "-m", "domainbert.cli"]
+    common = [*point_overrides(args, k), "--out", str(run), "--profile", args.profile]
+    if not args.stages:
+        subprocess.run([*cli, "run", args.domain, *common, "--workers", str(args.workers)], check=True)
+        return
+    for stage in STAGES:
+        subprocess.run([*cli, stage, args.domain, *common], check=True)
 
 
 def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
@@ -108,6 +125,8 @@ def main() -> None:
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides, every point.")
     parser.add_argument("--out", type=Path, default=None)
     parser.add_argument("--workers", type=int, default=2)
+    parser.add_argument("--profile", default="offline", help="The domain's profile (default: offline).")
+    parser.add_argument("--stages", action="store_true", help="Run the stage commands in turn, without Prefect.")
     args = parser.parse_args()
     if len(args.budgets) != len(args.tapt_epochs):
         parser.error("--budgets and --tapt-epochs need one value per point")
@@ -116,17 +135,15 @@ def main() -> None:
     from domainbert.core.errors import ConfigError
 
     try:  # a misspelt task or key stops here, before point 0 trains anything
-        cfg = load_domain(args.domain, point_overrides(args, 0))
+        cfg = load_domain(args.domain, point_overrides(args, 0), profile=args.profile)
     except ConfigError as exc:
         parser.error(str(exc))
     out = args.out or Path("runs") / f"budget-{cfg.name}"
-    cli = str(Path(sys.executable).with_name("domainbert"))
     points = []
     for k in range(len(args.budgets)):
         run = out / f"point-{k}"
         t0 = time.perf_counter()
-        subprocess.run([cli, "run", args.domain, *point_overrides(args, k), "--out", str(run),
-                        "--workers", str(args.workers)], check=True)
+        run_point(args, k, run)
         point = {"index": k, "budget_tokens": args.budgets[k], "tapt_epochs": args.tapt_epochs[k],
                  "seconds": round(time.perf_counter() - t0, 1), "run_folder": str(run),
                  **point_figures(run, list(cfg.pretrain.arms))}
