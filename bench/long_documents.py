@@ -66,9 +66,9 @@ def chunked_vs_truncated(run: Path, task: str, models: list[str], cfg: Any) -> l
     for model in models:
         sides = []
         for name in (task + CHUNKED, task):
-            runs = [
-                json.loads(p.read_text()) for p in sorted((run / "finetune" / model / name).glob("seed-*/result.json"))
-            ]
+            found = sorted((run / "finetune" / model / name).glob("seed-*/result.json"))
+            # the configured seeds only: a folder may hold runs of seeds an earlier invocation asked for
+            runs = [r for r in (json.loads(p.read_text()) for p in found) if r["seed"] in cfg.finetune.seeds]
             sides.append([{**r, "task": task, "model": model + (CHUNKED if name != task else "")} for r in runs])
         if not (sides[0] and sides[1]):
             continue
