@@ -125,6 +125,7 @@ def cancellable_task(fn: Callable[P, R]) -> Callable[P, R]:
         except signals.StopRequested as exc:
             if not cancel_requested():
                 raise
+            quiet_cancelled_tasks()  # here too: a Dask worker process never ran the flow's ``configured``
             return cast(R, Cancelled(message=f"cancelled ({exc})"))
 
     return wrapper
