@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5
     .venv/bin/python bench/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed
+    .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5 --cls-override finetune.lr=3e-4  # a [CLS] recipe
 
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
 ``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
@@ -63,6 +64,13 @@ def main() -> None:
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
     parser.add_argument("--out", type=Path, default=None, help="Folder of the two run folders.")
     parser.add_argument(
+        "--cls-override",
+        action="append",
+        default=[],
+        help="Overrides for the [CLS] runs alone (a recipe for the stock head: finetune.lr=3e-4); the mean-pooling "
+        "runs keep the configured recipe.",
+    )
+    parser.add_argument(
         "--quick",
         action="store_true",
         help="Smoke check: no base warm-up (the packaged base as it is), one seed, a tenth of an epoch.",
@@ -94,7 +102,8 @@ def main() -> None:
     root = args.out or Path("runs") / f"pooling-{plain.name}"
     folders, seconds = {}, {}
     for pooling in POOLINGS:
-        cfg = load_domain(args.domain, [*common, f"finetune.pooling={pooling}", "finetune.save_models=none"])
+        own = args.cls_override if pooling == "cls" else []
+        cfg = load_domain(args.domain, [*common, *own, f"finetune.pooling={pooling}", "finetune.save_models=none"])
         folders[pooling] = root / pooling
         layout = RunLayout(folders[pooling])
         t0 = time.perf_counter()
@@ -110,6 +119,7 @@ def main() -> None:
             "revision": git_revision(),
             "machine": machine_info(),
             "overrides": common,
+            "cls_overrides": args.cls_override,
             "seconds": seconds,
             "run_folders": {p: str(f) for p, f in folders.items()},
             "comparisons": [c for t in tasks for m in models if (c := cls_vs_mean(folders, t, m, plain))],
