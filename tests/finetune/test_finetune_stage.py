@@ -101,12 +101,16 @@ def test_same_seed_same_data_order_across_model_names(tmp_path, tiny_bert, tasks
     assert set(a["test"]) == {"macro_f1", "accuracy"} and a["gold"][:2] == ["tech", "plain"]
 
 
-def test_frozen_mode_trains_only_the_head(tmp_path, tiny_bert, tasks_dir):
-    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.mode=frozen", "finetune.epochs=1")
+@pytest.mark.parametrize(("pooling", "head"), [
+    ("mean", 128 * 2 + 2),  # the classifier layer: hidden x labels + bias
+    ("cls", 128 * 128 + 128 + 128 * 2 + 2),  # and the pooler, initialised anew for the run: part of the head
+])
+def test_frozen_mode_trains_only_the_head(tmp_path, tiny_bert, tasks_dir, pooling, head):
+    cfg = make_cfg(tiny_bert, tasks_dir, "finetune.mode=frozen", "finetune.epochs=1", f"finetune.pooling={pooling}")
     layout = RunLayout(tmp_path / "run")
     res = finetune_one(cfg, layout, "base-frozen", str(tiny_bert), "cls", 1)
     assert res["mode"] == "frozen"
-    assert res["trainable_parameters"] == 128 * 2 + 2  # the classifier layer: hidden x labels + bias
+    assert res["trainable_parameters"] == head
 
 
 def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):

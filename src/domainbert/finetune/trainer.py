@@ -240,6 +240,8 @@ def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total
     if s.frozen:
         for p in model.base_model.parameters():
             p.requires_grad_(False)
+        for p in fresh_head_in_encoder(model):
+            p.requires_grad_(True)
     net = wrap(model, dev) if world > 1 else model  # after freezing: DDP syncs only what trains
     opt = adamw(param_groups(model, s.weight_decay), lr=s.lr)
     return Optimisation(
@@ -251,6 +253,19 @@ def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total
         dev=dev,
         dtype=dtype,
     )
+
+
+def fresh_head_in_encoder(model: PreTrainedModel | MeanPoolClassifier) -> list[nn.Parameter]:
+    """The parameters a frozen run trains although they sit in the encoder: the stock sequence classifier's
+    pooler, initialised anew for every run (``runner.fresh_pooler``), is part of its head; frozen at random it
+    would feed the classifier a fixed random projection of [CLS]. The mean-pooling classifier leaves its
+    encoder's pooler unused, and a token classifier has none."""
+    from domainbert.finetune.pooling import MeanPoolClassifier
+
+    pooler = getattr(model.base_model, "pooler", None)
+    if isinstance(model, MeanPoolClassifier) or not isinstance(pooler, torch.nn.Module):
+        return []
+    return list(pooler.parameters())
 
 
 def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
