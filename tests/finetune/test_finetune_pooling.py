@@ -46,3 +46,12 @@ def test_both_poolings_learn_the_tiny_task(tmp_path, tiny_bert, tasks_dir, pooli
     cfg = make_cfg(tiny_bert, tasks_dir, f"finetune.pooling={pooling}", "finetune.epochs=6")
     res = finetune_one(cfg, RunLayout(tmp_path / "run"), "base", str(tiny_bert), "cls", 1)
     assert res["test"]["macro_f1"] > 0.6 and not res["collapsed"]
+
+
+def test_the_head_is_part_of_a_classification_result_and_not_of_an_ner_one(tiny_bert, tasks_dir):  # noqa: F811
+    from domainbert.finetune.jobs import Job, run_record
+
+    mean, cls = (make_cfg(tiny_bert, tasks_dir, f"finetune.pooling={p}") for p in ("mean", "cls"))
+    for task, differs in (("cls", True), ("ner", False)):
+        job = Job("base", str(tiny_bert), task, 1, "finetune")
+        assert (run_record(mean, job)[2] != run_record(cls, job)[2]) is differs

@@ -163,6 +163,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
             "seed": job.seed,
             "mode": job.mode,
         }
+        if task.type == "ner":  # a token classifier pools nothing: the sequence head is not what it trains
+            del run_cfg["finetune"]["pooling"]
         identity, legacy_identity, local = _model_identity(job.model_ref)
         legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
         if local:
