@@ -63,6 +63,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="+", default=None, help="Fine-tuning seeds (default: config's).")
     parser.add_argument("--override", action="append", help="More dotted.key=value overrides.")
     parser.add_argument("--out", type=Path, default=None, help="Folder of the two run folders.")
+    parser.add_argument("--profile", default="offline", help="The domain's profile (default: offline).")
     parser.add_argument(
         "--cls-override",
         action="append",
@@ -85,7 +86,7 @@ def main() -> None:
     from domainbert.core.errors import ConfigError
 
     try:
-        plain = load_domain(args.domain, list(args.override or []))
+        plain = load_domain(args.domain, list(args.override or []), profile=args.profile)
     except ConfigError as exc:
         parser.error(str(exc))
     tasks = [t.name for t in plain.finetune.tasks if t.type == "classification"]
@@ -103,7 +104,8 @@ def main() -> None:
     folders, seconds = {}, {}
     for pooling in POOLINGS:
         own = args.cls_override if pooling == "cls" else []
-        cfg = load_domain(args.domain, [*common, *own, f"finetune.pooling={pooling}", "finetune.save_models=none"])
+        overrides = [*common, *own, f"finetune.pooling={pooling}", "finetune.save_models=none"]
+        cfg = load_domain(args.domain, overrides, profile=args.profile)
         folders[pooling] = root / pooling
         layout = RunLayout(folders[pooling])
         t0 = time.perf_counter()
@@ -116,6 +118,7 @@ def main() -> None:
         {
             "benchmark": "pooling",
             "domain": plain.name,
+            "profile": args.profile,
             "revision": git_revision(),
             "machine": machine_info(),
             "overrides": common,
