@@ -29,10 +29,11 @@ CHUNKED = "-chunked"
 
 
 def variant_overrides(cfg: Any, chunks: int, args: argparse.Namespace) -> list[str]:
-    """The domain's tasks plus a chunked copy of each classification task, the seeds and any more overrides."""
+    """The domain's tasks plus a chunked copy of each classification task, the seeds and any more overrides;
+    mean pooling for both copies, as chunk and pool needs it (one head for the two variants)."""
     tasks = [t.model_dump(mode="json", exclude_none=True) for t in cfg.finetune.tasks]
     chunked = [{**t, "name": t["name"] + CHUNKED, "chunks": chunks} for t in tasks if t["type"] == "classification"]
-    out = ["finetune.only_tasks=null", f"finetune.tasks={json.dumps(tasks + chunked)}"]
+    out = ["finetune.only_tasks=null", f"finetune.tasks={json.dumps(tasks + chunked)}", "finetune.pooling=mean"]
     if args.seeds:
         out.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
     return out + list(args.override or [])

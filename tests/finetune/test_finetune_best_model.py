@@ -111,5 +111,10 @@ def test_results_without_models_rerun_only_the_best_seed(tmp_path, tiny_bert, ta
     write_expected(make_cfg(tiny_bert, tasks_dir, *extra, "finetune.lr=0.001"), layout)  # what a new run expects
     render_report(best, layout)
     assert "/best (seed" not in (layout.report / "report.md").read_text()
-    # A mean-pooling classifier carries its own code: the card says how it loads.
-    assert "trust_remote_code=True" in (layout.finetuned_model("base", "cls") / "README.md").read_text()
+    # The default head is transformers' own: the kept classifier predicts as its run did, without remote code.
+    kept = layout.finetuned_model("base", "cls")
+    assert "trust_remote_code" not in (kept / "README.md").read_text() and not (kept / "modeling_mean_pool.py").exists()
+    task = next(t for t in best.finetune.tasks if t.name == "cls")
+    examples = load_task(task).splits["test"][:6]
+    assert _predict(kept, task, examples, custom=False) == json.loads(
+        (layout.finetune("base", "cls", top) / "result.json").read_text())["pred"][:6]

@@ -103,7 +103,7 @@ def _cfg(tiny_bert: Path, folder: Path, chunks: int, *extra: str):
     task = {"name": "long", "type": "classification", "format": "jsonl", "path": str(folder),
             "labels": ["tech", "plain"], "chunks": chunks}
     return make_cfg(tiny_bert, folder, "finetune.tasks=" + json.dumps([task]), "finetune.max_length=8",
-                    "finetune.epochs=6", *extra)
+                    "finetune.epochs=6", "finetune.pooling=mean", *extra)
 
 
 def test_a_label_past_the_first_window_is_learnt_only_with_chunks(tmp_path, tiny_bert, monkeypatch):

@@ -83,7 +83,7 @@ def test_torchrun_world_of_two_matches_one_process(tmp_path, no_dropout_bert, ta
     which leaves rank 1 idle for a step; NER weighs the ranks by labelled tokens, classification (mean
     pooling, whose unused pooler DDP must tolerate) by examples."""
     settings = ("finetune.epochs=1.5", "finetune.lr=0.0005", "finetune.batch_size=9", "finetune.evals_per_epoch=2",
-                "finetune.torch_threads=1")
+                "finetune.torch_threads=1", "finetune.pooling=mean")
     one = finetune_one(make_cfg(no_dropout_bert, tasks_dir, *settings), RunLayout(tmp_path / "one"), "base",
                        str(no_dropout_bert), task, 1)
     layout = RunLayout(tmp_path / "two")

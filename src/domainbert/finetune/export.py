@@ -1,7 +1,7 @@
 """Saving a fine-tuned run's model and tokenizer as a Hugging Face folder (``finetune.save_models``).
 
-A token classifier and a [CLS]-pooler sequence classifier (``pooling: cls``) are transformers' own classes
-and are saved as they are. A mean-pooling classifier (``pooling: mean``, the default) is moved into
+A token classifier and a [CLS]-pooler sequence classifier (``pooling: cls``, the default) are transformers'
+own classes and are saved as they are. A mean-pooling classifier (``pooling: mean``) is moved into
 ``modeling_mean_pool.MeanPoolForSequenceClassification`` and saved with that file, so it loads with
 ``AutoModelForSequenceClassification.from_pretrained(folder, trust_remote_code=True)``. Label names are in
 ``config.id2label`` either way. The tokenizer is saved beside the weights (``vocab.train.make_portable``, as

@@ -1,11 +1,11 @@
 """A sequence classifier over the mean of the encoder's last hidden states (``finetune.pooling: mean``).
 
-Why not transformers' ``*ForSequenceClassification``: those classify from the [CLS] position through the
-checkpoint's pooler, and a pooler is not something every model in a comparison has on equal terms. A masked-LM
-model has none (an arm saved from one gets a fresh pooler), a sentence-embedding model such as all-MiniLM was
-trained for mean pooling and carries an unused pooler, and a from-scratch model's is random. Mean pooling over
-the non-padding tokens, then dropout and one linear layer, gives every model the same head on the same kind of
-summary. ``pooling: cls`` keeps the transformers classes.
+The default head (``pooling: cls``) is transformers' ``*ForSequenceClassification``: the [CLS] state through
+a pooler that ``runner.fresh_pooler`` initialises anew for every model, since a pooler is not something every
+model has on equal terms (a masked-LM model has none, all-MiniLM carries an unused one, a from-scratch model's
+is random). The mean over the non-padding tokens, then dropout and one linear layer, is the alternative: a
+summary every encoder gives from the first step, which scored higher at the same learning rate
+(bench/README.md, "pooling.py"), at the cost of a saved model that needs its own code.
 
 The module mimics the parts of a transformers model the fine-tuning loop uses: ``forward(**batch)`` returning
 ``loss`` (given labels) and ``logits``, ``base_model`` (frozen mode freezes it) and ``get_input_embeddings``.

@@ -34,7 +34,7 @@ logger = logging.getLogger(__name__)
 PRIMARY = {"ner": "f1", "classification": "macro_f1"}
 
 
-def load_task_model(ref: str, data: TaskData, pooling: str = "mean") -> PreTrainedModel | MeanPoolClassifier:
+def load_task_model(ref: str, data: TaskData, pooling: str = "cls") -> PreTrainedModel | MeanPoolClassifier:
     """A token- or sequence-classification model with a new head sized for the task's labels; a sequence
     classifier pools the encoder's states by their mean (``pooling.MeanPoolClassifier``) or, with
     ``pooling="cls"``, is transformers' own (the [CLS] state through the checkpoint's pooler)."""
@@ -190,7 +190,7 @@ def run_finetune(
     model_ref: str,
     settings: TrainSettings,
     max_length: int,
-    pooling: str = "mean",
+    pooling: str = "cls",
     save_to: Path | None = None,
 ) -> dict[str, Any]:
     """Fine-tune ``model_ref`` on ``data`` and score it.
