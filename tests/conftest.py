@@ -5,6 +5,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import sys
 import tempfile
 
 # Set before transformers/datasets/prefect are imported by any test module.
@@ -30,3 +31,15 @@ def _machine_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
     """This machine's cache (``core.paths.machine_cache``: langid tables, the warmed-up base) under the session's
     temporary folder: tests never write to the user's cache, and share one cache among themselves."""
     os.environ["XDG_CACHE_HOME"] = str(tmp_path_factory.mktemp("machine-cache"))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _stop_prefect_temporary_server():
+    """Stop Prefect's temporary API server (started by flows run in this process) while the session's output is
+    still open: stopped at exit instead, it logs "Stopping temporary server" to a stream pytest has closed."""
+    yield
+    if "prefect.server.api.server" in sys.modules:
+        from prefect.server.api.server import SubprocessASGIServer
+
+        for server in list(SubprocessASGIServer._instances.values()):
+            server.stop()
