@@ -56,9 +56,9 @@ class TaskConfig(StrictModel):
         1,
         ge=1,
         le=64,
-        description="Long texts (classification with finetune.pooling 'mean', one text per example): encode up to this many "
-        "windows of max_length tokens of each text, each window on its own, and pool the hidden states of all of "
-        "them by their mean (chunk and pool). 1: the first window only (the text truncated).",
+        description="Long texts (classification with finetune.pooling 'mean', one text per example): encode up "
+        "to this many windows of max_length tokens of each text, each window on its own, and pool the hidden states "
+        "of all of them by their mean (chunk and pool). 1: the first window only (the text truncated).",
     )
 
     @field_validator("path")
