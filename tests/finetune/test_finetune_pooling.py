@@ -1,5 +1,6 @@
-"""Mean-pooled sequence classification: padding does not change an example's logits, the pooled vector is the
-mean of the real tokens' states, and both pooling choices train through the stage."""
+"""Sequence-classification heads: padding does not change a mean-pooled example's logits, the pooled vector is
+the mean of the real tokens' states, both pooling choices train through the stage, the stock head's pooler is
+drawn from the seed, and the head is part of a classification result's fingerprint only."""
 
 from __future__ import annotations
 
@@ -55,3 +56,23 @@ def test_the_head_is_part_of_a_classification_result_and_not_of_an_ner_one(tiny_
     for task, differs in (("cls", True), ("ner", False)):
         job = Job("base", str(tiny_bert), task, 1, "finetune")
         assert (run_record(mean, job)[2] != run_record(cls, job)[2]) is differs
+
+
+def test_the_stock_head_starts_from_a_pooler_drawn_from_the_seed_not_the_checkpoints(tiny_bert, tasks_dir):  # noqa: F811
+    from safetensors.torch import load_file
+
+    from domainbert.finetune.pooling import head_pooler
+    from domainbert.finetune.runner import load_task_model
+    from domainbert.services.tasks import load_task
+
+    cfg = make_cfg(tiny_bert, tasks_dir)
+    data = load_task(next(t for t in cfg.finetune.tasks if t.name == "cls"))
+    saved = load_file(tiny_bert / "model.safetensors")["pooler.dense.weight"]
+
+    def pooler_weight(seed: int) -> torch.Tensor:
+        torch.manual_seed(seed)
+        return head_pooler(load_task_model(str(tiny_bert), data, "cls")).dense.weight.detach().clone()
+
+    one, again, other = pooler_weight(1), pooler_weight(1), pooler_weight(2)
+    assert torch.equal(one, again) and not torch.equal(one, other) and not torch.equal(one, saved)
+    assert head_pooler(load_task_model(str(tiny_bert), data, "mean")) is None  # its encoder's pooler goes unused

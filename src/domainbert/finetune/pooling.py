@@ -7,6 +7,8 @@ is random). The mean over the non-padding tokens, then dropout and one linear la
 summary every encoder gives from the first step, which scored higher at the same learning rate
 (bench/README.md, "pooling.py"), at the cost of a saved model that needs its own code.
 
+``head_pooler`` finds the pooler the stock head reads through (initialised anew, and trained in frozen mode).
+
 The module mimics the parts of a transformers model the fine-tuning loop uses: ``forward(**batch)`` returning
 ``loss`` (given labels) and ``logits``, ``base_model`` (frozen mode freezes it) and ``get_input_embeddings``.
 It does not save itself as a Hugging Face folder: ``export.save_task_model`` moves its weights into
@@ -72,3 +74,11 @@ class MeanPoolClassifier(nn.Module):
     ) -> ClassifierOutput:
         loss, logits = pool_and_classify(self, self.multi_label, input_ids, attention_mask, token_type_ids, labels)
         return ClassifierOutput(loss=loss, logits=logits)
+
+
+def head_pooler(model: PreTrainedModel | MeanPoolClassifier) -> nn.Module | None:
+    """The pooler (BERT's dense + tanh over [CLS]) a transformers sequence classifier's head reads through,
+    which sits in its encoder; None for the mean-pooling classifier (its encoder's pooler goes unused), a token
+    classifier, and models whose classification head holds its own dense layer (RoBERTa, DeBERTa, ELECTRA)."""
+    pooler = getattr(model.base_model, "pooler", None)
+    return None if isinstance(model, MeanPoolClassifier) or not isinstance(pooler, nn.Module) else pooler

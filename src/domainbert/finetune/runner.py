@@ -22,7 +22,7 @@ from domainbert.finetune.classification import classification_metrics, decode_cl
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
-from domainbert.finetune.pooling import MeanPoolClassifier
+from domainbert.finetune.pooling import MeanPoolClassifier, head_pooler
 from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
 from domainbert.services.tasks import TaskData
 
@@ -76,8 +76,8 @@ def fresh_pooler(model: PreTrainedModel) -> PreTrainedModel:
     before loading: a checkpoint saved with a trained pooler (BERT's NSP pooler, a sentence-embedding model's)
     would otherwise start with a head the other models of the comparison lack. Models whose classification
     head holds its own dense layer (RoBERTa, DeBERTa, ELECTRA) already start it fresh."""
-    pooler = getattr(model.base_model, "pooler", None)
-    if not isinstance(pooler, torch.nn.Module):
+    pooler = head_pooler(model)
+    if pooler is None:
         return model
     std = getattr(model.config, "initializer_range", 0.02)
     with torch.no_grad():  # torch's own init: transformers' skips weights it loaded from the checkpoint

@@ -46,6 +46,7 @@ from domainbert.core.errors import ModelError
 from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.core.progress import ProgressLine, current_tag, duration
 from domainbert.finetune.parallel import agree_step, broadcast, rank_share, wrap
+from domainbert.finetune.pooling import head_pooler
 
 if TYPE_CHECKING:
     from torch import nn
@@ -257,15 +258,10 @@ def _set_up(model: PreTrainedModel | MeanPoolClassifier, s: TrainSettings, total
 
 def fresh_head_in_encoder(model: PreTrainedModel | MeanPoolClassifier) -> list[nn.Parameter]:
     """The parameters a frozen run trains although they sit in the encoder: the stock sequence classifier's
-    pooler, initialised anew for every run (``runner.fresh_pooler``), is part of its head; frozen at random it
-    would feed the classifier a fixed random projection of [CLS]. The mean-pooling classifier leaves its
-    encoder's pooler unused, and a token classifier has none."""
-    from domainbert.finetune.pooling import MeanPoolClassifier
-
-    pooler = getattr(model.base_model, "pooler", None)
-    if isinstance(model, MeanPoolClassifier) or not isinstance(pooler, torch.nn.Module):
-        return []
-    return list(pooler.parameters())
+    pooler (``pooling.head_pooler``), initialised anew for every run (``runner.fresh_pooler``), is part of its
+    head; frozen at random it would feed the classifier a fixed random projection of [CLS]."""
+    pooler = head_pooler(model)
+    return [] if pooler is None else list(pooler.parameters())
 
 
 def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
