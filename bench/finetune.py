@@ -58,11 +58,13 @@ def main() -> None:
         torch.set_num_threads(args.threads)
     cfg = load_domain(args.domain)
     task = next(t for t in cfg.finetune.tasks if t.name == args.task)
-    task = task.model_copy(update={"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples})
+    limits = {"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples}
+    task = task.model_copy(update={**limits, "max_test_examples": args.eval_examples})
     data = load_task(task)
     model_ref = args.model or cfg.base_model.name_or_path
-    settings = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
-                             evals_per_epoch=1, patience=100)
+    settings = TrainSettings(
+        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed, evals_per_epoch=1, patience=100
+    )
 
     # ours
     ours = run_finetune(data, model_ref, settings, args.max_length)
@@ -72,8 +74,13 @@ def main() -> None:
     torch.manual_seed(args.seed)
     model = load_task_model(model_ref, data)
     label2id = {label: i for i, label in enumerate(data.label_list)}
-    enc = tok([ex.tokens for ex in data.splits["train"]], is_split_into_words=True, truncation=True,
-              max_length=args.max_length, padding="max_length")
+    enc = tok(
+        [ex.tokens for ex in data.splits["train"]],
+        is_split_into_words=True,
+        truncation=True,
+        max_length=args.max_length,
+        padding="max_length",
+    )
     train = []
     for i, ex in enumerate(data.splits["train"]):
         prev, labels = None, []
@@ -82,34 +89,62 @@ def main() -> None:
             prev = wid
         train.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
     with tempfile.TemporaryDirectory() as tmp:
-        targs = TrainingArguments(output_dir=tmp, per_device_train_batch_size=args.batch_size,
-                                  learning_rate=args.lr, num_train_epochs=args.epochs, seed=args.seed,
-                                  use_cpu=True, eval_strategy="no", save_strategy="no", report_to=[],
-                                  logging_strategy="no", disable_tqdm=True)
-        trainer = Trainer(model=model, args=targs, train_dataset=train, processing_class=tok,
-                          data_collator=DataCollatorForTokenClassification(tok))
+        targs = TrainingArguments(
+            output_dir=tmp,
+            per_device_train_batch_size=args.batch_size,
+            learning_rate=args.lr,
+            num_train_epochs=args.epochs,
+            seed=args.seed,
+            use_cpu=True,
+            eval_strategy="no",
+            save_strategy="no",
+            report_to=[],
+            logging_strategy="no",
+            disable_tqdm=True,
+        )
+        trainer = Trainer(
+            model=model,
+            args=targs,
+            train_dataset=train,
+            processing_class=tok,
+            data_collator=DataCollatorForTokenClassification(tok),
+        )
         c0 = time.process_time()
         metrics = trainer.train().metrics
         base_cpu = time.process_time() - c0
     feats = _encode(data, "test", tok, args.max_length)
-    pred = decode_ner(predict_logits(model, feats, 64, int(tok.pad_token_id)), feats, data.splits["test"],
-                      data.label_list)
+    pred = decode_ner(
+        predict_logits(model, feats, 64, int(tok.pad_token_id)), feats, data.splits["test"], data.label_list
+    )
     base_f1 = ner_metrics([ex.tags for ex in data.splits["test"]], pred)["f1"]
     n_seen = len(train) * args.epochs
     out = {
-        "model": model_ref, "task": args.task, "train_examples": len(train), "epochs": args.epochs,
-        "batch_size": args.batch_size, "max_length": args.max_length, "torch_threads": torch.get_num_threads(),
-        "ours": {"examples_per_s": ours["examples_per_s"], "train_seconds": ours["train_seconds"],
-                 "cpu_seconds_per_example": ours["train_cpu_seconds"] / max(1, ours["train_examples"]),
-                 "test_f1": ours["test"]["f1"]},
-        "trainer_pad_to_max_length": {"examples_per_s": float(metrics["train_samples_per_second"]),
-                                      "train_seconds": float(metrics["train_runtime"]),
-                                      "cpu_seconds_per_example": base_cpu / n_seen, "test_f1": base_f1},
+        "model": model_ref,
+        "task": args.task,
+        "train_examples": len(train),
+        "epochs": args.epochs,
+        "batch_size": args.batch_size,
+        "max_length": args.max_length,
+        "torch_threads": torch.get_num_threads(),
+        "ours": {
+            "examples_per_s": ours["examples_per_s"],
+            "train_seconds": ours["train_seconds"],
+            "cpu_seconds_per_example": ours["train_cpu_seconds"] / max(1, ours["train_examples"]),
+            "test_f1": ours["test"]["f1"],
+        },
+        "trainer_pad_to_max_length": {
+            "examples_per_s": float(metrics["train_samples_per_second"]),
+            "train_seconds": float(metrics["train_runtime"]),
+            "cpu_seconds_per_example": base_cpu / n_seen,
+            "test_f1": base_f1,
+        },
     }
     base = out["trainer_pad_to_max_length"]
     out["speedup_examples_per_s"] = out["ours"]["examples_per_s"] / base["examples_per_s"]
     out["speedup_cpu_seconds_per_example"] = base["cpu_seconds_per_example"] / out["ours"]["cpu_seconds_per_example"]
-    out["mean_sequence_length"] = float(np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)]))
+    out["mean_sequence_length"] = float(
+        np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)])
+    )
     out["git_revision"] = git_revision()
     out["machine"] = machine_info()
     emit(out, "finetune")

@@ -49,7 +49,7 @@ def ner_task(tmp_path) -> TaskConfig:
 
 
 def test_csv_task_with_dev_file_gz_test_and_pairs(tmp_path):
-    task = csv_task(tmp_path, max_eval_examples=2)
+    task = csv_task(tmp_path, max_eval_examples=2, max_test_examples=2)
     sets = eval_texts([task], ["validation", "test"])
     assert sets.sources == {"nli/validation": str(tmp_path / "csv-task" / "dev.csv"),
                             "nli/test": str(tmp_path / "csv-task" / "test.csv.gz")}

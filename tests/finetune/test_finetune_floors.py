@@ -176,7 +176,7 @@ def test_classification_matches_an_independent_pipeline():
     from sklearn.linear_model import LogisticRegression
     from sklearn.metrics import f1_score
 
-    data = load_task(shipped("science-subject", max_train_examples=150, max_eval_examples=80))
+    data = load_task(shipped("science-subject", max_train_examples=150, max_eval_examples=80, max_test_examples=80))
     out = run_floor(data)
     assert 0.2 < out["test"]["macro_f1"] < 1.0  # a real, imperfect task: the comparisons below are not trivial
     vec = TfidfVectorizer(ngram_range=(1, 2), sublinear_tf=True)
@@ -205,7 +205,7 @@ def spans(rows: list[list[str]]) -> set[tuple[int, int, int, str]]:
 
 
 def test_ner_f1_matches_an_independent_span_count():
-    data = load_task(shipped("science-terms-ner", max_train_examples=150, max_eval_examples=100))
+    data = load_task(shipped("science-terms-ner", max_train_examples=150, max_eval_examples=100, max_test_examples=100))
     out = run_floor(data)
     gold, pred = spans(out["gold"]), spans(out["pred"])
     assert gold and pred and 0.0 < out["test"]["f1"] < 1.0

@@ -102,6 +102,7 @@ finetune:
       tag_scheme: IOB2
       max_train_examples: 24
       max_eval_examples: 12
+      max_test_examples: 12
   seeds: [1]
   epochs: 1
   batch_size: 8

@@ -12,6 +12,10 @@ from domainbert.core.paths import project_root
 from domainbert.corpus.store import write_shard
 
 SPECIALS = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"]
+# a base warm-up small enough for a test: 400 documents, batches of 4 x 32 tokens
+SMALL_WARMUP = (
+    "pretrain.base_warmup.max_documents=400", "pretrain.base_warmup.batch_size=4", "pretrain.base_warmup.seq_len=32"
+)
 
 
 def foldoc_texts(n: int) -> list[str]:

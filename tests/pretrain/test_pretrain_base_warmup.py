@@ -8,29 +8,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer
+from pretrain_fixtures import SMALL_WARMUP as SMALL
+from pretrain_fixtures import make_cfg
 from safetensors.torch import load_file
 
 from domainbert.pretrain.base_warmup import ensure_base_warmup, warmup_corpus
 from domainbert.pretrain.stage import pretrain_arm
-
-
-@pytest.fixture(scope="module")
-def headless_base(tmp_path_factory, texts) -> Path:
-    """A tiny BERT saved as a bare ``BertModel`` (pooler, no MLM head), like the offline MiniLM package."""
-    from transformers import BertConfig, BertModel
-
-    tokenizer = wordpiece_tokenizer(texts)
-    torch.manual_seed(0)
-    config = BertConfig(vocab_size=len(tokenizer), hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=256, max_position_embeddings=128, pad_token_id=tokenizer.pad_token_id)
-    folder = tmp_path_factory.mktemp("headless") / "model"
-    BertModel(config).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
-    return folder
-
-
-SMALL = ("pretrain.base_warmup.max_documents=400", "pretrain.base_warmup.batch_size=4", "pretrain.base_warmup.seq_len=32")
 
 
 def _cfg(base: Path, *extra: str):

@@ -98,7 +98,7 @@ def test_the_audit_refuses_evaluation_text_that_got_through(base_model, monkeypa
     from domainbert.pretrain import task_text
 
     cfg = make_cfg(base_model, *TAPT)
-    monkeypatch.setattr(task_text, "_without_evaluation_text", lambda _cfg, docs, _evals: (docs, 0))
+    monkeypatch.setattr(task_text, "without_evaluation_text", lambda _cfg, docs, _evals: (docs, 0))
     with pytest.raises(DataError, match="found verbatim in the task text"):
         ensure_task_text(cfg, layout, curated=False)
     assert not (layout.root / "pretrain" / "task-text").exists()

@@ -106,7 +106,7 @@ def test_floor_sentence_says_which_models_are_significantly_above_it() -> None:
                    {"task": "t", "model": "continued", "reference": "floor", "verdict": "no significant difference"}]
     (line,) = floor_sentences(scores, comparisons)
     assert line == ("Every model's mean is above the floor on t (24.0 F1); significantly for base, not significantly "
-                    "for continued (the seeds' spread leaves the interval across 0).")
+                    "for continued (the interval crosses 0 once the page's comparisons are corrected for).")
     comparisons[1]["verdict"] = "better"
     assert floor_sentences(scores, comparisons)[0].endswith("(24.0 F1), each significantly.")
 

@@ -53,7 +53,7 @@ class DomainConfig(StrictModel):
     @model_validator(mode="after")
     def _only_models_known(self) -> DomainConfig:
         only = self.finetune.only_models
-        known = ["base", *self.pretrain.arms, *self.finetune.extra_models]
+        known = ["base", "original", *self.pretrain.arms, *self.finetune.extra_models]
         unknown = [m for m in only or [] if m not in known]
         if unknown:
             raise ValueError(f"finetune.only_models names {unknown}, not among the models {known}")

@@ -37,7 +37,9 @@ class TaskConfig(StrictModel):
     max_train_examples: int | None = Field(None, ge=1)
     """Train on a fixed random subset of this many examples (all when unset)."""
     max_eval_examples: int | None = Field(None, ge=1)
-    """Evaluate on a fixed random subset of this many validation and test examples (all when unset)."""
+    """Validate (choose the epoch and the kept seed) on a fixed random subset of this many validation examples (all when unset)."""
+    max_test_examples: int | None = Field(None, ge=1)
+    """Score on a fixed random subset of this many test examples; unset (the default): the whole test split, so the comparison has all the power the task's data allows."""
     tokens_field: str = Field("tokens", description="NER from the hub: the column holding the word list.")
     tags_field: str = Field("ner_tags", description="NER from the hub: the column holding the tag list.")
     hf_config_name: str | None = Field(None, description="Hub dataset configuration name, if it has several.")

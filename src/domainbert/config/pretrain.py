@@ -9,7 +9,7 @@ from pydantic import Field, field_validator, model_validator
 
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
 
-Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain"]
+Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain", "control"]
 
 
 @dataclass(frozen=True)
@@ -20,13 +20,14 @@ class ArmKind:
         start: ``base`` (the base, warmed up when it had no MLM head), ``extended`` (the vocab stage's extended
             model), ``random`` (a new encoder over the domain tokenizer) or ``continued`` (the continued arm's
             result: DAPT then TAPT).
-        data: ``corpus`` (the domain corpus), ``task`` (the tasks' training text, TAPT) or ``curated`` (the
-            task text and the corpus documents nearest to it, curated TAPT).
+        data: ``corpus`` (the domain corpus), ``task`` (the tasks' training text, TAPT), ``curated`` (the
+            task text and the corpus documents nearest to it, curated TAPT) or ``general`` (general-domain text:
+            the equal-token control).
         about: one line for cards and the report.
     """
 
     start: Literal["base", "extended", "random", "continued"]
-    data: Literal["corpus", "task", "curated"]
+    data: Literal["corpus", "task", "curated", "general"]
     about: str
 
     @property
@@ -35,7 +36,11 @@ class ArmKind:
 
     @property
     def on_task_text(self) -> bool:
-        return self.data != "corpus"
+        return self.data in ("task", "curated")
+
+    @property
+    def on_general_text(self) -> bool:
+        return self.data == "general"
 
 
 # Every arm there is, in the order a run trains them (dapt-tapt starts from continued's result).
@@ -52,6 +57,11 @@ ARMS: dict[str, ArmKind] = {
     ),
     "self-pretrain": ArmKind(
         "random", "task", "a new encoder over the domain vocabulary, pretrained on the task text alone"
+    ),
+    # Don't Stop Pretraining's irrelevant-domain control: the same start and tokens as continued, general text,
+    # so that "continued beat the base" can be told apart from "more masked-LM training helped".
+    "control": ArmKind(
+        "base", "general", "the base pretrained further on general text, as many tokens as continued (the control)"
     ),
 }
 
@@ -198,6 +208,8 @@ DEFAULT_ARM_OPTIM: dict[str, dict[str, float]] = {
     "dapt-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
     "curated-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
     "self-pretrain": {"lr": 5e-4, "warmup_ratio": 0.1},
+    # the control differs from continued in its text alone
+    "control": {"lr": 1e-4, "warmup_ratio": 0.06},
 }
 
 

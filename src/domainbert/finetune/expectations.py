@@ -18,7 +18,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import is_complete, read_record, write_json_atomic
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.jobs import RESULT, only_models, run_list, run_record, task_config
+from domainbert.finetune.jobs import RESULT, only_models, references, run_list, run_record, task_config
 from domainbert.services.tasks import task_data_hash
 
 EXPECTED = "expected.json"
@@ -42,12 +42,10 @@ def expected_path(layout: RunLayout) -> Path:
 
 def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
     """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint."""
-    from domainbert.pretrain.start import base_reference
-
     models = only_models(
         cfg,
         {
-            "base": base_reference(cfg, layout),
+            **references(cfg, layout),
             **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
             **cfg.finetune.extra_models,
         },

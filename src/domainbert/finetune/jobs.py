@@ -35,6 +35,11 @@ FLOOR = "floor"  # the floor baseline's model name and mode; one deterministic r
 FLOOR_SEED = 0
 
 
+# The configured checkpoint itself, fine-tuned beside ``base`` whenever the base warm-up made the base: the
+# warm-up can cost the encoder, so an arm must beat the better of the two to count as an adaptation gain.
+ORIGINAL = "original"
+
+
 @dataclass(frozen=True)
 class Job:
     """One entry of the fine-tuning matrix: what ``finetune_one`` runs and where its result is stored."""
@@ -65,12 +70,20 @@ def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None
     return jobs
 
 
-def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
-    """Model name -> model reference: ``base`` (the warmed-up base when the run made one), the arms with a
-    model folder, then ``finetune.extra_models``."""
+def references(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
+    """The references every arm is compared with: ``base`` (the warmed-up base when the run made one, else the
+    checkpoint) and, when the base was warmed up, ``original`` (the checkpoint before the warm-up)."""
     from domainbert.pretrain.start import base_reference
 
-    models = {"base": base_reference(cfg, layout)}
+    base = base_reference(cfg, layout)
+    original = cfg.base_model.name_or_path
+    return {"base": base} if base == original else {"base": base, ORIGINAL: original}
+
+
+def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
+    """Model name -> model reference: the references (``base``, and ``original`` after a warm-up), the arms
+    with a model folder, then ``finetune.extra_models``."""
+    models = references(cfg, layout)
     for arm in cfg.pretrain.arms:
         folder = layout.pretrained_model(arm)
         if (folder / "config.json").is_file():

@@ -24,6 +24,7 @@ from domainbert.core.fingerprints import folder_identity
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
+from domainbert.pretrain.general_text import ensure_general_text
 from domainbert.pretrain.start import arm_start
 from domainbert.pretrain.task_text import data_dir, ensure_task_text
 
@@ -100,6 +101,8 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
         ensure_base_warmup(cfg, layout)
     if kind.on_task_text:
         ensure_task_text(cfg, layout, curated=kind.data == "curated")
+    if kind.on_general_text:
+        ensure_general_text(cfg, layout)
     fp = arm_fingerprint(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():

@@ -44,6 +44,11 @@ def task_text_dir(layout: RunLayout, curated: bool) -> Path:
     return layout.root / "pretrain" / ("task-text-curated" if curated else "task-text")
 
 
+def general_text_dir(layout: RunLayout) -> Path:
+    """The control arm's general text (built by ``general_text.py``)."""
+    return layout.root / "pretrain" / "general-text"
+
+
 def task_documents(
     cfg: DomainConfig, evals: dict[str, list[str]] | None = None
 ) -> tuple[list[dict[str, str]], dict[str, dict[str, int]]]:
@@ -114,14 +119,14 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
         return folder
     evals = eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts  # read once: every check below uses them
     docs, counts = task_documents(cfg, evals)
-    docs, holding = _without_evaluation_text(cfg, docs, evals)
+    docs, holding = without_evaluation_text(cfg, docs, evals)
     if not docs:
         raise DataError("the tasks' training splits hold no text to pretrain on", field="finetune.tasks")
     manifest: dict[str, Any] = {"tasks": counts, "holding_evaluation_text": holding, "task_documents": len(docs)}
     if curated:
         k = cfg.pretrain.tapt.curated_neighbours
         near, scores = nearest_corpus_documents([d["text"] for d in docs], Path(layout.corpus), k)
-        near_ids = {d["id"] for d in _without_evaluation_text(cfg, near, evals)[0]}
+        near_ids = {d["id"] for d in without_evaluation_text(cfg, near, evals)[0]}
         scores = [s for d, s in zip(near, scores, strict=True) if d["id"] in near_ids]
         manifest["neighbours_holding_evaluation_text"] = len(near) - len(near_ids)
         near = [d for d in near if d["id"] in near_ids]
@@ -152,7 +157,7 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     return folder
 
 
-def _without_evaluation_text(
+def without_evaluation_text(
     cfg: DomainConfig, docs: list[dict[str, str]], evals: dict[str, list[str]]
 ) -> tuple[list[dict[str, str]], int]:
     """``docs`` less every document holding a task's evaluation text verbatim (a short NER test sentence inside
@@ -217,6 +222,8 @@ def arm_config(cfg: DomainConfig, arm: str, layout: RunLayout) -> PretrainConfig
 
 
 def data_dir(layout: RunLayout, arm: str) -> Path:
-    """The folder of shards ``arm`` pretrains on: the corpus or its task text."""
+    """The folder of shards ``arm`` pretrains on: the corpus, its task text or the control's general text."""
     kind = ARMS[arm]
+    if kind.on_general_text:
+        return general_text_dir(layout)
     return Path(layout.corpus) if not kind.on_task_text else task_text_dir(layout, kind.data == "curated")

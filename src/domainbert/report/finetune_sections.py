@@ -23,7 +23,12 @@ def std_text(row: dict[str, Any]) -> str:
 
 
 def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
-    return f"{len(comparisons)} comparison{'s' if len(comparisons) != 1 else ''}, not corrected for multiplicity."
+    n = sum(c.get("p_holm") is not None for c in comparisons)
+    return (
+        f"{n} comparison{'s' if n != 1 else ''}; the verdicts hold the family-wise error over all of them under "
+        f"{1 - comparisons[0]['confidence']:.0%} (Holm); detectable: the smallest true difference each design "
+        "finds with 80% power at that level."
+    )
 
 
 def p_text(p: Any, samples: int) -> str:
@@ -123,6 +128,8 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             signed_points(c["diff"]),
             interval_text(c),
             p_text(c.get("p_value"), bootstrap_samples),
+            fmt(c.get("p_holm"), 3),
+            points(c["detectable"]) if c.get("detectable") is not None else "-",
             fmt(c.get("aso_eps"), 2),
             c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else ""),
         ]
@@ -137,6 +144,8 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             "difference (points)",
             f"{level}% CI",
             "p (two-sided)",
+            "p after Holm",
+            "detectable (80% power)",
             "ASO eps_min",
             "verdict",
         ],

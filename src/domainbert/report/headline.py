@@ -16,8 +16,16 @@ from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.document import Section, Table
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.inputs import RunArtifacts
-from domainbert.report.results import BASE_MODEL, FLOOR_MODEL, model_order
-from domainbert.report.summary import ci_text, metric_label, points, signed_points
+from domainbert.report.references import (
+    arm_tally,
+    arm_verdicts,
+    control_sentences,
+    power_sentences,
+    reference_sentences,
+    seed_warning,
+)
+from domainbert.report.results import FLOOR_MODEL, REFERENCES, best_reference, model_order
+from domainbert.report.summary import metric_label, points
 from domainbert.services.published import smallest_published, too_small
 
 
@@ -87,36 +95,6 @@ def headline_table(
         "significantly above every other model's on that task (none in bold: no model is); floor: a simple "
         "baseline trained on the same examples",
     )
-
-
-def _arm_tally(comparisons: list[dict[str, Any]], model: str) -> dict[str, list[dict[str, Any]]]:
-    rows = [c for c in comparisons if c["model"] == model and c["reference"] == BASE_MODEL and c["diff"] is not None]
-    return {v: [c for c in rows if c["verdict"] == v] for v in ("better", "worse", "no significant difference")}
-
-
-def arm_verdicts(comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
-    """One sentence per arm: against the base model, on how many tasks better / worse / no difference."""
-    out = []
-    for arm in arms:
-        tally = _arm_tally(comparisons, arm)
-        n = sum(len(v) for v in tally.values())
-        if not n:
-            continue
-        parts = []
-        for verdict, word in (("better", "beat the base model"), ("worse", "was worse than the base model")):
-            for c in tally[verdict]:
-                parts.append(
-                    f"{word} on {c['task']} by {signed_points(c['diff'])} {metric_label(c['metric'])} "
-                    f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else "")
-                )
-        same = tally["no significant difference"]
-        if same:
-            parts.append(
-                "did not differ significantly from the base model on "
-                + ", ".join(c["task"] + (" (collapsed runs involved)" if c.get("collapsed") else "") for c in same)
-            )
-        out.append(f"{arm}: " + "; ".join(parts) + ".")
-    return out
 
 
 def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -> list[str]:
@@ -352,26 +330,59 @@ def headline_section(
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c["task"] not in adequacy]  # judged only where a task can tell
-    verdict = arm_verdicts(comparisons, arms) + list(adequacy.values())
-    below = {
-        r["model"]
-        for r in scores
-        if r["model"] != FLOOR_MODEL
-        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
-    }
-    winners = [a for a in arms if _arm_tally(comparisons, a)["better"]]
+    verdict = (
+        arm_verdicts(scores, comparisons, arms)
+        + control_sentences(scores, comparisons, arms)
+        + reference_sentences(scores, all_comparisons)
+        + list(adequacy.values())
+    )
+    winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
+    refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
+    reference = " or ".join(refs) if refs else "the base model"
+    two_references = {r["model"] for r in scores} >= set(REFERENCES)
+    which = f"the better reference ({reference})" if two_references else "the base model"
     if winners:
-        lead = f"Verdict: {', '.join(winners)} beat the base model on at least one task (details below)."
+        lead = f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
     elif adequacy and len(adequacy) == len({r["task"] for r in scores}):
         lead = "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
     elif incomplete and not arms:
         lead = "Verdict: withheld: no adaptation arm has all its results."
     else:
         judged = " with complete results" if incomplete else ""
-        lead = f"Verdict: no adaptation arm{judged} beat the base model on any task at this budget."
-    if below:
-        lead += f" Below the floor on at least one task: {', '.join(sorted(below))}."
-    elif any(r["model"] == FLOOR_MODEL for r in scores):
-        lead += " " + _above_floor(scores, all_comparisons)
-    sec.add(lead, verdict, "Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
+        lead = f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
+    lead += " " + floor_lead(scores, all_comparisons)
+    sec.add(
+        lead.strip(),
+        verdict,
+        "Power:",
+        power_sentences(scores, all_comparisons, arms) or ["No comparison with the reference had an interval."],
+        "Caveats:",
+        seed_warning(scores) + caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []],
+    )
     return sec
+
+
+def floor_lead(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+    """The floor in the verdict's opening, under the same significance rule above it and below it."""
+    if not any(r["model"] == FLOOR_MODEL for r in scores):
+        return ""
+    below = {
+        r["model"]
+        for r in scores
+        if r["model"] != FLOOR_MODEL
+        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
+    }
+    if not below:
+        return _above_floor(scores, comparisons)
+    sure = sorted(
+        m
+        for m in below
+        if any((c["model"], c["reference"], c["verdict"]) == (m, FLOOR_MODEL, "worse") for c in comparisons)
+    )
+    unsure = sorted(below - set(sure))
+    parts = []
+    if sure:
+        parts.append(f"significantly below the floor on at least one task: {', '.join(sure)}")
+    if unsure:
+        parts.append(f"mean below the floor on at least one task, not significantly: {', '.join(unsure)}")
+    return "; ".join(parts).capitalize() + "."

@@ -4,14 +4,18 @@ confidence intervals of the difference between models, with a verdict.
 Every number comes from the fine-tuning ``result.json`` files (test metrics, test ``gold``/``pred``); the
 statistics themselves (``mean_std``, the paired bootstrap) are ``domainbert.report.stats``. This module
 decides which pairs are compared and how a comparison reads:
-- every model against the general base model (``base``; a ``<model>-frozen`` run against ``base-frozen``);
-- ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for);
+- every model against the general base model (``base``; a ``<model>-frozen`` run against ``base-frozen``) and,
+  when the base was warmed up, against the checkpoint it came from (``original``): an arm must beat the better
+  of the two references to count as a gain (``best_reference``);
+- ``continued`` against ``scratch`` and ``extended`` against ``continued`` (the questions the arms exist for),
+  and each corpus arm against ``control`` (the same tokens of general text): the domain's own effect;
 - every model against the ``floor`` (a bag-of-words or CRF baseline trained on the same examples), when present.
 Runs marked ``collapsed`` are counted per model and carried into every comparison row that involves them, so
 no sentence can state such a difference without saying so.
-A difference is significant when its confidence interval excludes 0; otherwise the verdict is
-"no significant difference". It does not correct for multiple comparisons (as SciBERT did not); the number
-of comparisons is printed with the table.
+A difference is significant when it survives Holm's correction over every comparison of the page
+(``power.apply_holm``: the family-wise error stays under 1 - confidence); otherwise the verdict is "no
+significant difference". Each row keeps its unadjusted interval and reading, and the smallest difference its
+design can detect.
 """
 
 from __future__ import annotations
@@ -19,7 +23,11 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from domainbert.report.power import apply_holm
+
 BASE_MODEL = "base"
+ORIGINAL_MODEL = "original"  # the checkpoint before the base warm-up (finetune.jobs.ORIGINAL)
+REFERENCES = (BASE_MODEL, ORIGINAL_MODEL)
 FLOOR_MODEL = "floor"  # the bag-of-words / CRF baseline on the same examples (finetune/floors.py)
 FROZEN_SUFFIX = "-frozen"
 PRIMARY_METRIC = {"ner": "f1", "classification": "macro_f1"}
@@ -39,6 +47,9 @@ ARM_PAIRS = [
     ("dapt-tapt", "tapt"),
     ("curated-tapt", "tapt"),
     ("tapt", "continued"),
+    # the domain's own effect: the same start and tokens, domain text against general text
+    ("continued", "control"),
+    ("extended", "control"),
 ]
 
 # compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", ...};
@@ -87,7 +98,7 @@ def test_score(result: dict[str, Any], metric: str) -> float:
 def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
     """base first, then the arms in config order, then extra models, then anything else by name;
     each frozen variant right after the other variants of its order group."""
-    known = [BASE_MODEL, *arms, *extra]
+    known = [BASE_MODEL, ORIGINAL_MODEL, *arms, *extra]
 
     def key(name: str) -> tuple[int, int, str]:
         frozen = name.endswith(FROZEN_SUFFIX)
@@ -107,9 +118,14 @@ def reference_of(model: str) -> str | None:
 
 def comparison_pairs(models: list[str]) -> list[tuple[str, str]]:
     """(model, reference) pairs to test, in report order; only pairs whose two models both have results:
-    each model against the base, the arms' head-to-head pairs, then each model against the floor."""
+    each model against the base, then against the original checkpoint (the base too: the warm-up's cost), the
+    arms' head-to-head pairs, then each model against the floor."""
     present = set(models)
     pairs = [(m, ref) for m in models if (ref := reference_of(m)) in present]
+    for m in models:
+        original = ORIGINAL_MODEL + (FROZEN_SUFFIX if m.endswith(FROZEN_SUFFIX) else "")
+        if original in present and m not in (original, FLOOR_MODEL):
+            pairs.append((m, original))
     for suffix in ("", FROZEN_SUFFIX):
         pairs += [(a + suffix, b + suffix) for a, b in ARM_PAIRS if a + suffix in present and b + suffix in present]
     if FLOOR_MODEL in present:
@@ -175,7 +191,14 @@ def build_tables(
         comparisons += [
             _comparison_row(task, metric, a, b, by_model, compare_fn, confidence) for a, b in comparison_pairs(models)
         ]
+    apply_holm(comparisons, confidence)
     return scores, comparisons
+
+
+def best_reference(scores: list[dict[str, Any]], task: str) -> str | None:
+    """The reference an arm must beat on ``task``: the higher mean of ``base`` and ``original`` (None: neither)."""
+    rows = [r for r in scores if r["task"] == task and r["model"] in REFERENCES]
+    return max(rows, key=lambda r: (r["mean"], r["model"] == BASE_MODEL))["model"] if rows else None
 
 
 def _score_row(

@@ -45,6 +45,16 @@ def ci_text(row: dict[str, Any]) -> str:
     return f"{round(100 * row['confidence'])}% CI {interval_text(row)}"
 
 
+def holm_text(row: dict[str, Any]) -> str:
+    """``; p 0.012, 0.072 after Holm over 6 comparisons`` where the interval alone would have called it."""
+    if row.get("verdict_unadjusted") in ("better", "worse") and row.get("verdict") not in ("better", "worse"):
+        return (
+            f"; p {row['p_value']:.3f}, {row['p_holm']:.3f} after Holm's correction over the page's "
+            f"{row['comparisons']} comparisons"
+        )
+    return ""
+
+
 def comparison_sentence(row: dict[str, Any]) -> str:
     """One comparison as a sentence, e.g. ``continued beat base on ner-task by +2.1 F1 (95% CI +0.8 to +3.4).``"""
     label = metric_label(row["metric"])
@@ -58,7 +68,7 @@ def comparison_sentence(row: dict[str, Any]) -> str:
     else:
         text = (
             f"{a} did not differ significantly from {b} on {task} "
-            f"({signed_points(row['diff'])} {label}, {ci_text(row)})"
+            f"({signed_points(row['diff'])} {label}, {ci_text(row)}{holm_text(row)})"
         )
     if row.get("n_seeds", 2) < 2 and row.get("reference") != "floor":
         text += "; one seed only, so the interval covers test-set sampling but not seed variance"
@@ -116,7 +126,7 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             if unsure:
                 text += (
                     f"; significantly for {', '.join(sure) or 'none'}, not significantly for "
-                    f"{', '.join(unsure)} (the seeds' spread leaves the interval across 0)"
+                    f"{', '.join(unsure)} (the interval crosses 0 once the page's comparisons are corrected for)"
                 )
             else:
                 text += ", each significantly"
@@ -132,8 +142,9 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
                 ),
                 None,
             )
-            significance = " (significantly)" if cmp is not None and cmp["verdict"] == "worse" else ""
-            named.append(f"{r['model']} {points(r['mean'])}{significance}")
+            # the rule above the floor holds below it too: only a difference that survives the correction
+            significance = "significantly" if cmp is not None and cmp["verdict"] == "worse" else "not significantly"
+            named.append(f"{r['model']} {points(r['mean'])} ({significance})")
         out.append(
             f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
             f"same examples): {', '.join(named)}."

@@ -12,7 +12,7 @@ Sources (``TaskConfig.format``):
   ``ClassLabel`` names; NER reads ``tokens_field`` and ``tags_field``.
 
 NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
-(``domainbert.services.tags``). ``max_train_examples``/``max_eval_examples`` take a fixed random subset
+(``domainbert.services.tags``). ``max_train_examples``/``max_eval_examples``/``max_test_examples`` take a fixed random subset
 (``subset_seed``), kept in file order, identical for every model and seed. ``split_texts`` gives every text of
 a split through the same readers (no subsample), for the corpus stage's decontamination and audit, so what is
 fine-tuned and scored and what is checked against the corpus cannot disagree. What this module leaves out:
@@ -334,7 +334,7 @@ def load_task(cfg: TaskConfig) -> TaskData:
     for split in SPLITS:
         if not data.splits[split]:
             raise DataError(f"the {split} split is empty", file=data.sources[split])
-    limits = {"train": cfg.max_train_examples, "validation": cfg.max_eval_examples, "test": cfg.max_eval_examples}
+    limits = {"train": cfg.max_train_examples, "validation": cfg.max_eval_examples, "test": cfg.max_test_examples}
     for split in SPLITS:
         data.splits[split] = subsample(data.splits[split], limits[split], cfg.subset_seed)
     return data

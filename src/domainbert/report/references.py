@@ -1,0 +1,153 @@
+"""The verdict's references and power: which model an arm must beat, what the base warm-up cost, what the
+equal-token control says about the domain, and whether the design could see the gains it looks for.
+
+An arm counts as a gain on a task only when it beats the better of the two references (``base``, the warmed-up
+base, and ``original``, the checkpoint before the warm-up; ``results.best_reference``), under the page's
+family-wise correction. ``control`` trained the same tokens from the same start on general text, so each corpus
+arm's difference from it is the domain's own effect. The detectable difference of each comparison
+(``power.apply_holm``) is set against the gains the literature reports. Sentences only: the statistics are
+``results.py``'s and ``power.py``'s.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
+from domainbert.report.summary import ci_text, holm_text, metric_label, points, signed_points
+from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
+
+CONTROL = "control"
+
+
+def _row(comparisons: list[dict[str, Any]], task: str, model: str, reference: str) -> dict[str, Any] | None:
+    return next(
+        (
+            c
+            for c in comparisons
+            if (c["task"], c["model"], c["reference"]) == (task, model, reference) and c["diff"] is not None
+        ),
+        None,
+    )
+
+
+def difference(row: dict[str, Any]) -> str:
+    """``-1.2 F1 (95% CI -3.0 to +0.6)``, with Holm's reading where it changed the interval's."""
+    return f"{signed_points(row['diff'])} {metric_label(row['metric'])} ({ci_text(row)}{holm_text(row)})"
+
+
+def against_best_reference(
+    scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], model: str
+) -> list[dict[str, Any]]:
+    """``model``'s comparison with the better reference on every task where both have results."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in scores):
+        ref = best_reference(scores, task)
+        row = _row(comparisons, task, model, ref) if ref and ref != model else None
+        if row is not None:
+            out.append(row)
+    return out
+
+
+def arm_tally(
+    scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], model: str
+) -> dict[str, list[dict[str, Any]]]:
+    rows = against_best_reference(scores, comparisons, model)
+    return {v: [c for c in rows if c["verdict"] == v] for v in ("better", "worse", "no significant difference")}
+
+
+def arm_verdicts(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """One sentence per arm: against the better reference of each task, better / worse / no difference."""
+    out = []
+    for arm in arms:
+        tally = arm_tally(scores, comparisons, arm)
+        if not sum(len(v) for v in tally.values()):
+            continue
+        parts = []
+        for verdict, word in (("better", "beat"), ("worse", "was worse than")):
+            for c in tally[verdict]:
+                parts.append(
+                    f"{word} {c['reference']} on {c['task']} by {signed_points(c['diff'])} {metric_label(c['metric'])} "
+                    f"({ci_text(c)})" + (" although a collapsed run is involved" if c.get("collapsed") else "")
+                )
+        same = tally["no significant difference"]
+        if same:
+            parts.append(
+                "did not differ significantly from the better reference on "
+                + ", ".join(
+                    f"{c['task']} ({c['reference']}: {signed_points(c['diff'])}, {ci_text(c)}{holm_text(c)})"
+                    + (" (collapsed runs involved)" if c.get("collapsed") else "")
+                    for c in same
+                )
+            )
+        out.append(f"{arm}: " + "; ".join(parts) + ".")
+    return out
+
+
+def reference_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
+    """Which reference each task's verdict uses, and what the base warm-up cost the encoder (base - original)."""
+    out = []
+    for task in dict.fromkeys(r["task"] for r in scores):
+        row = _row(comparisons, task, BASE_MODEL, ORIGINAL_MODEL)
+        if row is None:
+            continue
+        ref = best_reference(scores, task)
+        reading = {"worse": "a measured cost", "better": "a measured gain"}.get(row["verdict"], "not significant")
+        out.append(
+            f"{task}: the general warm-up changed the encoder's score by {difference(row)} (base - original: "
+            f"{reading}); the verdict's reference is the better of the two, {ref}."
+        )
+    return out
+
+
+def control_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """Each corpus arm's domain effect: the arm against the control (same start, same tokens, general text)."""
+    out = []
+    for arm in arms:
+        for task in dict.fromkeys(r["task"] for r in scores):
+            row = _row(comparisons, task, arm, CONTROL)
+            if row is None:
+                continue
+            reading = {"better": "the domain's text helped", "worse": "general text did better"}.get(
+                row["verdict"], "no significant domain effect"
+            )
+            out.append(
+                f"Domain effect of {arm} on {task} ({arm} - control, the same tokens of general text): "
+                f"{difference(row)}: {reading}."
+            )
+    return out
+
+
+def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """Per task, the smallest difference the arms' comparisons with the reference could detect; when it exceeds
+    the gains the literature reports, the design cannot answer the question it asks."""
+    out = []
+    low, high = PUBLISHED_GAINS
+    for task in dict.fromkeys(r["task"] for r in scores):
+        rows = [c for a in arms for c in against_best_reference(scores, comparisons, a) if c["task"] == task]
+        found = [c["detectable"] for c in rows if c.get("detectable") is not None]
+        if not found:
+            continue
+        smallest = min(found)
+        text = (
+            f"{task}: the smallest difference an arm's comparison with the reference detects with 80% power, "
+            f"over the page's {rows[0]['comparisons']} comparisons, is {points(smallest)} points"
+        )
+        if smallest > high:
+            text += (
+                f", more than {PUBLISHED_GAINS_SOURCE} ({points(low)} to {points(high)} points): this design cannot "
+                "answer whether adaptation helped; more seeds or a larger test split would"
+            )
+        out.append(text + ".")
+    return out
+
+
+def seed_warning(scores: list[dict[str, Any]]) -> list[str]:
+    """Fewer than 3 seeds for a model: its intervals cannot separate anything worth a claim."""
+    few = sorted({r["model"] for r in scores if r["model"] != "floor" and r["n_seeds"] < 3})
+    if not few:
+        return []
+    return [
+        f"Fewer than 3 seeds for {', '.join(few)}: with so few runs the seed variance is barely estimated and "
+        "the intervals cannot separate anything; give finetune.seeds at least 3 values."
+    ]
