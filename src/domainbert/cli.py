@@ -358,6 +358,10 @@ def plan(
     plans = stage_plans(cfg, layout)
     seconds = estimate_seconds(cfg, plans, workers) if estimate else None
     typer.echo(render(plans, seconds))
+    from domainbert.report.design import design_power
+
+    for task_power in design_power(cfg, layout):
+        typer.echo(task_power.line())
     if estimate and seconds is None:
         typer.echo(f"no time estimate: the base model {cfg.base_model.name_or_path} is not reachable from here")
     for line in _flags(cfg, layout.corpus):

@@ -69,7 +69,7 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     for arm in cfg.pretrain.arms:
         waits_for = _arm_upstream(ARMS[arm], corpus_pending, vocab_pending, warm_pending, plans)
         plans.append(_arm_plan(cfg, layout, arm, model, waits_for))
-    states = [r for r in expected_results(cfg, layout) if r["model"] != FLOOR]
+    states = [r for r in expected_results(cfg, layout, planned=True) if r["model"] != FLOOR]
     counts = {
         s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded", "no model")
     }

@@ -47,6 +47,8 @@ def test_the_control_trains_continued_s_start_and_budget_on_general_text(headles
 def test_after_a_warm_up_the_original_checkpoint_is_a_reference_that_is_expected(headless_base, layout):
     cfg = _cfg(headless_base)
     assert ORIGINAL not in models_to_compare(cfg, layout)  # no warm-up yet: base is the checkpoint itself
+    # but `plan` counts it: `domainbert run` warms the base up before fine-tuning
+    assert ORIGINAL in {r.model for r in expected_runs(cfg, layout, planned=True)}
     pretrain_arm(cfg, "continued", layout)
     models = models_to_compare(cfg, layout)
     assert models["base"] == str(warm_model_folder(cfg, layout))

@@ -40,12 +40,13 @@ def expected_path(layout: RunLayout) -> Path:
     return layout.root / "finetune" / EXPECTED
 
 
-def expected_runs(cfg: DomainConfig, layout: RunLayout) -> list[ExpectedRun]:
-    """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint."""
+def expected_runs(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> list[ExpectedRun]:
+    """Every run of the matrix for every configured arm (trained or not), in run order, with its fingerprint;
+    ``planned``: with the references as ``domainbert run`` will make them (``jobs.references``)."""
     models = only_models(
         cfg,
         {
-            **references(cfg, layout),
+            **references(cfg, layout, planned),
             **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
             **cfg.finetune.extra_models,
         },

@@ -70,13 +70,21 @@ def run_list(cfg: DomainConfig, layout: RunLayout, models: dict[str, str] | None
     return jobs
 
 
-def references(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
+def references(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> dict[str, str]:
     """The references every arm is compared with: ``base`` (the warmed-up base when the run made one, else the
-    checkpoint) and, when the base was warmed up, ``original`` (the checkpoint before the warm-up)."""
+    checkpoint) and, when the base was warmed up, ``original`` (the checkpoint before the warm-up).
+    ``planned``: also when ``domainbert run`` will warm the base up before fine-tuning (for ``plan``)."""
+    from domainbert.config.pretrain import ARMS
+    from domainbert.pretrain.base_warmup import warmup_dir, warmup_status
     from domainbert.pretrain.start import base_reference
 
     base = base_reference(cfg, layout)
     original = cfg.base_model.name_or_path
+    # the warm-up runs before any checkpoint-based arm; "will run if ..." means its need is unknown here
+    if base == original and planned and any(not ARMS[arm].from_scratch for arm in cfg.pretrain.arms):
+        state = warmup_status(cfg, layout)
+        if state == "will run" or state.startswith("cached"):
+            base = str(warmup_dir(layout) / "model")
     return {"base": base} if base == original else {"base": base, ORIGINAL: original}
 
 

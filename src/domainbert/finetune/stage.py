@@ -296,12 +296,12 @@ def _train(
     return out
 
 
-def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
+def expected_results(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> list[dict[str, Any]]:
     """Every result the config asks for (``expectations.expected_runs``) and its state: ``current``,
     ``no model`` (current, but ``finetune.save_models`` asks for the model and the folder has none: the run will
     rerun, the result stays usable), ``stale``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
-    runs = expected_runs(cfg, layout)
+    runs = expected_runs(cfg, layout, planned)
     groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
     for run in runs:
         groups.setdefault((run.model, run.task), {})[run.seed] = Fingerprint(run.fingerprint, run.legacy_fingerprint)

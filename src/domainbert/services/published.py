@@ -22,6 +22,7 @@ def too_small(tokens: float) -> bool:
     """Whether ``tokens`` is below ``TOO_SMALL_SHARE`` of the smallest published budget."""
     return tokens < TOO_SMALL_SHARE * smallest_published()[1]
 
+
 # Most of DAPT's gains over RoBERTa in Don't Stop Pretraining (Gururangan et al. 2020, Table 3) lie between
 # these, in points of the task's metric as a share: a design that cannot detect the upper end cannot answer
 # whether domain-adaptive pretraining helped.
