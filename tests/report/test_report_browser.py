@@ -70,8 +70,22 @@ def test_figures_load_and_nothing_overflows_the_window(report: Path, width: int)
     found = re.search(r'<pre id="browser-check">(.*?)</pre>', dom, re.S)
     assert found, "the check did not run"
     out = json.loads(found.group(1).replace("&quot;", '"').replace("&amp;", "&"))
-    assert out["images"] >= 4 and out["broken"] == [], out
+    assert out["images"] >= 5 and out["broken"] == [], out
     assert out["scrollWidth"] <= out["clientWidth"] and out["wide"] == [], json.dumps(out)
+
+
+def test_the_page_opens_with_the_answer_figure(report: Path, tmp_path: Path) -> None:
+    """The first image of the page is the answer at a glance, drawn with an interval per arm (not a blank)."""
+    html = report.read_text(encoding="utf-8")
+    first = html.index("<img")
+    assert html.index("<h2>Headline</h2>") < first < html.index("<table")
+    caption = html.index("<figcaption>", first)
+    assert html[caption:].startswith("<figcaption>Each arm&#x27;s difference from the better reference")
+    shot = tmp_path / "answer.png"
+    _run(_browser(), 1280, f"--screenshot={shot}", report.with_name("answer.png").as_uri())
+    with Image.open(shot) as img:
+        gray = img.convert("L")
+        assert sum(gray.histogram()[:128]) > 0.001 * img.size[0] * img.size[1]  # drawn marks, not an empty image
 
 
 def test_the_screenshot_is_a_page(report: Path, tmp_path: Path) -> None:

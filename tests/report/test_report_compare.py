@@ -82,7 +82,7 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     assert "Not run: arm(s) extended" in md
     assert "| continued | 50.4 | 812.5 | 0.970 | 1.200e+07 | 4.915e+11 | - | torch | 1 | fp32 | 1,234,567 |" in md
     # The HTML is one self-contained file: every image is embedded.
-    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 5
+    assert len(re.findall(r'<img src="data:image/png;base64,', html)) == 6  # the answer figure opens the page
     assert not re.search(r'(src|href)="(?!data:|#)', html)
 
 

@@ -234,7 +234,13 @@ def build_document(
         f"domainbert report: {cfg.name}",
         [
             headline_section(
-                scores, comparisons, arts, list(cfg.pretrain.arms), list(cfg.finetune.extra_models), _flags(cfg, arts)
+                scores,
+                comparisons,
+                arts,
+                list(cfg.pretrain.arms),
+                list(cfg.finetune.extra_models),
+                _flags(cfg, arts),
+                out_dir,
             ),
             intro,
             finetune_sections.summary_section(scores, comparisons),

@@ -30,6 +30,7 @@ from domainbert.report.compare import compare_tables
 from domainbert.report.finetune_sections import std_text
 from domainbert.report.headline import caveats
 from domainbert.report.inputs import RunArtifacts, load_run
+from domainbert.report.power import apply_holm
 from domainbert.report.results import CompareFn
 from domainbert.report.sections import fmt
 from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
@@ -203,6 +204,7 @@ def _results(
             f"{c['model']} vs {c['reference']}",
             signed_points(c["diff"]),
             interval_text(c),
+            fmt(c.get("p_holm"), 3),
             c["verdict"],
         ]
         for c in all_cmps
@@ -221,9 +223,11 @@ def _results(
     if cmp_rows:
         results.add(
             Table(
-                ["domain", "task", "comparison", "difference (points)", f"{level}% CI", "verdict"],
+                ["domain", "task", "comparison", "difference (points)", f"{level}% CI", "p after Holm", "verdict"],
                 cmp_rows,
-                f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain",
+                f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain; the verdicts hold the "
+                f"family-wise error over the page's {sum(c.get('p_holm') is not None for c in all_cmps)} "
+                "comparisons (Holm)",
             )
         )
     if name := figures.domain_bars(all_scores, tmp):
@@ -248,6 +252,7 @@ def _document(
         scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn)
         all_scores += [{**r, "domain": domain} for r in scores]
         all_cmps += [{**c, "domain": domain} for c in cmps]
+    apply_holm(all_cmps, compare.confidence)  # the page's family: every domain's comparisons together
     summary = _summary(loaded, all_scores, all_cmps)
     results = _results(all_scores, all_cmps, compare, tmp)
     links = []

@@ -10,11 +10,13 @@ in words that the run cannot confirm or refute them. This module decides nothing
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 from domainbert.core.artifact_types import replaced_token_detection
-from domainbert.core.document import Section, Table
+from domainbert.core.document import Figure, Section, Table
 from domainbert.report.adequacy import task_adequacy
+from domainbert.report.answer_figure import answer_figure
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.references import (
     arm_tally,
@@ -311,8 +313,10 @@ def headline_section(
     arms: list[str],
     extra: list[str],
     flags: list[str] | None = None,
+    out_dir: Path | None = None,
 ) -> Section:
-    """The headline table, the verdict and its caveats; ``flags`` (``services.flags``) join the caveats."""
+    """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
+    and its caveats; ``flags`` (``services.flags``) join the caveats."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -323,6 +327,15 @@ def headline_section(
             + ("no verdict for any model (the base model's are)." if "base" in incomplete else "no verdict for them.")
         )
     adequacy = task_adequacy(scores, arts.finetune)
+    if out_dir is not None and (name := answer_figure(scores, comparisons, arms, out_dir)):
+        sec.add(
+            Figure(
+                name,
+                "Each arm's difference from the better reference per task, 95% interval; filled: the claim survives "
+                "Holm's correction over the page's comparisons; shaded: the smallest difference the design detects "
+                "with 80% power; dashed: the floor",
+            )
+        )
     sec.add(headline_table(scores, arms, extra, set(adequacy), comparisons))
     all_comparisons = comparisons
     if "base" in incomplete:

@@ -75,7 +75,9 @@ def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
     for row, p in zip(rows, adjusted, strict=True):
         row["comparisons"] = family
         row["p_holm"] = p
+        # applied again over a larger family (the cross-domain page), it starts from the interval's reading
         row.setdefault("verdict_unadjusted", row.get("verdict"))
+        row["verdict"] = row["verdict_unadjusted"]
         if p is None or row.get("ci_low") is None:
             row["holm_significant"] = False
             row["detectable"] = None

@@ -1,0 +1,85 @@
+"""The report's first figure: the answer at a glance.
+
+One panel per task. Each row is an arm's difference from the task's better reference (``results.best_reference``:
+the warmed-up base or the original checkpoint), in points, with its 95% interval; a filled marker is a claim that
+survives Holm's correction over the page's comparisons, a hollow one does not. The shaded band is the
+detectable difference (``power.apply_holm``): a true difference inside it would be missed more often than one
+time in five, so an interval inside it is no evidence of "no effect". A dashed line marks the floor's difference
+from the same reference where the task has a floor. The numbers are the comparison rows'; nothing is computed
+here beyond choosing which rows to draw.
+"""
+
+from __future__ import annotations
+
+import math
+from pathlib import Path
+from typing import Any
+
+from domainbert.core.plotting import new_figure, save_png
+from domainbert.report.results import FLOOR_MODEL, METRIC_LABEL, best_reference
+
+NAME = "answer.png"
+
+
+def _rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], task: str, arms: list[str]) -> list:
+    ref = best_reference(scores, task)
+    return [
+        c
+        for arm in arms
+        for c in comparisons
+        if (c["task"], c["model"], c["reference"]) == (task, arm, ref) and c["diff"] is not None
+    ]
+
+
+def _floor_offset(scores: list[dict[str, Any]], task: str) -> float | None:
+    """The floor's mean minus the better reference's mean on ``task`` (None without a floor)."""
+    ref = best_reference(scores, task)
+    floor = next((r for r in scores if r["task"] == task and r["model"] == FLOOR_MODEL), None)
+    reference = next((r for r in scores if r["task"] == task and r["model"] == ref), None)
+    if floor is None or reference is None:
+        return None
+    return float(floor["mean"]) - float(reference["mean"])
+
+
+def answer_figure(
+    scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str], out_dir: Path
+) -> str | None:
+    """Write ``answer.png``; its file name, or None when no arm has a comparison with a reference."""
+    tasks = [t for t in dict.fromkeys(r["task"] for r in scores) if _rows(scores, comparisons, t, arms)]
+    if not tasks:
+        return None
+    cols = min(len(tasks), 2)
+    nrows = math.ceil(len(tasks) / cols)
+    height = max(2.2, 0.55 * max(len(_rows(scores, comparisons, t, arms)) for t in tasks) + 1.4)
+    fig, axes = new_figure(nrows, cols, figsize=(6 * cols, height * nrows), squeeze=False)
+    for ax in axes.flat[len(tasks) :]:
+        ax.set_visible(False)
+    for ax, task in zip(axes.flat, tasks, strict=False):
+        rows = _rows(scores, comparisons, task, arms)
+        ref = rows[0]["reference"]
+        band = min((c["detectable"] for c in rows if c.get("detectable") is not None), default=None)
+        if band is not None:
+            ax.axvspan(-100 * band, 100 * band, color="0.88", label="detectable difference (80% power)")
+        ax.axvline(0, color="0.3", linewidth=0.8)
+        floor = _floor_offset(scores, task)
+        if floor is not None:
+            ax.axvline(100 * floor, color="tab:red", linestyle="--", linewidth=1, label="floor")
+        for y, c in enumerate(rows):
+            sure = bool(c.get("holm_significant"))
+            ax.errorbar(
+                100 * c["diff"],
+                y,
+                xerr=[[100 * (c["diff"] - c["ci_low"])], [100 * (c["ci_high"] - c["diff"])]],
+                fmt="o",
+                color="tab:blue",
+                markerfacecolor="tab:blue" if sure else "white",
+                capsize=3,
+            )
+        ax.set_yticks(range(len(rows)), [c["model"] for c in rows])
+        ax.set_ylim(-0.7, len(rows) - 0.3)
+        ax.invert_yaxis()
+        label = METRIC_LABEL.get(rows[0]["metric"], rows[0]["metric"])
+        ax.set_xlabel(f"difference from {ref} ({label}, points); filled: survives Holm")
+        ax.set_title(task, fontsize=10)
+        ax.legend(fontsize=7, loc="lower right")
+    return save_png(fig, out_dir / NAME).name
