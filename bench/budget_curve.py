@@ -11,7 +11,9 @@ tokens). The base model, its warm-up (cached once per machine) and the floors ar
 Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and task the tokens, the mean gain
 over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
 metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0
-(None when no point's does); and ``bench/results/budget-<domain>.png``, the curves.
+(None when no point's does), every verdict corrected with Holm over the whole curve (arms x references x tasks
+x budgets); each arm is compared with the better reference of its task (base, or original after a warm-up) and
+corpus arms with the equal-token control too; and ``bench/results/budget-<domain>.png``, the curves.
 ``--stages`` runs the stage commands (``domainbert corpus``, ``vocab``, ``pretrain``, ``finetune``, ``report``)
 one after the other instead of ``domainbert run``: the same stages and artifacts, without Prefect, for a
 machine that has no Prefect installed (a GPU node of a cluster image); fine-tuning runs one at a time.
@@ -64,24 +66,39 @@ def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
         out["arms"][arm] = {k: s.get(k) for k in ("tokens_consumed", "steps", "wall_seconds", "domain_perplexity_before",
                                                   "domain_perplexity", "general_perplexity_before",
                                                   "general_perplexity", "task_text_tokens", "tapt_epochs")}
+    from domainbert.report.results import best_reference
+
+    # each arm against the better reference of its task (base, or the checkpoint before the warm-up), and the
+    # corpus arms against the equal-token control: the curve's claims, corrected together in main()
+    keys = ("task", "model", "reference", "metric", "diff", "ci_low", "ci_high", "p_value", "verdict", "collapsed")
     for c in tables["comparisons"]:
-        if c["reference"] == "base" and c["model"] in arms:
-            out["gains"].append({k: c.get(k) for k in ("task", "model", "metric", "diff", "ci_low", "ci_high",
-                                                       "verdict", "collapsed")})
+        if c["model"] in arms and c["reference"] in (best_reference(tables["scores"], c["task"]), "control"):
+            out["gains"].append({k: c.get(k) for k in keys})
     return out
 
 
+def correct_curve(points: list[dict], confidence: float) -> None:
+    """Holm over every comparison of the curve (arms x references x tasks x budgets), in place."""
+    from domainbert.report.power import apply_holm
+
+    rows = [g for p in points for g in p["gains"]]
+    for g in rows:
+        g.pop("verdict_unadjusted", None)  # each point's report corrected over its own page only
+    apply_holm(rows, confidence)
+
+
 def smallest_budgets(points: list[dict]) -> dict[str, Any]:
-    """Per arm and task: the fewest tokens at which the gain's interval lies above 0 (or below: a loss)."""
+    """Per arm, reference and task: the fewest tokens at which the difference survives the curve's Holm
+    correction (a gain, or a loss)."""
     found: dict[str, Any] = {}
     for p in sorted(points, key=lambda p: p["index"]):
         for g in p["gains"]:
-            key = f"{g['model']} / {g['task']}"
+            key = f"{g['model']} - {g['reference']} / {g['task']}"
             found.setdefault(key, None)
             tokens = p["arms"][g["model"]]["tokens_consumed"]
-            if found[key] is None and g["ci_low"] is not None and (g["ci_low"] > 0 or g["ci_high"] < 0):
+            if found[key] is None and g["verdict"] in ("better", "worse"):
                 found[key] = {"tokens": tokens, "diff": g["diff"], "ci": [g["ci_low"], g["ci_high"]],
-                              "direction": "gain" if g["ci_low"] > 0 else "loss"}
+                              "p_holm": g.get("p_holm"), "direction": "gain" if g["verdict"] == "better" else "loss"}
     return found
 
 
@@ -96,7 +113,7 @@ def plot(points: list[dict], path: Path) -> None:
         ax = fig.add_subplot(1, len(tasks), i + 1)
         for arm in sorted({g["model"] for p in points for g in p["gains"]}):
             rows = [(p["arms"][arm]["tokens_consumed"], g) for p in points for g in p["gains"]
-                    if g["task"] == task and g["model"] == arm]
+                    if g["task"] == task and g["model"] == arm and g["reference"] != "control"]
             if not rows:
                 continue
             rows.sort(key=lambda r: r[0])
@@ -149,6 +166,7 @@ def main() -> None:
                  **point_figures(run, list(cfg.pretrain.arms))}
         points.append(point)
         print(json.dumps({"point": k, "gains": point["gains"]}), file=sys.stderr, flush=True)
+    correct_curve(points, cfg.compare.confidence)
     png = results_dir() / f"budget-{cfg.name}.png"
     plot(points, png)
     emit({"benchmark": "budget-curve", "domain": cfg.name, "revision": git_revision(), "machine": machine_info(),
