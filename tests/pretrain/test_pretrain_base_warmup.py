@@ -218,3 +218,32 @@ def test_one_noisy_evaluation_does_not_stop_the_warmup_two_in_a_row_do():
         assert not watch.converged, step  # 120 missed the best (890) by 2%: one miss only
     watch.add(140, 880.0)  # 1.1% under the best (890): the second miss in a row
     assert watch.converged and watch.best == 880.0 and watch.last == 880.0
+
+
+def _encoder_shift(base: Path, folder: Path) -> float:
+    """Root-mean-square change of the encoder's weights (the layers, not the embeddings) over the warm-up."""
+    before, after = load_file(str(base / "model.safetensors")), load_file(str(folder / "model.safetensors"))
+    keys = [k for k in before if k.startswith("encoder.") and k.endswith("weight")]
+    sq = sum(float(((after["bert." + k] - before[k]) ** 2).sum()) for k in keys)
+    return (sq / sum(before[k].numel() for k in keys)) ** 0.5
+
+
+@pytest.mark.parametrize("gentle", ["pretrain.base_warmup.encoder_lr_scale=0.1", "pretrain.base_warmup.l2sp=10"])
+def test_a_gentle_warmup_moves_the_encoder_less_and_still_trains_the_head(
+    headless_base, tmp_path, texts, gentle, monkeypatch
+):
+    from pretrain_fixtures import write_corpus
+
+    from domainbert.core.paths import RunLayout
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # each recipe trained, not served from a cache
+    shifts, summaries = {}, {}
+    for name, extra in (("plain", ()), ("gentle", (gentle,))):
+        layout = RunLayout(tmp_path / name)
+        write_corpus(layout.corpus, texts)
+        folder = ensure_base_warmup(_cfg(headless_base, "pretrain.base_warmup.eval_every=1000", *extra), layout)
+        shifts[name] = _encoder_shift(headless_base, folder)
+        summaries[name] = json.loads((folder.parent / "summary.json").read_text())
+    assert 0 < shifts["gentle"] < 0.5 * shifts["plain"]
+    gentle_ppl = summaries["gentle"]["general_perplexity"]
+    assert gentle_ppl < summaries["gentle"]["general_perplexity_random_head"]  # the head still learned

@@ -163,6 +163,19 @@ class BaseWarmupConfig(StrictModel):
     lr: float | None = Field(
         None, gt=0, description="Peak learning rate; None: 5e-4 for the full model, 2e-3 for the head alone."
     )
+    encoder_lr_scale: float = Field(
+        1.0,
+        gt=0,
+        le=1,
+        description="train: full: the encoder's learning rate as a share of lr (the MLM head keeps lr), so the "
+        "head learns fast while the encoder moves little (a discriminative rate, ULMFiT).",
+    )
+    l2sp: float = Field(
+        0.0,
+        ge=0,
+        description="train: full: weight alpha of an L2-SP penalty, alpha / 2 x the squared distance of the "
+        "encoder's weights from the checkpoint's, summed (Li et al. 2018); 0: none.",
+    )
     corpus: list[PathStr] = Field(
         default_factory=list,
         description="General-domain JSONL(.gz) globs; empty: the vocab stage's control corpus "

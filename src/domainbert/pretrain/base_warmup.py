@@ -96,7 +96,12 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     p = cfg.pretrain
     config = {
         "recipe": RECIPE,
-        "base_warmup": resolved_dict(p.base_warmup),
+        # the gentle-recipe settings at their defaults are left out: caches made before them stay current
+        "base_warmup": {
+            k: v
+            for k, v in resolved_dict(p.base_warmup).items()
+            if not (k == "encoder_lr_scale" and v == 1.0 or k == "l2sp" and v == 0.0)
+        },
         "base_model": cfg.base_model.recipe(),
         "seed": p.seed,
         "sparse_prediction": p.sparse_prediction,

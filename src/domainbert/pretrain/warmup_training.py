@@ -20,9 +20,10 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from domainbert.config.domain import DomainConfig
+from domainbert.config.pretrain import PretrainConfig
 from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
-from domainbert.core.optim import linear_warmup_constant
+from domainbert.core.optim import adamw, linear_warmup_constant, param_groups
 from domainbert.core.progress import ProgressLine, duration
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
@@ -95,6 +96,41 @@ def warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: li
     return data
 
 
+@dataclass
+class Anchor:
+    """L2-SP (Li et al. 2018): the encoder's weights as the checkpoint had them, and the penalty's weight."""
+
+    weight: float
+    params: list[torch.nn.Parameter]
+    start: list[torch.Tensor]
+
+    @classmethod
+    def of(cls, model: PreTrainedModel, weight: float) -> Anchor | None:
+        if weight <= 0:
+            return None
+        params = [q for q in model.base_model.parameters() if q.requires_grad]
+        return cls(weight, params, [q.detach().clone() for q in params])
+
+    def penalty(self) -> torch.Tensor:
+        """``weight / 2`` x the squared distance from the start, summed over every encoder weight (Li et al.)."""
+        total = torch.stack([((q - q0) ** 2).sum() for q, q0 in zip(self.params, self.start, strict=True)]).sum()
+        return 0.5 * self.weight * total
+
+
+def discriminative_optimizer(engine: TorchEngine, model: PreTrainedModel, p: PretrainConfig, scale: float) -> None:
+    """Give ``engine`` an optimizer whose encoder groups train at ``scale`` x the peak rate (the head at the
+    peak), before its schedule is built: the schedule multiplies each group's own rate."""
+    encoder = {id(q) for q in model.base_model.parameters()}
+    groups = []
+    for group in param_groups(model, p.weight_decay):
+        for inside in (True, False):
+            params = [q for q in group["params"] if (id(q) in encoder) is inside]
+            lr = p.base_warmup.peak_lr * (scale if inside else 1.0)
+            if params:
+                groups.append({**group, "params": params, "lr": lr})
+    engine.optimizer = adamw(groups, lr=p.base_warmup.peak_lr, betas=p.adam_betas, eps=p.adam_eps)
+
+
 def _step(
     engine: TorchEngine,
     objective: MLMObjective,
@@ -102,15 +138,16 @@ def _step(
     train: str,
     inputs: torch.Tensor,
     labels: torch.Tensor,
+    anchor: Anchor | None = None,
 ) -> float:
-    """One optimizer step; its loss."""
+    """One optimizer step; its masked-LM loss (without the L2-SP penalty)."""
     objective.train()
     if train == "head":
         model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
     # The whole model trains with its dropout, as it was pretrained and as it is fine-tuned (without it the
     # perplexity fell faster and the base fine-tuned no better: bench/README.md).
     loss = engine.forward(inputs, labels)
-    engine.backward(loss)
+    engine.backward(loss if anchor is None else loss + anchor.penalty())
     engine.step()
     return round(float(loss.detach()), 5)
 
@@ -133,6 +170,10 @@ def train_warmup(
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(hw.precision))
     own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
     engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
+    gentle = hw.train == "full"  # the head alone never moves the encoder
+    if gentle and hw.encoder_lr_scale < 1:
+        discriminative_optimizer(engine, model, p, hw.encoder_lr_scale)
+    anchor = Anchor.of(model, hw.l2sp) if gentle else None
     # The stop is the curve's: a rate that decays over the cap flattens the curve by itself (a 200-step warm-up
     # then stopped at 180 steps as "converged"), so after its warmup the rate stays at the peak.
     engine.scheduler = linear_warmup_constant(engine.optimizer, int(WARMUP_RATIO * hw.steps))
@@ -146,7 +187,7 @@ def train_warmup(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
             )
             step += 1
-            losses.append([step, _step(engine, objective, model, hw.train, inputs, labels)])
+            losses.append([step, _step(engine, objective, model, hw.train, inputs, labels, anchor)])
             if step % hw.eval_every == 0 and step < hw.steps and general is not None:
                 watch.add(step, evaluate(engine, general, spec, p.seed, device)["perplexity"])
                 log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
@@ -171,6 +212,8 @@ def train_warmup(
         "converged": watch.converged,
         "general_curve": watch.curve,
         "lr": hw.peak_lr,
+        "encoder_lr_scale": hw.encoder_lr_scale,
+        "l2sp": hw.l2sp,
         "tokens": step * hw.batch_size * hw.seq_len,
         "corpus": [Path(f).name for f in files],
         "sequences_available": n,
