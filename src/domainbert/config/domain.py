@@ -22,7 +22,7 @@ from domainbert.config.corpus import CorpusConfig
 from domainbert.config.finetune import CompareConfig, FinetuneConfig
 from domainbert.config.hub import HubConfig
 from domainbert.config.pretrain import BaseModelConfig, PretrainConfig
-from domainbert.config.schema import StrictModel
+from domainbert.config.schema import PLAIN_NAME, StrictModel
 from domainbert.config.tracking import TrackingConfig
 from domainbert.config.vocab import TokenizerConfig, VocabConfig
 from domainbert.core.errors import ConfigError
@@ -98,6 +98,12 @@ def _format_errors(exc: ValidationError) -> str:
             msg = "unknown key (check the spelling)"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == PLAIN_NAME:
+            loc = loc.removesuffix(".[key]")  # a mapping's key: the key itself is named in loc
+            msg = (
+                f"{err['input']!r} is not a plain name: it becomes a folder of the run, so it takes letters, "
+                "digits, '.', '_' and '-' only, not starting with '.' (no '/', no '..')"
+            )
         lines.append(f"{loc}: {msg}")
     return "; ".join(lines)
 

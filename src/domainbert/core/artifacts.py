@@ -107,9 +107,20 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies strictly inside ``root`` once both are resolved (``..`` and links followed)."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path != root and path.is_relative_to(root)
+
+
 @contextmanager
 def atomic_output(
-    final: Path, *, config: dict[str, Any], inputs: dict[str, str] | None = None, fp: str | None = None
+    final: Path,
+    *,
+    config: dict[str, Any],
+    inputs: dict[str, str] | None = None,
+    fp: str | None = None,
+    root: Path | None = None,
 ) -> Iterator[Path]:
     """Yield a temporary folder; on success record it and rename it to ``final``.
 
@@ -120,8 +131,18 @@ def atomic_output(
         config: the resolved config of the stage (saved in the record, JSON-serialisable).
         inputs: content hashes of the stage's inputs, by name.
         fp: the fingerprint; defaults to ``fingerprint(config, inputs, __version__)``.
+        root: the folder ``final`` must lie inside (the run folder). Replacing ``final`` deletes the folder
+            there before, so a path that escapes its root (a name with ``..``, a link) is refused before
+            anything is written: config names are checked at load, this is the second guard.
+
+    Raises:
+        DomainbertError: ``final`` lies outside ``root``.
     """
     final = Path(final)
+    if root is not None and not inside(final, root):
+        from domainbert.core.errors import DomainbertError
+
+        raise DomainbertError(f"refusing to write outside the run folder {root}", file=final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
     if tmp.exists():

@@ -275,7 +275,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     if is_complete(layout.report, fp) and html_path.is_file():
         log.info("report skipped: up to date (%s)", html_path)
         return html_path
-    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp) as tmp:
+    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp, root=layout.root) as tmp:
         doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")

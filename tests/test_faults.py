@@ -1,0 +1,68 @@
+"""Faults a run must survive: names that would escape the run folder, a command refused by the lock, damaged
+artifacts, hostile YAML, deterministic errors and OS errors. Each ends in one line naming the file or field and
+leaves nothing outside the run folder; a damaged artifact is not current, so a rerun repairs it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+import yaml
+
+from domainbert.cli import run_cli
+from domainbert.core.artifacts import atomic_output
+from domainbert.core.errors import DomainbertError
+from domainbert.core.paths import project_root
+
+ROOT = project_root()
+SCIENCE = ROOT / "domains" / "science.yaml"
+
+
+def _science(tmp: Path, edit=None) -> str:
+    """The science domain as a file under ``tmp`` (its relative paths kept pointing at the checkout)."""
+    data = yaml.safe_load(SCIENCE.read_text().replace("../corpora", str(ROOT / "corpora")))
+    if edit:
+        edit(data)
+    path = tmp / "d.yaml"
+    path.write_text(yaml.safe_dump(data))
+    return str(path)
+
+
+def _one_line_error(capsys) -> str:
+    err = capsys.readouterr().err
+    lines = [line for line in err.splitlines() if line.startswith("error:")]
+    assert len(lines) == 1 and "Traceback" not in err, err
+    return lines[0]
+
+
+def test_a_task_name_that_climbs_out_of_the_run_folder_is_refused_at_load(tmp_path, capsys):
+    def rename(data):
+        for section in (data, *data["profiles"].values()):
+            for task in (section.get("finetune") or {}).get("tasks") or []:
+                task["name"] = "../../../../tmp/x"
+
+    assert run_cli(["validate", _science(tmp_path, rename)]) == 2
+    line = _one_line_error(capsys)
+    assert "finetune.tasks.0.name" in line and "'../../../../tmp/x' is not a plain name" in line
+
+
+def test_an_extra_model_name_that_climbs_out_is_refused_at_load(tmp_path, capsys):
+    override = 'finetune.extra_models={"../x": "bert-base-uncased"}'
+    assert run_cli(["plan", "science", override, "--no-estimate", "--out", str(tmp_path / "run")]) == 2
+    line = _one_line_error(capsys)
+    assert "finetune.extra_models.../x" in line and "not a plain name" in line
+
+
+def test_atomic_output_never_replaces_a_folder_outside_its_root(tmp_path):
+    run, outside = tmp_path / "run", tmp_path / "outside" / "seed-1"
+    outside.mkdir(parents=True)
+    (outside / "keep.txt").write_text("someone else's")
+    escaping = run / "finetune" / "m" / ".." / ".." / ".." / "outside" / "seed-1"
+    with pytest.raises(DomainbertError, match="outside the run folder"):
+        with atomic_output(escaping, config={}, root=run) as tmp:
+            (tmp / "result.json").write_text("{}")
+    assert (outside / "keep.txt").read_text() == "someone else's"
+    assert sorted(p.name for p in outside.parent.iterdir()) == ["seed-1"]  # no temporary sibling either
+    with atomic_output(run / "finetune" / "m" / "seed-1", config={}, root=run) as tmp:
+        (tmp / "result.json").write_text("{}")
+    assert (run / "finetune" / "m" / "seed-1" / "result.json").is_file()
