@@ -4,6 +4,9 @@ leaves nothing outside the run folder; a damaged artifact is not current, so a r
 
 from __future__ import annotations
 
+import json
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -66,3 +69,30 @@ def test_atomic_output_never_replaces_a_folder_outside_its_root(tmp_path):
     with atomic_output(run / "finetune" / "m" / "seed-1", config={}, root=run) as tmp:
         (tmp / "result.json").write_text("{}")
     assert (run / "finetune" / "m" / "seed-1" / "result.json").is_file()
+
+
+HOLD = """
+import sys, time
+from domainbert.core.runlock import run_lock
+with run_lock(sys.argv[1], "holder command"):
+    print("held", flush=True)
+    time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("stage", ["corpus", "vocab", "pretrain", "finetune"])
+def test_a_command_refused_by_the_lock_leaves_the_run_config_as_it_was(tmp_path, capsys, stage):
+    run = tmp_path / "run"
+    run.mkdir()
+    recorded = run / "config.resolved.json"
+    recorded.write_text(json.dumps({"profile": "offline", "overrides": ["pretrain.max_steps=3"]}))
+    before = recorded.read_bytes()
+    proc = subprocess.Popen([sys.executable, "-c", HOLD, str(run)], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout.readline().strip() == "held"
+        assert run_cli([stage, "science", "pretrain.max_steps=99", "--out", str(run)]) == 2
+    finally:
+        proc.kill()
+        proc.wait()
+    assert "in use by" in _one_line_error(capsys)
+    assert recorded.read_bytes() == before
