@@ -67,9 +67,15 @@ def read_record(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+SMALL_FILE = 1 << 20
+"""Recorded files up to this size (results, manifests, reports, configs) are hashed on every check; larger
+ones (weights, shards) have their size compared, and their hash only with ``verify``."""
+
+
 def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) -> bool:
-    """True when ``folder`` has a record (with fingerprint ``fp`` if given) and, with ``verify``, its files
-    still hash to the recorded content hash."""
+    """True when ``folder`` has a record (with fingerprint ``fp`` if given) and its files still match it
+    (``damage``: sizes, the hashes of small files, every hash with ``verify``). A damaged folder is not complete,
+    so the stage that owns it runs again; a warning names the damaged file."""
     record = read_record(folder)
     if record is None:
         return False
@@ -77,9 +83,40 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
         if not (isinstance(fp, Fingerprint) and fp.matches(record.get("fingerprint"))):
             return False
         migrate_record(folder, record, fp)
-    if verify and changed_file(folder, record) is not None:
+    problem = damage(folder, record, verify=verify)
+    if problem is not None:
+        log.warning("%s; not current: it will be rebuilt", problem)
         return False
     return True
+
+
+def damage(folder: Path, record: dict[str, Any] | None = None, *, verify: bool = False) -> str | None:
+    """One line naming the first file of a recorded folder that no longer matches its record (missing, of
+    another size, or, for a small file or with ``verify`` any file, of another sha256), or None when it matches
+    or has no record. Files added after the record are left to ``changed_file`` (``verify_folder``).
+
+    The size check is what catches a truncated shard or checkpoint at the cost of a ``stat``; hashing every small
+    file catches an edited result or a truncated manifest, which later stages and the report trust."""
+    record = read_record(folder) if record is None else record
+    if record is None:
+        return None
+    if verify:
+        problem = changed_file(folder, record)
+        return f"{problem[1]}: damaged: {problem[0]}" if problem else None
+    hashes, sizes = record.get("files") or {}, record.get("sizes") or {}
+    for rel, digest in sorted(hashes.items()):
+        if rel in UNHASHED:
+            continue
+        path = Path(folder) / rel
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{path}: damaged: missing since the folder was written"
+        if rel in sizes and size != sizes[rel]:
+            return f"{path}: damaged: {size} bytes where its record has {sizes[rel]} (truncated or edited)"
+        if size <= SMALL_FILE and file_hash(path) != digest:
+            return f"{path}: damaged: content differs from the sha256 in its record (edited or corrupt)"
+    return None
 
 
 def migrate_record(folder: Path, record: dict[str, Any], fp: str) -> None:
@@ -162,6 +199,7 @@ def atomic_output(
         "inputs": inputs,
         "content_hash": combined_hash(hashes),
         "files": hashes,
+        "sizes": {rel: (tmp / rel).stat().st_size for rel in hashes},
         "domainbert_version": __version__,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

@@ -299,7 +299,7 @@ def _train(
 def expected_results(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     """Every result the config asks for (``expectations.expected_runs``) and its state: ``current``,
     ``no model`` (current, but ``finetune.save_models`` asks for the model and the folder has none: the run will
-    rerun, the result stays usable), ``stale``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
+    rerun, the result stays usable), ``stale``, ``damaged``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
     runs = expected_runs(cfg, layout)
     groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
