@@ -96,3 +96,27 @@ def test_a_command_refused_by_the_lock_leaves_the_run_config_as_it_was(tmp_path,
         proc.wait()
     assert "in use by" in _one_line_error(capsys)
     assert recorded.read_bytes() == before
+
+
+BOMB = "\n".join(  # three levels here; ten levels of ten grow a 10^10-element list
+    ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    + [f"{chr(98 + i)}: &{chr(98 + i)} [{', '.join([f'*{chr(97 + i)}'] * 10)}]" for i in range(3)]
+)
+
+
+def test_an_alias_bomb_in_a_domain_file_is_one_line_naming_the_file_and_line(tmp_path, capsys):
+    text = SCIENCE.read_text().replace("../corpora", str(ROOT / "corpora"))
+    options = "\n".join("      " + line for line in BOMB.splitlines())
+    text = text.replace("    - name: min_length_v1\n", f"    - name: min_length_v1\n      options:\n{options}\n", 1)
+    assert "*c" in text
+    path = tmp_path / "bomb.yaml"
+    path.write_text(text)
+    assert run_cli(["validate", str(path)]) == 2
+    line = _one_line_error(capsys)
+    bomb_line = next(i for i, text_line in enumerate(text.splitlines(), 1) if "*a" in text_line)
+    assert f"{path}:{bomb_line}: invalid YAML: an alias (*a) is not allowed in a domain file" in line
+
+
+def test_an_alias_in_an_override_is_refused(tmp_path, capsys):
+    assert run_cli(["plan", "science", "pretrain.scratch_model=&a {x: *a}", "--out", str(tmp_path / "r")]) == 2
+    assert "is not allowed in a domain file" in _one_line_error(capsys)
