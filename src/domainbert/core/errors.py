@@ -26,6 +26,11 @@ class DomainbertError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+# A training process started by a launcher (torchrun, deepspeed) prints its user error after this mark, so that
+# the parent raises it again as a DomainbertError (``core.processes``): deterministic, never retried.
+USER_ERROR_MARK = "domainbert user error: "
+
+
 class ConfigError(DomainbertError):
     """A domain YAML, a profile or an override is invalid."""
 
