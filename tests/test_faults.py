@@ -120,3 +120,27 @@ def test_an_alias_bomb_in_a_domain_file_is_one_line_naming_the_file_and_line(tmp
 def test_an_alias_in_an_override_is_refused(tmp_path, capsys):
     assert run_cli(["plan", "science", "pretrain.scratch_model=&a {x: *a}", "--out", str(tmp_path / "r")]) == 2
     assert "is not allowed in a domain file" in _one_line_error(capsys)
+
+
+@pytest.mark.parametrize(
+    ("error", "words"),
+    [
+        (
+            OSError(28, "No space left on device"),
+            "No space left on device; free space there and rerun (finished stages are kept)",
+        ),
+        (PermissionError(13, "Permission denied"), "Permission denied; check its permissions"),
+    ],
+)
+def test_an_os_error_in_a_stage_is_one_line_naming_the_path_exit_2(tmp_path, capsys, monkeypatch, error, words):
+    import domainbert.corpus.build
+
+    shard = tmp_path / "run" / "corpus.work" / "shard-00000.parquet"
+    error.filename = str(shard)
+
+    def full_disk(cfg, layout):
+        raise error
+
+    monkeypatch.setattr(domainbert.corpus.build, "build_corpus", full_disk)
+    assert run_cli(["corpus", "science", "--out", str(tmp_path / "run")]) == 2
+    assert _one_line_error(capsys) == f"error: {shard}: {words}"

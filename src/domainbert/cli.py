@@ -29,7 +29,7 @@ from domainbert.config.domain import (
     save_resolved_config,
 )
 from domainbert.core import signals
-from domainbert.core.errors import ConfigError, DomainbertError
+from domainbert.core.errors import ConfigError, DomainbertError, os_error_line
 from domainbert.core.paths import RunLayout, available_domains, default_run_dir, resolve_domain_file
 from domainbert.core.runlock import run_lock
 
@@ -425,7 +425,8 @@ def main() -> None:
 def run_cli(argv: list[str] | None) -> int:
     """Run the CLI on ``argv`` (None: ``sys.argv``) and return the exit status; user errors print one line.
 
-    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked);
+    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked) or
+    an OS error (a full disk, a permission: one line naming the path);
     128 + the signal number after a graceful stop on SIGTERM (143) or SIGUSR1 (138), rerun to continue.
     """
     try:
@@ -439,14 +440,23 @@ def run_cli(argv: list[str] | None) -> int:
     except DomainbertError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
+    except OSError as exc:  # a full disk, a permission: the machine's state, not a bug (unless a stop caused it)
+        if not signals.stop_requested():
+            typer.echo(f"error: {os_error_line(exc)}", err=True)
+            return 2
+        return _stopped()
     except BaseException:
         # A stop signal can surface as another exception (Prefect's flow engine raises its own on SIGTERM).
         if signals.stop_requested():
-            signum = signals.requested_signal() or 15
-            typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
-            return signals.exit_code(signum)
+            return _stopped()
         raise
     return 0
+
+
+def _stopped() -> int:
+    signum = signals.requested_signal() or 15
+    typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
+    return signals.exit_code(signum)
 
 
 if __name__ == "__main__":
