@@ -42,3 +42,17 @@ def test_a_truncated_big_file_is_caught_by_its_size_a_flipped_byte_on_verify(tmp
     assert damage(final) == f"{big}: damaged: 10 bytes where its record has {SMALL_FILE + 10} (truncated or edited)"
     big.unlink()
     assert damage(final) == f"{big}: damaged: missing since the folder was written"
+
+
+def test_verify_everything_hashes_big_files_in_every_check(tmp_path):
+    from domainbert.core.artifacts import verify_everything
+
+    final = _folder(tmp_path)
+    with open(final / "big.bin", "r+b") as f:
+        f.write(b"\1")
+    assert is_complete(final, "fp")
+    verify_everything()
+    try:
+        assert not is_complete(final, "fp")
+    finally:
+        verify_everything(False)

@@ -144,3 +144,12 @@ def test_an_os_error_in_a_stage_is_one_line_naming_the_path_exit_2(tmp_path, cap
     monkeypatch.setattr(domainbert.corpus.build, "build_corpus", full_disk)
     assert run_cli(["corpus", "science", "--out", str(tmp_path / "run")]) == 2
     assert _one_line_error(capsys) == f"error: {shard}: {words}"
+
+
+def test_plan_verify_hashes_the_shards_too(tmp_path, capsys, monkeypatch):
+    from domainbert.core import artifacts
+
+    seen = []
+    monkeypatch.setattr(artifacts, "verify_everything", lambda on=True: seen.append(on))
+    assert run_cli(["plan", "science", "--no-estimate", "--verify", "--out", str(tmp_path / "run")]) == 0
+    assert seen == [True]

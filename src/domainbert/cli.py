@@ -356,10 +356,17 @@ def plan(
     out: OutOpt = None,
     estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
     workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Hash every recorded file, weights and shards too (else sizes).")
+    ] = False,
 ) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
     cfg, layout = _setup(domain, overrides, profile, out)
+    if verify:
+        from domainbert.core.artifacts import verify_everything
+
+        verify_everything()
     from domainbert.run_plan import estimate_seconds, render, stage_plans
 
     plans = stage_plans(cfg, layout)

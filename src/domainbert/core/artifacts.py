@@ -70,6 +70,13 @@ def read_record(folder: Path) -> dict[str, Any] | None:
 SMALL_FILE = 1 << 20
 """Recorded files up to this size (results, manifests, reports, configs) are hashed on every check; larger
 ones (weights, shards) have their size compared, and their hash only with ``verify``."""
+_verify_all = False
+
+
+def verify_everything(on: bool = True) -> None:
+    """Hash every recorded file, big ones included, in every check this process makes (``plan --verify``)."""
+    global _verify_all
+    _verify_all = on
 
 
 def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) -> bool:
@@ -100,7 +107,7 @@ def damage(folder: Path, record: dict[str, Any] | None = None, *, verify: bool =
     record = read_record(folder) if record is None else record
     if record is None:
         return None
-    if verify:
+    if verify or _verify_all:
         problem = changed_file(folder, record)
         return f"{problem[1]}: damaged: {problem[0]}" if problem else None
     hashes, sizes = record.get("files") or {}, record.get("sizes") or {}
