@@ -13,6 +13,8 @@ import glob
 import logging
 import os
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated
 
@@ -27,7 +29,7 @@ from domainbert.config.domain import (
     save_resolved_config,
 )
 from domainbert.core import signals
-from domainbert.core.errors import ConfigError, DomainbertError
+from domainbert.core.errors import ConfigError, DomainbertError, os_error_line
 from domainbert.core.paths import RunLayout, available_domains, default_run_dir, resolve_domain_file
 from domainbert.core.runlock import run_lock
 
@@ -93,10 +95,8 @@ def _setup(
     profile: str,
     out: Path | None,
     create: bool = True,
-    record: bool = False,
 ) -> tuple[DomainConfig, RunLayout]:
-    """The config and the run's folders; the folder is created (``create``) and checked to be writable; a stage
-    that writes into it records the profile and overrides it was run with (``record``), as ``run`` does."""
+    """The config and the run's folders; the folder is created (``create``) and checked to be writable."""
     cfg = load_domain(domain, overrides or [], profile=profile)
     # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
     logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
@@ -112,9 +112,20 @@ def _setup(
         raise ConfigError(
             f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root, field="--out"
         ) from None
-    if record:
-        save_resolved_config(layout.root, domain, profile, list(overrides or []), cfg)
     return cfg, layout
+
+
+@contextmanager
+def _stage(
+    command: str, domain: str, overrides: list[str] | None, profile: str, out: Path | None
+) -> Iterator[tuple[DomainConfig, RunLayout]]:
+    """``_setup``, then the run folder's lock, and only under it the record of the profile and overrides the
+    stage runs with (as ``run`` does): a command refused by the lock leaves the run it was refused from as it
+    was, ``config.resolved.json`` included."""
+    cfg, layout = _setup(domain, overrides, profile, out)
+    with run_lock(layout.root, f"domainbert {command} {domain}"):
+        save_resolved_config(layout.root, domain, profile, list(overrides or []), cfg)
+        yield cfg, layout
 
 
 @app.command()
@@ -200,10 +211,9 @@ def corpus(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
-    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.corpus.build import build_corpus
 
-    with run_lock(layout.root, f"domainbert corpus {domain}"):
+    with _stage("corpus", domain, overrides, profile, out) as (cfg, layout):
         build_corpus(cfg, layout)
     typer.echo(f"corpus: {layout.corpus}")
 
@@ -213,10 +223,9 @@ def vocab(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
-    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.vocab.stage import run_vocab
 
-    with run_lock(layout.root, f"domainbert vocab {domain}"):
+    with _stage("vocab", domain, overrides, profile, out) as (cfg, layout):
         run_vocab(cfg, layout)
     typer.echo(f"vocab: {layout.vocab}")
 
@@ -232,10 +241,9 @@ def pretrain(
     ] = None,
 ) -> None:
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
-    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.pretrain.stage import pretrain_arm
 
-    with run_lock(layout.root, f"domainbert pretrain {domain}"):
+    with _stage("pretrain", domain, overrides, profile, out) as (cfg, layout):
         for name in arm or cfg.pretrain.arms:
             pretrain_arm(cfg, name, layout)
             typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
@@ -246,10 +254,9 @@ def finetune(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Fine-tune every model on every task over the configured seeds."""
-    cfg, layout = _setup(domain, overrides, profile, out, record=True)
     from domainbert.finetune.stage import finetune_all
 
-    with run_lock(layout.root, f"domainbert finetune {domain}"):
+    with _stage("finetune", domain, overrides, profile, out) as (cfg, layout):
         finetune_all(cfg, layout)
     typer.echo(f"finetune: {layout.root / 'finetune'}")
 
@@ -349,10 +356,17 @@ def plan(
     out: OutOpt = None,
     estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
     workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1,
+    verify: Annotated[
+        bool, typer.Option("--verify", help="Hash every recorded file, weights and shards too (else sizes).")
+    ] = False,
 ) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
     cfg, layout = _setup(domain, overrides, profile, out)
+    if verify:
+        from domainbert.core.artifacts import verify_everything
+
+        verify_everything()
     from domainbert.run_plan import estimate_seconds, render, stage_plans
 
     plans = stage_plans(cfg, layout)
@@ -422,7 +436,8 @@ def main() -> None:
 def run_cli(argv: list[str] | None) -> int:
     """Run the CLI on ``argv`` (None: ``sys.argv``) and return the exit status; user errors print one line.
 
-    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked);
+    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked) or
+    an OS error (a full disk, a permission: one line naming the path);
     128 + the signal number after a graceful stop on SIGTERM (143) or SIGUSR1 (138), rerun to continue.
     """
     try:
@@ -436,14 +451,23 @@ def run_cli(argv: list[str] | None) -> int:
     except DomainbertError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
+    except OSError as exc:  # a full disk, a permission: the machine's state, not a bug (unless a stop caused it)
+        if not signals.stop_requested():
+            typer.echo(f"error: {os_error_line(exc)}", err=True)
+            return 2
+        return _stopped()
     except BaseException:
         # A stop signal can surface as another exception (Prefect's flow engine raises its own on SIGTERM).
         if signals.stop_requested():
-            signum = signals.requested_signal() or 15
-            typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
-            return signals.exit_code(signum)
+            return _stopped()
         raise
     return 0
+
+
+def _stopped() -> int:
+    signum = signals.requested_signal() or 15
+    typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
+    return signals.exit_code(signum)
 
 
 if __name__ == "__main__":

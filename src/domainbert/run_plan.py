@@ -71,7 +71,8 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
         plans.append(_arm_plan(cfg, layout, arm, model, waits_for))
     states = [r for r in expected_results(cfg, layout, planned=True) if r["model"] != FLOOR]
     counts = {
-        s: sum(r["state"] == s for r in states) for s in ("current", "stale", "missing", "unrecorded", "no model")
+        s: sum(r["state"] == s for r in states)
+        for s in ("current", "stale", "damaged", "missing", "unrecorded", "no model")
     }
     # an arm that will be (re)trained changes, so do its fine-tuning runs; the base model's stay current
     retrained = {
@@ -257,7 +258,9 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
         elif "runs" in d:
             sizes = (
                 f"  {d['runs']} runs + {d['floors']} floor(s): {d['current']} current, {d['stale']} stale, "
-                f"{d['missing']} missing" + (f", {d['no model']} without their model" if d.get("no model") else "")
+                f"{d['missing']} missing"
+                + (f", {d['damaged']} damaged" if d.get("damaged") else "")
+                + (f", {d['no model']} without their model" if d.get("no model") else "")
             )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from domainbert.config.domain import DomainConfig
-from domainbert.core.artifacts import is_complete, read_record
+from domainbert.core.artifacts import damage, is_complete, read_record
 from domainbert.core.errors import DomainbertError
 from domainbert.core.paths import RunLayout
 
@@ -74,8 +74,12 @@ def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Job) -> StageState
 
 
 def status(state: StageState, folder: Path) -> str:
-    """``up to date``, ``will rerun: config or inputs changed`` (a record with another fingerprint) or
-    ``will run``."""
+    """``up to date``, ``will rerun: <file>: damaged: ...`` (its files no longer match their record),
+    ``will rerun: config or inputs changed`` (a record with another fingerprint) or ``will run``."""
     if state.current:
         return "up to date"
-    return "will rerun: config or inputs changed" if read_record(folder) is not None else "will run"
+    record = read_record(folder)
+    if record is None:
+        return "will run"
+    problem = damage(folder, record)
+    return f"will rerun: {problem}" if problem else "will rerun: config or inputs changed"

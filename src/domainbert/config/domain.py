@@ -22,7 +22,7 @@ from domainbert.config.corpus import CorpusConfig
 from domainbert.config.finetune import CompareConfig, FinetuneConfig
 from domainbert.config.hub import HubConfig
 from domainbert.config.pretrain import BaseModelConfig, PretrainConfig
-from domainbert.config.schema import StrictModel
+from domainbert.config.schema import PLAIN_NAME, StrictModel
 from domainbert.config.tracking import TrackingConfig
 from domainbert.config.vocab import TokenizerConfig, VocabConfig
 from domainbert.core.errors import ConfigError
@@ -80,7 +80,7 @@ def apply_override(data: dict[str, Any], override: str) -> dict[str, Any]:
     if not parts:
         raise ConfigError(f"override {override!r} has an empty key")
     try:
-        value = yaml.safe_load(raw)
+        value = load_yaml(raw)
     except yaml.YAMLError as exc:
         raise ConfigError(f"override {override!r}: value is not valid YAML ({exc})") from None
     patch: dict[str, Any] = {parts[-1]: value}
@@ -98,13 +98,40 @@ def _format_errors(exc: ValidationError) -> str:
             msg = "unknown key (check the spelling)"
         elif err["type"] == "missing":
             msg = "required field is missing"
+        elif err["type"] == "string_pattern_mismatch" and (err.get("ctx") or {}).get("pattern") == PLAIN_NAME:
+            loc = loc.removesuffix(".[key]")  # a mapping's key: the key itself is named in loc
+            msg = (
+                f"{err['input']!r} is not a plain name: it becomes a folder of the run, so it takes letters, "
+                "digits, '.', '_' and '-' only, not starting with '.' (no '/', no '..')"
+            )
         lines.append(f"{loc}: {msg}")
     return "; ".join(lines)
 
 
+class _NoAliasLoader(yaml.SafeLoader):
+    """PyYAML's safe loader without aliases: a few nested aliases (a "billion laughs") expand to gigabytes once
+    the mapping is merged, copied or validated, so a domain file or override writes every value out."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            raise yaml.composer.ComposerError(
+                None,
+                None,
+                f"an alias (*{event.anchor}) is not allowed in a domain file: write the value out",
+                event.start_mark,
+            )
+        return super().compose_node(parent, index)
+
+
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` without aliases (``_NoAliasLoader``), for domain files and overrides."""
+    return yaml.load(text, Loader=_NoAliasLoader)  # noqa: S506 - a SafeLoader subclass
+
+
 def read_domain_yaml(path: Path) -> dict[str, Any]:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+        data = load_yaml(path.read_text(encoding="utf-8"))
     except UnicodeDecodeError as exc:
         line = path.read_bytes()[: exc.start].count(b"\n") + 1
         raise ConfigError(

@@ -7,14 +7,14 @@ from typing import Literal
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
-from domainbert.config.schema import ModelRef, StrictModel, resolve_against_yaml
+from domainbert.config.schema import ModelRef, PlainName, StrictModel, resolve_against_yaml
 
 
 class TaskConfig(StrictModel):
     """One labelled task. ``path`` is a folder with train/validation/test files, or a hub dataset id."""
 
-    name: str
-    """The task's name in results and in the report."""
+    name: PlainName
+    """The task's name in results and in the report; a plain name (letters, digits, '.', '_', '-'): its folder."""
     type: Literal["ner", "classification"]
     """ner: a label per token (seqeval F1); classification: one label (or several) per text (macro-F1)."""
     format: Literal["conll", "jsonl", "csv", "hf"]
@@ -119,8 +119,9 @@ class FinetuneConfig(StrictModel):
         description="finetune: train all weights; frozen: train only the head on frozen features "
         "(results under '<model>-frozen'); both: run the two.",
     )
-    extra_models: dict[str, ModelRef] = Field(
-        default_factory=dict, description="More models to compare: name -> hub id or folder."
+    extra_models: dict[PlainName, ModelRef] = Field(
+        default_factory=dict,
+        description="More models to compare: name (a plain name, its folder under finetune/) -> hub id or folder.",
     )
     frozen_lr: float = Field(1e-3, gt=0, description="Learning rate of the head in frozen (feature-based) mode.")
     warmup_ratio: float = Field(0.1, ge=0, lt=1)

@@ -12,7 +12,7 @@ import os
 from pathlib import Path
 from typing import Annotated
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, ValidationInfo
+from pydantic import AfterValidator, BaseModel, ConfigDict, StringConstraints, ValidationInfo
 
 
 class StrictModel(BaseModel):
@@ -43,3 +43,10 @@ def resolve_dotted_ref(value: str, info: ValidationInfo) -> str:
 
 ModelRef = Annotated[str, AfterValidator(resolve_dotted_ref)]
 """A model reference: a hub id, ``package:<module>`` or a folder (``./`` and ``../`` relative to the YAML)."""
+
+
+PLAIN_NAME = r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$"
+
+PlainName = Annotated[str, StringConstraints(pattern=PLAIN_NAME)]
+"""A name that becomes one folder of the run (a task, an extra model): letters, digits, ``.``, ``_`` and ``-``,
+not starting with a dot, so that no name can climb out of the run folder (``../x``) or name an absolute path."""

@@ -67,9 +67,22 @@ def read_record(folder: Path) -> dict[str, Any] | None:
         return None
 
 
+SMALL_FILE = 1 << 20
+"""Recorded files up to this size (results, manifests, reports, configs) are hashed on every check; larger
+ones (weights, shards) have their size compared, and their hash only with ``verify``."""
+_verify_all = False
+
+
+def verify_everything(on: bool = True) -> None:
+    """Hash every recorded file, big ones included, in every check this process makes (``plan --verify``)."""
+    global _verify_all
+    _verify_all = on
+
+
 def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) -> bool:
-    """True when ``folder`` has a record (with fingerprint ``fp`` if given) and, with ``verify``, its files
-    still hash to the recorded content hash."""
+    """True when ``folder`` has a record (with fingerprint ``fp`` if given) and its files still match it
+    (``damage``: sizes, the hashes of small files, every hash with ``verify``). A damaged folder is not complete,
+    so the stage that owns it runs again; a warning names the damaged file."""
     record = read_record(folder)
     if record is None:
         return False
@@ -77,9 +90,40 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
         if not (isinstance(fp, Fingerprint) and fp.matches(record.get("fingerprint"))):
             return False
         migrate_record(folder, record, fp)
-    if verify and changed_file(folder, record) is not None:
+    problem = damage(folder, record, verify=verify)
+    if problem is not None:
+        log.warning("%s; not current: it will be rebuilt", problem)
         return False
     return True
+
+
+def damage(folder: Path, record: dict[str, Any] | None = None, *, verify: bool = False) -> str | None:
+    """One line naming the first file of a recorded folder that no longer matches its record (missing, of
+    another size, or, for a small file or with ``verify`` any file, of another sha256), or None when it matches
+    or has no record. Files added after the record are left to ``changed_file`` (``verify_folder``).
+
+    The size check is what catches a truncated shard or checkpoint at the cost of a ``stat``; hashing every small
+    file catches an edited result or a truncated manifest, which later stages and the report trust."""
+    record = read_record(folder) if record is None else record
+    if record is None:
+        return None
+    if verify or _verify_all:
+        problem = changed_file(folder, record)
+        return f"{problem[1]}: damaged: {problem[0]}" if problem else None
+    hashes, sizes = record.get("files") or {}, record.get("sizes") or {}
+    for rel, digest in sorted(hashes.items()):
+        if rel in UNHASHED:
+            continue
+        path = Path(folder) / rel
+        try:
+            size = path.stat().st_size
+        except OSError:
+            return f"{path}: damaged: missing since the folder was written"
+        if rel in sizes and size != sizes[rel]:
+            return f"{path}: damaged: {size} bytes where its record has {sizes[rel]} (truncated or edited)"
+        if size <= SMALL_FILE and file_hash(path) != digest:
+            return f"{path}: damaged: content differs from the sha256 in its record (edited or corrupt)"
+    return None
 
 
 def migrate_record(folder: Path, record: dict[str, Any], fp: str) -> None:
@@ -107,9 +151,20 @@ def write_text_atomic(path: Path, text: str) -> None:
     os.replace(tmp, path)
 
 
+def inside(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies strictly inside ``root`` once both are resolved (``..`` and links followed)."""
+    path, root = Path(path).resolve(), Path(root).resolve()
+    return path != root and path.is_relative_to(root)
+
+
 @contextmanager
 def atomic_output(
-    final: Path, *, config: dict[str, Any], inputs: dict[str, str] | None = None, fp: str | None = None
+    final: Path,
+    *,
+    config: dict[str, Any],
+    inputs: dict[str, str] | None = None,
+    fp: str | None = None,
+    root: Path | None = None,
 ) -> Iterator[Path]:
     """Yield a temporary folder; on success record it and rename it to ``final``.
 
@@ -120,8 +175,18 @@ def atomic_output(
         config: the resolved config of the stage (saved in the record, JSON-serialisable).
         inputs: content hashes of the stage's inputs, by name.
         fp: the fingerprint; defaults to ``fingerprint(config, inputs, __version__)``.
+        root: the folder ``final`` must lie inside (the run folder). Replacing ``final`` deletes the folder
+            there before, so a path that escapes its root (a name with ``..``, a link) is refused before
+            anything is written: config names are checked at load, this is the second guard.
+
+    Raises:
+        DomainbertError: ``final`` lies outside ``root``.
     """
     final = Path(final)
+    if root is not None and not inside(final, root):
+        from domainbert.core.errors import DomainbertError
+
+        raise DomainbertError(f"refusing to write outside the run folder {root}", file=final)
     final.parent.mkdir(parents=True, exist_ok=True)
     tmp = final.with_name(f"{final.name}.tmp-{os.getpid()}")
     if tmp.exists():
@@ -141,6 +206,7 @@ def atomic_output(
         "inputs": inputs,
         "content_hash": combined_hash(hashes),
         "files": hashes,
+        "sizes": {rel: (tmp / rel).stat().st_size for rel in hashes},
         "domainbert_version": __version__,
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }

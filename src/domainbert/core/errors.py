@@ -6,6 +6,7 @@ CLI prints as one line, without a traceback, and exits non-zero. Bugs in domainb
 
 from __future__ import annotations
 
+import errno
 from pathlib import Path
 
 
@@ -26,6 +27,11 @@ class DomainbertError(Exception):
         super().__init__(f"{where}: {message}" if where else message)
 
 
+# A training process started by a launcher (torchrun, deepspeed) prints its user error after this mark, so that
+# the parent raises it again as a DomainbertError (``core.processes``): deterministic, never retried.
+USER_ERROR_MARK = "domainbert user error: "
+
+
 class ConfigError(DomainbertError):
     """A domain YAML, a profile or an override is invalid."""
 
@@ -36,3 +42,19 @@ class DataError(DomainbertError):
 
 class ModelError(DomainbertError):
     """A model or tokenizer folder is missing, incomplete or inconsistent."""
+
+
+_OS_HINTS = {
+    errno.ENOSPC: "free space there and rerun (finished stages are kept)",
+    errno.EDQUOT: "free space there and rerun (finished stages are kept)",
+    errno.EACCES: "check its permissions",
+    errno.EPERM: "check its permissions",
+    errno.EROFS: "the file system is read-only: choose another --out",
+}
+
+
+def os_error_line(exc: OSError) -> str:
+    """One line for an OS error (a full disk, a permission): the path, the system's words and what to do."""
+    where = exc.filename if exc.filename is not None else "(no path given)"
+    hint = _OS_HINTS.get(exc.errno or 0)
+    return f"{where}: {exc.strerror or exc}" + (f"; {hint}" if hint else "")

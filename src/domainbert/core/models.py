@@ -7,7 +7,10 @@ A model reference is one of:
 - a Hugging Face hub id (``bert-base-uncased``), which needs the internet unless it is cached.
 A local folder that a stage wrote (it has a ``_domainbert.json`` record) is checked against its recorded
 content hashes before use (``artifacts.verify_folder``, once per process per folder state), so a corrupted
-model is a one-line ``ModelError`` naming the file, not silently fine-tuned.
+model is a one-line ``ModelError`` naming the file, not silently fine-tuned. A local folder's weights must be
+safetensors (``require_safetensors``): unpickling a ``pytorch_model.bin`` can run code from it, and
+``core.safeload`` converts one once, reading tensors only. Weights that fail to load (truncated, corrupt) are a
+``ModelError`` too (``loading``): an error that repeats on every try, so the flows never retry it.
 This module does not train anything; it leaves MLM-head initialisation to transformers (a checkpoint
 without a head gets a new one, its decoder tied to the input embeddings).
 """
@@ -15,6 +18,8 @@ without a head gets a new one, its decoder tied to the input embeddings).
 from __future__ import annotations
 
 import importlib.util
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -47,10 +52,41 @@ def resolve_model_ref(ref: str) -> str:
         if not (path / "config.json").is_file():
             raise ModelError("model folder has no config.json", file=path)
         verify_folder(path)
+        require_safetensors(path)
         return str(path.resolve())
     if ref.startswith((".", "/", "~")):
         raise ModelError("model folder not found", file=path)
     return ref
+
+
+def require_safetensors(folder: Path) -> None:
+    """Refuse a model folder whose weights are only PyTorch pickles (``pytorch_model*.bin``).
+
+    Raises:
+        ModelError: one line naming the folder and the command that converts it.
+    """
+    if any(folder.glob("*.safetensors")):
+        return
+    pickles = sorted(p.name for p in folder.glob("pytorch_model*.bin"))
+    if pickles:
+        raise ModelError(
+            f"its weights are a pickle ({pickles[0]}), which can run code when loaded; domainbert loads "
+            f"safetensors only: convert it once with 'python -m domainbert.core.safeload {folder}' (tensors only)",
+            file=folder,
+        )
+
+
+@contextmanager
+def loading(resolved: str, what: str = "model") -> Iterator[None]:
+    """Turn the errors of reading a checkpoint (missing, truncated or corrupt weights, shapes that do not fit)
+    into one ``ModelError`` naming the folder."""
+    from safetensors import SafetensorError
+
+    try:
+        yield
+    except (OSError, ValueError, RuntimeError, EOFError, SafetensorError) as exc:
+        first = (str(exc).splitlines() or [type(exc).__name__])[0]
+        raise ModelError(f"cannot load {what}: {first}", file=resolved) from None
 
 
 def has_tokenizer(folder: str | Path) -> bool:
@@ -100,9 +136,8 @@ def _load_mlm(ref: str | Path, *, with_info: bool) -> Any:
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # the "newly initialized" notice is expected for a head-less base
     try:
-        model = AutoModelForMaskedLM.from_pretrained(resolved, output_loading_info=with_info)
-    except OSError as exc:
-        raise ModelError(f"cannot load model: {exc}", file=resolved) from None
+        with loading(resolved):
+            model = AutoModelForMaskedLM.from_pretrained(resolved, output_loading_info=with_info)
     finally:
         hf_logging.set_verbosity(verbosity)
     return model

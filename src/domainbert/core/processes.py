@@ -1,6 +1,9 @@
 """Running a launcher (torchrun, deepspeed) as a child process with its output teed to a log file.
 
-The pretraining and fine-tuning launchers build their commands; this module only runs them.
+The pretraining and fine-tuning launchers build their commands; this module only runs them. A training
+process that stopped on a user error (a corrupt model, a bad data file) printed it after ``USER_ERROR_MARK``;
+it is raised again here as a ``DomainbertError``, which the flows do not retry, where any other failure is a
+``RuntimeError`` that they do.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ import logging
 import os
 import subprocess
 from pathlib import Path
+
+from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 
 log = logging.getLogger(__name__)
 
@@ -19,7 +24,14 @@ def run_command(cmd: list[str], log_path: Path, env: dict[str, str] | None = Non
     log.info("launching: %s", " ".join(cmd))
     full_env = {**os.environ, **(env or {})}
     with open(log_path, "ab") as out:
+        start = out.tell()
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env, check=False)
     if proc.returncode != 0:
+        with open(log_path, "rb") as f:
+            f.seek(start)
+            written = f.read().decode(errors="replace")
+        user = [line.split(USER_ERROR_MARK, 1)[1] for line in written.splitlines() if USER_ERROR_MARK in line]
+        if user:
+            raise DomainbertError(user[0].strip())
         tail = log_path.read_text(errors="replace")[-3000:]
         raise RuntimeError(f"training processes failed (exit {proc.returncode}); log {log_path}:\n{tail}")

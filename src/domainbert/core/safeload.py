@@ -7,11 +7,16 @@ file that needs anything else is refused with a ``CheckpointError``. Files writt
 them itself with full unpickling, are vetted first with ``vet_pickle``: the globals they reference must be on
 a short allowlist of the DeepSpeed classes its checkpoints legitimately hold. This module does not decide
 which checkpoint to resume from (``pretrain/checkpoint.py`` does).
+
+A model folder whose weights are only a ``pytorch_model.bin`` is not loaded at all (``core.models``); run as
+``python -m domainbert.core.safeload FOLDER`` this module writes its ``model.safetensors`` from the tensors
+alone (``convert_to_safetensors``), once, so that no pickle is read when the folder is used.
 """
 
 from __future__ import annotations
 
 import pickle
+import sys
 import zipfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -84,3 +89,40 @@ def vet_folder(folder: Path, allowed: Iterable[str] = DEEPSPEED_GLOBALS) -> None
     """``vet_pickle`` every ``*.pt`` file under ``folder``."""
     for path in sorted(Path(folder).rglob("*.pt")):
         vet_pickle(path, allowed)
+
+
+def convert_to_safetensors(folder: Path) -> Path:
+    """Write ``folder/model.safetensors`` from ``folder/pytorch_model.bin`` read with ``safe_torch_load``.
+
+    Raises:
+        CheckpointError: the pickle is refused or unreadable, holds no tensors, or is sharded (several files).
+    """
+    from safetensors.torch import save_file
+
+    folder = Path(folder)
+    source = folder / "pytorch_model.bin"
+    if not source.is_file():
+        raise CheckpointError("no pytorch_model.bin to convert (a sharded one is not supported)", file=folder)
+    state = safe_torch_load(source)
+    if not isinstance(state, dict) or not state:
+        raise CheckpointError("holds no state dict of tensors", file=source)
+    # Tied weights share storage, which safetensors refuses: each tensor is saved as its own copy.
+    tensors = {str(k): v.detach().contiguous().clone() for k, v in state.items()}
+    out = folder / "model.safetensors"
+    save_file(tensors, str(out), metadata={"format": "pt"})
+    return out
+
+
+def main(argv: list[str]) -> int:
+    """Convert each folder named in ``argv``; one line per folder, exit 2 on the first error."""
+    for folder in argv:
+        try:
+            print(f"wrote {convert_to_safetensors(Path(folder))}")
+        except ModelError as exc:
+            print(f"error: {exc}", file=sys.stderr)
+            return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

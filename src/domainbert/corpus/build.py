@@ -161,7 +161,10 @@ def finish(
     """
     stats = sorted(stats, key=lambda s: s["index"])
     with atomic_output(
-        Path(layout.corpus), config=cfg.corpus.model_dump(mode="json"), fp=stage_fingerprint(cfg)
+        Path(layout.corpus),
+        config=cfg.corpus.model_dump(mode="json"),
+        fp=stage_fingerprint(cfg),
+        root=layout.root,
     ) as tmp:
         manifest = merge(cfg, work_dir, tmp, stats, counts)
     shutil.rmtree(work_dir, ignore_errors=True)

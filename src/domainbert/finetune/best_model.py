@@ -132,7 +132,9 @@ def offer(
         card = finetuned_card(cfg, results[chosen], labels, custom_code=_custom(model_dir), selection=selection)
         if keep:
             config = {"seed": job.seed, "model": job.model_name, "task": job.task_name, "mode": job.mode}
-            with atomic_output(folder, config=config, inputs={"run": str(fps[job.seed])}, fp=fps[job.seed]) as tmp:
+            with atomic_output(
+                folder, config=config, inputs={"run": str(fps[job.seed])}, fp=fps[job.seed], root=layout.root
+            ) as tmp:
                 shutil.copytree(model_dir, tmp, dirs_exist_ok=True)
                 (tmp / CARD).write_text(card)
             logger.info("kept seed %d's model as %s/%s's best (%s)", job.seed, job.model_name, job.task_name, folder)

@@ -10,17 +10,19 @@ read it back (``read_expected``) and judge each stored result by comparing finge
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 from pydantic import BaseModel
 
 from domainbert.config.domain import DomainConfig
-from domainbert.core.artifacts import is_complete, read_record, write_json_atomic
+from domainbert.core.artifacts import damage, is_complete, read_record, write_json_atomic
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import RESULT, only_models, references, run_list, run_record, task_config
 from domainbert.services.tasks import task_data_hash
 
+log = logging.getLogger(__name__)
 EXPECTED = "expected.json"
 EXPECTED_FORMAT = 1
 
@@ -94,6 +96,7 @@ def read_expected(layout: RunLayout) -> list[ExpectedRun] | None:
 
 def result_state(layout: RunLayout, run: ExpectedRun) -> str:
     """``missing`` (no result), ``unrecorded`` (a result without its record: written by hand or damaged),
+    ``damaged`` (its files no longer match their record: edited or truncated; a warning names the file),
     ``stale`` (recorded with another fingerprint) or ``current``."""
     folder = layout.finetune(run.model, run.task, run.seed)
     if not (folder / RESULT).is_file():
@@ -101,5 +104,9 @@ def result_state(layout: RunLayout, run: ExpectedRun) -> str:
     record = read_record(folder)
     if record is None:
         return "unrecorded"
+    problem = damage(folder, record)
+    if problem is not None:  # a result is trusted only as its record wrote it: never published, rerun instead
+        log.warning("%s; left out, fine-tuning recomputes it", problem)
+        return "damaged"
     # is_complete matches the legacy value too and migrates such a record once, as for every stage
     return "current" if is_complete(folder, Fingerprint(run.fingerprint, run.legacy_fingerprint)) else "stale"

@@ -16,7 +16,7 @@ from domainbert.config.finetune import TaskConfig
 from domainbert.core.artifacts import read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
-from domainbert.core.models import resolve_model_ref
+from domainbert.core.models import require_safetensors, resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.services.split_overlap import EVAL_SPLITS, find_overlap, without_overlap
 from domainbert.services.tasks import TaskData, load_task, task_data_hash
@@ -102,7 +102,11 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
                 f"extra model name {name!r} clashes with a built-in model name", field="finetune.extra_models"
             )
         models[name] = ref
-    return only_models(cfg, models)
+    chosen = only_models(cfg, models)
+    for name in cfg.finetune.extra_models:
+        if name in chosen and Path(chosen[name]).is_dir():
+            require_safetensors(Path(chosen[name]))  # refused before any run, not when its turn comes
+    return chosen
 
 
 def only_models(cfg: DomainConfig, models: dict[str, str]) -> dict[str, str]:

@@ -17,7 +17,7 @@ import torch
 
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
-from domainbert.core.models import embedding_rows, load_tokenizer, resolve_model_ref
+from domainbert.core.models import embedding_rows, load_tokenizer, loading, resolve_model_ref
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
@@ -48,9 +48,8 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "cls") -> PreTraine
         verbosity = hf_logging.get_verbosity()
         hf_logging.set_verbosity_error()  # an MLM checkpoint's head is not used here
         try:
-            return MeanPoolClassifier(AutoModel.from_pretrained(resolved), len(labels), cfg.multi_label)
-        except (OSError, ValueError) as exc:
-            raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
+            with loading(resolved, f"model for {cfg.type}"):
+                return MeanPoolClassifier(AutoModel.from_pretrained(resolved), len(labels), cfg.multi_label)
         finally:
             hf_logging.set_verbosity(verbosity)
     kwargs: dict[str, Any] = {
@@ -64,9 +63,8 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "cls") -> PreTraine
     verbosity = hf_logging.get_verbosity()
     hf_logging.set_verbosity_error()  # "newly initialized head" is expected for every base checkpoint
     try:
-        return fresh_pooler(cls.from_pretrained(resolved, **kwargs))
-    except (OSError, ValueError) as exc:
-        raise ModelError(f"cannot load model for {cfg.type}: {exc}", file=resolved) from None
+        with loading(resolved, f"model for {cfg.type}"):
+            return fresh_pooler(cls.from_pretrained(resolved, **kwargs))
     finally:
         hf_logging.set_verbosity(verbosity)
 

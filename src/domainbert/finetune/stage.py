@@ -220,7 +220,7 @@ def _write(
     final = layout.finetune(job.model_name, job.task_name, job.seed)
     in_run = staging is not None and cfg.finetune.save_models == "all"
     try:
-        with atomic_output(final, config=run_cfg, inputs=inputs, fp=fps[job.seed]) as tmp:
+        with atomic_output(final, config=run_cfg, inputs=inputs, fp=fps[job.seed], root=layout.root) as tmp:
             (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
             if in_run and staging is not None:
                 from domainbert.services.cards import finetuned_card
@@ -299,7 +299,7 @@ def _train(
 def expected_results(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> list[dict[str, Any]]:
     """Every result the config asks for (``expectations.expected_runs``) and its state: ``current``,
     ``no model`` (current, but ``finetune.save_models`` asks for the model and the folder has none: the run will
-    rerun, the result stays usable), ``stale``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
+    rerun, the result stays usable), ``stale``, ``damaged``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
     runs = expected_runs(cfg, layout, planned)
     groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
@@ -363,7 +363,7 @@ def _floor(
         out["test"][PRIMARY[task.type]],
         out["floor_method"],
     )
-    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp) as tmp:
+    with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp, root=layout.root) as tmp:
         (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
     return result
 

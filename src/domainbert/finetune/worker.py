@@ -13,10 +13,12 @@ import argparse
 import json
 import logging
 import os
+import sys
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
+from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 from domainbert.core.paths import RunLayout
 
 
@@ -50,6 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     except signals.StopRequested as exc:
         logging.getLogger(__name__).warning("%s", exc)
         return signals.exit_code(exc.signum)
+    except DomainbertError as exc:  # one line the launching process raises again (core.processes)
+        print(f"{USER_ERROR_MARK}{exc}", file=sys.stderr, flush=True)
+        return 2
     finally:
         if dist.is_initialized():
             dist.destroy_process_group()  # a clean exit, so torchrun does not wait on a lingering group

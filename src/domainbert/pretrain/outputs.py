@@ -131,7 +131,10 @@ def write_outputs(
         summary["pooler"] = "trained" if any("pooler" in k for k in state_dict) else "new (initialised at fine-tuning)"
     write_json_atomic(out_dir / "summary.json", validate_artifact(PretrainSummary, summary).model_dump(mode="json"))
     with atomic_output(
-        Path(layout.pretrained_model(arm)), config={"arm": arm, "domain": resolved_dict(cfg)}, fp=fingerprint
+        Path(layout.pretrained_model(arm)),
+        config={"arm": arm, "domain": resolved_dict(cfg)},
+        fp=fingerprint,
+        root=layout.root,
     ) as tmp:
         model.save_pretrained(tmp, state_dict=state_dict)
         tokenizer.save_pretrained(tmp)

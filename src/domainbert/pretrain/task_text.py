@@ -142,7 +142,9 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     manifest["task_tokens"] = sum(lengths[: manifest["task_documents"]])  # each text and its [SEP]
     manifest["tokens"] = sum(lengths)
     manifest["audit"] = _audit(cfg, docs, evals)
-    with atomic_output(folder, config={"tapt": resolved_dict(cfg.pretrain.tapt), "curated": curated}, fp=fp) as tmp:
+    with atomic_output(
+        folder, config={"tapt": resolved_dict(cfg.pretrain.tapt), "curated": curated}, fp=fp, root=layout.root
+    ) as tmp:
         (Path(tmp) / "train").mkdir()
         store.write_shard(Path(tmp) / "train" / "shard-00000.parquet", [{**d, "meta": {}} for d in docs])
         (Path(tmp) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")

@@ -11,10 +11,12 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import sys
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import ARMS
+from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.core.signals import StopRequested, exit_code
@@ -45,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
     except StopRequested as exc:  # SIGTERM/SIGUSR1: checkpointed at a step boundary
         logging.getLogger(__name__).warning("%s", exc)
         return exit_code(exc.signum)
+    except DomainbertError as exc:  # one line the launching process raises again (core.processes)
+        print(f"{USER_ERROR_MARK}{exc}", file=sys.stderr, flush=True)
+        return 2
     import torch.distributed as dist
 
     if dist.is_available() and dist.is_initialized():

@@ -91,24 +91,28 @@ def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
 
     The expectations are the list the fine-tuning stage wrote into the run (``finetune/expected.json``); a run
     folder without one (fine-tuning never started, or written before the list existed) is checked against this
-    config's (``expectations.expected_runs``). Stale results and results of models or seeds outside the list
-    are left out of every table; missing, stale, unrecorded and left-out ones are listed in
+    config's (``expectations.expected_runs``). Stale and damaged results and results of models or seeds outside
+    the list are left out of every table; missing, stale, damaged, unrecorded and left-out ones are listed in
     ``arts.result_check``.
     """
     arts = load_run(layout, list(cfg.pretrain.arms))
     expected = run_expectations(cfg, layout)
     states = {(e.model, e.task, e.seed): result_state(layout, e) for e in expected}
     check: dict[str, list[str]] = {"missing": [], "stale": [], "unrecorded": [], "not in this config": []}
+    # damaged results are not loaded (inputs.load_run); like missing ones they are listed from their state
+    for state in ("missing", "damaged"):
+        check[state] = [f"{m}/{t}/seed-{seed}" for (m, t, seed), st in states.items() if st == state]
     kept = []
     for r in arts.finetune:
         state = states.get((r["model"], r["task"], r["seed"]), "not in this config")
+        if state == "damaged":
+            continue
         if state in ("stale", "not in this config"):
             check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
             continue
         if state == "unrecorded":
             check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
         kept.append(r)
-    check["missing"] = [f"{m}/{t}/seed-{seed}" for (m, t, seed), st in states.items() if st == "missing"]
     arts.finetune = kept
     arts.result_check = {"expected": len(states), **check}
     return arts
@@ -281,7 +285,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     if is_complete(layout.report, fp) and html_path.is_file():
         log.info("report skipped: up to date (%s)", html_path)
         return html_path
-    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp) as tmp:
+    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp, root=layout.root) as tmp:
         doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")

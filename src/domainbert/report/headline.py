@@ -208,7 +208,7 @@ def overlap_caveats(arts: RunArtifacts) -> list[str]:
 def incomplete_models(check: dict[str, Any], tasks: set[str]) -> list[str]:
     """Models (the floor aside) with an expected result missing or stale on one of ``tasks`` (those with scores;
     a task no model has run is named as not run), in name order."""
-    runs = [run.split("/") for run in (check.get("missing") or []) + (check.get("stale") or [])]
+    runs = [run.split("/") for key in ("missing", "stale", "damaged") for run in check.get(key) or []]
     return sorted({run[0] for run in runs if len(run) == 3 and run[1] in tasks} - {FLOOR_MODEL})
 
 
@@ -220,15 +220,18 @@ def result_check_text(check: dict[str, Any]) -> str:
     def listed(names: list[str]) -> str:
         return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
-    missing, stale, loose, other = (
-        check.get(k) or [] for k in ("missing", "stale", "unrecorded", "not in this config")
+    missing, stale, loose, other, damaged = (
+        check.get(k) or [] for k in ("missing", "stale", "unrecorded", "not in this config", "damaged")
     )
-    text = f"Results: {check['expected'] - len(missing) - len(stale)} of the {check['expected']} this config asks for"
+    used = check["expected"] - len(missing) - len(stale) - len(damaged)
+    text = f"Results: {used} of the {check['expected']} this config asks for"
     parts = []
     if missing:
         parts.append(f"missing: {listed(missing)}")
     if stale:
         parts.append(f"left out as stale (made with another config or input): {listed(stale)}")
+    if damaged:
+        parts.append(f"left out as damaged (changed since written; fine-tuning recomputes them): {listed(damaged)}")
     if other:
         parts.append(f"left out as not part of this config: {listed(other)}")
     if loose:

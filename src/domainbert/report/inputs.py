@@ -25,7 +25,7 @@ from domainbert.core.artifact_types import (
     VocabReport,
     load_artifact,
 )
-from domainbert.core.artifacts import file_hash
+from domainbert.core.artifacts import damage, file_hash
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import read_records
 from domainbert.core.paths import RunLayout
@@ -120,8 +120,8 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         _note(arts, metrics_path)
 
     for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
-        if not _is_final(path.parent):
-            continue
+        if not _is_final(path.parent) or damage(path.parent) is not None:
+            continue  # a damaged result is never read: checked_run lists it (expectations.result_state)
         result = load_artifact(FinetuneResult, path)
         if result is None:  # removed since the glob
             continue

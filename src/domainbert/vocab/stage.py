@@ -94,7 +94,7 @@ def run_vocab(cfg: DomainConfig, layout: RunLayout) -> dict:
     if is_complete(layout.vocab, fp):
         log.info("vocab: skipped: up to date (%s)", layout.vocab)
         return json.loads((layout.vocab / "report.json").read_text())
-    with atomic_output(layout.vocab, config=config, inputs=inputs, fp=fp) as tmp:
+    with atomic_output(layout.vocab, config=config, inputs=inputs, fp=fp, root=layout.root) as tmp:
         report = build_vocab(cfg, layout.corpus, tmp, inputs)
     return report
 
@@ -236,7 +236,7 @@ def _train_domain(b: Build) -> Trained:
         )
     check_trained_size(big, b.size, "domain tokenizer")
     tok, tok_dir = b.cut(big, b.size), b.out / "tokenizer"
-    with atomic_output(tok_dir, config=config_of(b.cfg), inputs=b.inputs) as tmp:
+    with atomic_output(tok_dir, config=config_of(b.cfg), inputs=b.inputs, root=b.out) as tmp:
         save_tokenizer(tok, b.cfg.tokenizer, tmp)
     return Trained(b.describe(tok, "domain", source=str(tok_dir)), big, b.train_texts, stats)
 
@@ -318,7 +318,7 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
     if not ext.enabled:
         return extension
     log.info("vocab: extending the base model by %d tokens (%s)", len(chosen), extension["source"])
-    with atomic_output(b.out / "extended-model", config=config_of(b.cfg), inputs=b.inputs) as tmp:
+    with atomic_output(b.out / "extended-model", config=config_of(b.cfg), inputs=b.inputs, root=b.out) as tmp:
         summary = build_extended_model(
             b.cfg.base_model.name_or_path,
             b.base_hf,
