@@ -66,7 +66,7 @@ def ensure_general_text(cfg: DomainConfig, layout: RunLayout) -> Path:
         "documents": len(docs),
         "holding_evaluation_text": holding,
     }
-    with atomic_output(folder, config={"general_text": manifest["files"]}, fp=fp) as tmp:
+    with atomic_output(folder, config={"general_text": manifest["files"]}, fp=fp, root=layout.root) as tmp:
         (Path(tmp) / "train").mkdir()
         store.write_shard(Path(tmp) / "train" / "shard-00000.parquet", [{**d, "meta": {}} for d in docs])
         (Path(tmp) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
