@@ -258,27 +258,24 @@ def finetune(
 def report(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
-    """Render the comparison report from a run's artifacts (no retraining). Without overrides it renders the
-    configuration the run was made with (its profile and overrides, from ``config.resolved.json``)."""
-    if not overrides and profile == DEFAULT_PROFILE:
-        recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
-        if recorded is not None and recorded != (DEFAULT_PROFILE, []):
-            profile, overrides = recorded[0], recorded[1]
-            typer.echo(f"report: as the run was made: profile {profile}, overrides {overrides or 'none'}", err=True)
+    """Render the comparison report from a run's artifacts (no retraining): the configuration the run was made
+    with (its profile and overrides, from ``config.resolved.json``), with any overrides given here on top. A
+    report using fewer results than the one in ``report/`` is written beside it, never over it."""
+    recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
+    if recorded is not None and recorded != (DEFAULT_PROFILE, []):
+        given = list(overrides or [])
+        profile = recorded[0] if profile == DEFAULT_PROFILE else profile
+        overrides = [*recorded[1], *given]  # later overrides win: the ones given here
+        on_top = f", with {given} on top" if given else ""
+        typer.echo(
+            f"report: as the run was made: profile {recorded[0]}, overrides {recorded[1] or 'none'}{on_top}", err=True
+        )
     cfg, layout = _setup(domain, overrides, profile, out, create=False)
-    from domainbert.report.compare import render_report, reported_results, require_run_outputs
+    from domainbert.report.compare import render_report, require_run_outputs
 
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
-        before = reported_results(layout)
         path = render_report(cfg, layout)
-        after = reported_results(layout)
-    if before is not None and after is not None and after < before:
-        typer.echo(
-            f"warning: the report now uses {after} fine-tuning results where the one it replaced used {before} "
-            "(results missing or stale for this configuration: see its Headline)",
-            err=True,
-        )
     typer.echo(f"report: {path}")
 
 
@@ -404,7 +401,7 @@ def push(
     for path in paths:
         typer.echo(f"  {path}")
     if dry_run:
-        typer.echo(f"--- README.md (the card, as on disk) ---\n{plan.card.rstrip()}\n--- end of card ---")
+        typer.echo(f"--- README.md (the card uploaded) ---\n{plan.card.rstrip()}\n--- end of card ---")
 
 
 def main() -> None:
