@@ -124,6 +124,9 @@ def validate(
 ) -> None:
     """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files.
 
+    Each local corpus file is read on a sample by the corpus stage's reader: an empty file, one that is not
+    UTF-8 or not in its format is an error naming the file and line.
+
     Every task is read as fine-tuning will read it (formats, splits, label sets, tag scheme), so a wrong
     label set is found before the corpus, vocabulary and pretraining stages run. Each problem is one line;
     any problem exits with status 2.
@@ -162,14 +165,14 @@ def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
-    from domainbert.corpus.sources import expand_paths
+    from domainbert.corpus.source_check import check_local_source
     from domainbert.services.tasks import load_task
 
     found = []
     for source in cfg.corpus.sources:
         if source.type == "local":
             try:
-                expand_paths(source)  # a glob or file that matches nothing names the source
+                check_local_source(source)  # matched, not empty, UTF-8 and in its format on a sample
             except DomainbertError as exc:
                 found.append(str(exc))
     files = [(f"vocab.references[{r.name}]", r.path) for r in cfg.vocab.references if r.path]
