@@ -156,11 +156,12 @@ def validate(
 
 
 def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
-    """Settings far from the literature's, a budget far from one pass over the corpus, tasks whose splits
-    share examples (``services.flags``): warnings, not errors."""
+    """Settings far from the literature's, a budget far from one pass over the corpus (before it exists, over
+    the most its source files can hold), tasks whose splits share examples (``services.flags``): warnings."""
+    from domainbert.corpus.source_check import source_tokens_at_most
     from domainbert.services.flags import all_flags
 
-    return all_flags(cfg, corpus_dir)
+    return all_flags(cfg, corpus_dir, source_tokens_at_most(cfg.corpus.sources))
 
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
