@@ -54,6 +54,13 @@ def _corpus_source(tmp: Path, filename: str, data: bytes, *extra: str) -> list[s
     return ["corpus", "science", f"corpus.sources={src}", *extra, *_out(tmp)]
 
 
+def _validate_source(tmp: Path, filename: str, data: bytes) -> list[str]:
+    """``validate`` of the science domain with its corpus file replaced by ``data``."""
+    path = tmp / filename
+    path.write_bytes(data)
+    return ["validate", _science_with(tmp, ("../corpora/science/foldoc.jsonl.gz", str(path)))]
+
+
 def _task(tmp: Path, kind: str, files: dict[str, bytes], labels: list[str], fmt: str) -> list[str]:
     folder = tmp / "task"
     folder.mkdir(exist_ok=True)
@@ -190,6 +197,15 @@ CASES = [
          "c.jsonl.gz"),
     Case("corpus parquet truncated", lambda t: _corpus_source(t, "c.parquet", b"PAR1" + b"\0" * 50), "c.parquet"),
     Case("corpus csv missing field", lambda t: _corpus_source(t, "c.csv", b"body,other\nhello,1\n"), "c.csv"),
+    Case("corpus input empty", lambda t: _corpus_source(t, "c.jsonl", b""), "the corpus input is empty"),
+    # Corpus files as validate reads them: a sample of each, by the corpus stage's reader
+    Case("validate corpus file empty", lambda t: _validate_source(t, "c.jsonl", b"\n\n"), "c.jsonl: source 'foldoc': empty"),
+    Case("validate corpus file latin-1", lambda t: _validate_source(t, "c.jsonl", '{"text": "café"}\n'.encode("latin-1")),
+         "c.jsonl:1: source 'foldoc': not UTF-8"),
+    Case("validate corpus jsonl invalid", lambda t: _validate_source(t, "c.jsonl.gz", gzip.compress(
+        b'{"text": "fine words"}\n' * 20 + b"text without json\n")), "c.jsonl.gz:21: source 'foldoc': not valid JSON"),
+    Case("validate corpus jsonl no text field", lambda t: _validate_source(t, "c.jsonl", b'{"body": "x"}\n'),
+         "c.jsonl:1: source 'foldoc': no string field 'text'"),
     # Task files (validate reads them before any stage runs)
     Case("task label not in set", lambda t: _task(t, "ner", _conll(train=b"a\tB-GENE\n"), ["O", "B-TERM", "I-TERM"],
                                                   "conll"), "B-GENE"),

@@ -66,3 +66,27 @@ def test_the_guides_project_validates_and_plans(tmp_path, monkeypatch, capsys, c
     (tmp_path / "contracts-project" / "data" / "tasks" / "parties-ner" / "test.conll").write_text("Acme\tB-ORG\n\n")
     assert run_cli(["validate", "contracts"]) == 2
     assert "parties-ner" in capsys.readouterr().err
+
+
+def test_the_template_states_every_setting_that_decides_the_cost():
+    """Left to their defaults, the warm-up (400 steps, not the cached 140) and TAPT (100 passes) made the
+    "minimal" template hours of pretraining on a CPU; each cost setting is written out with what it costs."""
+    import yaml
+
+    from domainbert.config.domain import load_domain
+    from domainbert.pretrain.plan import make_plan
+
+    [template] = re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(encoding="utf-8"), flags=re.S)
+    data = yaml.safe_load(template)
+    pretrain, shipped = data["pretrain"], load_domain("science").pretrain
+    assert pretrain["base_warmup"]["steps"] == shipped.base_warmup.steps  # the offline profiles' cached warm-up
+    assert pretrain["tapt"]["epochs"] == shipped.tapt.epochs
+    assert pretrain["budget_tokens"] and data["finetune"]["seeds"]
+    lines = template.splitlines()
+    for key in ("budget_tokens:", "base_warmup:", "tapt:", "seeds:"):
+        [at] = [i for i, line in enumerate(lines) if line.strip().startswith(key)]
+        assert lines[at - 1].strip().startswith("#"), f"{key} has no sentence on its cost"
+    warm = shipped.base_warmup
+    assert f"{warm.steps * warm.batch_size * warm.seq_len:,} tokens" in template
+    steps = make_plan(shipped.model_copy(update={"budget_tokens": pretrain["budget_tokens"]})).total_steps
+    assert f"{steps} steps of {shipped.batch_size} sequences of {pretrain['seq_len']} tokens" in template

@@ -135,6 +135,9 @@ def validate(
 ) -> None:
     """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files.
 
+    Each local corpus file is read on a sample by the corpus stage's reader: an empty file, one that is not
+    UTF-8 or not in its format is an error naming the file and line.
+
     Every task is read as fine-tuning will read it (formats, splits, label sets, tag scheme), so a wrong
     label set is found before the corpus, vocabulary and pretraining stages run. Each problem is one line;
     any problem exits with status 2.
@@ -164,23 +167,24 @@ def validate(
 
 
 def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
-    """Settings far from the literature's, a budget far from one pass over the corpus, tasks whose splits
-    share examples (``services.flags``): warnings, not errors."""
+    """Settings far from the literature's, a budget far from one pass over the corpus (before it exists, over
+    the most its source files can hold), tasks whose splits share examples (``services.flags``): warnings."""
+    from domainbert.corpus.source_check import source_tokens_at_most
     from domainbert.services.flags import all_flags
 
-    return all_flags(cfg, corpus_dir)
+    return all_flags(cfg, corpus_dir, source_tokens_at_most(cfg.corpus.sources))
 
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
-    from domainbert.corpus.sources import expand_paths
+    from domainbert.corpus.source_check import check_local_source
     from domainbert.services.tasks import load_task
 
     found = []
     for source in cfg.corpus.sources:
         if source.type == "local":
             try:
-                expand_paths(source)  # a glob or file that matches nothing names the source
+                check_local_source(source)  # matched, not empty, UTF-8 and in its format on a sample
             except DomainbertError as exc:
                 found.append(str(exc))
     files = [(f"vocab.references[{r.name}]", r.path) for r in cfg.vocab.references if r.path]
@@ -265,27 +269,24 @@ def finetune(
 def report(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
-    """Render the comparison report from a run's artifacts (no retraining). Without overrides it renders the
-    configuration the run was made with (its profile and overrides, from ``config.resolved.json``)."""
-    if not overrides and profile == DEFAULT_PROFILE:
-        recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
-        if recorded is not None and recorded != (DEFAULT_PROFILE, []):
-            profile, overrides = recorded[0], recorded[1]
-            typer.echo(f"report: as the run was made: profile {profile}, overrides {overrides or 'none'}", err=True)
+    """Render the comparison report from a run's artifacts (no retraining): the configuration the run was made
+    with (its profile and overrides, from ``config.resolved.json``), with any overrides given here on top. A
+    report using fewer results than the one in ``report/`` is written beside it, never over it."""
+    recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
+    if recorded is not None and recorded != (DEFAULT_PROFILE, []):
+        given = list(overrides or [])
+        profile = recorded[0] if profile == DEFAULT_PROFILE else profile
+        overrides = [*recorded[1], *given]  # later overrides win: the ones given here
+        on_top = f", with {given} on top" if given else ""
+        typer.echo(
+            f"report: as the run was made: profile {recorded[0]}, overrides {recorded[1] or 'none'}{on_top}", err=True
+        )
     cfg, layout = _setup(domain, overrides, profile, out, create=False)
-    from domainbert.report.compare import render_report, reported_results, require_run_outputs
+    from domainbert.report.compare import render_report, require_run_outputs
 
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
-        before = reported_results(layout)
         path = render_report(cfg, layout)
-        after = reported_results(layout)
-    if before is not None and after is not None and after < before:
-        typer.echo(
-            f"warning: the report now uses {after} fine-tuning results where the one it replaced used {before} "
-            "(results missing or stale for this configuration: see its Headline)",
-            err=True,
-        )
     typer.echo(f"report: {path}")
 
 
@@ -422,7 +423,7 @@ def push(
     for path in paths:
         typer.echo(f"  {path}")
     if dry_run:
-        typer.echo(f"--- README.md (the card, as on disk) ---\n{plan.card.rstrip()}\n--- end of card ---")
+        typer.echo(f"--- README.md (the card uploaded) ---\n{plan.card.rstrip()}\n--- end of card ---")
 
 
 def main() -> None:

@@ -110,7 +110,13 @@ def push_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan:
         )
     verify_folder(folder)
     card_path = folder / CARD
-    card = card_path.read_text(encoding="utf-8") if card_path.is_file() else _built_card(cfg, layout, what)
+    reported = (Path(layout.report) / "results.json").is_file()
+    # the card on disk is the pretraining stage's; once a report exists its scores go into the uploaded card
+    card = (
+        card_path.read_text(encoding="utf-8")
+        if card_path.is_file() and not reported
+        else _built_card(cfg, layout, what)
+    )
     return PushPlan(folder, card, "model")
 
 
@@ -161,7 +167,7 @@ def publish(
 
 
 def _built_card(cfg: DomainConfig, layout: RunLayout, arm: str) -> str:
-    """An arm's card built afresh (a folder written without one): its summary and the report's scores."""
+    """An arm's card built afresh: its summary and, once the report is rendered, the report's scores."""
     import json
 
     from domainbert.pretrain.outputs import model_card

@@ -106,15 +106,18 @@ def _arm_upstream(
 
 
 def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_for: str | None) -> StagePlan:
-    """One arm: its steps, tokens, rate and FLOPs (a task-text arm's once its task text is built) and status."""
+    """One arm: its steps, tokens, rate and FLOPs (a task-text arm's estimated from the task files until its
+    task text is built) and status."""
     from domainbert.core.errors import ModelError
     from domainbert.pretrain.plan import make_plan
-    from domainbert.pretrain.task_text import arm_config
+    from domainbert.pretrain.task_text import arm_config, read_manifest
     from domainbert.stage_state import pretrain_state, status
 
+    kind = ARMS[arm]
+    estimated = kind.on_task_text and read_manifest(layout, kind.data == "curated") is None
     try:
-        pcfg = arm_config(cfg, arm, layout)
-    except ModelError:  # the task text is built in the arm's own stage: its size is not known yet
+        pcfg = arm_config(cfg, arm, layout, estimate=True)
+    except ModelError:  # the base tokenizer is out of reach (a Hub id offline): the task text cannot be sized
         detail: dict[str, Any] = {
             "epochs": cfg.pretrain.tapt.epochs,
             "tokens": None,
@@ -127,6 +130,7 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "tokens": plan.planned_tokens,
         "lr": pcfg.lr,
         "objective": pcfg.objective(arm),
+        "estimated": estimated,
     }
     if model is not None:
         from domainbert.pretrain.objective import detection_flops, flops_per_token
@@ -224,7 +228,7 @@ def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1
                     cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8), head_only=True
                 )
                 out[p.name] = p.detail["tokens"] * head_rate
-        elif p.name.startswith("pretrain ") and "tokens" in p.detail and p.status != "up to date":
+        elif p.name.startswith("pretrain ") and p.detail.get("tokens") is not None and p.status != "up to date":
             out[p.name] = p.detail["tokens"] * pretrain_rate
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
@@ -252,7 +256,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
                 else ", FLOPs n/a (base config unreachable)"
             )
             objective = ", replaced-token detection" if d.get("objective") == "rtd" else ""
-            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens, lr {d['lr']:g}{objective}{flops}"
+            estimated = " (task text estimated from the task files)" if d.get("estimated") else ""
+            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens{estimated}, lr {d['lr']:g}{objective}{flops}"
         elif "epochs" in d:
             sizes = f"  {d['epochs']:g} passes over the task text (sized once it is built), lr {d['lr']:g}"
         elif "runs" in d:

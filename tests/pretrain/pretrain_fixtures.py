@@ -86,6 +86,21 @@ def make_cfg(base: Path, *overrides: str, domain: str = "science"):
         "pretrain.checkpoint_every=4", "pretrain.scratch_size=base_config", *overrides])
 
 
+# Every precision an exactness test runs: auto would be bf16 on a CPU with AVX512-BF16 or AMX and fp32
+# elsewhere, so a test left on auto checks a different computation on each machine.
+PRECISIONS = ["fp32", "bf16"]
+
+
+def exact_cfg(base: Path, precision: str, *overrides: str):
+    """``make_cfg`` for a test that holds a training process's numbers equal to an in-process reference's.
+
+    Both sides read the thread count and the precision from this config: the trainer applies
+    ``pretrain.torch_threads`` over ``OMP_NUM_THREADS`` and ``torch.set_num_threads``, so without it a worker
+    started with one thread is compared with a reference on every core, and the sums round differently.
+    """
+    return make_cfg(base, "pretrain.torch_threads=1", f"pretrain.precision={precision}", *overrides)
+
+
 def hf_zero_config(stage: int, offload: bool = False) -> dict:
     """A DeepSpeed config as the Hugging Face DeepSpeed guide writes it for the Trainer: "auto" wherever the
     Trainer fills a value (its ZeRO-2 and ZeRO-3 examples)."""

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from huggingface_hub import ModelCard
 from pretrain_fixtures import make_cfg
@@ -83,15 +85,17 @@ def test_push_command_dry_run_and_its_user_errors(base_model, layout, capsys, mo
     disk = layout.pretrained_model("continued") / "README.md"
     assert disk.read_text().rstrip() in out  # the card shown is the card on disk
 
-    # The report's scores refresh the card on disk; the model folder still verifies; push shows the new card.
+    # Once a report is rendered push uploads the card with its scores; the card on disk stays the pretraining
+    # stage's (the report rewrites no card) and the model folder still verifies.
     from domainbert.core.artifacts import verify_folder
-    from domainbert.pretrain.outputs import refresh_card
 
-    assert refresh_card(make_cfg(base_model), layout, "continued", SCORES)
-    assert ModelCard.load(disk).data.eval_results and verify_folder(layout.pretrained_model("continued")) is None
+    on_disk = disk.read_text()
+    layout.report.mkdir(parents=True)
+    (layout.report / "results.json").write_text(json.dumps({"scores": SCORES, "comparisons": []}))
     assert run_cli([*args, "--dry-run"]) == 0
     out = capsys.readouterr().out
-    assert "model-index" in out and disk.read_text().rstrip() in out
+    assert "model-index" in out and disk.read_text() == on_disk and not ModelCard.load(disk).data.eval_results
+    assert verify_folder(layout.pretrained_model("continued")) is None
     monkeypatch.delenv("HF_TOKEN", raising=False)
     assert run_cli(args) == 2
     err = capsys.readouterr().err.strip()

@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg, write_corpus
+from pretrain_fixtures import PRECISIONS, exact_cfg, write_corpus
 from safetensors.torch import load_file
 
 from domainbert.config.domain import save_run_config
@@ -26,15 +26,15 @@ def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
     config = save_run_config(cfg, layout.root / "cfg.json")
     cmd = [sys.executable, "-m", "domainbert.pretrain.worker",
            *worker_args(config, "continued", layout.root, "test-fp", throttle_s=throttle)]
-    env = {**os.environ, "OMP_NUM_THREADS": "1"}
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 @pytest.mark.slow
-def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, texts):
+@pytest.mark.parametrize("precision", PRECISIONS)
+def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, texts, precision):
     from mlflow import MlflowClient
 
-    cfg = make_cfg(base_model, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=3",
+    cfg = exact_cfg(base_model, precision, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=3",
                    "pretrain.keep_checkpoints=2", "pretrain.log_every=1")  # 12 steps
     # The killed run also reports to MLflow: its restart replays the steps after the last checkpoint, and
     # the tracked run must still hold each step once.
@@ -67,11 +67,11 @@ def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, tex
     assert len(ckpt.list_checkpoints(ckpt_root)) <= 2  # keep_checkpoints
 
     # The reference: the same config, uninterrupted, in this process.
-    torch.set_num_threads(1)
     whole = RunLayout(tmp_path / "whole")
     write_corpus(whole.corpus, texts)
     reference = pretrain_arm(cfg, "continued", whole)
     assert reference["resumed_from"] == []
+    assert (summary["precision"], summary["torch_threads"]) == (reference["precision"], reference["torch_threads"])
     assert [s for s, _ in summary["loss_curve"]] == list(range(1, 13))
     for (_, a), (_, b) in zip(summary["loss_curve"], reference["loss_curve"], strict=True):
         assert a == pytest.approx(b, abs=1e-4)

@@ -8,11 +8,13 @@ import shutil
 
 from pretrain_fixtures import make_cfg
 
+from domainbert.config.domain import load_domain
 from domainbert.core.artifacts import atomic_output
 from domainbert.core.models import load_mlm_model
 from domainbert.corpus.build import stage_fingerprint
 from domainbert.pretrain.objective import flops_per_token
 from domainbert.pretrain.plan import make_plan
+from domainbert.pretrain.task_text import arm_config, estimated_task_tokens
 from domainbert.run_plan import estimate_seconds, render, stage_plans
 
 
@@ -61,9 +63,15 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     assert [" ".join(line.split()[:2]) for line in lines] == [
         "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain tapt", "finetune will"]
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
-    # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds
+    # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds; until then the
+    # task files size it, read as that stage reads them
     [tapt] = [line for line in lines if line.startswith("pretrain tapt")]
-    assert tapt.split()[2:4] == ["will", "run"] and "10 passes over the task text (sized once it is built)" in tapt
+    assert tapt.split()[2:4] == ["will", "run"] and "(task text estimated from the task files)" in tapt
+    cfg = load_domain("science", [f"base_model.name_or_path={base_model}"])
+    tokens = int(tapt.split(" tokens")[0].split()[-1].replace(",", ""))
+    pcfg = arm_config(cfg, "tapt", layout, estimate=True)
+    assert pcfg.budget_tokens == math.ceil(cfg.pretrain.tapt.epochs * estimated_task_tokens(cfg))
+    assert tokens == make_plan(pcfg).planned_tokens
 
 
 def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, layout, capsys):

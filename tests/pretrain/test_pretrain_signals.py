@@ -11,7 +11,7 @@ import time
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg, write_corpus
+from pretrain_fixtures import PRECISIONS, exact_cfg, write_corpus
 from safetensors.torch import load_file
 
 from domainbert.config.domain import save_run_config
@@ -25,8 +25,7 @@ def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
     config = save_run_config(cfg, layout.root / "cfg.json")
     cmd = [sys.executable, "-m", "domainbert.pretrain.worker",
            *worker_args(config, "continued", layout.root, "test-fp", throttle_s=throttle)]
-    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                            env={**os.environ, "OMP_NUM_THREADS": "1"})
+    return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
 def _trained_steps(layout: RunLayout) -> int:
@@ -38,9 +37,10 @@ def _trained_steps(layout: RunLayout) -> int:
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("precision", PRECISIONS)
 @pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGUSR1])
-def test_stop_signal_checkpoints_exits_and_resumes_exactly(base_model, tmp_path, texts, sig):
-    cfg = make_cfg(base_model, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=5",
+def test_stop_signal_checkpoints_exits_and_resumes_exactly(base_model, tmp_path, texts, sig, precision):
+    cfg = exact_cfg(base_model, precision, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=5",
                    "pretrain.log_every=1")  # 12 steps, periodic checkpoints at 5 and 10
     run = RunLayout(tmp_path / "stopped")
     write_corpus(run.corpus, texts)
@@ -64,10 +64,10 @@ def test_stop_signal_checkpoints_exits_and_resumes_exactly(base_model, tmp_path,
     summary = json.loads((run.pretrain("continued") / "summary.json").read_text())
     assert summary["resumed_from"] == [stopped_at] and summary["steps"] == 12
 
-    torch.set_num_threads(1)
     whole = RunLayout(tmp_path / "whole")
     write_corpus(whole.corpus, texts)
     reference = pretrain_arm(cfg, "continued", whole)
+    assert (summary["precision"], summary["torch_threads"]) == (reference["precision"], reference["torch_threads"])
     for (_, a), (_, b) in zip(summary["loss_curve"], reference["loss_curve"], strict=True):
         assert a == pytest.approx(b, abs=1e-4)
     got = load_file(run.pretrained_model("continued") / "model.safetensors")

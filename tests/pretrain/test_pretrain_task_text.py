@@ -12,7 +12,7 @@ from pretrain_fixtures import make_cfg, write_corpus
 from domainbert.core.errors import ConfigError, DataError
 from domainbert.corpus import store
 from domainbert.pretrain.stage import pretrain_arm
-from domainbert.pretrain.task_text import arm_config, ensure_task_text
+from domainbert.pretrain.task_text import arm_config, ensure_task_text, estimated_task_tokens
 from domainbert.services.split_overlap import normalised
 from domainbert.services.tasks import example_texts, load_task
 
@@ -30,6 +30,7 @@ def _eval_texts(cfg) -> set[str]:
 
 def test_task_text_is_the_training_text_and_never_evaluation_text(base_model, layout):
     cfg = make_cfg(base_model, *TAPT)
+    before = estimated_task_tokens(cfg)  # what `plan` says before the task text exists
     folder = ensure_task_text(cfg, layout, curated=False)
     texts = list(store.iter_texts(folder, "train"))
     manifest = json.loads((folder / "manifest.json").read_text())
@@ -46,6 +47,7 @@ def test_task_text_is_the_training_text_and_never_evaluation_text(base_model, la
     # a science-subject training document holds a short NER test sentence verbatim: left out too
     assert manifest["holding_evaluation_text"] >= 1
     assert all(r["verbatim"] == 0 for r in manifest["audit"].values()) and len(manifest["audit"]) == 4
+    assert manifest["task_tokens"] == before  # `plan`'s size, read from the task files, is the built one
 
 
 def test_tapt_budget_is_epochs_over_the_task_text_in_tokens(base_model, layout):

@@ -200,22 +200,25 @@ def test_no_verdict_for_a_model_whose_expected_results_are_missing(run: Path) ->
 
     shutil.rmtree(run / "finetune" / "continued" / NER_TASK / "seed-3")
     cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"])
-    render_report(cfg, RunLayout(run))
-    headline = (run / "report" / "report.md").read_text().split("## Headline")[1].split("\n## ")[0]
+    md = render_report(cfg, RunLayout(run)).with_name("report.md")
+    headline = md.read_text().split("## Headline")[1].split("\n## ")[0]
     first = next(line for line in headline.splitlines() if line.strip())
     assert first.startswith("Incomplete: continued: results missing or stale") and "no verdict for them" in first
     verdict = headline[headline.index("Verdict:"):headline.index("Caveats:")]
     assert "continued" not in verdict and "scratch" in verdict, verdict
 
     shutil.rmtree(run / "finetune" / "base" / NER_TASK / "seed-1")
-    render_report(cfg, RunLayout(run))
-    headline = (run / "report" / "report.md").read_text().split("## Headline")[1].split("\n## ")[0]
+    md = render_report(cfg, RunLayout(run)).with_name("report.md")  # less complete: beside report/, not over it
+    assert md.parent != run / "report"
+    headline = md.read_text().split("## Headline")[1].split("\n## ")[0]
     assert "Incomplete: base, continued:" in headline and "no verdict for any model" in headline
     assert "Verdict: withheld until every expected result is here." in headline
     assert "beat the base model" not in headline
 
 
-def test_report_command_renders_the_runs_own_overrides_and_says_when_it_drops_results(run: Path, capsys) -> None:
+def test_report_command_renders_the_runs_own_overrides_and_says_when_it_drops_results(
+    run: Path, capsys, caplog
+) -> None:
     import shutil
 
     from domainbert.cli import run_cli
@@ -230,9 +233,40 @@ def test_report_command_renders_the_runs_own_overrides_and_says_when_it_drops_re
     assert {"base", "continued", "scratch", "floor"} <= models
 
     shutil.rmtree(run / "finetune" / "continued" / NER_TASK / "seed-2")
+    good = (run / "report" / "report.md").read_text()
+    with caplog.at_level("WARNING", logger="domainbert"):
+        assert run_cli(["report", "science", "--out", str(run)]) == 0
+    captured = capsys.readouterr()
+    [beside] = [p for p in run.glob("report-*") if p.is_dir()]
+    [line] = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+    assert f"this report uses 9 fine-tuning results where {run / 'report'} uses 10" in line
+    assert f"written beside it to {beside}" in line and f"report: {beside / 'report.html'}" in captured.out
+    assert (run / "report" / "report.md").read_text() == good  # the more complete report is not replaced
+    assert "Incomplete: continued" in (beside / "report.md").read_text()
+
+
+def test_report_overrides_go_on_top_of_the_runs_own_and_leave_cards_alone(run: Path, capsys) -> None:
+    """`report` with the override docs/outputs.md suggests keeps the run's recorded overrides: without them the
+    run's own arms and seeds would count as missing, and a withheld verdict would replace a good report."""
+    from domainbert.cli import run_cli
+    from domainbert.config.domain import save_resolved_config
+
+    overrides = ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"]
+    save_resolved_config(run, "science", "offline", overrides, load_domain("science", overrides))
     assert run_cli(["report", "science", "--out", str(run)]) == 0
-    err = capsys.readouterr().err
-    assert "warning: the report now uses 9 fine-tuning results where the one it replaced used 10" in err, err
+    first = json.loads((run / "report" / "results.json").read_text())
+    card = run / "pretrain" / "continued" / "model" / "README.md"
+    card.parent.mkdir(parents=True, exist_ok=True)
+    card.write_text("the pretraining stage's card\n")
+    capsys.readouterr()
+
+    assert run_cli(["report", "science", "--out", str(run), "tracking.report_to=[tensorboard, mlflow]"]) == 0
+    captured = capsys.readouterr()
+    assert f"overrides {overrides}, with ['tracking.report_to=[tensorboard, mlflow]'] on top" in captured.err
+    assert "written beside" not in captured.err and f"report: {run / 'report' / 'report.html'}" in captured.out
+    assert json.loads((run / "report" / "results.json").read_text())["scores"] == first["scores"]
+    assert "Verdict: withheld" not in (run / "report" / "report.md").read_text()
+    assert card.read_text() == "the pretraining stage's card\n"
 
 
 def test_the_rendered_report_is_kept_with_the_runs_mlflow_experiment(run: Path) -> None:

@@ -63,3 +63,50 @@ def test_bf16_is_auto_where_native_and_flagged_where_torch_would_emulate_it(monk
         assert machine_flags(load_domain(domain, [])) == []  # the offline profiles say auto
     flags = machine_flags(load_domain("science", ["pretrain.precision=bf16"]))
     assert len(flags) == (0 if native else 1) and all("pretrain.precision is bf16" in f for f in flags)
+
+
+def test_before_the_corpus_exists_the_budget_is_weighed_against_the_most_its_source_files_hold(tmp_path):
+    import gzip
+    import json
+
+    from domainbert.corpus.source_check import source_tokens_at_most
+    from domainbert.services.flags import source_budget_flags
+
+    line = b'{"text": "word word"}\n'
+    (tmp_path / "a.jsonl").write_bytes(line * 100)
+    (tmp_path / "b.jsonl.gz").write_bytes(gzip.compress(line * 1000))  # gzip records the size it unpacks to
+    sources = [{"type": "local", "name": "s", "paths": [str(tmp_path / "a.jsonl"), str(tmp_path / "b.jsonl.gz")]}]
+    cfg = load_domain("science", [f"corpus.sources={json.dumps(sources)}", "pretrain.budget_tokens=10000000"])
+    at_most = source_tokens_at_most(cfg.corpus.sources)
+    assert at_most == len(line) * 1100 // 2  # at most one token per 2 bytes of text
+    [flag] = source_budget_flags(cfg, at_most)
+    assert "at least 826 passes" in flag and "the corpus is not built yet" in flag
+    assert source_budget_flags(load_domain("science", []), at_most) == []  # 86,016 tokens: 7 passes at most
+    # under a tenth of a pass over the files is no warning: filters and deduplication may shrink the corpus
+    assert source_budget_flags(load_domain("science", ["pretrain.budget_tokens=10"]), at_most) == []
+    assert source_tokens_at_most(load_domain("science", [], profile="full").corpus.sources) is None  # a Hub dataset
+
+
+@pytest.mark.parametrize("domain", ["science", "economics", "law", "tweets"])
+def test_the_shipped_budgets_are_in_range_of_their_source_files(domain):
+    from domainbert.corpus.source_check import source_tokens_at_most
+    from domainbert.services.flags import source_budget_flags
+
+    cfg = load_domain(domain, [])
+    assert source_budget_flags(cfg, source_tokens_at_most(cfg.corpus.sources)) == []
+
+
+def test_validate_and_plan_warn_of_an_absurd_budget_before_the_corpus_exists(tmp_path, capsys):
+    from domainbert.cli import run_cli
+    from domainbert.core.paths import project_root
+
+    root = project_root()
+    text = (root / "domains" / "science.yaml").read_text().replace("../corpora", str(root / "corpora"))
+    domain = tmp_path / "science.yaml"
+    domain.write_text(text.replace("budget_tokens: 86016", "budget_tokens: 1000000000000000"))
+    assert run_cli(["validate", str(domain)]) == 0
+    err = capsys.readouterr().err
+    assert "warning: pretrain.budget_tokens 1,000,000,000,000,000 is at least" in err, err
+    out = tmp_path / "run"
+    assert run_cli(["plan", "science", "pretrain.budget_tokens=1000000000000000", "--no-estimate", "--out", str(out)]) == 0
+    assert "warning: pretrain.budget_tokens 1,000,000,000,000,000 is at least" in capsys.readouterr().out

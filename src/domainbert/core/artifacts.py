@@ -211,11 +211,17 @@ def atomic_output(
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
+    replace_folder(tmp, final)
+
+
+def replace_folder(done: Path, final: Path) -> None:
+    """Move the finished folder ``done`` to ``final``; a folder already there is renamed away first and then
+    removed, so ``final`` is never half old and half new."""
     if final.exists():
         old = final.with_name(f"{final.name}.old-{os.getpid()}")
         os.replace(final, old)
         shutil.rmtree(old, ignore_errors=True)
-    os.replace(tmp, final)
+    os.replace(done, final)
 
 
 def _stat_key(folder: Path) -> tuple:

@@ -120,6 +120,13 @@ def merge(
         The manifest.
     """
     corpus = cfg.corpus
+    read = counts.get("documents_in", {})
+    if not sum(read.values()):  # nothing came in: no filter is to blame
+        raise DataError(
+            f"the corpus input is empty: no document was read from source(s) {', '.join(read) or 'none'} "
+            f"(empty files? `domainbert validate` checks each source on a sample)",
+            field="corpus.sources",
+        )
     bases = [work_dir / PROCESSED / shard_name(s["index"]) for s in shard_stats]
     kept = _deduplicate(corpus, bases)
     sets = EvalSets(**json.loads((work_dir / EVAL_TEXTS).read_text()))

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.config.pretrain import ARMS
 from domainbert.core.artifact_types import PretrainSummary, replaced_token_detection, validate_artifact
-from domainbert.core.artifacts import CARD, atomic_output, is_complete, write_json_atomic, write_text_atomic
+from domainbert.core.artifacts import atomic_output, write_json_atomic
 from domainbert.core.paths import RunLayout
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.core.tokenizer_files import make_portable
@@ -48,7 +48,7 @@ def model_card(
     cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None
 ) -> str:
     """README.md of the model folder (``services.arm_card.model_card``), with the fine-tuning ``scores`` of the
-    report's ``results.json`` once they exist: the card on disk is the card ``push`` uploads."""
+    report's ``results.json`` once they exist (``push`` adds them to the card it uploads)."""
     import json
 
     from domainbert.services.arm_card import model_card as hub_card
@@ -56,19 +56,6 @@ def model_card(
     ext = Path(str(summary["source"])) / "extension.json"  # the vocab stage's record of what extended adds
     extension = json.loads(ext.read_text()) if arm == "extended" and ext.is_file() else None
     return hub_card(cfg, arm, summary, scores, extension=extension)
-
-
-def refresh_card(cfg: DomainConfig, layout: RunLayout, arm: str, scores: list[dict[str, Any]]) -> bool:
-    """Rewrite a finished arm's card with the report's ``scores`` (atomically; the card is outside the folder's
-    content hash, so the model stays what every result was recorded with). False when the arm is not finished."""
-    import json
-
-    folder = Path(layout.pretrained_model(arm))
-    summary = Path(layout.pretrain(arm)) / "summary.json"
-    if not (is_complete(folder) and summary.is_file()):
-        return False
-    write_text_atomic(folder / CARD, model_card(cfg, arm, json.loads(summary.read_text()), scores))
-    return True
 
 
 def plot_loss(curve: list[list[float]], path: Path, label: str = "MLM loss") -> None:

@@ -118,8 +118,7 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     if is_complete(folder, fp):
         return folder
     evals = eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts  # read once: every check below uses them
-    docs, counts = task_documents(cfg, evals)
-    docs, holding = without_evaluation_text(cfg, docs, evals)
+    docs, counts, holding = _pretrainable_task_documents(cfg, evals)
     if not docs:
         raise DataError("the tasks' training splits hold no text to pretrain on", field="finetune.tasks")
     manifest: dict[str, Any] = {"tasks": counts, "holding_evaluation_text": holding, "task_documents": len(docs)}
@@ -137,8 +136,7 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
             "similarity": _quantiles(scores),
             "nearest": [{"id": d["id"], "score": round(s, 4)} for d, s in zip(near[:5], scores[:5], strict=False)],
         }
-    tokenizer = load_tokenizer(cfg.base_model.name_or_path)
-    lengths = [len(ids) + 1 for ids in tokenizer([d["text"] for d in docs], add_special_tokens=False)["input_ids"]]
+    lengths = _token_lengths(cfg, docs)
     manifest["task_tokens"] = sum(lengths[: manifest["task_documents"]])  # each text and its [SEP]
     manifest["tokens"] = sum(lengths)
     manifest["audit"] = _audit(cfg, docs, evals)
@@ -159,6 +157,29 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
     return folder
 
 
+def _token_lengths(cfg: DomainConfig, docs: list[dict[str, str]]) -> list[int]:
+    """Each document's tokens under the base tokenizer, its [SEP] included (how the token stream packs it)."""
+    tokenizer = load_tokenizer(cfg.base_model.name_or_path)
+    return [len(ids) + 1 for ids in tokenizer([d["text"] for d in docs], add_special_tokens=False)["input_ids"]]
+
+
+def _pretrainable_task_documents(
+    cfg: DomainConfig, evals: dict[str, list[str]]
+) -> tuple[list[dict[str, str]], dict[str, dict[str, int]], int]:
+    """The tasks' documents the task text keeps (``task_documents`` less those holding evaluation text), the
+    counts per task, and how many held evaluation text."""
+    docs, counts = task_documents(cfg, evals)
+    kept, holding = without_evaluation_text(cfg, docs, evals)
+    return kept, counts, holding
+
+
+def estimated_task_tokens(cfg: DomainConfig) -> int:
+    """The task tokens the task text will hold (its manifest's ``task_tokens``), before it is built: the same
+    documents, read and counted as ``ensure_task_text`` reads and counts them."""
+    docs, _, _ = _pretrainable_task_documents(cfg, eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts)
+    return sum(_token_lengths(cfg, docs))
+
+
 def without_evaluation_text(
     cfg: DomainConfig, docs: list[dict[str, str]], evals: dict[str, list[str]]
 ) -> tuple[list[dict[str, str]], int]:
@@ -173,7 +194,7 @@ def without_evaluation_text(
 
 def _audit(cfg: DomainConfig, docs: list[dict[str, str]], evals: dict[str, list[str]]) -> dict[str, Any]:
     """Every task's evaluation texts looked for in every document that will be written; a verbatim hit is an
-    error (``_without_evaluation_text`` left none, so one means the two disagree)."""
+    error (``without_evaluation_text`` left none, so one means the two disagree)."""
     dc = cfg.corpus.decontamination
     audit = LeakAudit(evals, ngram=dc.ngram, min_words=dc.min_words)
     audit.add([d["id"] for d in docs], [d["text"] for d in docs])
@@ -204,22 +225,24 @@ def read_manifest(layout: RunLayout, curated: bool) -> dict[str, Any] | None:
     return json.loads(path.read_text()) if path.is_file() else None
 
 
-def arm_config(cfg: DomainConfig, arm: str, layout: RunLayout) -> PretrainConfig:
+def arm_config(cfg: DomainConfig, arm: str, layout: RunLayout, estimate: bool = False) -> PretrainConfig:
     """The pretraining config ``arm`` trains with: its lr and warmup (``for_arm``) and, for a task-text arm,
     its budget: ``tapt.epochs`` passes over the task text (the tasks' own tokens, also for curated TAPT, so
-    curation and repetition get the same compute).
+    curation and repetition get the same compute). ``estimate``: a task text not built yet is sized from the
+    task files (``estimated_task_tokens``), as ``domainbert plan`` needs before the run.
 
     Raises:
-        ModelError: a task-text arm whose task text is not built yet.
+        ModelError: a task-text arm whose task text is not built yet (and ``estimate`` is off).
     """
     pcfg = cfg.pretrain.for_arm(arm)
     kind = ARMS[arm]
     if not kind.on_task_text:
         return pcfg
     manifest = read_manifest(layout, kind.data == "curated")
-    if manifest is None:
+    if manifest is None and not estimate:
         raise ModelError(f"the task text of arm {arm} is not built yet", file=task_text_dir(layout, False))
-    budget = math.ceil(cfg.pretrain.tapt.epochs * manifest["task_tokens"])
+    tokens = manifest["task_tokens"] if manifest is not None else estimated_task_tokens(cfg)
+    budget = math.ceil(cfg.pretrain.tapt.epochs * tokens)
     return pcfg.model_copy(update={"budget_tokens": budget})
 
 

@@ -5,7 +5,8 @@ metrics, fine-tuning results), so re-rendering never retrains anything. It write
 ``atomic_output``: ``report.html`` (self-contained: figures embedded as base64 PNG, inline CSS, no
 scripts), ``report.md`` (links the PNGs beside it), the PNGs, and ``results.json`` (the score and
 comparison rows). The fingerprint covers the report settings and the hash of every file read, so an
-unchanged run is skipped and a new result re-renders the page.
+unchanged run is skipped and a new result re-renders the page; a page using fewer results than the one in
+``layout.report`` is left beside it (``report.keep``). The report writes no card: each card is its stage's.
 ``report_markdown`` and ``results_table`` give the Prefect flows what they publish as artifacts.
 """
 
@@ -31,6 +32,7 @@ from domainbert.report import finetune_sections, pretrain_sections, sections
 from domainbert.report.groups import groups_section
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
+from domainbert.report.keep import keep_complete, reported_results, results_used, staging_folder
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
 from domainbert.report.vocab_section import vocab_section
 from domainbert.services.flags import budget_flags, setting_flags
@@ -273,7 +275,8 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         compare_fn: the paired comparison; default ``domainbert.report.stats.compare_models``.
 
     Returns:
-        ``layout.report / "report.html"``.
+        ``layout.report / "report.html"``; the ``report-<time>`` folder's when a more complete report was
+        already in ``layout.report`` (``report.keep``).
 
     Raises:
         DataError: an artifact exists but cannot be read.
@@ -285,24 +288,22 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     if is_complete(layout.report, fp) and html_path.is_file():
         log.info("report skipped: up to date (%s)", html_path)
         return html_path
-    with atomic_output(layout.report, config=config, inputs=arts.input_hashes, fp=fp, root=layout.root) as tmp:
+    kept = reported_results(layout.report)
+    staged = staging_folder(layout)
+    with atomic_output(staged, config=config, inputs=arts.input_hashes, fp=fp, root=layout.root) as tmp:
         doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
         write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": comparisons})
-    track_report(cfg, layout, fp)
-    from domainbert.pretrain.outputs import refresh_card  # torch-heavy: only once a report was rendered
-
-    refreshed = [arm for arm in cfg.pretrain.arms if refresh_card(cfg, layout, arm, scores)]
-    if refreshed:
-        log.info("model cards of %s now carry the fine-tuning scores", ", ".join(refreshed))
-    log.info("report: %s", html_path)
-    return html_path
+    folder = keep_complete(staged, layout, kept, results_used(scores))
+    track_report(cfg, layout, folder, fp)
+    log.info("report: %s", folder / "report.html")
+    return folder / "report.html"
 
 
-def track_report(cfg: DomainConfig, layout: RunLayout, fp: str) -> None:
-    """Keep the rendered report (HTML, Markdown, results.json) with the run's MLflow experiment, as a run named
-    ``report``; nothing when MLflow is not among ``tracking.report_to``."""
+def track_report(cfg: DomainConfig, layout: RunLayout, folder: Path, fp: str) -> None:
+    """Keep the report rendered in ``folder`` (HTML, Markdown, results.json) with the run's MLflow experiment, as
+    a run named ``report``; nothing when MLflow is not among ``tracking.report_to``."""
     if "mlflow" not in cfg.tracking.report_to:
         return
     from domainbert.services.tracking import Tracker
@@ -318,18 +319,8 @@ def track_report(cfg: DomainConfig, layout: RunLayout, fp: str) -> None:
         tags={"domainbert.stage": "report", "domainbert.version": __version__},
         resume_step=None,
     )
-    tracker.log_artifacts([layout.report / name for name in ("report.html", "report.md", "results.json")])
+    tracker.log_artifacts([folder / name for name in ("report.html", "report.md", "results.json")])
     tracker.close()
-
-
-def reported_results(layout: RunLayout) -> int | None:
-    """How many fine-tuning results (seeds and floors) the rendered report in ``layout`` uses; None when there
-    is no readable one."""
-    try:
-        tables = json.loads((layout.report / "results.json").read_text())
-        return sum(int(s["n_seeds"]) for s in tables["scores"])
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 def report_markdown(cfg: DomainConfig, layout: RunLayout) -> str:

@@ -2,7 +2,8 @@
 what a reader will take them to mean.
 
 ``setting_flags`` reads a resolved configuration only; ``budget_flags`` also needs the corpus size in tokens
-(known once the corpus exists; ``None`` before); ``overlap_flags`` reads the local tasks and names examples
+(known once the corpus exists; before it, ``source_budget_flags`` weighs the budget against the most tokens
+the source files can hold); ``overlap_flags`` reads the local tasks and names examples
 their evaluation splits share with their training split (``split_overlap``). ``all_flags`` gathers them for
 ``plan`` and ``validate``; the report shows the same sentences among its caveats. Nothing here refuses a setting: an unusual value can be deliberate, but it should never be
 silent. The reference values and their sources:
@@ -94,6 +95,22 @@ def budget_flags(cfg: DomainConfig, corpus_tokens: int | None) -> list[str]:
     return []
 
 
+def source_budget_flags(cfg: DomainConfig, tokens_at_most: int | None) -> list[str]:
+    """Before the corpus exists: a sentence when the budget is over a hundred passes even over the most tokens
+    the source files can hold. Only this direction is sure: filters and deduplication only shrink a corpus, so
+    a budget under a tenth of a pass over the files may still be more over the corpus."""
+    if not tokens_at_most:
+        return []
+    n = passes(cfg, tokens_at_most)
+    if n <= MAX_PASSES:
+        return []
+    return [
+        f"pretrain.budget_tokens {cfg.pretrain.budget_tokens:,} is at least {int(n):,} passes over the corpus: its "
+        f"source files hold at most {tokens_at_most:,} tokens by their sizes (the corpus is not built yet); more "
+        f"than {MAX_PASSES:g} passes would memorise the corpus: add text or lower the budget"
+    ]
+
+
 def corpus_tokens(corpus_dir: Path) -> int | None:
     """The corpus's estimated training tokens from its manifest, or None before the corpus stage has run."""
     try:
@@ -147,8 +164,9 @@ def machine_flags(cfg: DomainConfig) -> list[str]:
     ]
 
 
-def all_flags(cfg: DomainConfig, corpus_dir: Path | None) -> list[str]:
-    """Every flag of a run: its settings, its budget against the corpus (once built), its tasks' overlaps and
-    what this machine would run slowly."""
+def all_flags(cfg: DomainConfig, corpus_dir: Path | None, source_tokens: int | None = None) -> list[str]:
+    """Every flag of a run: its settings, its budget against the corpus (once built; before, against the most
+    ``source_tokens`` its source files can hold), its tasks' overlaps and what this machine would run slowly."""
     tokens = corpus_tokens(corpus_dir) if corpus_dir is not None else None
-    return setting_flags(cfg) + budget_flags(cfg, tokens) + overlap_flags(cfg) + machine_flags(cfg)
+    budget = budget_flags(cfg, tokens) if tokens is not None else source_budget_flags(cfg, source_tokens)
+    return setting_flags(cfg) + budget + overlap_flags(cfg) + machine_flags(cfg)
