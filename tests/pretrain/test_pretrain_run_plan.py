@@ -59,9 +59,14 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
 
     assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate",
                     "--out", str(layout.root)]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if not line.startswith("warning: ")]
+    out = capsys.readouterr().out.splitlines()
+    lines = [line for line in out if not line.startswith(("warning: ", "power "))]
     assert [" ".join(line.split()[:2]) for line in lines] == [
-        "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain tapt", "finetune will"]
+        "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain control",
+        "pretrain tapt", "finetune will"]
+    # and the design's power, per task
+    assert [line.split(":")[0] for line in out if line.startswith("power ")] == [
+        "power science-terms-ner", "power science-subject"]
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
     # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds; until then the
     # task files size it, read as that stage reads them
