@@ -86,15 +86,15 @@ def test_bold_marks_only_a_mean_significantly_above_every_other_model() -> None:
 
 
 def test_above_the_floor_says_for_which_models_significantly() -> None:
-    from domainbert.report.headline import _above_floor
+    from domainbert.report.summary import above_floor
 
     scores = [{"task": "t", "model": m, "mean": v} for m, v in (("base", 0.3), ("tapt", 0.31), ("floor", 0.2))]
     vs = [{"task": "t", "model": m, "reference": "floor", "verdict": "no significant difference"} for m in ("base", "tapt")]
-    assert _above_floor(scores, vs).endswith("significantly for none (the seeds' spread leaves each interval across 0).")
+    assert above_floor(scores, vs).endswith("significantly for none (no difference from it survives the correction for the page's comparisons).")
     vs[1]["verdict"] = "better"
-    assert _above_floor(scores, vs).endswith("significantly on every task for tapt only.")
+    assert above_floor(scores, vs).endswith("significantly on every task for tapt only.")
     vs[0]["verdict"] = "better"
-    assert _above_floor(scores, vs).endswith("on every task; each significantly.")
+    assert above_floor(scores, vs).endswith("on every task; each significantly.")
 
 
 def test_floor_sentence_says_which_models_are_significantly_above_it() -> None:
@@ -281,3 +281,16 @@ def test_the_rendered_report_is_kept_with_the_runs_mlflow_experiment(run: Path) 
     assert tracked.info.run_name == "report" and tracked.info.status == "FINISHED"
     assert {a.path for a in client.list_artifacts(tracked.info.run_id)} == {"report.html", "report.md", "results.json"}
     assert experiment.artifact_location.startswith(run.resolve().as_uri())
+
+
+def test_below_the_floor_follows_the_same_rule_as_above_it() -> None:
+    from domainbert.report.summary import floor_lead, floor_sentences
+
+    scores = [{"task": "t", "model": m, "mean": v, "metric": "f1"} for m, v in
+              (("base", 0.20), ("continued", 0.23), ("floor", 0.24))]
+    vs = [{"task": "t", "model": "base", "reference": "floor", "verdict": "worse"},
+          {"task": "t", "model": "continued", "reference": "floor", "verdict": "no significant difference"}]
+    assert floor_lead(scores, vs) == ("Significantly below the floor on at least one task: base; mean below the "
+                                      "floor on at least one task, not significantly: continued.")
+    (line,) = floor_sentences(scores, vs)
+    assert line.endswith("base 20.0 (significantly), continued 23.0 (not significantly).")

@@ -27,7 +27,7 @@ from domainbert.report.references import (
     seed_warning,
 )
 from domainbert.report.results import FLOOR_MODEL, REFERENCES, best_reference, model_order
-from domainbert.report.summary import metric_label, points
+from domainbert.report.summary import floor_lead, metric_label, points
 from domainbert.services.published import smallest_published, too_small
 
 
@@ -285,30 +285,6 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     return [text]
 
 
-def _above_floor(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
-    """Every model's mean is above the floor: which of them significantly so on every task."""
-    models = [m for m in dict.fromkeys(r["model"] for r in scores) if m != FLOOR_MODEL]
-    tasks = {r["task"] for r in scores}
-    sure = [
-        m
-        for m in models
-        if all(
-            any(
-                (c["task"], c["model"], c["reference"], c["verdict"]) == (t, m, FLOOR_MODEL, "better")
-                for c in comparisons
-            )
-            for t in tasks
-        )
-    ]
-    if len(sure) == len(models):
-        which = "each significantly"
-    elif sure:
-        which = f"significantly on every task for {', '.join(sure)} only"
-    else:
-        which = "significantly for none (the seeds' spread leaves each interval across 0)"
-    return f"Every model's mean is above the floor on every task; {which}."
-
-
 def headline_section(
     scores: list[dict[str, Any]],
     comparisons: list[dict[str, Any]],
@@ -376,29 +352,3 @@ def headline_section(
         seed_warning(scores) + caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []],
     )
     return sec
-
-
-def floor_lead(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
-    """The floor in the verdict's opening, under the same significance rule above it and below it."""
-    if not any(r["model"] == FLOOR_MODEL for r in scores):
-        return ""
-    below = {
-        r["model"]
-        for r in scores
-        if r["model"] != FLOOR_MODEL
-        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
-    }
-    if not below:
-        return _above_floor(scores, comparisons)
-    sure = sorted(
-        m
-        for m in below
-        if any((c["model"], c["reference"], c["verdict"]) == (m, FLOOR_MODEL, "worse") for c in comparisons)
-    )
-    unsure = sorted(below - set(sure))
-    parts = []
-    if sure:
-        parts.append(f"significantly below the floor on at least one task: {', '.join(sure)}")
-    if unsure:
-        parts.append(f"mean below the floor on at least one task, not significantly: {', '.join(unsure)}")
-    return "; ".join(parts).capitalize() + "."

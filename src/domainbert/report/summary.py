@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from domainbert.report.results import METRIC_LABEL
+from domainbert.report.results import FLOOR_MODEL, METRIC_LABEL
 
 
 def points(value: float) -> str:
@@ -179,3 +179,53 @@ def summary_lines(
             "fine-tuned on the same task."
         )
     return lines + best_sentences([r for r in scores if r["task"] not in skip])
+
+
+def above_floor(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+    """Every model's mean is above the floor: which of them significantly so on every task."""
+    models = [m for m in dict.fromkeys(r["model"] for r in scores) if m != FLOOR_MODEL]
+    tasks = {r["task"] for r in scores}
+    sure = [
+        m
+        for m in models
+        if all(
+            any(
+                (c["task"], c["model"], c["reference"], c["verdict"]) == (t, m, FLOOR_MODEL, "better")
+                for c in comparisons
+            )
+            for t in tasks
+        )
+    ]
+    if len(sure) == len(models):
+        which = "each significantly"
+    elif sure:
+        which = f"significantly on every task for {', '.join(sure)} only"
+    else:
+        which = "significantly for none (no difference from it survives the correction for the page's comparisons)"
+    return f"Every model's mean is above the floor on every task; {which}."
+
+
+def floor_lead(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+    """The floor in the verdict's opening, under the same significance rule above it and below it."""
+    if not any(r["model"] == FLOOR_MODEL for r in scores):
+        return ""
+    below = {
+        r["model"]
+        for r in scores
+        if r["model"] != FLOOR_MODEL
+        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
+    }
+    if not below:
+        return above_floor(scores, comparisons)
+    sure = sorted(
+        m
+        for m in below
+        if any((c["model"], c["reference"], c["verdict"]) == (m, FLOOR_MODEL, "worse") for c in comparisons)
+    )
+    unsure = sorted(below - set(sure))
+    parts = []
+    if sure:
+        parts.append(f"significantly below the floor on at least one task: {', '.join(sure)}")
+    if unsure:
+        parts.append(f"mean below the floor on at least one task, not significantly: {', '.join(unsure)}")
+    return "; ".join(parts).capitalize() + "."
