@@ -45,3 +45,26 @@ def test_the_warm_up_cost_and_the_domain_effect_are_stated(tmp_path: Path) -> No
     assert "text): 0.0 F1 (95% CI" in effect and effect.endswith("no significant domain effect.")
     # every comparison is in one family: arms x references x control
     assert {c["comparisons"] for c in comparisons} == {len(comparisons)}
+
+
+def test_after_a_warm_up_the_report_expects_and_renders_the_original(science_run: Path) -> None:
+    from domainbert.config.domain import load_domain
+    from domainbert.core.artifacts import atomic_output
+    from domainbert.core.paths import RunLayout
+    from domainbert.report.compare import render_report
+
+    with atomic_output(science_run / "pretrain" / "base-warmup" / "model", config={}, fp="warm") as tmp:
+        (tmp / "config.json").write_text("{}")  # the warm-up made the base: the checkpoint is a second reference
+    cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]",
+                                  "finetune.only_tasks=[science-terms-ner]"])
+    render_report(cfg, RunLayout(science_run))
+    md = (science_run / "report" / "report.md").read_text()
+    assert "Incomplete: original: results missing" in md  # expected, and missing until fine-tuned
+    for seed, misses in ((1, 1), (2, 2), (3, 3)):  # the checkpoint beats every model
+        write_ner_result(science_run, "original", NER_TASK, seed, misses)
+    render_report(cfg, RunLayout(science_run))
+    md = (science_run / "report" / "report.md").read_text()
+    assert "| original |" in md.split("## Headline")[1].split("##")[0]  # a row of the headline table
+    assert "Verdict: no adaptation arm beat the better reference (original) on any task" in md
+    assert "the verdict's reference is the better of the two, original." in md
+    assert "continued: did not differ significantly from the better reference on science-terms-ner (original: " in md
