@@ -30,6 +30,7 @@ import torch
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
+from domainbert.pretrain.read_ahead import BlockReader
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -55,13 +56,16 @@ def _plain_backend(tokenizer: PreTrainedTokenizerBase) -> Any:
     return backend
 
 
-def encode_block(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+def encode_block(
+    tokenizer: PreTrainedTokenizerBase, texts: list[str], backend: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Token ids, word-start flags and token counts of ``texts`` (no special tokens), concatenated.
 
     A token starts a word when it is a document's first, has no word (an added special token) or belongs to
-    another word than the token before it (``word_ids()``).
+    another word than the token before it (``word_ids()``). ``backend``: the Rust tokenizer to encode with
+    (default: the tokenizer's own, ``_plain_backend``).
     """
-    backend = _plain_backend(tokenizer)
+    backend = backend if backend is not None else _plain_backend(tokenizer)
     if backend is not None:
         encodings = backend.encode_batch(texts, add_special_tokens=False)
         id_lists = [e.ids for e in encodings]
@@ -86,7 +90,11 @@ def encode_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> li
     """Token ids and word-start flags of each text (no special tokens)."""
     if not texts:
         return []
-    ids, starts, lengths = encode_block(tokenizer, texts)
+    return split_documents(*encode_block(tokenizer, texts))
+
+
+def split_documents(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The documents of ``encode_block`` one by one."""
     cuts = np.cumsum(lengths)[:-1]
     return list(zip(np.split(ids, cuts), np.split(starts, cuts), strict=True))
 
@@ -198,13 +206,18 @@ class Batch:
 
 @dataclass
 class TokenStream:
-    """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state."""
+    """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state.
+
+    ``encode_workers`` threads tokenize the next blocks ahead (``read_ahead.BlockReader``; 0: none); the
+    sequences are the same either way.
+    """
 
     tokenizer: Any
     corpus_dir: Path
     split: str = "train"
     packing: bool = True
     shuffle_seed: int | None = None
+    encode_workers: int = 0
     cursor: DocumentCursor = field(init=False)
     _ids: np.ndarray = field(init=False)
     _starts: np.ndarray = field(init=False)
@@ -212,6 +225,7 @@ class TokenStream:
 
     def __post_init__(self) -> None:
         self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
+        self._reader = BlockReader(self.tokenizer, self.cursor, self.encode_workers)
         self._ids = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=bool)
         self.cls_id = self.tokenizer.cls_token_id
@@ -219,13 +233,13 @@ class TokenStream:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
     def _refill(self) -> None:
-        texts = self.cursor.read_block()
+        block = self._reader.next_block()
         if self.packing:
-            ids, starts = with_separators(*encode_block(self.tokenizer, texts), self.sep_id)
+            ids, starts = with_separators(*block, self.sep_id)
             self._ids = np.concatenate([self._ids, ids])
             self._starts = np.concatenate([self._starts, starts])
         else:
-            self._docs.extend(d for d in encode_documents(self.tokenizer, texts) if len(d[0]))
+            self._docs.extend(d for d in split_documents(*block) if len(d[0]))
 
     def next_sequences(self, n: int, length: int) -> Batch:
         """``n`` sequences of ``length`` tokens."""
@@ -264,7 +278,7 @@ class TokenStream:
         return Batch(torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), None, ids.size)
 
     def state_dict(self) -> dict[str, Any]:
-        s = self.cursor.state
+        s = self._reader.position()
         return {
             "epoch": s.epoch,
             "shard": s.shard,
@@ -276,7 +290,7 @@ class TokenStream:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.cursor.state = CursorState(state["epoch"], state["shard"], state["row_group"], state["row"])
+        self._reader.seek(CursorState(state["epoch"], state["shard"], state["row_group"], state["row"]))
         self._ids = np.asarray(state["ids"], dtype=np.int64)
         self._starts = np.asarray(state["starts"], dtype=bool)
         self._docs = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=bool)) for a, b in state["docs"]]
