@@ -7,7 +7,9 @@ run: examples padded to ``max_length`` (``run_ner.py --pad_to_max_length``), lab
 length-grouped batches (``domainbert.finetune.trainer``). Both are timed on training only (the Trainer's
 ``train_runtime``; our loop's optimisation time). Printed as one JSON object: examples/s of each, the ratio,
 and CPU seconds per training example (all threads; steadier than wall time when the machine is shared),
-plus test F1 of both.
+plus test F1 of both against the task's floor (the CRF of ``finetune.floors``): ``speed_counts`` is false, and
+a line on stderr says so, unless both sides beat it, since a ratio between models that learned nothing proves
+nothing.
 
 Run: python bench/finetune.py [--train-examples 800 --epochs 1 --max-length 64 --batch-size 16 --threads 1]
 """
@@ -101,6 +103,7 @@ def main() -> None:
     import numpy as np
     import torch
 
+    from domainbert.finetune.floors import run_floor
     from domainbert.finetune.runner import _encode, _load_tokenizer, run_finetune
     from domainbert.finetune.trainer import TrainSettings
 
@@ -125,6 +128,15 @@ def main() -> None:
     base = out["trainer_pad_to_max_length"]
     out["speedup_examples_per_s"] = out["ours"]["examples_per_s"] / base["examples_per_s"]
     out["speedup_cpu_seconds_per_example"] = base["cpu_seconds_per_example"] / out["ours"]["cpu_seconds_per_example"]
+    # A speed ratio of two models that learned nothing says nothing: both must beat the task's floor (the CRF).
+    floor_f1 = run_floor(data)["test"]["f1"]
+    out["floor_test_f1"] = floor_f1
+    out["learned"] = {"ours": out["ours"]["test_f1"] > floor_f1, "trainer": base["test_f1"] > floor_f1}
+    out["speed_counts"] = all(out["learned"].values())
+    if not out["speed_counts"]:
+        print(f"[bench/finetune] test F1 ours {out['ours']['test_f1']:.3f}, Trainer {base['test_f1']:.3f}, floor "
+              f"{floor_f1:.3f}: a side did not learn, so the speed ratio does not count (train longer)",
+              file=sys.stderr)
     tok = _load_tokenizer(model_ref, data)
     out["mean_sequence_length"] = float(np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)]))
     out["git_revision"] = git_revision()
