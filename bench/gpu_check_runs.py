@@ -1,7 +1,8 @@
 """The measurements of bench/gpu_check.py, each run in a child process from a spec (a JSON dict).
 
 - ``loader``: real tokens/s of packed, masked batches (``pretrain.data.TokenStream`` + ``masking.apply_mask``,
-  the trainer's own calls) at the given batch shapes, for a fixed wall time per shape, no model.
+  the trainer's own calls) at the given batch shapes, for a fixed wall time per shape, no model; tokenized in
+  the calling thread and on the read-ahead threads a GPU run gets (``pretrain.read_ahead``).
 - ``pretrain``: the pipeline's own trainer: ``setup.set_up`` builds the ``continued`` arm (engine, stream,
   masking) from the science domain with bench/pretrain_recipes' overrides, then ``trainer.train_step`` runs
   warm-up steps and a timed window. The host time spent building batches (``next_sequences`` and
@@ -102,12 +103,6 @@ def measure_loader(spec: dict[str, Any]) -> dict[str, Any]:
         peak_memory_mib=peak_rss_mib(),
     )
     return out
-
-
-def _torch_threads() -> int:
-    import torch
-
-    return torch.get_num_threads()
 
 
 class _DataClock:
