@@ -153,3 +153,10 @@ def test_reading_ahead_on_threads_gives_the_same_stream_and_resumes_exactly(tmp_
         assert torch.equal(a.input_ids, b.input_ids)
     ahead._reader.close()
     resumed._reader.close()
+
+
+def test_threads_read_ahead_on_a_gpu_run_only():
+    from domainbert.pretrain.read_ahead import MAX_WORKERS, default_workers
+
+    assert default_workers(torch.device("cpu")) == 0  # a CPU step's own threads use the cores
+    assert 1 <= default_workers(torch.device("cuda")) <= MAX_WORKERS
