@@ -7,7 +7,9 @@ run: examples padded to ``max_length`` (``run_ner.py --pad_to_max_length``), lab
 length-grouped batches (``domainbert.finetune.trainer``). Both are timed on training only (the Trainer's
 ``train_runtime``; our loop's optimisation time). Printed as one JSON object: examples/s of each, the ratio,
 and CPU seconds per training example (all threads; steadier than wall time when the machine is shared),
-plus test F1 of both.
+plus test F1 of both against the task's floor (the CRF of ``finetune.floors``): ``speed_counts`` is false, and
+a line on stderr says so, unless both sides beat it, since a ratio between models that learned nothing proves
+nothing.
 
 Run: python bench/finetune.py [--train-examples 800 --epochs 1 --max-length 64 --batch-size 16 --threads 1]
 """
@@ -19,11 +21,66 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
 
 set_offline_env()
+
+
+def load_task_data(domain: str, task_name: str, train_examples: int, eval_examples: int) -> tuple[Any, str]:
+    """The task's data cut to the given sizes, and the domain's base model reference."""
+    from domainbert.config.domain import load_domain
+    from domainbert.services.tasks import load_task
+
+    cfg = load_domain(domain)
+    task = next(t for t in cfg.finetune.tasks if t.name == task_name)
+    limits = {"max_train_examples": train_examples, "max_eval_examples": eval_examples}
+    task = task.model_copy(update={**limits, "max_test_examples": eval_examples})
+    return load_task(task), cfg.base_model.name_or_path
+
+
+def trainer_recipe(data: Any, model_ref: str, batch_size: int, lr: float, epochs: float, seed: int,
+                   max_length: int, device: str = "cpu", bf16: bool = False) -> dict[str, Any]:
+    """The ``run_ner.py`` recipe (padded to ``max_length``) through the plain ``Trainer``; test F1 after it."""
+    import torch
+    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
+
+    from domainbert.finetune.ner import decode_ner, ner_metrics
+    from domainbert.finetune.runner import _encode, _load_tokenizer, load_task_model
+    from domainbert.finetune.trainer import predict_logits
+
+    tok = _load_tokenizer(model_ref, data)
+    torch.manual_seed(seed)
+    model = load_task_model(model_ref, data)
+    label2id = {label: i for i, label in enumerate(data.label_list)}
+    enc = tok([ex.tokens for ex in data.splits["train"]], is_split_into_words=True, truncation=True,
+              max_length=max_length, padding="max_length")
+    train = []
+    for i, ex in enumerate(data.splits["train"]):
+        prev, labels = None, []
+        for wid in enc.word_ids(i):
+            labels.append(-100 if wid is None or wid == prev else label2id[ex.tags[wid]])
+            prev = wid
+        train.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
+    with tempfile.TemporaryDirectory() as tmp:
+        targs = TrainingArguments(output_dir=tmp, per_device_train_batch_size=batch_size, learning_rate=lr,
+                                  num_train_epochs=epochs, seed=seed, use_cpu=(device == "cpu"), bf16=bf16,
+                                  eval_strategy="no", save_strategy="no", report_to=[], logging_strategy="no",
+                                  disable_tqdm=True)
+        trainer = Trainer(model=model, args=targs, train_dataset=train, processing_class=tok,
+                          data_collator=DataCollatorForTokenClassification(tok))
+        c0 = time.process_time()
+        metrics = trainer.train().metrics
+        cpu_s = time.process_time() - c0
+    feats = _encode(data, "test", tok, max_length)
+    pred = decode_ner(predict_logits(model, feats, 64, int(tok.pad_token_id)), feats, data.splits["test"],
+                      data.label_list)
+    return {"examples_per_s": float(metrics["train_samples_per_second"]),
+            "train_seconds": float(metrics["train_runtime"]),
+            "cpu_seconds_per_example": cpu_s / (len(train) * epochs),
+            "test_f1": ner_metrics([ex.tags for ex in data.splits["test"]], pred)["f1"], "train_examples": len(train)}
 
 
 def main() -> None:
@@ -46,105 +103,43 @@ def main() -> None:
 
     import numpy as np
     import torch
-    from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
-    from domainbert.config.domain import load_domain
-    from domainbert.finetune.ner import decode_ner, ner_metrics
-    from domainbert.finetune.runner import _encode, _load_tokenizer, load_task_model, run_finetune
-    from domainbert.finetune.trainer import TrainSettings, predict_logits
-    from domainbert.services.tasks import load_task
+    from domainbert.finetune.floors import run_floor
+    from domainbert.finetune.runner import _encode, _load_tokenizer, run_finetune
+    from domainbert.finetune.trainer import TrainSettings
 
     if args.threads:
         torch.set_num_threads(args.threads)
-    cfg = load_domain(args.domain)
-    task = next(t for t in cfg.finetune.tasks if t.name == args.task)
-    limits = {"max_train_examples": args.train_examples, "max_eval_examples": args.eval_examples}
-    task = task.model_copy(update={**limits, "max_test_examples": args.eval_examples})
-    data = load_task(task)
-    model_ref = args.model or cfg.base_model.name_or_path
-    settings = TrainSettings(
-        epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed, evals_per_epoch=1, patience=100
-    )
+    data, base_ref = load_task_data(args.domain, args.task, args.train_examples, args.eval_examples)
+    model_ref = args.model or base_ref
+    settings = TrainSettings(epochs=args.epochs, lr=args.lr, batch_size=args.batch_size, seed=args.seed,
+                             evals_per_epoch=1, patience=100)
 
-    # ours
     ours = run_finetune(data, model_ref, settings, args.max_length)
-
-    # baseline: run_ner.py recipe (pad to max_length) through the plain Trainer
-    tok = _load_tokenizer(model_ref, data)
-    torch.manual_seed(args.seed)
-    model = load_task_model(model_ref, data)
-    label2id = {label: i for i, label in enumerate(data.label_list)}
-    enc = tok(
-        [ex.tokens for ex in data.splits["train"]],
-        is_split_into_words=True,
-        truncation=True,
-        max_length=args.max_length,
-        padding="max_length",
-    )
-    train = []
-    for i, ex in enumerate(data.splits["train"]):
-        prev, labels = None, []
-        for wid in enc.word_ids(i):
-            labels.append(-100 if wid is None or wid == prev else label2id[ex.tags[wid]])
-            prev = wid
-        train.append({k: enc[k][i] for k in enc.keys()} | {"labels": labels})
-    with tempfile.TemporaryDirectory() as tmp:
-        targs = TrainingArguments(
-            output_dir=tmp,
-            per_device_train_batch_size=args.batch_size,
-            learning_rate=args.lr,
-            num_train_epochs=args.epochs,
-            seed=args.seed,
-            use_cpu=True,
-            eval_strategy="no",
-            save_strategy="no",
-            report_to=[],
-            logging_strategy="no",
-            disable_tqdm=True,
-        )
-        trainer = Trainer(
-            model=model,
-            args=targs,
-            train_dataset=train,
-            processing_class=tok,
-            data_collator=DataCollatorForTokenClassification(tok),
-        )
-        c0 = time.process_time()
-        metrics = trainer.train().metrics
-        base_cpu = time.process_time() - c0
-    feats = _encode(data, "test", tok, args.max_length)
-    pred = decode_ner(
-        predict_logits(model, feats, 64, int(tok.pad_token_id)), feats, data.splits["test"], data.label_list
-    )
-    base_f1 = ner_metrics([ex.tags for ex in data.splits["test"]], pred)["f1"]
-    n_seen = len(train) * args.epochs
+    base = trainer_recipe(data, model_ref, args.batch_size, args.lr, args.epochs, args.seed, args.max_length)
     out = {
-        "model": model_ref,
-        "task": args.task,
-        "train_examples": len(train),
-        "epochs": args.epochs,
-        "batch_size": args.batch_size,
-        "max_length": args.max_length,
-        "torch_threads": torch.get_num_threads(),
-        "ours": {
-            "examples_per_s": ours["examples_per_s"],
-            "train_seconds": ours["train_seconds"],
-            "cpu_seconds_per_example": ours["train_cpu_seconds"] / max(1, ours["train_examples"]),
-            "test_f1": ours["test"]["f1"],
-        },
-        "trainer_pad_to_max_length": {
-            "examples_per_s": float(metrics["train_samples_per_second"]),
-            "train_seconds": float(metrics["train_runtime"]),
-            "cpu_seconds_per_example": base_cpu / n_seen,
-            "test_f1": base_f1,
-        },
+        "model": model_ref, "task": args.task, "train_examples": base["train_examples"], "epochs": args.epochs,
+        "batch_size": args.batch_size, "max_length": args.max_length, "torch_threads": torch.get_num_threads(),
+        "ours": {"examples_per_s": ours["examples_per_s"], "train_seconds": ours["train_seconds"],
+                 "cpu_seconds_per_example": ours["train_cpu_seconds"] / max(1, ours["train_examples"]),
+                 "test_f1": ours["test"]["f1"]},
+        "trainer_pad_to_max_length": {k: base[k] for k in ("examples_per_s", "train_seconds",
+                                                          "cpu_seconds_per_example", "test_f1")},
     }
     base = out["trainer_pad_to_max_length"]
     out["speedup_examples_per_s"] = out["ours"]["examples_per_s"] / base["examples_per_s"]
     out["speedup_cpu_seconds_per_example"] = base["cpu_seconds_per_example"] / out["ours"]["cpu_seconds_per_example"]
-    out["mean_sequence_length"] = float(
-        np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)])
-    )
+    # A speed ratio of two models that learned nothing says nothing: both must beat the task's floor (the CRF).
+    floor_f1 = run_floor(data)["test"]["f1"]
+    out["floor_test_f1"] = floor_f1
+    out["learned"] = {"ours": out["ours"]["test_f1"] > floor_f1, "trainer": base["test_f1"] > floor_f1}
+    out["speed_counts"] = all(out["learned"].values())
+    if not out["speed_counts"]:
+        print(f"[bench/finetune] test F1 ours {out['ours']['test_f1']:.3f}, Trainer {base['test_f1']:.3f}, floor "
+              f"{floor_f1:.3f}: a side did not learn, so the speed ratio does not count (train longer)",
+              file=sys.stderr)
+    tok = _load_tokenizer(model_ref, data)
+    out["mean_sequence_length"] = float(np.mean([len(f["input_ids"]) for f in _encode(data, "train", tok, args.max_length)]))
     out["git_revision"] = git_revision()
     out["machine"] = machine_info()
     emit(out, "finetune")

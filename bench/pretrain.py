@@ -106,18 +106,25 @@ def prepare_corpus(work: Path, source: Path) -> Path:
     return folder
 
 
+# Randomly initialised BERT shapes (BertConfig's defaults are bert-base-uncased's); MFU does not depend on weights.
+RANDOM_SHAPES = {"bert-base": {},
+                 "tiny-bert": {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2,
+                               "intermediate_size": 512}}
+
+
 def prepare_model(work: Path, model: str) -> str:
-    """A model reference every contender loads: the MiniLM package, or a saved random BERT-base."""
+    """A model reference every contender loads: the MiniLM package, or a saved random BERT of ``RANDOM_SHAPES``
+    over BERT's uncased vocabulary (30,522 entries, the MiniLM's)."""
     if model == "minilm":
         return MINILM
-    folder = work / "bert-base-random"
+    folder = work / f"{model}-random"
     if not (folder / "config.json").is_file():
         from transformers import BertConfig, BertForMaskedLM
 
         from domainbert.core.models import load_tokenizer
 
         tokenizer = load_tokenizer(MINILM)  # BERT's uncased vocabulary
-        BertForMaskedLM(BertConfig(vocab_size=len(tokenizer))).save_pretrained(folder)
+        BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **RANDOM_SHAPES[model])).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     return str(folder)
 

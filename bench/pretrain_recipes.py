@@ -59,8 +59,14 @@ class _Clock:
 
 
 def run_hf(contender: str, texts: list[str], model_ref: str, work_dir: Path, steps: int, batch_size: int,
-           seq_len: int, lr: float, seed: int, device: str) -> dict[str, Any]:
-    """One run of a ``run_mlm.py`` recipe; only the Trainer's training loop is timed."""
+           seq_len: int, lr: float, seed: int, device: str, warmup_steps: int = 1, seconds: float | None = None,
+           logging_steps: int = 1) -> dict[str, Any]:
+    """One run of a ``run_mlm.py`` recipe; only the Trainer's training loop is timed.
+
+    ``steady_real_tokens_per_s`` leaves out the first ``warmup_steps`` steps; with ``seconds`` the run stops
+    that long after them (``steps`` is then a cap). ``logging_steps`` is the Trainer's: a loss logged every
+    step reads it back from the device every step, which ``run_mlm.py`` (500) does not.
+    """
     from datasets import Dataset
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
 
@@ -104,26 +110,29 @@ def run_hf(contender: str, texts: list[str], model_ref: str, work_dir: Path, ste
 
         def on_step_end(self, args, state, control, **kwargs):
             clock.step_ends.append(clock.now())
+            if seconds is not None and len(clock.step_ends) > warmup_steps:
+                control.should_training_stop = clock.step_ends[-1] - clock.step_ends[warmup_steps - 1] >= seconds
 
     class CountingTrainer(Trainer):
         def training_step(self, model, inputs, num_items_in_batch=None):
             mask = inputs.get("attention_mask")
-            real = int(mask.sum()) if mask is not None else int(inputs["input_ids"].numel())
-            fed["real"] += real
+            # Kept on the device until training ends: int() here would wait for the GPU at every step.
+            fed["per_step"].append(mask.sum() if mask is not None else inputs["input_ids"].numel())
             fed["positions"] += int(inputs["input_ids"].numel())
-            fed["per_step"].append(real)
             return super().training_step(model, inputs, num_items_in_batch)
 
     work = Path(work_dir) / f"trainer-{contender}-{time.time_ns()}"
     args = TrainingArguments(
         output_dir=str(work), per_device_train_batch_size=batch_size, max_steps=steps, learning_rate=lr,
-        logging_steps=1, save_strategy="no", eval_strategy="no", report_to=[], seed=seed, bf16=bf16,
+        logging_steps=logging_steps, save_strategy="no", eval_strategy="no", report_to=[], seed=seed, bf16=bf16,
         use_cpu=(device == "cpu"), disable_tqdm=True, dataloader_num_workers=0)
     collator = DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm_probability=0.15)
     trainer = CountingTrainer(model=model, args=args, train_dataset=train, processing_class=tokenizer,
                               data_collator=collator, callbacks=[Timing()])
     trainer.train()
     shutil.rmtree(work, ignore_errors=True)
+    fed["per_step"] = [int(n) for n in fed["per_step"]]
+    fed["real"] = sum(fed["per_step"])
 
     losses = [(e["step"], e["loss"]) for e in trainer.state.log_history if "loss" in e and "step" in e]
     cumulative = list(_cumsum(fed["per_step"]))
@@ -132,9 +141,10 @@ def run_hf(contender: str, texts: list[str], model_ref: str, work_dir: Path, ste
     train_s = clock.step_ends[-1] - clock.begin
     record = _record(contender, fed["real"], fed["positions"], len(clock.step_ends), train_s, curve, load_s,
                      tokenize_s, device)
-    if len(clock.step_ends) > 1:  # steady state: without the first step's one-off costs
-        steady_s = clock.step_ends[-1] - clock.step_ends[0]
-        record["steady_real_tokens_per_s"] = round(sum(fed["per_step"][1:]) / steady_s, 2)
+    if len(clock.step_ends) > warmup_steps:  # steady state: without the first steps' one-off costs
+        steady_s = clock.step_ends[-1] - clock.step_ends[warmup_steps - 1]
+        record["steady_real_tokens_per_s"] = round(sum(fed["per_step"][warmup_steps:]) / steady_s, 2)
+        record["steady_steps"] = len(clock.step_ends) - warmup_steps
     record["flops_per_token"] = train_flops_per_token(model.config, seq_len, 0.15)
     record["documents_tokenized"] = len(texts)
     record["examples"] = len(train)
@@ -192,20 +202,30 @@ def domainbert_overrides(precision: str, model_ref: str, steps: int, batch_size:
     return out
 
 
+def fresh_layout(corpus_dir: Path, run_dir: Path) -> Any:
+    """A new, empty run folder (a ``RunLayout``) whose corpus is ``corpus_dir`` (a symlink).
+
+    Never resumed or skipped: every repeat trains from the start.
+    """
+    from domainbert.core.paths import RunLayout
+
+    shutil.rmtree(run_dir, ignore_errors=True)
+    layout = RunLayout(run_dir)
+    layout.root.mkdir(parents=True)
+    layout.corpus.symlink_to(corpus_dir.resolve(), target_is_directory=True)
+    return layout
+
+
 def run_domainbert(contender: str, corpus_dir: Path, run_dir: Path, model_ref: str, steps: int, batch_size: int,
                    seq_len: int, lr: float, seed: int, device: str) -> dict[str, Any]:
     """One ``pretrain_arm`` run in a fresh run folder whose corpus is the benchmark's (a symlink)."""
     from domainbert.config.domain import load_domain
-    from domainbert.core.paths import RunLayout
     from domainbert.pretrain.stage import pretrain_arm
 
     overrides = domainbert_overrides(DOMAINBERT_CONTENDERS[contender], model_ref, steps, batch_size, seq_len,
                                      lr, seed)
     cfg = load_domain("science", overrides)
-    shutil.rmtree(run_dir, ignore_errors=True)  # never resume or skip: every repeat trains from the start
-    layout = RunLayout(run_dir)
-    layout.root.mkdir(parents=True)
-    layout.corpus.symlink_to(corpus_dir.resolve(), target_is_directory=True)
+    layout = fresh_layout(corpus_dir, run_dir)
     t0 = time.perf_counter()
     summary = pretrain_arm(cfg, "continued", layout)
     call_s = time.perf_counter() - t0

@@ -8,6 +8,8 @@ The stream is resumable: its state (epoch, shard, row group, row and the not-yet
 in every checkpoint and a restarted run seeks straight to it (Parquet row groups are skipped unread), so the
 data is never replayed from the start. When the corpus runs out the stream starts a new epoch.
 Per-token ``word_start`` flags come from the fast tokenizer's ``word_ids()`` for whole-word masking.
+A block of documents is read from the Rust encodings into arrays in one pass and packed rows are cut from the
+buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py).
 This module does not mask; ``masking.py`` does.
 """
 
@@ -16,7 +18,7 @@ from __future__ import annotations
 import glob
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from itertools import islice
+from itertools import chain, islice
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,6 +30,7 @@ import torch
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
+from domainbert.pretrain.read_ahead import BlockReader
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -35,20 +38,79 @@ if TYPE_CHECKING:
 BLOCK_DOCS = 64  # documents tokenized per call: large enough for the fast tokenizer's batching, small state
 
 
+def _plain_backend(tokenizer: PreTrainedTokenizerBase) -> Any:
+    """The fast tokenizer's Rust tokenizer set to neither truncate nor pad, or None for a slow tokenizer.
+
+    The Hugging Face wrapper converts every encoding into Python lists and dicts before ``encode_block`` turns
+    them into arrays again; reading the Rust encodings directly gives the same ids and words for less. The
+    wrapper itself sets truncation and padding afresh before each of its calls, so clearing them here leaves
+    its own results unchanged.
+    """
+    if not getattr(tokenizer, "is_fast", False):
+        return None
+    backend = tokenizer.backend_tokenizer
+    if backend.truncation is not None:
+        backend.no_truncation()
+    if backend.padding is not None:
+        backend.no_padding()
+    return backend
+
+
+def encode_block(
+    tokenizer: PreTrainedTokenizerBase, texts: list[str], backend: Any = None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Token ids, word-start flags and token counts of ``texts`` (no special tokens), concatenated.
+
+    A token starts a word when it is a document's first, has no word (an added special token) or belongs to
+    another word than the token before it (``word_ids()``). ``backend``: the Rust tokenizer to encode with
+    (default: the tokenizer's own, ``_plain_backend``).
+    """
+    backend = backend if backend is not None else _plain_backend(tokenizer)
+    if backend is not None:
+        encodings = backend.encode_batch(texts, add_special_tokens=False)
+        id_lists = [e.ids for e in encodings]
+        word_lists = [e.word_ids for e in encodings]
+    else:  # a slow tokenizer: the wrapper's own output
+        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
+        id_lists = list(enc["input_ids"])
+        word_lists = [enc.word_ids(i) for i in range(len(id_lists))]
+    lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))
+    total = int(lengths.sum())
+    ids = np.fromiter(chain.from_iterable(id_lists), dtype=np.int64, count=total)
+    # None (no word) becomes NaN, which differs from every value, itself included: such a token starts a word.
+    words = np.array(list(chain.from_iterable(word_lists)), dtype=np.float64)
+    starts = np.ones(total, dtype=bool)
+    if total > 1:
+        starts[1:] = words[1:] != words[:-1]
+    starts[np.cumsum(lengths)[:-1][lengths[1:] > 0]] = True  # each document's first token
+    return ids, starts, lengths
+
+
 def encode_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> list[tuple[np.ndarray, np.ndarray]]:
     """Token ids and word-start flags of each text (no special tokens)."""
     if not texts:
         return []
-    enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
-    out = []
-    for i, ids in enumerate(enc["input_ids"]):
-        ids_arr = np.asarray(ids, dtype=np.int64)
-        words = enc.word_ids(i)
-        starts = np.ones(len(ids_arr), dtype=bool)
-        for j in range(1, len(words)):
-            starts[j] = words[j] is None or words[j] != words[j - 1]
-        out.append((ids_arr, starts))
-    return out
+    return split_documents(*encode_block(tokenizer, texts))
+
+
+def split_documents(ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> list[tuple[np.ndarray, np.ndarray]]:
+    """The documents of ``encode_block`` one by one."""
+    cuts = np.cumsum(lengths)[:-1]
+    return list(zip(np.split(ids, cuts), np.split(starts, cuts), strict=True))
+
+
+def with_separators(
+    ids: np.ndarray, starts: np.ndarray, lengths: np.ndarray, sep_id: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """The documents of ``encode_block`` each followed by ``sep_id`` (a word start), as one stream."""
+    ends = np.cumsum(lengths + 1) - 1  # where each document's [SEP] lands
+    is_sep = np.zeros(len(ids) + len(lengths), dtype=bool)
+    is_sep[ends] = True
+    out_ids = np.empty(len(is_sep), dtype=np.int64)
+    out_ids[is_sep], out_ids[~is_sep] = sep_id, ids
+    out_starts = np.ones(len(is_sep), dtype=bool)
+    out_starts[~is_sep] = starts
+    return out_ids, out_starts
 
 
 @dataclass
@@ -144,13 +206,18 @@ class Batch:
 
 @dataclass
 class TokenStream:
-    """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state."""
+    """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state.
+
+    ``encode_workers`` threads tokenize the next blocks ahead (``read_ahead.BlockReader``; 0: none); the
+    sequences are the same either way.
+    """
 
     tokenizer: Any
     corpus_dir: Path
     split: str = "train"
     packing: bool = True
     shuffle_seed: int | None = None
+    encode_workers: int = 0
     cursor: DocumentCursor = field(init=False)
     _ids: np.ndarray = field(init=False)
     _starts: np.ndarray = field(init=False)
@@ -158,6 +225,7 @@ class TokenStream:
 
     def __post_init__(self) -> None:
         self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
+        self._reader = BlockReader(self.tokenizer, self.cursor, self.encode_workers)
         self._ids = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=bool)
         self.cls_id = self.tokenizer.cls_token_id
@@ -165,48 +233,52 @@ class TokenStream:
         self.pad_id = self.tokenizer.pad_token_id if self.tokenizer.pad_token_id is not None else 0
 
     def _refill(self) -> None:
-        docs = encode_documents(self.tokenizer, self.cursor.read_block())
+        block = self._reader.next_block()
         if self.packing:
-            parts = [self._ids] + [np.append(ids, self.sep_id) for ids, _ in docs]
-            flags = [self._starts] + [np.append(st, True) for _, st in docs]
-            self._ids = np.concatenate(parts)
-            self._starts = np.concatenate(flags)
+            ids, starts = with_separators(*block, self.sep_id)
+            self._ids = np.concatenate([self._ids, ids])
+            self._starts = np.concatenate([self._starts, starts])
         else:
-            self._docs.extend(d for d in docs if len(d[0]))
+            self._docs.extend(d for d in split_documents(*block) if len(d[0]))
 
     def next_sequences(self, n: int, length: int) -> Batch:
         """``n`` sequences of ``length`` tokens."""
+        if self.packing:
+            return self._packed(n, length)
         ids = np.full((n, length), self.pad_id, dtype=np.int64)
         starts = np.ones((n, length), dtype=bool)
-        special = np.zeros((n, length), dtype=bool)
         real = np.zeros((n, length), dtype=bool)
         for i in range(n):
-            if self.packing:
-                body = length - 1
-                while len(self._ids) < body:
-                    self._refill()
-                ids[i, 0] = self.cls_id
-                ids[i, 1:] = self._ids[:body]
-                starts[i, 1:] = self._starts[:body]
-                self._ids, self._starts = self._ids[body:], self._starts[body:]
-                real[i] = True
-            else:
-                while not self._docs:
-                    self._refill()
-                doc_ids, doc_starts = self._docs.pop(0)
-                k = min(len(doc_ids), length - 2)
-                ids[i, 0], ids[i, k + 1] = self.cls_id, self.sep_id
-                ids[i, 1 : k + 1] = doc_ids[:k]
-                starts[i, 1 : k + 1] = doc_starts[:k]
-                real[i, : k + 2] = True
-            special[i] = (ids[i] == self.cls_id) | (ids[i] == self.sep_id) | ~real[i]
+            while not self._docs:
+                self._refill()
+            doc_ids, doc_starts = self._docs.pop(0)
+            k = min(len(doc_ids), length - 2)
+            ids[i, 0], ids[i, k + 1] = self.cls_id, self.sep_id
+            ids[i, 1 : k + 1] = doc_ids[:k]
+            starts[i, 1 : k + 1] = doc_starts[:k]
+            real[i, : k + 2] = True
+        special = (ids == self.cls_id) | (ids == self.sep_id) | ~real
         attention = None if real.all() else torch.from_numpy(real.astype(np.int64))
         return Batch(
             torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), attention, int(real.sum())
         )
 
+    def _packed(self, n: int, length: int) -> Batch:
+        """``n`` rows of [CLS] and the next ``length - 1`` tokens of the document stream each, cut in one go."""
+        body = length - 1
+        while len(self._ids) < n * body:
+            self._refill()
+        ids = np.empty((n, length), dtype=np.int64)
+        starts = np.ones((n, length), dtype=bool)
+        ids[:, 0] = self.cls_id
+        ids[:, 1:] = self._ids[: n * body].reshape(n, body)
+        starts[:, 1:] = self._starts[: n * body].reshape(n, body)
+        self._ids, self._starts = self._ids[n * body :], self._starts[n * body :]
+        special = (ids == self.cls_id) | (ids == self.sep_id)
+        return Batch(torch.from_numpy(ids), torch.from_numpy(special), torch.from_numpy(starts), None, ids.size)
+
     def state_dict(self) -> dict[str, Any]:
-        s = self.cursor.state
+        s = self._reader.position()
         return {
             "epoch": s.epoch,
             "shard": s.shard,
@@ -218,7 +290,7 @@ class TokenStream:
         }
 
     def load_state_dict(self, state: dict[str, Any]) -> None:
-        self.cursor.state = CursorState(state["epoch"], state["shard"], state["row_group"], state["row"])
+        self._reader.seek(CursorState(state["epoch"], state["shard"], state["row_group"], state["row"]))
         self._ids = np.asarray(state["ids"], dtype=np.int64)
         self._starts = np.asarray(state["starts"], dtype=bool)
         self._docs = [(np.asarray(a, dtype=np.int64), np.asarray(b, dtype=bool)) for a, b in state["docs"]]

@@ -26,6 +26,7 @@ from domainbert.pretrain.objective import MLMObjective, detection_flops, flops_p
 from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Plan, make_plan
 from domainbert.pretrain.preflight import run_preflight
+from domainbert.pretrain.read_ahead import default_workers
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator
 from domainbert.pretrain.runtime import (
     autocast_dtype,
@@ -119,7 +120,14 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
     else:
-        stream = TokenStream(tokenizer, data_dir(layout, arm), "train", packing=pcfg.packing, shuffle_seed=pcfg.seed)
+        stream = TokenStream(
+            tokenizer,
+            data_dir(layout, arm),
+            "train",
+            packing=pcfg.packing,
+            shuffle_seed=pcfg.seed,
+            encode_workers=default_workers(device),
+        )
     return ArmSetup(
         arm=arm,
         pcfg=pcfg,
