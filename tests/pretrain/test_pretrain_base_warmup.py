@@ -70,6 +70,31 @@ def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, l
     assert posted == [(step, 12, "pretrain base-warmup") for step in range(1, 13)]
 
 
+def test_a_stop_ends_the_warmup_at_the_next_step(headless_base, layout, monkeypatch):
+    """SIGTERM or Ctrl-C during the warm-up stops it within a step (it ran on to its cap once: 20 min on a CPU)."""
+    import signal
+
+    from domainbert.core import signals
+
+    steps = []
+    real = signals.check
+
+    def stop_at_the_third(where: str = "") -> None:
+        steps.append(where)
+        if len(steps) == 3:
+            signals._handler(signal.SIGTERM, None)
+        real(where)
+
+    monkeypatch.setattr(signals, "check", stop_at_the_third)
+    try:
+        with pytest.raises(signals.StopRequested, match="by SIGTERM in the base warm-up at step 2 of at most 11"):
+            # 11 steps: a warm-up no other test made, which this machine's cache would serve without training
+            ensure_base_warmup(_cfg(headless_base, "pretrain.base_warmup.steps=11"), layout)
+    finally:
+        signals.reset()
+    assert len(steps) == 3 and not (layout.pretrain("base-warmup") / "model").exists()
+
+
 def test_base_with_its_head_is_not_warmed_up(base_model, layout):
     assert ensure_base_warmup(make_cfg(base_model), layout) is None
 
