@@ -48,6 +48,7 @@ class How:
     where: str = "checkout"  # "checkout": a copy of the repository; "project": docs/own-domain.md's project
     before: tuple[str, ...] = ()  # documented commands it follows in the same folder, in the doc's order
     replace: tuple[tuple[str, str], ...] = ()  # a path it cannot use here -> one under the test's folder
+    home: bool = False  # it writes to the user's home: HOME is a folder of the test's own
 
 
 SERVER = "a Prefect server and workers (tests/flows/test_flows_server.py runs these steps under `pytest -m server`)"
@@ -91,7 +92,7 @@ COMMANDS: dict[str, How] = {
     "HF_TOKEN=... .venv/bin/domainbert push science --finetuned continued/science-terms-ner --repo my-org/sci-ner "
     "--dry-run": How(SKIP, HUB),
     "domainbert --version": How(RUN),
-    "domainbert --install-completion": How(SKIP, "writes to the user's shell start-up file"),
+    "domainbert --install-completion": How(RUN, home=True),
     "domainbert validate <name>": How(MENTION, PROSE),
     "domainbert run <name>": How(MENTION, PROSE),
     # docs/own-domain.md
@@ -241,9 +242,12 @@ def _where(how: How, tmp_path: Path) -> Path:
     return _checkout(tmp_path / "checkout")
 
 
-def _run(command: str, cwd: Path, timeout: float) -> tuple[int, float, str]:
+def _run(command: str, cwd: Path, timeout: float, home: Path | None = None) -> tuple[int, float, str]:
     """Run a command line under bash as a user would, in ``cwd``: (exit code, seconds, output)."""
     env = {k: v for k, v in os.environ.items() if k not in ("DOMAINBERT_HOME", "PREFECT_API_URL")}
+    if home is not None:  # the shell start-up files it edits are the test's, never the user's
+        home.mkdir(exist_ok=True)
+        env["HOME"] = str(home)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `domainbert`, `python`
     t0 = time.perf_counter()
     proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
@@ -270,8 +274,10 @@ def test_documented_command(command: str, how: How, tmp_path: Path, record_prope
     line = command
     for path, under_tmp in how.replace:
         line = line.replace(path, str(tmp_path / under_tmp))
-    code, seconds, output = _run(line, cwd, timeout=4 * 3600 if how.kind == LONG else 840)
+    code, seconds, output = _run(line, cwd, 4 * 3600 if how.kind == LONG else 840, tmp_path / "home" if how.home else None)
     record_property("documented_command", {"command": command, "kind": how.kind, "reason": how.reason,
                                            "exit": code, "seconds": round(seconds, 1)})
     assert code == 0, f"exit {code}:\n{output[-3000:]}"
     assert "Traceback" not in output, output[-3000:]
+    if how.home:
+        assert any((tmp_path / "home").iterdir()), "it wrote nothing to the home it was given"
