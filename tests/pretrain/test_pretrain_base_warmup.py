@@ -106,6 +106,11 @@ def test_continued_starts_from_the_warmed_head_with_its_own_lr_and_keeps_the_bas
     summary = pretrain_arm(cfg, "continued", layout)
     warm = json.loads((layout.pretrain("base-warmup") / "summary.json").read_text())
     assert summary["start_head"] == "warmed-up"
+    # the arm's card says it began from the warm-up, not from the checkpoint its `base_model` names
+    assert summary["base_warmup"] == {"steps": warm["steps"], "tokens": warm["tokens"], "train": warm["train"]}
+    card = (layout.pretrained_model("continued") / "README.md").read_text()
+    assert f"starting from the warmed-up base (the general masked-LM warm-up (the whole model) of `{headless_base.name}`: " \
+           f"{warm['steps']} steps, {warm['tokens']:,} tokens of general text)" in " ".join(card.split())
     # "before" is the warmed-up model, measured on the same held-out sequences and masks.
     assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-3)
     assert summary["lr"] == 1e-4 and summary["warmup_ratio"] == 0.06  # the literature default for continued
