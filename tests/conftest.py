@@ -43,3 +43,22 @@ def _stop_prefect_temporary_server():
 
         for server in list(SubprocessASGIServer._instances.values()):
             server.stop()
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """The documented commands this session ran (tests/test_documented_commands.py): exit code and time of each,
+    or why it was not run, the table a release note quotes."""
+    rows: dict[str, dict] = {}
+    for reports in terminalreporter.stats.values():
+        for report in reports:
+            row = dict(getattr(report, "user_properties", ())).get("documented_command")
+            if row and getattr(report, "when", "call") in ("call", "setup"):
+                rows[row["command"]] = {**rows.get(row["command"], {}), **row}
+    if not rows:
+        return
+    terminalreporter.write_sep("-", "documented commands: exit code, seconds (or why not run)")
+    for command, row in rows.items():
+        if "exit" in row:
+            terminalreporter.write_line(f"{row['exit']:>4} {row['seconds']:>8.1f} s  {command}")
+        else:
+            terminalreporter.write_line(f"   -        -    {command}  [{row['kind']}: {row['reason']}]")

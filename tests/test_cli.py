@@ -119,3 +119,13 @@ def test_compare_refuses_a_run_given_twice(tmp_path):
     # one folder under two names would count its results as two domains' evidence
     assert_user_error(run_cli("compare", f"a={tmp_path / 'one' / 'science'}", f"b={tmp_path / 'one' / 'science'}",
                               "--out", str(tmp_path / "page")), "the same run is given twice, as 'a' and 'b'")
+
+
+def test_compare_refuses_an_empty_folder(tmp_path):
+    """An empty folder (a typo's fresh one, a run not made yet) is no run: one line naming it, exit 2, no page."""
+    for name in ("science", "law"):
+        (tmp_path / name).mkdir()
+    proc = run_cli("compare", str(tmp_path / "science"), str(tmp_path / "law"), "--out", str(tmp_path / "page"))
+    assert_user_error(proc, f"{tmp_path / 'science'}: no run of 'science' here")
+    assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1
+    assert not (tmp_path / "page").exists()

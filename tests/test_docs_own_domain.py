@@ -57,6 +57,9 @@ def test_the_guides_project_validates_and_plans(tmp_path, monkeypatch, capsys, c
     out = capsys.readouterr().out
     assert f"domain file: {guide_file} (profile offline)" in caplog.text  # every command says which file it read
     assert "corpus" in out and "will run" in out and "pretrain tapt" in out
+    # The template's count of fine-tuning runs is plan's (the warmed base's `original` included).
+    [runs] = re.findall(r"x 2 tasks = (\d+) \(and a floor per task\)", GUIDE.read_text(encoding="utf-8"))
+    assert f"{runs} runs + 2 floor(s)" in out, out
     # General text that is all forgetting set leaves the warm-up nothing: validate says so, as plan would.
     (tmp_path / "contracts-project" / "data" / "general" / "wordnet-glosses-00.jsonl.gz").unlink()
     assert run_cli(["validate", "contracts"]) == 2

@@ -70,6 +70,31 @@ def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, l
     assert posted == [(step, 12, "pretrain base-warmup") for step in range(1, 13)]
 
 
+def test_a_stop_ends_the_warmup_at_the_next_step(headless_base, layout, monkeypatch):
+    """SIGTERM or Ctrl-C during the warm-up stops it within a step (it ran on to its cap once: 20 min on a CPU)."""
+    import signal
+
+    from domainbert.core import signals
+
+    steps = []
+    real = signals.check
+
+    def stop_at_the_third(where: str = "") -> None:
+        steps.append(where)
+        if len(steps) == 3:
+            signals._handler(signal.SIGTERM, None)
+        real(where)
+
+    monkeypatch.setattr(signals, "check", stop_at_the_third)
+    try:
+        with pytest.raises(signals.StopRequested, match="by SIGTERM in the base warm-up at step 2 of at most 11"):
+            # 11 steps: a warm-up no other test made, which this machine's cache would serve without training
+            ensure_base_warmup(_cfg(headless_base, "pretrain.base_warmup.steps=11"), layout)
+    finally:
+        signals.reset()
+    assert len(steps) == 3 and not (layout.pretrain("base-warmup") / "model").exists()
+
+
 def test_base_with_its_head_is_not_warmed_up(base_model, layout):
     assert ensure_base_warmup(make_cfg(base_model), layout) is None
 
@@ -81,6 +106,11 @@ def test_continued_starts_from_the_warmed_head_with_its_own_lr_and_keeps_the_bas
     summary = pretrain_arm(cfg, "continued", layout)
     warm = json.loads((layout.pretrain("base-warmup") / "summary.json").read_text())
     assert summary["start_head"] == "warmed-up"
+    # the arm's card says it began from the warm-up, not from the checkpoint its `base_model` names
+    assert summary["base_warmup"] == {"steps": warm["steps"], "tokens": warm["tokens"], "train": warm["train"]}
+    card = (layout.pretrained_model("continued") / "README.md").read_text()
+    assert f"starting from the warmed-up base (the general masked-LM warm-up (the whole model) of `{headless_base.name}`: " \
+           f"{warm['steps']} steps, {warm['tokens']:,} tokens of general text)" in " ".join(card.split())
     # "before" is the warmed-up model, measured on the same held-out sequences and masks.
     assert summary["domain_perplexity_before"] == pytest.approx(warm["domain_perplexity"], rel=1e-3)
     assert summary["lr"] == 1e-4 and summary["warmup_ratio"] == 0.06  # the literature default for continued

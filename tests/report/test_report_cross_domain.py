@@ -44,6 +44,9 @@ def test_cross_domain_page_over_three_runs(science_run: Path, tmp_path: Path) ->
     assert "continued beat base on science-terms-ner" in md
     assert "tweets: no fine-tuning results (not run)." in md
     assert "| tweets | not run | - | - | - |" in md  # no pretraining in that run
+    # Seconds from different machines share the column: it says so, with what each run recorded of its machine.
+    assert "train seconds (each run's own machine)" in md and "measured on the machine each run was made on" in md
+    assert "| law | continued | " in md and "| 50.4 (fp32, 1 process(es)" in md
     assert "| science | 1,234 | 71,234 | extend (by 412 tokens) | 61.3% (bert-base-uncased) |" in md
     assert "| law | 1,234 | 71,234 | not run | - |" in md
     # Links to the per-domain pages, relative to the cross-domain folder.

@@ -11,9 +11,10 @@ it. This module does not train and does not warm heads up (``base_warmup.py`` do
 from __future__ import annotations
 
 import contextlib
+import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -63,6 +64,17 @@ class ArmStart:
         if self.warm_head is not None:
             return "warmed-up"
         return "checkpoint" if self.warmup_enabled == "auto" else "checkpoint or random (warm-up off)"
+
+
+def warmup_record(start: ArmStart) -> dict[str, Any] | None:
+    """The general warm-up the arm's start went through (its steps, tokens and what it trained), recorded in the
+    arm's summary so its card says the arm began from the warmed-up base, not the checkpoint itself; None when
+    the arm did not start from it."""
+    if start.warm_head is None or ARMS[start.arm].start not in ("base", "extended"):
+        return None
+    summary = start.warm_head.parent / "summary.json"  # written by base_warmup.ensure_base_warmup
+    warm = json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+    return {key: warm.get(key) for key in ("steps", "tokens", "train")}
 
 
 def base_reference(cfg: DomainConfig, layout: RunLayout) -> str:

@@ -41,6 +41,7 @@ from domainbert.pretrain.runtime import (
     torch_threads,
 )
 from domainbert.pretrain.setup import ArmSetup, set_up
+from domainbert.pretrain.start import warmup_record
 from domainbert.services.tracking import MetricsLog, Tracker
 
 if TYPE_CHECKING:
@@ -379,6 +380,7 @@ def _summary(
         "lr": pcfg.lr,
         "warmup_ratio": pcfg.warmup_ratio,
         "start_head": setup.start.head_origin,
+        "base_warmup": warmup_record(setup.start),
         **_objective_fields(setup, state, after),
     }
 

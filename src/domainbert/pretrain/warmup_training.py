@@ -21,6 +21,7 @@ import torch
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import PretrainConfig
+from domainbert.core import signals
 from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 from domainbert.core.optim import adamw, linear_warmup_constant, param_groups
@@ -182,6 +183,11 @@ def train_warmup(
         watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
         step, lines = 0, ProgressLine(hw.steps)
         while step < hw.steps and not watch.converged:
+            # A stop (Ctrl-C, SIGTERM, a cancel) ends the warm-up at the next step, not after it: it keeps no
+            # checkpoint (its steps take minutes, not hours), so the rerun warms up again.
+            signals.check(
+                f"in the base warm-up at step {step} of at most {hw.steps} (not kept: a rerun warms up again)"
+            )
             rows = torch.arange(step * hw.batch_size, (step + 1) * hw.batch_size) % n
             inputs, labels = apply_mask(
                 data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)

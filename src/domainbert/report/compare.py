@@ -129,7 +129,7 @@ def require_run_outputs(cfg: DomainConfig, layout: RunLayout) -> None:
         DataError: naming the folder and the outputs looked for.
     """
     arts = load_run(layout, list(cfg.pretrain.arms))
-    if arts.manifest is None and arts.vocab is None and not arts.pretrain and not arts.finetune:
+    if arts.holds_nothing:
         raise DataError(
             "nothing to report: none of corpus/manifest.json, vocab/report.json, "
             f"pretrain/{{{','.join(cfg.pretrain.arms)}}}/summary.json, "

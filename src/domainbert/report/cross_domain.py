@@ -95,7 +95,7 @@ def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
                     ("generator " if replaced_token_detection(s) else "")
                     + f"{fmt(s.get('domain_perplexity_before'), 1)} -> {fmt(s.get('domain_perplexity'), 1)}",
                     f"{fmt(s.get('general_perplexity_before'), 1)} -> {fmt(s.get('general_perplexity'), 1)}",
-                    fmt(s.get("wall_seconds"), 1),
+                    _seconds_text(s),
                 ]
             )
     return Table(
@@ -104,11 +104,25 @@ def _pretrain_table(runs: dict[str, RunArtifacts]) -> Table:
             "arm",
             "domain perplexity (before -> after)",
             "general perplexity (before -> after)",
-            "train seconds",
+            "train seconds (each run's own machine)",
         ],
         rows,
-        "Pretraining per domain and arm",
+        "Pretraining per domain and arm. Training seconds were measured on the machine each run was made on "
+        "(the runs record its precision, processes and threads, not its CPU or GPU): they compare arms within "
+        "one run, not runs made on different machines",
     )
+
+
+def _seconds_text(summary: dict[str, Any]) -> str:
+    """An arm's training seconds with what the run recorded of its machine (precision, processes, threads)."""
+    seconds = fmt(summary.get("wall_seconds"), 1)
+    machine = [
+        str(summary["precision"]) if summary.get("precision") else "",
+        f"{summary['world_size']} process(es)" if summary.get("world_size") else "",
+        f"{summary['torch_threads']} thread(s)" if summary.get("torch_threads") else "",
+    ]
+    recorded = ", ".join(part for part in machine if part)
+    return f"{seconds} ({recorded})" if recorded else seconds
 
 
 def render_cross_domain(
@@ -129,6 +143,7 @@ def render_cross_domain(
     out_dir = Path(out_dir)
     _refuse_repeats(runs)
     loaded = {domain: load_run(RunLayout(Path(root))) for domain, root in runs.items()}
+    _refuse_empty(loaded)
     hashes = {f"{d}/{k}": v for d, arts in loaded.items() for k, v in arts.input_hashes.items()}
     config = {"runs": {d: str(Path(p).resolve()) for d, p in runs.items()}, "compare": compare.model_dump(mode="json")}
     fp = fingerprint(config, hashes, __version__)
@@ -142,6 +157,21 @@ def render_cross_domain(
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
     log.info("cross-domain report: %s", html_path)
     return html_path
+
+
+def _refuse_empty(loaded: dict[str, RunArtifacts]) -> None:
+    """A folder with no stage's output (empty, a typo's fresh folder) would show as a domain that ran nothing.
+
+    Raises:
+        DataError: naming the folder.
+    """
+    for domain, arts in loaded.items():
+        if arts.holds_nothing:
+            raise DataError(
+                f"no run of {domain!r} here: no stage's output (corpus/manifest.json, vocab/report.json, "
+                "pretrain/*/summary.json, finetune/**/result.json); give finished run folders",
+                file=arts.root,
+            )
 
 
 def _refuse_repeats(runs: dict[str, Path]) -> None:

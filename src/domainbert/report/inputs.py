@@ -61,6 +61,11 @@ class RunArtifacts:
     result_check: dict[str, Any] = field(default_factory=dict)  # expected results and the missing/stale ones
     input_hashes: dict[str, str] = field(default_factory=dict)
 
+    @property
+    def holds_nothing(self) -> bool:
+        """No stage's output is here (an empty folder, or not a run folder): a page over it would be empty."""
+        return self.manifest is None and self.vocab is None and not self.pretrain and not self.finetune
+
 
 def _is_final(folder: Path) -> bool:
     # atomic_output writes to "<name>.tmp-<pid>" and renames; such a folder is not a finished artifact.

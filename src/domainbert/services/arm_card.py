@@ -82,7 +82,8 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
     lines = [
         f"# domainbert {cfg.name} / {arm}",
         "",
-        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from {start_of(cfg, arm)}.",
+        f"{cfg.description} Masked-language-model pretraining, arm **{arm}**, starting from "
+        f"{start_of(cfg, arm, p.get('base_warmup'))}.",
         "",
         "## Data",
         "",

@@ -8,6 +8,7 @@ the Hub.
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -67,14 +68,31 @@ def fmt_value(value: int | float | str | None, digits: int = 2) -> str:
     return f"{value:,}" if isinstance(value, int) else str(value)
 
 
-def start_of(cfg: DomainConfig, arm: str) -> str:
-    # a local folder without base_model.hub_id: its name only, never the path of this machine
-    base = base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
+def checkpoint_name(cfg: DomainConfig) -> str:
+    """The base checkpoint's Hub id, else (a local folder without ``base_model.hub_id``) its folder's name only,
+    never the path of this machine."""
+    return base_model_id(cfg) or Path(cfg.base_model.name_or_path.removeprefix(PACKAGE_PREFIX)).name
+
+
+def warmed_base(cfg: DomainConfig, warmup: dict[str, Any]) -> str:
+    """The warmed-up base in words: which checkpoint, and the general masked-LM warm-up's steps and tokens."""
+    how = {"head": " (its MLM head alone)", "full": " (the whole model)"}.get(str(warmup.get("train")), "")
+    return (
+        f"the warmed-up base (the general masked-LM warm-up{how} of `{checkpoint_name(cfg)}`: "
+        f"{fmt_value(warmup.get('steps'))} steps, {fmt_value(warmup.get('tokens'))} tokens of general text)"
+    )
+
+
+def start_of(cfg: DomainConfig, arm: str, warmup: dict[str, Any] | None = None) -> str:
+    """Where an arm started, in words; ``warmup`` is its summary's ``base_warmup`` when it began from the
+    warmed-up base instead of the checkpoint itself."""
+    base = checkpoint_name(cfg)
     start = ARMS[arm].start
+    began = warmed_base(cfg, warmup) if warmup else f"the base checkpoint `{base}`"
     if start == "base":
-        return f"the base checkpoint `{base}`"
+        return began
     if start == "extended":
-        return f"the base checkpoint `{base}` with its vocabulary extended by domain tokens"
+        return f"{began} with its vocabulary extended by domain tokens"
     if start == "continued":
         return f"the `continued` arm (the base checkpoint `{base}` pretrained on the domain corpus)"
     return "random weights, with the domain's own tokenizer"
@@ -83,9 +101,16 @@ def start_of(cfg: DomainConfig, arm: str) -> str:
 def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None, str]:
     """(Hub id or None, words) of the model a fine-tuned run started from; never a local path."""
     name = model.removesuffix("-frozen")
+    if name == "original":  # the reference a warmed-up base is compared with: the checkpoint as published
+        return base_model_id(cfg), (
+            f"the checkpoint `{checkpoint_name(cfg)}` itself, as published (before the general masked-LM warm-up "
+            "that made this run's `base`)"
+        )
     if name == "base":
-        hub_id = base_model_id(cfg)
-        return hub_id, f"the base checkpoint `{hub_id or 'base'}`"
+        warmup = _warmup_of(ref, cfg)
+        return base_model_id(cfg), warmed_base(
+            cfg, warmup
+        ) if warmup else f"the base checkpoint `{checkpoint_name(cfg)}`"
     if name in cfg.pretrain.arms:
         # An arm has no Hub id until it is pushed (``domainbert push --arm``), under a repository named then.
         hub_id = base_model_id(cfg)
@@ -94,6 +119,15 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
         return None, f"the `{name}` arm (`domainbert-{cfg.name}-{name}`: {origin})"
     hub_id = hub_id_of(ref)
     return hub_id, f"`{hub_id or name}`"
+
+
+def _warmup_of(ref: str, cfg: DomainConfig) -> dict[str, Any] | None:
+    """The warm-up summary beside a warmed-up base's folder (``pretrain/base-warmup/{model,summary.json}``),
+    or None when ``ref`` is the checkpoint itself."""
+    if ref == cfg.base_model.name_or_path:
+        return None
+    summary = Path(ref).parent / "summary.json"
+    return json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
 
 
 def finetuned_card(
@@ -143,6 +177,8 @@ def finetuned_card(
         f"{how}: seed {result['seed']}, learning rate {result.get('lr')}, {fmt_value(result.get('steps'))} steps; the "
         f"weights kept are those of step {fmt_value(result.get('best_step'))}, the best on validation.",
         "",
+        _length_line(cfg.finetune.max_length, task.chunks),
+        "",
         "## Labels",
         "",
         ", ".join(f"`{label}`" for label in labels),
@@ -162,6 +198,16 @@ def finetuned_card(
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
     lines += _use_lines(name, result["task_type"], custom_code)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _length_line(max_length: int, chunks: int) -> str:
+    """The input length the model was trained and scored at: longer inputs score differently, so a user keeps it."""
+    cut = (
+        f"up to {chunks} windows of {max_length} sub-tokens each, mean-pooled; text beyond them cut"
+        if chunks > 1
+        else f"{max_length} sub-tokens, special tokens included; longer inputs were cut"
+    )
+    return f"max_length: {cut}. Use the same `max_length` at inference (`truncation=True, max_length={max_length}`)."
 
 
 def _selection_lines(selection: dict[str, Any] | None) -> list[str]:

@@ -1,0 +1,283 @@
+"""Every command README.md, docs/usage.md, docs/own-domain.md and docs/cluster.md show, run as they write it.
+
+``COMMANDS`` is the one table: each documented command (a line of a ```bash block, comments and line
+continuations folded, or an inline code span that starts with ``domainbert``, ``.venv/bin/domainbert``,
+``make``, ``prefect`` or ``python bench/``) maps to how the suite runs it or why it cannot here. A doc that gains
+a command the table does not list fails ``test_every_documented_command_is_in_the_table``.
+
+A command that runs gets a fresh folder: a copy of the checkout (its ``corpora/`` linked, read only; ``.venv``
+the environment the suite runs in, as ``make setup`` leaves it), or the project docs/own-domain.md lays out.
+It runs under ``bash -c`` exactly as written, must exit 0 and print no traceback; its exit code and time are
+listed at the end of the session (``tests/conftest.py``). Kinds:
+
+- ``RUN``: every lane; ``SLOW``: marked slow (over ~30 s on a 2-core CPU);
+- ``LONG``: a whole pipeline, tens of minutes to hours on a CPU: run with ``DOMAINBERT_DOCS_LONG=1``;
+- ``SKIP``: needs what a test machine has not (the network, a Hub token, root, a Prefect server and workers);
+- ``MENTION``: not a command to run (a placeholder, a name in prose, a shell line that only sets variables).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+from test_docs_own_domain import _project
+
+REPO = Path(__file__).resolve().parents[1]
+DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md")
+PREFIXES = ("domainbert", ".venv/bin/domainbert", "make", "prefect")
+FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
+RUN, SLOW, LONG, SKIP, MENTION = "run", "slow", "long", "skip", "mention"
+LONG_ENV = "DOMAINBERT_DOCS_LONG"
+
+
+@dataclass(frozen=True)
+class How:
+    """How the suite treats one documented command."""
+
+    kind: str
+    reason: str = ""  # why it is slow, long, skipped or not a command
+    where: str = "checkout"  # "checkout": a copy of the repository; "project": docs/own-domain.md's project
+    before: tuple[str, ...] = ()  # documented commands it follows in the same folder, in the doc's order
+    replace: tuple[tuple[str, str], ...] = ()  # a path it cannot use here -> one under the test's folder
+    home: bool = False  # it writes to the user's home: HOME is a folder of the test's own
+
+
+SERVER = "a Prefect server and workers (tests/flows/test_flows_server.py runs these steps under `pytest -m server`)"
+SETS = "sets variables for the commands after it; nothing to run on its own"
+PROSE = "a name or a placeholder in prose, not a command line"
+SUITE = "the test suite itself (CI runs it through .ci/run); run from inside the suite it would recurse"
+NETWORK = "installs from the network (PyPI, PyTorch's wheel index); the suite runs in the environment it made"
+DEMO_RUN = "the whole science pipeline: 18 min 54 s on a 2-core CPU (README)"
+HUB = "a Hugging Face token and the network, and a finished run's models (`domainbert run science` first)"
+
+COMMANDS: dict[str, How] = {
+    # README.md
+    "make demo": How(LONG, DEMO_RUN),
+    "make test": How(SKIP, SUITE),
+    "make test-fast": How(SKIP, SUITE),
+    'make test PYTEST_ARGS="-m \'not slow\'"': How(SKIP, SUITE),
+    "make setup": How(SKIP, NETWORK),
+    "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
+    "make typecheck": How(SLOW, "mypy over the package"),
+    'domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"': How(LONG, DEMO_RUN),
+    # docs/usage.md
+    ".venv/bin/domainbert validate": How(RUN),
+    ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),
+    ".venv/bin/domainbert corpus science": How(SLOW, "the science corpus"),
+    ".venv/bin/domainbert pretrain science pretrain.max_steps=50 pretrain.precision=bf16 --arm continued": How(
+        LONG,
+        "the base's general warm-up on an empty machine cache (140 steps: 20 min on a loaded 2-core CPU), then "
+        "50 steps",
+        before=(".venv/bin/domainbert corpus science",),
+    ),
+    ".venv/bin/domainbert run tweets --out /data/runs/tweets": How(
+        LONG, "the whole tweets pipeline", replace=(("/data/runs/tweets", "data/runs/tweets"),)
+    ),
+    ".venv/bin/domainbert run science --profile full": How(SKIP, "the network: Hub datasets and bert-base-uncased"),
+    ".venv/bin/domainbert compare runs/science runs/law": How(
+        SKIP, "the finished runs of `run science` and `run law` (an hour on a CPU); on folders that hold no run it "
+        "refuses in one line, exit 2 (tests/test_cli.py)"
+    ),
+    ".venv/bin/domainbert plan science --workers 2": How(SLOW, "plan times a few training steps on this machine"),
+    "HF_TOKEN=... .venv/bin/domainbert push science --arm continued --repo my-org/science-bert": How(SKIP, HUB),
+    "HF_TOKEN=... .venv/bin/domainbert push science --finetuned continued/science-terms-ner --repo my-org/sci-ner "
+    "--dry-run": How(SKIP, HUB),
+    "domainbert --version": How(RUN),
+    "domainbert --install-completion": How(RUN, home=True),
+    "domainbert validate <name>": How(MENTION, PROSE),
+    "domainbert run <name>": How(MENTION, PROSE),
+    # docs/own-domain.md
+    "cd contracts-project": How(MENTION, "the folder the guide's next commands run in: the suite builds that "
+                                         "project (section 1) and runs them there"),
+    "domainbert validate contracts": How(RUN, where="project"),
+    "domainbert plan contracts": How(SLOW, "plan times a few training steps on this machine", where="project"),
+    "domainbert run contracts": How(LONG, "the whole contracts pipeline", where="project"),
+    'domainbert run contracts pretrain.budget_tokens=1000000 "finetune.only_tasks=[clause-type]"': How(
+        LONG, "the whole contracts pipeline at five times the template's budget", where="project"
+    ),
+    "domainbert report contracts": How(SKIP, "a finished `domainbert run contracts` (LONG above)"),
+    # docs/cluster.md
+    "prefect server start --host 127.0.0.1 --port 4200 &": How(SKIP, SERVER),
+    "prefect server start --host 127.0.0.1 --port 4200": How(SKIP, SERVER),
+    "prefect server start --host 127.0.0.1 --port 4311 &": How(SKIP, SERVER),
+    "export PREFECT_API_URL=http://127.0.0.1:4200/api": How(MENTION, SETS),
+    "export PREFECT_API_URL=http://127.0.0.1:4311/api": How(MENTION, SETS),
+    "export PREFECT_HOME=$HOME/.prefect-domainbert": How(MENTION, SETS),
+    "sudo apt-get install -y postgresql": How(SKIP, "root and the system's package manager"),
+    "sudo -u postgres createuser --pwprompt prefect": How(SKIP, "root and a PostgreSQL server"),
+    "sudo -u postgres createdb --owner prefect prefect": How(SKIP, "root and a PostgreSQL server"),
+    'export PREFECT_API_DATABASE_CONNECTION_URL="postgresql+asyncpg://prefect:PASSWORD@127.0.0.1:5432/prefect"': How(
+        MENTION, SETS
+    ),
+    'export PREFECT_SERVER_API_AUTH_STRING="admin:CHOOSE-A-PASSPHRASE"': How(MENTION, SETS),
+    "export PREFECT_API_URL=https://SERVER/api": How(MENTION, SETS),
+    'export PREFECT_API_AUTH_STRING="admin:CHOOSE-A-PASSPHRASE"': How(MENTION, SETS),
+    "export PREFECT_API_URL=https://SERVER/api PREFECT_API_AUTH_STRING=... DOMAINBERT_HOME=/path/to/domainbert": How(
+        MENTION, SETS
+    ),
+    "export DOMAINBERT_HOME=$PWD": How(MENTION, SETS),
+    "prefect work-pool create domainbert-cpu --type process": How(SKIP, SERVER),
+    "prefect work-pool create domainbert-gpu --type process": How(SKIP, SERVER),
+    "prefect work-pool create domainbert-cpu --type docker": How(SKIP, "a Prefect server and prefect-docker"),
+    "prefect work-pool set-concurrency-limit domainbert-gpu 4": How(SKIP, SERVER),
+    "prefect gcl create domainbert-gpu --limit 2": How(SKIP, SERVER),
+    "prefect --no-prompt deploy --all": How(SKIP, SERVER),
+    "prefect worker start --pool domainbert-cpu": How(SKIP, SERVER),
+    "prefect worker start --pool domainbert-gpu --limit 1": How(SKIP, "a GPU node and " + SERVER),
+    "prefect deployment run domain-pipeline/domain-pipeline --param domain=science --param "
+    "overrides='[\"pretrain.max_steps=20\"]' --param out=runs/science --watch": How(SKIP, SERVER),
+    "prefect deployment run domain-pipeline/domain-pipeline-cluster --param domain=science --param "
+    "overrides='[\"pretrain.launch.launcher=deepspeed\", \"pretrain.launch.num_processes=4\"]'": How(
+        SKIP, "GPU workers (DeepSpeed on 4 GPUs) and " + SERVER
+    ),
+    "prefect deployment run compare-domains/compare-domains --param domains='[\"science\", \"economics\"]'": How(
+        SKIP, SERVER
+    ),
+    "prefect server start": How(MENTION, PROSE),
+    "prefect deployment run": How(MENTION, PROSE),
+    "domainbert run DOMAIN": How(MENTION, PROSE),
+    "domainbert run": How(MENTION, PROSE),
+    "domainbert": How(MENTION, PROSE),
+}
+
+
+def _strip_comment(line: str) -> str:
+    """The line without its shell comment (a ``#`` after a space, outside quotes)."""
+    quote = None
+    for i, ch in enumerate(line):
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "#" and (i == 0 or line[i - 1].isspace()):
+            return line[:i].rstrip()
+    return line.rstrip()
+
+
+def commands_of(text: str) -> list[str]:
+    """The commands a Markdown document shows: ```bash lines, then inline spans that start like a command."""
+    found = []
+    for lang, body in FENCE.findall(text):
+        if lang.strip() != "bash":
+            continue
+        pending = ""
+        for raw in body.splitlines():
+            line = _strip_comment(raw)
+            if line.endswith("\\"):  # a continuation: one command over several lines
+                pending += line[:-1].strip() + " "
+                continue
+            if line := (pending + line.strip()).strip():
+                found.append(line)
+            pending = ""
+    for span in re.findall(r"`([^`]+)`", FENCE.sub("", text)):
+        span = " ".join(span.split())  # a span wrapped over two lines of prose
+        if any(span == p or span.startswith(p + " ") for p in PREFIXES) or span.startswith("python bench/"):
+            found.append(span)
+    return list(dict.fromkeys(found))
+
+
+def documented() -> dict[str, str]:
+    """Every documented command -> the first doc that shows it."""
+    found: dict[str, str] = {}
+    for doc in DOCS:
+        for command in commands_of((REPO / doc).read_text(encoding="utf-8")):
+            found.setdefault(command, doc)
+    return found
+
+
+def test_every_documented_command_is_in_the_table():
+    """A command a doc gains (or changes) has to say here how it is run or why it cannot be."""
+    shown = documented()
+    missing = [f"{doc}: {command}" for command, doc in shown.items() if command not in COMMANDS]
+    stale = [command for command in COMMANDS if command not in shown]
+    assert not missing, "documented commands the table does not list:\n" + "\n".join(missing)
+    assert not stale, "the table lists commands no doc shows any more:\n" + "\n".join(stale)
+    for command, how in COMMANDS.items():
+        assert how.kind in (RUN, SLOW, LONG, SKIP, MENTION), command
+        assert how.kind == RUN or how.reason, f"{command}: {how.kind} without a reason"
+        assert all(COMMANDS[b].kind in (RUN, SLOW) for b in how.before), command  # each is tested on its own
+
+
+def test_commands_are_read_as_a_shell_reads_them():
+    text = "```bash\nmake demo   # a comment\nprefect x \\\n    --y 'a # b'\n```\nRun `domainbert plan\nscience`."
+    assert commands_of(text) == ["make demo", "prefect x --y 'a # b'", "domainbert plan science"]
+
+
+def _checkout(root: Path) -> Path:
+    """A fresh copy of the checkout's files (tracked and new), its corpora linked, ``.venv`` the suite's own."""
+    listed = subprocess.run(["git", "ls-files", "--cached", "--others", "--exclude-standard"], cwd=REPO,
+                            capture_output=True, text=True, check=True).stdout.splitlines()
+    for name in listed:
+        source, copy = REPO / name, root / name
+        if name.startswith("corpora/") or not (source.is_file() or source.is_symlink()):
+            continue  # the corpora are linked below; a file deleted but not yet committed is gone
+        copy.parent.mkdir(parents=True, exist_ok=True)
+        if source.is_symlink():  # src/domainbert/flows -> ../../flows
+            copy.symlink_to(os.readlink(source))
+        else:
+            shutil.copy2(source, copy)
+    (root / "corpora").symlink_to(REPO / "corpora", target_is_directory=True)
+    venv, here = Path(sys.prefix), root / ".venv"  # the environment `make setup` made, as `make` finds it
+    here.mkdir()
+    for entry in venv.iterdir():
+        if entry.name != ".installed":
+            (here / entry.name).symlink_to(entry)
+    (here / ".installed").touch()  # newer than pyproject.toml and constraints.txt: `make` does not set up again
+    return root
+
+
+def _where(how: How, tmp_path: Path) -> Path:
+    if how.where == "project":
+        _project(tmp_path / "contracts-project")
+        return tmp_path / "contracts-project"
+    return _checkout(tmp_path / "checkout")
+
+
+def _run(command: str, cwd: Path, timeout: float, home: Path | None = None) -> tuple[int, float, str]:
+    """Run a command line under bash as a user would, in ``cwd``: (exit code, seconds, output)."""
+    env = {k: v for k, v in os.environ.items() if k not in ("DOMAINBERT_HOME", "PREFECT_API_URL")}
+    if home is not None:  # the shell start-up files it edits are the test's, never the user's
+        home.mkdir(exist_ok=True)
+        env["HOME"] = str(home)
+    env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `domainbert`, `python`
+    t0 = time.perf_counter()
+    proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+                          timeout=timeout)
+    return proc.returncode, time.perf_counter() - t0, proc.stdout + proc.stderr
+
+
+def _param(command: str, how: How) -> object:
+    marks = {SLOW: [pytest.mark.slow], LONG: [pytest.mark.slow, pytest.mark.timeout(4 * 3600)]}.get(how.kind, [])
+    return pytest.param(command, how, marks=marks, id=command[:60])
+
+
+@pytest.mark.parametrize(("command", "how"), [_param(c, h) for c, h in COMMANDS.items()])
+def test_documented_command(command: str, how: How, tmp_path: Path, record_property) -> None:
+    record_property("documented_command", {"command": command, "kind": how.kind, "reason": how.reason})
+    if how.kind in (SKIP, MENTION):
+        pytest.skip(f"{how.kind}: {how.reason}")
+    if how.kind == LONG and not os.environ.get(LONG_ENV):
+        pytest.skip(f"long: {how.reason} (set {LONG_ENV}=1 to run it)")
+    cwd = _where(how, tmp_path)
+    for earlier in how.before:
+        code, _, output = _run(earlier, cwd, timeout=600)
+        assert code == 0, f"{earlier} (run before it) exited {code}:\n{output[-3000:]}"
+    line = command
+    for path, under_tmp in how.replace:
+        line = line.replace(path, str(tmp_path / under_tmp))
+    code, seconds, output = _run(line, cwd, 4 * 3600 if how.kind == LONG else 840, tmp_path / "home" if how.home else None)
+    record_property("documented_command", {"command": command, "kind": how.kind, "reason": how.reason,
+                                           "exit": code, "seconds": round(seconds, 1)})
+    assert code == 0, f"exit {code}:\n{output[-3000:]}"
+    assert "Traceback" not in output, output[-3000:]
+    if how.home:
+        assert any((tmp_path / "home").iterdir()), "it wrote nothing to the home it was given"
