@@ -194,7 +194,7 @@ def pretrain_flow(
 
 
 def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
-    """Every future's result, in order; a stop request (SIGTERM, SIGUSR1) ends the wait within a second. The
+    """Every future's result, in order; a stop request (Ctrl-C, SIGTERM, SIGUSR1) ends the wait within a second. The
     runs under way stop at their next step (the stop file ``core.signals`` shares with the workers), and
     leaving the task runner closes its workers, so no queued run starts."""
     while wait(futures, timeout=1.0).not_done:
