@@ -89,8 +89,18 @@ def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="Show transformers' loading reports and progress bars (expected, so hidden by default)."
+        ),
+    ] = False,
 ) -> None:
     """Domain-adaptive pretraining for BERT-style encoders."""
+    if verbose:
+        from domainbert.core.models import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
 
 
 def _setup(

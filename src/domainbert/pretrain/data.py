@@ -39,7 +39,11 @@ def encode_documents(tokenizer: PreTrainedTokenizerBase, texts: list[str]) -> li
     """Token ids and word-start flags of each text (no special tokens)."""
     if not texts:
         return []
-    enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
+    # verbose=False: a document longer than the model's maximum is expected here, packing cuts it into
+    # sequences; transformers' "will result in indexing errors" warning would only alarm.
+    enc = tokenizer(
+        texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+    )
     out = []
     for i, ids in enumerate(enc["input_ids"]):
         ids_arr = np.asarray(ids, dtype=np.int64)
