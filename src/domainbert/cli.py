@@ -491,7 +491,7 @@ def _stopped(command: str, signum: int | None = None, where: str = "") -> int:
     """One INFO line: what stopped, where, and the command that continues the run."""
     signum = signum or signals.requested_signal() or signal.SIGTERM
     at = f" {where}" if where and "second signal" not in where else ""
-    line = f"{command} stopped by {signal.Signals(signum).name}{at}; rerun it to continue: {command}"
+    line = f"stopped by {signal.Signals(signum).name}{at}; to continue, rerun: {command}"
     root = logging.getLogger()
     if root.handlers and root.isEnabledFor(logging.INFO):
         # Through the root's handlers alone: Prefect's API handler on "domainbert" has no flow run to log to.

@@ -20,7 +20,7 @@ def _assert_a_quiet_stop(code: int, took: float, log: str, sig: signal.Signals, 
     assert took < 10, (took, log[-3000:])
     for noise in ("ERROR", "Traceback", "Crash detected", "Crashed", "Error logging to API", "ConnectError"):
         assert noise not in log, (noise, log[-3000:])
-    stopped = [line for line in log.splitlines() if "rerun it to continue: domainbert run" in line]
+    stopped = [line for line in log.splitlines() if "to continue, rerun: domainbert run" in line]
     assert len(stopped) == 1 and " INFO " in stopped[0] and f"stopped by {sig.name}" in stopped[0], log[-3000:]
     assert "Finished in state Cancelled" in log, log[-3000:]
     assert not (out / ".lock").exists()
