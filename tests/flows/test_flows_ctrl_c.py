@@ -29,11 +29,13 @@ def _assert_a_quiet_stop(code: int, took: float, log: str, sig: signal.Signals, 
 def test_ctrl_c_to_the_process_group_stops_run_early_and_late(tiny_domain: Path, tmp_path: Path) -> None:
     out = tmp_path / "runs" / "tiny"
     env = base_env(tmp_path / "prefect-home")
-    cmd = [str(Path(sys.executable).with_name("domainbert")), "run", str(tiny_domain), "finetune.epochs=3000",
-           "finetune.early_stopping_patience=100000", "--out", str(out)]
+    overrides = ["finetune.epochs=3000", "finetune.early_stopping_patience=100000", "finetune.only_tasks=[terms-ner]"]
+    cmd = [str(Path(sys.executable).with_name("domainbert")), "run", str(tiny_domain), *overrides, "--out", str(out)]
 
-    code, took, _, log = signal_when(cmd, env, "for flow 'domainbert-vocab'", signal.SIGINT, group=True)
+    code, took, before, log = signal_when(cmd, env, "for flow 'domainbert-vocab'", signal.SIGINT, group=True)
     _assert_a_quiet_stop(code, took, log, signal.SIGINT, out)
+    # The overrides as the run received them, brackets included (Prefect's CLI echo drops a bracketed word).
+    assert f"overrides {' '.join(overrides)})" in before, before[-3000:]
     assert not (out / "vocab" / "report.json").exists()  # stopped in the vocabulary stage, before its outputs
 
     code, took, _, log = signal_when(cmd, env, "training 24 examples", signal.SIGTERM, group=True)
