@@ -1,5 +1,6 @@
 """Ctrl-C and SIGTERM sent to the whole process group of ``domainbert run``, as a terminal sends Ctrl-C: early
-(the vocabulary stage starting) and late (a fine-tuning run training). The temporary Prefect API server lives
+(the vocabulary stage starting) and late (a fine-tuning run training, in the command or on local Dask worker
+processes, which are in the group too and must not die of Ctrl-C with their own tracebacks). The temporary Prefect API server lives
 in a session of its own, so it outlives the flow; the command ends within 10 s with 130 or 143, one INFO line
 naming the command to rerun, the stages Cancelled at INFO, no ERROR, no traceback, the lock released."""
 
@@ -38,6 +39,7 @@ def test_ctrl_c_to_the_process_group_stops_run_early_and_late(tiny_domain: Path,
     assert f"overrides {' '.join(overrides)})" in before, before[-3000:]
     assert not (out / "vocab" / "report.json").exists()  # stopped in the vocabulary stage, before its outputs
 
-    code, took, _, log = signal_when(cmd, env, "training 24 examples", signal.SIGTERM, group=True)
-    _assert_a_quiet_stop(code, took, log, signal.SIGTERM, out)
-    assert not [p for p in out.glob("finetune/*/terms-ner/seed-*/result.json") if "/floor/" not in p.as_posix()]
+    for sig, workers in ((signal.SIGTERM, "0"), (signal.SIGINT, "2")):  # local Dask worker processes: in the group
+        code, took, _, log = signal_when([*cmd, "--workers", workers], env, "training 24 examples", sig, group=True)
+        _assert_a_quiet_stop(code, took, log, sig, out)
+        assert not [p for p in out.glob("finetune/*/terms-ner/seed-*/result.json") if "/floor/" not in p.as_posix()]
