@@ -112,8 +112,8 @@ def note(signum: int) -> None:
 def _handler(signum: int, _frame: FrameType | None) -> None:
     global _requested
     first = _requested is None
-    _requested = signum
-    if first:
+    if first:  # the first signal is the one the command's other processes and the stop line report
+        _requested = signum
         tell_other_processes(signum)
     if not first or not (_defer and _defer[-1]):
         raise StopRequested(signum, "(second signal)" if not first else "")
