@@ -32,8 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_records, text_lines
-from domainbert.services.bad_labels import BadLabels, LabelOutsideSet
-from domainbert.services.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
+from domainbert.services.tags import BadLabels, LabelOutsideSet, check_label_set, iob2_labels, to_iob2, warn_repairs
 
 if TYPE_CHECKING:
     from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
