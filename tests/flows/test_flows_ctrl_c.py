@@ -43,3 +43,18 @@ def test_ctrl_c_to_the_process_group_stops_run_early_and_late(tiny_domain: Path,
         code, took, _, log = signal_when([*cmd, "--workers", workers], env, "training 24 examples", sig, group=True)
         _assert_a_quiet_stop(code, took, log, sig, out)
         assert not [p for p in out.glob("finetune/*/terms-ner/seed-*/result.json") if "/floor/" not in p.as_posix()]
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_a_signal_to_the_process_group_stops_a_stage_command(tiny_domain: Path, tmp_path: Path, sig) -> None:
+    """A stage command (no Prefect): stopped inside its stage, one INFO line, the lock released."""
+    out = tmp_path / "runs" / "tiny"
+    cmd = [str(Path(sys.executable).with_name("domainbert")), "corpus", str(tiny_domain), "--out", str(out)]
+    code, took, _, log = signal_when(cmd, base_env(tmp_path / "prefect-home"), "corpus: building tiny", sig,
+                                     group=True)
+    assert code == 128 + sig and took < 10, log
+    assert "Traceback" not in log and "ERROR" not in log, log
+    assert [line for line in log.splitlines() if " INFO " in line] == [
+        line for line in log.splitlines() if f"stopped by {sig.name}; to continue, rerun: domainbert corpus" in line
+    ], log
+    assert "stopped by" in log and not (out / ".lock").exists() and not (out / "corpus" / "manifest.json").exists()
