@@ -21,11 +21,17 @@ setup: $(VENV)/.installed
 # torch==2.13.0 goes in first: it lies on local disk as a CPU wheel, and a range that admits newer
 # releases would otherwise pull a multi-GB CUDA build.
 # constraints.txt pins the rest of the stack to the versions the suite passed with.
+# pip warns "Location 'file:///.../simple/<project>/' is ignored" for each project that a local file: index
+# in the machine's pip configuration (extra-index-url) does not hold: hundreds of lines on such a machine.
+# PIP_QUIET drops those lines only; pip's other warnings, its errors and (pipefail) its exit status pass.
+PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; }
+$(VENV)/.installed: SHELL := /bin/bash
+$(VENV)/.installed: .SHELLFLAGS := -o pipefail -c
 $(VENV)/.installed: pyproject.toml constraints.txt
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet torch==2.13.0
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]"
+	$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_QUIET)
+	$(BIN)/python -m pip install --quiet torch==2.13.0 $(PIP_QUIET)
+	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" $(PIP_QUIET)
 	touch $@
 
 demo: setup

@@ -1,27 +1,35 @@
-"""A cancel from the Prefect UI or API ends a flow run Cancelled, not Crashed.
+"""A stop or a cancel ends the flow runs and the task it interrupted Cancelled, logged at INFO, not Crashed.
 
-To cancel a run, the UI sets it Cancelling and the worker's runner sends its process SIGTERM. While an arm
-trains, domainbert's own SIGTERM handler (``core.signals``) holds the signal: the training checkpoints and
-stops at its next step with ``StopRequested``, which Prefect's engine would record as a crash of every flow it
-passes through (and, its own handler not being the one installed, Prefect's runner cannot tell the process
-that a cancel is coming). ``@cancellable`` ends such a flow with a Cancelled state instead when a cancel was
-asked for: the runner said so, or this flow run or one of its parents is Cancelling or Cancelled on the API. A
-parent whose subflow ended Cancelled gets ``CancelledRun`` from the call and ends Cancelled the same
-way; the outermost flow leaves through Prefect's ``Abort`` (``_end_outermost``). A stop
-that no cancel asked for (Slurm, Kubernetes, Ctrl-C) is left as it is: the run is stopped, to be resumed.
-Put it under ``@locked`` (whose wrapper Prefect reads a flow's parameter types through).
+A stop is Ctrl-C (SIGINT, to the whole process group from a terminal), a scheduler's SIGTERM or SIGUSR1; a
+cancel from the Prefect UI or API sets the run Cancelling and the worker's runner sends its process SIGTERM.
+Prefect's engine would record either as a crash of every flow and task it passes through, at ERROR with a
+"Crash detected!" line: its SIGTERM bridge raises ``TerminationSignal`` wherever the flow is, Ctrl-C raises
+``KeyboardInterrupt``, and domainbert's own handler (``core.signals``, which holds the signal while an arm
+trains so that it checkpoints) raises ``StopRequested``. So a stop is raised inside task bodies only
+(``@cancellable_task`` runs them under ``signals.stoppable``); in a flow's body and in the engine's code around
+it a signal is recorded (``@cancellable`` runs the body under ``signals.graceful_stop``, over Prefect's SIGTERM
+bridge) and raised at the next task's start or the flow's own wait (``stages.results_or_stop``), where
+nothing of Prefect's own bookkeeping is cut short. ``@cancellable`` ends a flow so interrupted with a Cancelled
+state: "cancelled (...)" when a cancel was asked for (the runner said so, or this flow run or one of its
+parents is Cancelling or Cancelled on the API), else the stop's own message, which says to rerun the same
+command. A parent whose subflow ended Cancelled gets ``CancelledRun`` from the call and ends Cancelled the
+same way; the outermost flow leaves through Prefect's ``Abort`` (``_end_outermost``), which the CLI turns into
+its stop line and exit status. Put it under ``@locked`` (whose wrapper Prefect reads a flow's parameter types
+through).
 
-Tasks: ``@cancellable_task`` ends the task a cancel interrupted Cancelled (it returns the state) instead of
-Crashed. A flow calling a task directly gets that state back as a value, not an exception, so it passes the
-value through ``unless_cancelled``, which raises ``CancelledRun`` for it; a submitted task's future raises it by
-itself. Prefect's task engine logs every final state other than Completed at ERROR, a Cancelled one
-included; ``CancelledIsNotAnError`` lowers that one line to INFO. This module only translates.
+Tasks: ``@cancellable_task`` ends the task a stop or a cancel interrupted Cancelled (it returns the state)
+instead of Crashed: no retry, the rerun resumes. A flow calling a task directly gets that state back as a
+value, not an exception, so it passes the value through ``unless_cancelled``, which raises ``CancelledRun`` for
+it; a submitted task's future raises it by itself. Prefect's task engine logs every final state other than
+Completed at ERROR, a Cancelled one included; ``CancelledIsNotAnError`` lowers that one line to INFO. This
+module only translates.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import signal
 from collections.abc import Callable
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
 
@@ -91,20 +99,56 @@ def cancel_requested() -> bool:
     return _cancelling_on_the_api()
 
 
+def _stops() -> tuple[type[BaseException], ...]:
+    """What a stop arrives as: domainbert's handler, Python's SIGINT default, Prefect's SIGTERM bridge."""
+    from prefect.exceptions import TerminationSignal
+
+    return (signals.StopRequested, KeyboardInterrupt, TerminationSignal)
+
+
+def _stop_message(exc: BaseException) -> str | None:
+    """What ended the run, when ``exc`` is a stop (noted for the command's other processes) or a cancel; None
+    for any other failure, left to Prefect."""
+    from prefect.exceptions import CancelledRun, TerminationSignal
+
+    if isinstance(exc, TerminationSignal):
+        signals.note(exc.signal)
+    elif isinstance(exc, KeyboardInterrupt):
+        signals.note(signal.SIGINT)
+    elif isinstance(exc, signals.StopRequested):
+        signals.note(exc.signum)
+    cancel = cancel_requested()
+    if isinstance(exc, CancelledRun):  # a subflow or task that ended Cancelled, as it said
+        return str(exc) if cancel or signals.stop_requested() else None
+    if cancel:
+        return f"cancelled ({_stop_text(exc)})"
+    return _stop_text(exc)
+
+
+def _stop_text(exc: BaseException) -> str:
+    if isinstance(exc, signals.StopRequested):
+        return str(exc)
+    return str(signals.StopRequested(signals.requested_signal() or signal.SIGTERM))
+
+
 def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
-    """``fn`` ending Cancelled when a cancel, not a bare stop, interrupted it (see the module docstring)."""
+    """``fn`` under domainbert's signal handlers, ending Cancelled when a stop or a cancel interrupted it (see the
+    module docstring)."""
     from prefect.exceptions import CancelledRun
+
+    interrupted: tuple[type[BaseException], ...] = (*_stops(), CancelledRun)
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from prefect.states import Cancelled
 
         try:
-            return fn(*args, **kwargs)
-        except (signals.StopRequested, CancelledRun) as exc:
-            if not cancel_requested():
+            with signals.graceful_stop():
+                return fn(*args, **kwargs)
+        except interrupted as exc:
+            message = _stop_message(exc)
+            if message is None:
                 raise
-            message = str(exc) if isinstance(exc, CancelledRun) else f"cancelled ({exc})"  # a task's, as it said
             state: State[None] = Cancelled(message=message)
             _end_outermost(state)
             return cast(R, state)
@@ -113,32 +157,34 @@ def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
 
 
 def cancellable_task(fn: Callable[P, R]) -> Callable[P, R]:
-    """A task body whose run ends Cancelled when a cancel, not a bare stop, interrupted it (a bare stop stays a
-    crash to be retried or resumed)."""
+    """A task body whose run ends Cancelled when a stop or a cancel interrupted it: not retried, and not a
+    crash; the rerun resumes."""
+    interrupted = _stops()
 
     @functools.wraps(fn)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from prefect.states import Cancelled
 
         try:
-            return fn(*args, **kwargs)
-        except signals.StopRequested as exc:
-            if not cancel_requested():
-                raise
+            with signals.stoppable():
+                return fn(*args, **kwargs)
+        except interrupted as exc:
             quiet_cancelled_tasks()  # here too: a Dask worker process never ran the flow's ``configured``
-            return cast(R, Cancelled(message=f"cancelled ({exc})"))
+            return cast(R, Cancelled(message=_stop_message(exc)))
 
     return wrapper
 
 
 def unless_cancelled(value: R) -> R:
-    """``value``, a directly called task's result; a Cancelled state (``cancellable_task``) raises ``CancelledRun``,
-    so the calling flow stops there as ``@cancellable`` expects."""
+    """``value``, a directly called task's result; a Cancelled state (``cancellable_task``) raises ``CancelledRun``
+    and a stop recorded meanwhile ``StopRequested``, so the calling flow stops there as ``@cancellable``
+    expects."""
     from prefect.exceptions import CancelledRun
     from prefect.states import State
 
     if isinstance(value, State) and value.is_cancelled():
         raise CancelledRun(value.message or "cancelled")
+    signals.check()  # a stop recorded in the engine's code after the task's body (or of a cached task)
     return value
 
 

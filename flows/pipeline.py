@@ -56,7 +56,16 @@ def domain_pipeline(
     # The config is resolved here, once: every stage gets it, however the YAML changes during the run.
     spec = start_run(RunSpec(domain=domain, overrides=list(overrides or []), profile=profile, out=out))
     logger = get_run_logger()
-    logger.info("domain %s (profile %s) -> %s (config: %s)", domain, profile, spec.out, RESOLVED_CONFIG)
+    # The overrides as the run received them: Prefect's CLI echoes parameters through Rich markup, which drops a
+    # bracketed word ("finetune.only_tasks=[a-task]" shows as "finetune.only_tasks="); this line is the record.
+    logger.info(
+        "domain %s (profile %s, overrides %s) -> %s (config: %s)",
+        domain,
+        profile,
+        " ".join(spec.overrides) or "none",
+        spec.out,
+        RESOLVED_CONFIG,
+    )
     corpus_flow(spec, execution)
     vocab_flow(spec, execution)
     if execution.pretrain_deployment:

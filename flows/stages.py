@@ -15,6 +15,7 @@ import contextlib
 import dataclasses
 import os
 import signal
+import threading
 from collections.abc import Iterator
 from typing import Any
 
@@ -53,11 +54,16 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     A local Dask cluster sets ``OMP_NUM_THREADS=1`` (and its MKL/OpenBLAS kin) in this process's environment
     before spawning its workers and leaves it there; torch reads it when it first sizes its thread pool, so
     every later stage of the run (the base warm-up, the arms' training processes) would train on one core.
-    The environment is restored when the runner closes.
+    The environment is restored when the runner closes. Local workers start ignoring Ctrl-C (``_ctrl_c_ignored``).
     """
     saved = dict(os.environ)
     try:
-        with _runner(opts, threads) as runner:
+        with contextlib.ExitStack() as stack:
+            local_dask = bool(opts.dask_local_workers and not opts.dask_address)
+            with _ctrl_c_ignored(local_dask):
+                runner = stack.enter_context(_runner(opts, threads))
+                if local_dask:
+                    runner.client  # noqa: B018 - starts the cluster now (Prefect's runner starts it at first use)
             try:
                 yield runner
             except BaseException as exc:
@@ -68,6 +74,22 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+@contextlib.contextmanager
+def _ctrl_c_ignored(active: bool) -> Iterator[None]:
+    """SIGINT ignored while a local Dask cluster starts, so that its nanny and worker processes inherit the
+    ignore: Ctrl-C reaches the terminal's whole process group, and Dask's processes would die of it, printing
+    their tracebacks, where this command stops them itself (and their runs stop at the next step through the
+    stop file). A Ctrl-C during those seconds of start-up is lost: the next one stops the command."""
+    if not active or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 def _stop_signal(exc: BaseException) -> int | None:
@@ -194,7 +216,7 @@ def pretrain_flow(
 
 
 def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
-    """Every future's result, in order; a stop request (SIGTERM, SIGUSR1) ends the wait within a second. The
+    """Every future's result, in order; a stop request (Ctrl-C, SIGTERM, SIGUSR1) ends the wait within a second. The
     runs under way stop at their next step (the stop file ``core.signals`` shares with the workers), and
     leaving the task runner closes its workers, so no queued run starts."""
     while wait(futures, timeout=1.0).not_done:

@@ -209,6 +209,16 @@ CASES = [
     # Task files (validate reads them before any stage runs)
     Case("task label not in set", lambda t: _task(t, "ner", _conll(train=b"a\tB-GENE\n"), ["O", "B-TERM", "I-TERM"],
                                                   "conll"), "B-GENE"),
+    # Every bad line named, up to ten: a file written for another label set is fixed in one pass.
+    Case("task tags wrong on many lines", lambda t: _task(t, "ner", _conll(
+        train=b"".join(b"w%d\tB-GENE\n" % i for i in range(13))), ["O", "B-TERM", "I-TERM"], "conll"),
+         "13 tags are not in the task's label set ['O', 'B-TERM', 'I-TERM']: line 1 'B-GENE', line 2 'B-GENE'"),
+    Case("task tags wrong beyond the cap", lambda t: _task(t, "ner", _conll(
+        train=b"".join(b"w%d\tB-GENE\n" % i for i in range(13))), ["O", "B-TERM", "I-TERM"], "conll"),
+         "line 10 'B-GENE' and 3 more"),
+    Case("task class labels wrong on many lines", lambda t: _task(t, "classification", _jsonl_task(
+        validation=b'{"text": "a", "label": "z"}\n{"text": "b", "label": "x"}\n{"text": "c", "label": "w"}\n'),
+        ["x", "y"], "jsonl"), "2 labels are not in the task's label set ['x', 'y']: line 1 'z', line 3 'w'"),
     Case("task folder missing", lambda t: ["validate", _with_tasks(t, str(SCIENCE), {
         "name": "t", "type": "ner", "format": "conll", "path": str(t / "nowhere"), "labels": ["O", "B-X", "I-X"]})],
          "nowhere"),

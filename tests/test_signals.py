@@ -71,3 +71,24 @@ def test_the_first_signal_reaches_the_commands_other_processes_through_the_stop_
         assert done.returncode != 0 and "stopped by SIGTERM in the child" in done.stderr
         signals.reset()
     assert signals.STOP_FILE_ENV not in os.environ and not os.path.exists(path)
+
+
+def test_a_signal_stops_at_once_except_inside_a_loop_that_checkpoints():
+    """Ctrl-C or SIGTERM anywhere in a command raises at once; inside ``graceful_stop`` (a training loop) the
+    first one is only recorded, and an inner ``stoppable`` raises a recorded stop as it opens."""
+    signals.reset()
+    with signals.stoppable():
+        with pytest.raises(signals.StopRequested) as info:
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+        assert signals.exit_code(info.value.signum) == 130
+        signals.reset()
+        with signals.graceful_stop():
+            os.kill(os.getpid(), signal.SIGINT)
+            time.sleep(0.01)
+            assert signals.requested_signal() == signal.SIGINT  # recorded, not raised
+            with pytest.raises(signals.StopRequested, match="stopped by SIGINT"):
+                with signals.stoppable():
+                    pass
+    signals.reset()
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler  # restored

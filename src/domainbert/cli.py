@@ -4,14 +4,18 @@ cross-domain page over finished runs.
 Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
 ``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
 User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback;
-SIGTERM/SIGUSR1 stop a stage gracefully with status 143/138 (``run_cli``, ``domainbert.core.signals``).
+Ctrl-C, SIGTERM and SIGUSR1 stop any command with status 130/143/138 and one line naming the command that
+continues the run (``run_cli``, ``domainbert.core.signals``).
 """
 
 from __future__ import annotations
 
+import gc
 import glob
 import logging
 import os
+import shlex
+import signal
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -85,8 +89,18 @@ def _main(
     version: Annotated[
         bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
     ] = False,
+    verbose: Annotated[
+        bool,
+        typer.Option(
+            "--verbose", help="Show transformers' loading reports and progress bars (expected, so hidden by default)."
+        ),
+    ] = False,
 ) -> None:
     """Domain-adaptive pretraining for BERT-style encoders."""
+    if verbose:
+        from domainbert.core.models import VERBOSE_ENV
+
+        os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
 
 
 def _setup(
@@ -337,8 +351,10 @@ def run(
     cfg, layout = _setup(domain, overrides, profile, out)
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
+    from domainbert.flows.server import api_for_the_run
 
-    with run_lock(layout.root, f"domainbert run {domain}"):
+    # Signals are recorded in Prefect's engine code and raised in the stage tasks (``flows.cancelling``).
+    with run_lock(layout.root, f"domainbert run {domain}"), api_for_the_run(), signals.graceful_stop():
         path = domain_pipeline(
             domain=str(domain),
             overrides=list(overrides or []),
@@ -431,7 +447,11 @@ def main() -> None:
         level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
-    sys.exit(run_cli(None))
+    code = run_cli(None)
+    # The interpreter's last garbage collection walks every object the run left (models, Prefect's clients):
+    # seconds on a busy machine, after a stop too. Nothing left needs a finalizer run by it.
+    gc.freeze()
+    sys.exit(code)
 
 
 def run_cli(argv: list[str] | None) -> int:
@@ -439,16 +459,17 @@ def run_cli(argv: list[str] | None) -> int:
 
     Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked) or
     an OS error (a full disk, a permission: one line naming the path);
-    128 + the signal number after a graceful stop on SIGTERM (143) or SIGUSR1 (138), rerun to continue.
+    128 + the signal number after a stop by Ctrl-C (130), SIGTERM (143) or SIGUSR1 (138): one INFO line names
+    the command to rerun to continue.
     """
+    command = shlex.join(["domainbert", *(sys.argv[1:] if argv is None else argv)])
     try:
-        with signals.graceful_stop():
+        with signals.stoppable():
             app(args=argv, prog_name="domainbert")  # click exits through SystemExit, usage errors included
     except SystemExit as exc:
         return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     except signals.StopRequested as exc:
-        typer.echo(f"stopped: {exc}", err=True)
-        return signals.exit_code(exc.signum)
+        return _stopped(command, exc.signum, exc.where)
     except DomainbertError as exc:
         typer.echo(f"error: {exc}", err=True)
         return 2
@@ -456,18 +477,27 @@ def run_cli(argv: list[str] | None) -> int:
         if not signals.stop_requested():
             typer.echo(f"error: {os_error_line(exc)}", err=True)
             return 2
-        return _stopped()
+        return _stopped(command)
     except BaseException:
-        # A stop signal can surface as another exception (Prefect's flow engine raises its own on SIGTERM).
+        # A stop can surface as another exception: a flow ends Cancelled through Prefect's Abort, Prefect's
+        # engine raises its own on SIGTERM.
         if signals.stop_requested():
-            return _stopped()
+            return _stopped(command)
         raise
     return 0
 
 
-def _stopped() -> int:
-    signum = signals.requested_signal() or 15
-    typer.echo(f"stopped: {signals.StopRequested(signum)}", err=True)
+def _stopped(command: str, signum: int | None = None, where: str = "") -> int:
+    """One INFO line: what stopped, where, and the command that continues the run."""
+    signum = signum or signals.requested_signal() or signal.SIGTERM
+    at = f" {where}" if where and "second signal" not in where else ""
+    line = f"stopped by {signal.Signals(signum).name}{at}; to continue, rerun: {command}"
+    root = logging.getLogger()
+    if root.handlers and root.isEnabledFor(logging.INFO):
+        # Through the root's handlers alone: Prefect's API handler on "domainbert" has no flow run to log to.
+        root.handle(root.makeRecord("domainbert", logging.INFO, __file__, 0, "%s", (line,), None))
+    else:  # no logging set up (run_cli called from Python): the line still shows
+        typer.echo(f"INFO {line}", err=True)
     return signals.exit_code(signum)
 
 

@@ -50,6 +50,32 @@ def stop_group(proc: subprocess.Popen, timeout: float = 20) -> None:
             continue
 
 
+def signal_when(cmd: list[str], env: dict[str, str], marker: str, sig: int, *, group: bool,
+                settle_s: float = 0.0) -> tuple[int, float, str, str]:
+    """Start ``cmd`` in a session of its own and, ``settle_s`` after it prints ``marker``, send ``sig`` to its
+    process (``group=False``: as Kubernetes signals a container's main process) or its whole process group (as a
+    terminal sends Ctrl-C); (exit status, seconds from the signal to the exit, output before, output after)."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+                            start_new_session=True)
+    lines: list[str] = []
+    try:
+        deadline = time.time() + 400
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            lines.append(line)
+            if marker in line:
+                break
+            assert time.time() < deadline, "".join(lines)[-3000:]
+        assert proc.poll() is None, "".join(lines)[-3000:]
+        time.sleep(settle_s)
+        sent = time.monotonic()
+        (os.killpg if group else os.kill)(proc.pid, sig)
+        rest = proc.communicate(timeout=120)[0]
+        return proc.returncode, time.monotonic() - sent, "".join(lines), rest
+    finally:
+        stop_group(proc)
+
+
 def base_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:
     env = {**os.environ, "PREFECT_HOME": str(prefect_home), "PREFECT_SERVER_ANALYTICS_ENABLED": "false",
            "DO_NOT_TRACK": "1", "PREFECT_LOGGING_EXTRA_LOGGERS": "domainbert", "DOMAINBERT_HOME": str(REPO),

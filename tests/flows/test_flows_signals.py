@@ -4,40 +4,22 @@ the command) and on local Dask worker processes (``--workers 2``): the command e
 
 from __future__ import annotations
 
-import os
 import signal
-import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
-from flowkit import base_env, stop_group
+from flowkit import base_env, signal_when
 
 pytestmark = [pytest.mark.slow]
 
 
 def _terminate_during_finetuning(cmd: list[str], env: dict[str, str]) -> tuple[int, float, str]:
-    """Start ``cmd``, SIGTERM its process (not its group, as Kubernetes signals a container's main process)
-    two seconds into the first fine-tuning run; (exit status, seconds from the signal to the exit, output)."""
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-                            start_new_session=True)
-    lines: list[str] = []
-    try:
-        deadline = time.time() + 400
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            lines.append(line)
-            if "training 24 examples" in line:  # a fit loop has started
-                break
-            assert time.time() < deadline, "".join(lines)[-3000:]
-        time.sleep(2.0)
-        sent = time.monotonic()
-        os.kill(proc.pid, signal.SIGTERM)
-        rest = proc.communicate(timeout=120)[0]
-        return proc.returncode, time.monotonic() - sent, "".join(lines)[-1500:] + rest[-3000:]
-    finally:
-        stop_group(proc)
+    """SIGTERM the process of ``cmd`` (not its group, as Kubernetes signals a container's main process) two
+    seconds into the first fine-tuning run; (exit status, seconds from the signal to the exit, output)."""
+    code, took, before, after = signal_when(cmd, env, "training 24 examples", signal.SIGTERM, group=False,
+                                            settle_s=2.0)  # a fit loop has started
+    return code, took, before[-1500:] + after[-3000:]
 
 
 def test_sigterm_under_run_stops_fine_tuning_in_threads_and_in_worker_processes(tiny_domain: Path,

@@ -18,6 +18,8 @@ without a head gets a new one, its decoder tied to the input embeddings).
 from __future__ import annotations
 
 import importlib.util
+import os
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,6 +33,40 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 PACKAGE_PREFIX = "package:"
+VERBOSE_ENV = "DOMAINBERT_VERBOSE"  # set by ``domainbert --verbose``; inherited by the command's processes
+_quiet_lock = threading.Lock()
+_quiet_depth = 0  # loads under way in this process's threads: the first silences transformers, the last restores
+_quiet_saved: tuple[int, bool] = (0, True)  # transformers' verbosity and progress bars before the first
+
+
+@contextmanager
+def quiet_transformers() -> Iterator[None]:
+    """transformers' loading messages off while a model loads, unless ``--verbose``: its LOAD REPORT table of
+    keys the checkpoint lacks or has over (a new task head, an MLM head the encoder does not use: expected
+    here) and its "Loading weights" bars. Counted across threads, so that one thread's load ending does not
+    turn them back on under another's."""
+    global _quiet_depth, _quiet_saved
+    if os.environ.get(VERBOSE_ENV):
+        yield
+        return
+    from transformers.utils import logging as hf_logging
+
+    with _quiet_lock:
+        if _quiet_depth == 0:
+            _quiet_saved = (hf_logging.get_verbosity(), hf_logging.is_progress_bar_enabled())
+            hf_logging.set_verbosity_error()
+            hf_logging.disable_progress_bar()
+        _quiet_depth += 1
+    try:
+        yield
+    finally:
+        with _quiet_lock:
+            _quiet_depth -= 1
+            if _quiet_depth == 0:
+                verbosity, bars = _quiet_saved
+                hf_logging.set_verbosity(verbosity)
+                if bars:
+                    hf_logging.enable_progress_bar()
 
 
 def resolve_model_ref(ref: str) -> str:
@@ -130,17 +166,10 @@ def load_mlm_model_with_info(ref: str | Path) -> tuple[PreTrainedModel, dict[str
 
 def _load_mlm(ref: str | Path, *, with_info: bool) -> Any:
     from transformers import AutoModelForMaskedLM
-    from transformers.utils import logging as hf_logging
 
     resolved = resolve_model_ref(str(ref))
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # the "newly initialized" notice is expected for a head-less base
-    try:
-        with loading(resolved):
-            model = AutoModelForMaskedLM.from_pretrained(resolved, output_loading_info=with_info)
-    finally:
-        hf_logging.set_verbosity(verbosity)
-    return model
+    with quiet_transformers(), loading(resolved):  # a new head is expected for a head-less base
+        return AutoModelForMaskedLM.from_pretrained(resolved, output_loading_info=with_info)
 
 
 def input_embeddings(model: nn.Module) -> nn.Embedding:

@@ -13,6 +13,7 @@ import os
 import subprocess
 from pathlib import Path
 
+from domainbert.core import signals
 from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 
 log = logging.getLogger(__name__)
@@ -23,9 +24,12 @@ def run_command(cmd: list[str], log_path: Path, env: dict[str, str] | None = Non
     log_path.parent.mkdir(parents=True, exist_ok=True)
     log.info("launching: %s", " ".join(cmd))
     full_env = {**os.environ, **(env or {})}
-    with open(log_path, "ab") as out:
+    # A stop while the training processes run is theirs to handle (they checkpoint first): this process only
+    # records it and waits, where a stop raised here would kill them mid-checkpoint.
+    with open(log_path, "ab") as out, signals.graceful_stop():
         start = out.tell()
         proc = subprocess.run(cmd, stdout=out, stderr=subprocess.STDOUT, env=full_env, check=False)
+    signals.check("(the training processes stopped)")
     if proc.returncode != 0:
         with open(log_path, "rb") as f:
             f.seek(start)

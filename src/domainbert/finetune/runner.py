@@ -17,7 +17,7 @@ import torch
 
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
-from domainbert.core.models import embedding_rows, load_tokenizer, loading, resolve_model_ref
+from domainbert.core.models import embedding_rows, load_tokenizer, loading, quiet_transformers, resolve_model_ref
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
@@ -39,19 +39,13 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "cls") -> PreTraine
     classifier pools the encoder's states by their mean (``pooling.MeanPoolClassifier``) or, with
     ``pooling="cls"``, is transformers' own (the [CLS] state through the checkpoint's pooler)."""
     from transformers import AutoModel, AutoModelForSequenceClassification, AutoModelForTokenClassification
-    from transformers.utils import logging as hf_logging
 
     cfg = data.config
     resolved = resolve_model_ref(ref)
     labels = data.label_list
     if cfg.type == "classification" and pooling == "mean":
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # an MLM checkpoint's head is not used here
-        try:
-            with loading(resolved, f"model for {cfg.type}"):
-                return MeanPoolClassifier(AutoModel.from_pretrained(resolved), len(labels), cfg.multi_label)
-        finally:
-            hf_logging.set_verbosity(verbosity)
+        with quiet_transformers(), loading(resolved, f"model for {cfg.type}"):  # an MLM head is not used here
+            return MeanPoolClassifier(AutoModel.from_pretrained(resolved), len(labels), cfg.multi_label)
     kwargs: dict[str, Any] = {
         "num_labels": len(labels),
         "id2label": dict(enumerate(labels)),
@@ -60,13 +54,8 @@ def load_task_model(ref: str, data: TaskData, pooling: str = "cls") -> PreTraine
     if cfg.type == "classification":
         kwargs["problem_type"] = "multi_label_classification" if cfg.multi_label else "single_label_classification"
     cls = AutoModelForTokenClassification if cfg.type == "ner" else AutoModelForSequenceClassification
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # "newly initialized head" is expected for every base checkpoint
-    try:
-        with loading(resolved, f"model for {cfg.type}"):
-            return fresh_pooler(cls.from_pretrained(resolved, **kwargs))
-    finally:
-        hf_logging.set_verbosity(verbosity)
+    with quiet_transformers(), loading(resolved, f"model for {cfg.type}"):  # a new head, for every base
+        return fresh_pooler(cls.from_pretrained(resolved, **kwargs))
 
 
 def fresh_pooler(model: PreTrainedModel) -> PreTrainedModel:

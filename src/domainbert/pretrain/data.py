@@ -71,7 +71,11 @@ def encode_block(
         id_lists = [e.ids for e in encodings]
         word_lists = [e.word_ids for e in encodings]
     else:  # a slow tokenizer: the wrapper's own output
-        enc = tokenizer(texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False)
+        # verbose=False: a document longer than the model's maximum is expected here, packing cuts it into
+        # sequences; transformers' "will result in indexing errors" warning would only alarm.
+        enc = tokenizer(
+            texts, add_special_tokens=False, return_attention_mask=False, return_token_type_ids=False, verbose=False
+        )
         id_lists = list(enc["input_ids"])
         word_lists = [enc.word_ids(i) for i in range(len(id_lists))]
     lengths = np.fromiter(map(len, id_lists), dtype=np.int64, count=len(id_lists))

@@ -24,7 +24,7 @@ import torch
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.errors import ModelError
-from domainbert.core.models import has_tokenizer, resolve_model_ref
+from domainbert.core.models import has_tokenizer, quiet_transformers, resolve_model_ref
 from domainbert.pretrain import cpu_dropout
 
 if TYPE_CHECKING:
@@ -103,17 +103,13 @@ def scratch_config(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase) -> Pre
 def load_pretraining_model(ref: str) -> PreTrainedModel:
     """``AutoModelForPreTraining`` (MLM + NSP heads for BERT); heads the checkpoint lacks are new."""
     from transformers import AutoModelForPreTraining
-    from transformers.utils import logging as hf_logging
 
     resolved = resolve_model_ref(ref)
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()  # "newly initialized" pooler/NSP head is expected for an MLM checkpoint
     try:
-        return AutoModelForPreTraining.from_pretrained(resolved)
+        with quiet_transformers():  # a new pooler/NSP head is expected for an MLM checkpoint
+            return AutoModelForPreTraining.from_pretrained(resolved)
     except (OSError, ValueError) as exc:
         raise ModelError(f"cannot load model for pretraining: {exc}", file=resolved) from None
-    finally:
-        hf_logging.set_verbosity(verbosity)
 
 
 def can_switch_attention(model: PreTrainedModel) -> bool:

@@ -75,18 +75,13 @@ def base_pooler(cfg: DomainConfig, model: PreTrainedModel) -> dict[str, torch.Te
     the classification comparison about the encoder.
     """
     from transformers import AutoModel
-    from transformers.utils import logging as hf_logging
 
-    from domainbert.core.models import resolve_model_ref
+    from domainbert.core.models import quiet_transformers, resolve_model_ref
 
-    verbosity = hf_logging.get_verbosity()
-    hf_logging.set_verbosity_error()
-    try:
+    with quiet_transformers():
         base, info = AutoModel.from_pretrained(
             resolve_model_ref(cfg.base_model.name_or_path), output_loading_info=True
         )
-    finally:
-        hf_logging.set_verbosity(verbosity)
     pooler = getattr(base, "pooler", None)
     if pooler is None or any("pooler" in k for k in info.get("missing_keys", [])):
         return {}

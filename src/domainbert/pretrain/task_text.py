@@ -160,7 +160,8 @@ def ensure_task_text(cfg: DomainConfig, layout: RunLayout, curated: bool) -> Pat
 def _token_lengths(cfg: DomainConfig, docs: list[dict[str, str]]) -> list[int]:
     """Each document's tokens under the base tokenizer, its [SEP] included (how the token stream packs it)."""
     tokenizer = load_tokenizer(cfg.base_model.name_or_path)
-    return [len(ids) + 1 for ids in tokenizer([d["text"] for d in docs], add_special_tokens=False)["input_ids"]]
+    enc = tokenizer([d["text"] for d in docs], add_special_tokens=False, verbose=False)  # long ones are packed
+    return [len(ids) + 1 for ids in enc["input_ids"]]
 
 
 def _pretrainable_task_documents(

@@ -24,7 +24,7 @@ from __future__ import annotations
 import csv
 import hashlib
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_records, text_lines
-from domainbert.services.tags import check_label_set, iob2_labels, to_iob2, warn_repairs
+from domainbert.services.tags import BadLabels, LabelOutsideSet, check_label_set, iob2_labels, to_iob2, warn_repairs
 
 if TYPE_CHECKING:
     from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
@@ -95,6 +95,7 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
     tags: list[str] = []
     start = 0
     repairs = [0]  # ill-formed I- tags repaired to B- (one warning for the file)
+    bad = BadLabels(path, cfg)
 
     def flush() -> None:
         if tokens:
@@ -117,11 +118,12 @@ def read_conll(path: Path, cfg: TaskConfig) -> list[NerExample]:
                 raise DataError("expected 'token<TAB>tag' (a token without a tag)", file=path, line=lineno)
             token, tag = parts[0], parts[-1].strip()
             if tag not in allowed:
-                raise DataError(f"tag {tag!r} is not in the task's label set {cfg.labels}", file=path, line=lineno)
+                bad.add(LabelOutsideSet(tag, cfg, path, lineno))
             if not tokens:
                 start = lineno
             tokens.append(token)
             tags.append(tag)
+    bad.check()  # before the IOB2 conversion reads the tags
     flush()
     warn_repairs(path, repairs[0])
     return out
@@ -152,7 +154,7 @@ def _labels_of(
             v = names[v]
         v = str(v)
         if v not in cfg.labels:
-            raise DataError(f"label {v!r} is not in the task's label set {cfg.labels}", file=path, line=line)
+            raise LabelOutsideSet(v, cfg, path, line)
         labels.append(v)
     return labels
 
@@ -178,18 +180,27 @@ def _cls_example(
     )
 
 
+def _cls_examples(rows: Iterable[tuple[int, dict[str, Any]]], cfg: TaskConfig, path: Path) -> list[ClsExample]:
+    """The examples of (line, row) pairs; every line with a label outside the set is named in one error."""
+    out, bad = [], BadLabels(path, cfg)
+    for line, row in rows:
+        try:
+            out.append(_cls_example(row, cfg, None, path, line))
+        except LabelOutsideSet as exc:
+            bad.add(exc)
+    bad.check()
+    return out
+
+
 def read_jsonl(path: Path, cfg: TaskConfig) -> list[ClsExample]:
-    return [_cls_example(row, cfg, None, path, lineno) for lineno, row in iter_records(path)]
+    return _cls_examples(iter_records(path), cfg, path)
 
 
 def read_csv(path: Path, cfg: TaskConfig) -> list[ClsExample]:
-    out = []
     with text_lines(path) as f:
         reader = csv.DictReader(f)
-        for row in reader:
-            # The header is line 1; a record's line is where it ends (multi-line cells span several).
-            out.append(_cls_example(dict(row), cfg, None, path, reader.line_num))
-    return out
+        # The header is line 1; a record's line is where it ends (multi-line cells span several).
+        return _cls_examples(((reader.line_num, dict(row)) for row in reader), cfg, path)
 
 
 READERS: dict[str, Callable[[Path, TaskConfig], list[NerExample] | list[ClsExample]]] = {
@@ -277,7 +288,7 @@ def _check_ner(tokens: list[str], tags: list[str], allowed: set[str], cfg: TaskC
         raise DataError(f"{len(tokens)} tokens but {len(tags)} tags", file=where, line=row)
     for tag in tags:
         if tag not in allowed:
-            raise DataError(f"tag {tag!r} is not in the task's label set {cfg.labels}", file=where, line=row)
+            raise LabelOutsideSet(tag, cfg, where, row)
 
 
 def task_data_hash(cfg: TaskConfig) -> str:

@@ -1,0 +1,65 @@
+"""The temporary Prefect API server of ``domainbert run``, started in a session of its own.
+
+Without ``PREFECT_API_URL`` Prefect starts a temporary API server as a child process of the command, in the
+command's process group. Ctrl-C in a terminal sends SIGINT to the whole group, so that server stopped first,
+and the flow, still stopping, met refused connections on every state change and log line, and hung. Here the
+server is started before the flow, in its own session (no terminal signal reaches it), the flow is pointed at
+it, and it is stopped only after the flow has ended and its logs and events are sent.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import subprocess
+from collections.abc import Iterator
+from contextlib import contextmanager
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+from prefect.server.api import server as prefect_server
+from prefect.settings import PREFECT_API_URL, temporary_settings
+
+logger = logging.getLogger(__name__)
+DRAIN_S = 5  # logs and events still queued when the flow ends; the server stops after them
+
+
+class _OwnSessionServer(prefect_server.SubprocessASGIServer):
+    """Prefect's temporary server, its process in a new session (its command line stays Prefect's own)."""
+
+    def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
+        own_session = SimpleNamespace(Popen=functools.partial(subprocess.Popen, start_new_session=True))
+        with mock.patch.object(prefect_server, "subprocess", own_session):
+            return super()._run_uvicorn_command()
+
+
+def _drain() -> None:
+    """Send the log lines and events the flow left queued, while the server still answers."""
+    from prefect.events.worker import EventsWorker
+    from prefect.logging.handlers import APILogWorker
+
+    for worker in (APILogWorker, EventsWorker):
+        try:
+            worker.drain_all(timeout=DRAIN_S)
+        except Exception:  # noqa: BLE001 - a log line that cannot be sent must not change the run's outcome
+            logger.debug("could not drain %s", worker.__name__, exc_info=True)
+
+
+@contextmanager
+def api_for_the_run() -> Iterator[None]:
+    """The API the run's flows report to: ``PREFECT_API_URL`` when set, else a temporary server of its own
+    session, stopped after the block."""
+    if PREFECT_API_URL.value():
+        yield
+        return
+    server = _OwnSessionServer()
+    server.start()
+    try:
+        with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
+            try:
+                yield
+            finally:
+                _drain()
+    finally:
+        server.stop()

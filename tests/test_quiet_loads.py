@@ -1,0 +1,74 @@
+"""Loading a model prints none of transformers' expected notices (the LOAD REPORT of a new head, the "Loading
+weights" bar) unless ``--verbose``; tokenizing long documents for packing prints no "indexing errors" warning."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+
+from domainbert.core import models
+
+VOCAB = Path(__file__).resolve().parents[1] / "corpora" / "vocab" / "bert-base-uncased-vocab.txt"
+
+
+@pytest.fixture(scope="module")
+def tiny_encoder(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A 1-layer BERT encoder without an MLM head: loading it as a masked LM makes transformers report keys."""
+    from transformers import BertConfig, BertModel, BertTokenizerFast
+
+    folder = tmp_path_factory.mktemp("encoder")
+    BertModel(BertConfig(vocab_size=30522, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                         intermediate_size=64, max_position_embeddings=64)).save_pretrained(folder)
+    BertTokenizerFast(vocab_file=str(VOCAB), do_lower_case=True, model_max_length=16).save_pretrained(folder)
+    return folder
+
+
+class _Records(logging.Handler):
+    def __init__(self) -> None:
+        super().__init__(logging.DEBUG)
+        self.lines: list[str] = []
+
+    def emit(self, record: logging.LogRecord) -> None:
+        self.lines.append(record.getMessage())
+
+
+@pytest.mark.parametrize("verbose", [False, True])
+def test_loading_a_model_is_quiet_unless_verbose(tiny_encoder, capfd, monkeypatch, verbose):
+    from transformers.utils import logging as hf_logging
+
+    if verbose:
+        monkeypatch.setenv(models.VERBOSE_ENV, "1")
+    else:
+        monkeypatch.delenv(models.VERBOSE_ENV, raising=False)
+    hf_logging.set_verbosity_warning()
+    hf_logging.enable_progress_bar()
+    records = _Records()
+    target = logging.getLogger("transformers")
+    target.addHandler(records)
+    try:
+        models.load_mlm_model(str(tiny_encoder))
+    finally:
+        target.removeHandler(records)
+    shown = "\n".join(records.lines) + capfd.readouterr().err
+    assert ("LOAD REPORT" in shown) is verbose, shown
+    assert ("Loading weights" in shown) is verbose, shown
+    assert hf_logging.get_verbosity() == logging.WARNING and hf_logging.is_progress_bar_enabled()  # restored
+
+
+def test_packing_tokenizes_long_documents_without_a_length_warning(tiny_encoder):
+    from transformers.utils import logging as hf_logging
+
+    from domainbert.pretrain.data import encode_documents
+
+    hf_logging.set_verbosity_warning()
+    records = _Records()
+    target = logging.getLogger("transformers")
+    target.addHandler(records)
+    try:
+        [(ids, _)] = encode_documents(models.load_tokenizer(tiny_encoder), ["word " * 100])
+    finally:
+        target.removeHandler(records)
+    assert len(ids) == 100
+    assert not [line for line in records.lines if "indexing errors" in line], records.lines
