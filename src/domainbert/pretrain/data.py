@@ -229,7 +229,7 @@ class TokenStream:
 
     def __post_init__(self) -> None:
         self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
-        self._reader = BlockReader(self.tokenizer, self.cursor, self.encode_workers)
+        self._reader = BlockReader(self.tokenizer, self.cursor, encode_block, _plain_backend, self.encode_workers)
         self._ids = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=bool)
         self.cls_id = self.tokenizer.cls_token_id

@@ -14,14 +14,14 @@ from __future__ import annotations
 import copy
 import os
 from collections import deque
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 import torch
 
-if TYPE_CHECKING:
-    from domainbert.pretrain.data import CursorState, DocumentCursor
+Block = tuple[np.ndarray, np.ndarray, np.ndarray]
 
 MAX_WORKERS = 4  # at most: the cores beyond stay with the training process's other threads
 
@@ -40,38 +40,46 @@ class BlockReader:
 
     Args:
         tokenizer: a Hugging Face tokenizer (a slow one is never read ahead).
-        cursor: the documents' position; the reader advances it.
+        cursor: the documents' position (``data.DocumentCursor``); the reader advances it.
+        encode: ``data.encode_block``, (tokenizer, texts, backend or None) -> a block.
+        backend_of: ``data``'s fast backend of a tokenizer, copied once for the threads.
         workers: tokenizer threads; 0 or 1 tokenize each block when it is asked for.
     """
 
-    def __init__(self, tokenizer: Any, cursor: DocumentCursor, workers: int = 0) -> None:
+    def __init__(
+        self,
+        tokenizer: Any,
+        cursor: Any,
+        encode: Callable[..., Block],
+        backend_of: Callable[[Any], Any],
+        workers: int = 0,
+    ) -> None:
         self.tokenizer, self.cursor = tokenizer, cursor
+        self.encode, self.backend_of = encode, backend_of
         self.workers = workers if workers > 1 and getattr(tokenizer, "is_fast", False) else 0
         self._pool: ThreadPoolExecutor | None = None
         self._backend: Any = None
-        self._pending: deque[tuple[CursorState, Future[tuple[np.ndarray, np.ndarray, np.ndarray]]]] = deque()
+        self._pending: deque[tuple[Any, Future[Block]]] = deque()
 
-    def next_block(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    def next_block(self) -> Block:
         """Token ids, word-start flags and token counts of the next block (``data.encode_block``)."""
-        from domainbert.pretrain.data import _plain_backend, encode_block
-
         if not self.workers:
-            return encode_block(self.tokenizer, self.cursor.read_block())
+            return self.encode(self.tokenizer, self.cursor.read_block())
         if self._pool is None:
             # The threads' own copy: the wrapper sets truncation on the shared one, which a running encode holds.
-            self._backend = copy.deepcopy(_plain_backend(self.tokenizer))
+            self._backend = copy.deepcopy(self.backend_of(self.tokenizer))
             self._pool = ThreadPoolExecutor(self.workers, thread_name_prefix="domainbert-tokenize")
         while len(self._pending) < 2 * self.workers:
             position = self.cursor.state
             texts = self.cursor.read_block()
-            self._pending.append((position, self._pool.submit(encode_block, self.tokenizer, texts, self._backend)))
+            self._pending.append((position, self._pool.submit(self.encode, self.tokenizer, texts, self._backend)))
         return self._pending.popleft()[1].result()
 
-    def position(self) -> CursorState:
+    def position(self) -> Any:
         """Where the next block not yet handed out starts."""
         return self._pending[0][0] if self._pending else self.cursor.state
 
-    def seek(self, position: CursorState) -> None:
+    def seek(self, position: Any) -> None:
         """Drop the blocks read ahead and continue from ``position``."""
         for _, future in self._pending:
             future.cancel()
