@@ -335,10 +335,12 @@ def run(
 ) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.flows.local_server import start_temporary_server
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
 
     with run_lock(layout.root, f"domainbert run {domain}"):
+        start_temporary_server()  # dies with this command, even on SIGKILL
         path = domain_pipeline(
             domain=str(domain),
             overrides=list(overrides or []),

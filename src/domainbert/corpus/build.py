@@ -38,6 +38,7 @@ from domainbert import __version__
 from domainbert.core import plotting
 from domainbert.core.artifacts import atomic_output, is_complete, write_json_atomic
 from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, portable, with_legacy
+from domainbert.core.processes import die_with_parent
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.merge import EVAL_TEXTS, merge
 from domainbert.corpus.shards import INDEX, is_processed, iter_input_shards, process_input_shard
@@ -193,7 +194,10 @@ def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> l
                 bar.update(task, advance=1)
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # Workers die with this process, even when it is SIGKILLed (a worker can hold gigabytes).
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+            ) as pool:
                 futures: list[Future[dict[str, Any]]] = []
                 for spec in iter_input_shards(cfg, work_dir, counts):
                     resumed += is_processed(work_dir, spec["index"])
