@@ -7,6 +7,10 @@ CLI prints as one line, without a traceback, and exits non-zero. Bugs in domainb
 from __future__ import annotations
 
 import errno
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -58,3 +62,24 @@ def os_error_line(exc: OSError) -> str:
     where = exc.filename if exc.filename is not None else "(no path given)"
     hint = _OS_HINTS.get(exc.errno or 0)
     return f"{where}: {exc.strerror or exc}" + (f"; {hint}" if hint else "")
+
+
+# What libraries say when a write ran out of room: safetensors' SafetensorError ("No space left on device")
+# and torch.save's "unexpected pos N vs M" (its writer found the file shorter than what it wrote).
+_DISK_FULL = re.compile(r"No space left on device|unexpected pos \d+ vs \d+")
+
+
+@contextmanager
+def disk_errors(path: Path) -> Iterator[None]:
+    """Raise a write's disk-full failure, whatever library reported it, as ``OSError(ENOSPC)`` naming ``path``
+    (an ``OSError`` without a path gets ``path``), so the command says "no space left" in one line."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None:
+            exc.filename = str(path)
+        raise
+    except Exception as exc:
+        if _DISK_FULL.search(str(exc)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
+        raise
