@@ -79,3 +79,16 @@ def test_plan_states_the_disk_a_run_needs(tmp_path, capsys):
 def test_disk_needed_counts_keep_plus_one_checkpoints_and_the_model():
     one, peak = ckpt.disk_needed(1_000_000, keep=2)
     assert one == 12_000_000 and peak == 3 * one + 4_000_000
+
+
+def test_a_library_running_out_of_room_in_an_output_folder_is_enospc_naming_it(small_disk):
+    from safetensors.torch import save_file
+
+    from domainbert.core.artifacts import atomic_output
+
+    final = small_disk / "pretrain" / "continued"
+    with pytest.raises(OSError) as info:
+        with atomic_output(final, config={}) as tmp:
+            save_file({"w": torch.ones(1 << 20)}, str(tmp / "model.safetensors"))
+    assert info.value.errno == errno.ENOSPC and info.value.filename == str(final)
+    assert not final.exists() and list(final.parent.iterdir()) == []

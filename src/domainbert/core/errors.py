@@ -72,11 +72,11 @@ _DISK_FULL = re.compile(r"No space left on device|unexpected pos \d+ vs \d+")
 @contextmanager
 def disk_errors(path: Path) -> Iterator[None]:
     """Raise a write's disk-full failure, whatever library reported it, as ``OSError(ENOSPC)`` naming ``path``
-    (an ``OSError`` without a path gets ``path``), so the command says "no space left" in one line."""
+    (a disk-full ``OSError`` without a path gets ``path``), so the command says "no space left" in one line."""
     try:
         yield
     except OSError as exc:
-        if exc.filename is None:
+        if exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT):
             exc.filename = str(path)
         raise
     except Exception as exc:
