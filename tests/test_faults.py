@@ -168,3 +168,19 @@ def test_plan_reads_a_read_only_run_folder(tmp_path, capsys):
         assert "corpus" in capsys.readouterr().out
     finally:
         subprocess.run(["umount", "-l", str(run)], check=False)
+
+
+def test_a_result_names_its_model_relative_to_the_project(tmp_path):
+    from types import SimpleNamespace
+
+    from domainbert.finetune.jobs import Job
+    from domainbert.finetune.stage import _run_fields
+    from domainbert.services.cards import hub_id_of
+
+    model = ROOT / "runs" / "science" / "pretrain" / "continued" / "model"
+    job = Job("continued", str(model), "science-subject", 1, "full")
+    task = SimpleNamespace(type="classification", multi_label=False)
+    data = SimpleNamespace(splits={"train": [1, 2]}, split_overlap={})
+    fields = _run_fields(job, task, data)
+    assert fields["model_ref"] == "@project/runs/science/pretrain/continued/model"
+    assert hub_id_of(fields["model_ref"]) is None  # a folder, not a Hub id
