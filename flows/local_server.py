@@ -30,7 +30,8 @@ class _BoundPopen:
 
     @staticmethod
     def Popen(*args: Any, **kwargs: Any) -> subprocess.Popen[Any]:  # noqa: N802 - stands in for subprocess.Popen
-        return subprocess.Popen(*args, preexec_fn=child_of(os.getpid()), **kwargs)
+        popen: Any = subprocess.Popen  # the arguments are Prefect's, passed on untouched
+        return popen(*args, preexec_fn=child_of(os.getpid()), **kwargs)
 
 
 class _BoundServer(SubprocessASGIServer):

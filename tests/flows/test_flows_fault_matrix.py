@@ -188,9 +188,10 @@ def test_a_damaged_artifact_is_repaired_by_its_stage(stage, target, fault, domai
     fault(run / target)
     rerun = _command(stage, domain, run, base_env(tmp_path / "prefect"))
     repaired = rerun.returncode == 0 and artifact(stage, run) == ref[stage]
+    # The line that named the damage (the path shortened to the run folder's), if one did.
     said = next((line for line in rerun.stderr.splitlines() if "damaged" in line or "unusable" in line), "")
-    outcome = f"rerun exit {rerun.returncode}, " + ("repaired" if repaired else "NOT REPAIRED")
-    outcome += " (named: damaged)" if said else ""
+    said = said.split(str(run) + "/", 1)[-1].split(": ", 1)[-1][:70] if said else "not named"
+    outcome = f"rerun exit {rerun.returncode}, " + ("repaired" if repaired else "NOT REPAIRED") + f"; {said}"
     TABLE.append((stage, f"{fault.__name__.strip('_').replace('_', ' ')} {target}", outcome))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert repaired
