@@ -142,7 +142,7 @@ def _delete(path: Path) -> None:
 
 
 def _model_gone_newest_checkpoint_truncated(path: Path) -> None:
-    shutil.rmtree(path.parent / "model")
+    shutil.rmtree(path / "model")
     _truncate(max(path.glob("checkpoints/step-*/model.safetensors")))
 
 
@@ -188,9 +188,9 @@ def test_a_damaged_artifact_is_repaired_by_its_stage(stage, target, fault, domai
     fault(run / target)
     rerun = _command(stage, domain, run, base_env(tmp_path / "prefect"))
     repaired = rerun.returncode == 0 and artifact(stage, run) == ref[stage]
-    # The line that named the damage (the path shortened to the run folder's), if one did.
-    said = next((line for line in rerun.stderr.splitlines() if "damaged" in line or "unusable" in line), "")
-    said = said.split(str(run) + "/", 1)[-1].split(": ", 1)[-1][:70] if said else "not named"
+    # The line that named the damaged file, if one did, from the file on, up to its advice.
+    said = next((line for line in rerun.stderr.splitlines() if ": damaged:" in line or " is unusable" in line), "")
+    said = "named: " + said.split(f"{run}/", 1)[-1].split(";")[0][:90] if said else "not named"
     outcome = f"rerun exit {rerun.returncode}, " + ("repaired" if repaired else "NOT REPAIRED") + f"; {said}"
     TABLE.append((stage, f"{fault.__name__.strip('_').replace('_', ' ')} {target}", outcome))
     assert rerun.returncode == 0, rerun.stderr[-3000:]
