@@ -92,3 +92,13 @@ def test_a_library_running_out_of_room_in_an_output_folder_is_enospc_naming_it(s
             save_file({"w": torch.ones(1 << 20)}, str(tmp / "model.safetensors"))
     assert info.value.errno == errno.ENOSPC and info.value.filename == str(final)
     assert not final.exists() and list(final.parent.iterdir()) == []
+
+
+def test_a_copy_that_ran_out_of_room_is_named_by_its_first_destination():
+    import shutil
+
+    why = "[Errno 28] No space left on device: '/run/a/model.safetensors' -> '/run/best.tmp-1/model.safetensors'"
+    exc = shutil.Error([("/run/a/model.safetensors", "/run/best.tmp-1/model.safetensors", why)])
+    assert os_error_line(exc) == (
+        "/run/best.tmp-1/model.safetensors: No space left on device; free space there and rerun (finished stages are kept)"
+    )

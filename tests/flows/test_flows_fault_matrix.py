@@ -2,6 +2,8 @@
 
 - a SIGKILL of the stage's command mid-way: no process of its session survives it, and the rerun gives the
   artifact an uninterrupted run gave (the same content hash, or the same scores where a file records times);
+- a full disk (a tmpfs with room for half the stage's output): one line, exit 2, nothing half-written under a
+  final name, and the rerun on a larger disk gives the uninterrupted run's artifact;
 - each artifact kind damaged (truncated, edited at the same size, deleted, its record lost): the owning
   stage's rerun repairs it to the uninterrupted run's artifact.
 
@@ -27,7 +29,7 @@ from flowkit import (
     start_and_wait,
 )
 
-from domainbert.core.artifacts import file_hash, recorded_hash
+from domainbert.core.artifacts import RECORD, file_hash, recorded_hash
 
 pytestmark = [pytest.mark.slow]
 STAGES = ("corpus", "vocab", "pretrain", "finetune", "report")
@@ -124,6 +126,63 @@ def test_sigkill_mid_stage_leaves_no_process_and_the_rerun_matches(stage, domain
     assert survivors == [], survivors
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     assert same
+
+
+# The folders a stage finishes (each complete, with its record, or absent: never a half under a final name).
+FINAL = {
+    "corpus": ["corpus"],
+    "vocab": ["vocab/tokenizer", "vocab/extended-model"],
+    "pretrain": ["pretrain/continued/model", "pretrain/continued/checkpoints/step-*"],
+    "finetune": ["finetune/*/terms-ner/seed-*", "finetune/*/terms-ner/best"],
+    "report": ["report"],
+}
+
+
+def _used(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+
+
+@pytest.mark.parametrize("stage", STAGES)
+def test_a_full_disk_mid_stage_is_one_line_and_leaves_no_half_artifact(stage, domain, reference, tmp_path):
+    """The run folder on a tmpfs with room for half the stage's output; then the disk grows and the rerun
+    completes with the uninterrupted run's artifact."""
+    ref_run, ref = reference
+    run = tmp_path / "run"
+    run.mkdir()
+    need = sum(_used(ref_run / name) for name in OUTPUTS[stage] if (ref_run / name).exists())
+    staged = tmp_path / "staged"
+    _copy(ref_run, staged)
+    for name in OUTPUTS[stage]:
+        shutil.rmtree(staged / name, ignore_errors=True)
+    size = (_used(staged) + need // 2) // 4096 * 4096 + 64 * 4096  # files plus a page for each folder
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(run)], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs is not permitted here")
+    try:
+        shutil.copytree(staged, run, symlinks=True, dirs_exist_ok=True)
+        env = base_env(tmp_path / "prefect")
+        full = _command(stage, domain, run, env)
+        errors = [line for line in full.stderr.splitlines() if line.startswith("error:")]
+        half = [
+            p.relative_to(run).as_posix()
+            for pattern in FINAL[stage]
+            for p in run.glob(pattern)
+            if p.is_dir() and not (p / RECORD).is_file() and not (p / "trainer_state.json").is_file()
+        ]
+        subprocess.run(["mount", "-o", f"remount,size={size + 4 * need + (64 << 20)}", str(run)], check=True)
+        rerun = _command(stage, domain, run, env)
+        same = rerun.returncode == 0 and artifact(stage, run) == ref[stage]
+    finally:
+        subprocess.run(["umount", "-l", str(run)], check=False)
+    said = errors[0].split(f"{run}/", 1)[-1][:70] if errors else "no error line"
+    outcome = (
+        f"exit {full.returncode}, {len(errors)} error line(s){', a traceback' if 'Traceback' in full.stderr else ''}"
+        f" ({said}), {len(half)} half folder(s); rerun with room: " + ("same artifact" if same else "DIFFERS")
+    )
+    TABLE.append((stage, f"disk full ({size >> 10} KB tmpfs, {need >> 10} KB to write)", outcome))
+    assert full.returncode == 2 and len(errors) == 1 and "Traceback" not in full.stderr, full.stderr[-3000:]
+    assert "No space left on device" in errors[0] and "(no path given)" not in errors[0]
+    assert half == []
+    assert same, rerun.stderr[-3000:]
 
 
 def _truncate(path: Path) -> None:

@@ -37,6 +37,7 @@ from rich.progress import Progress
 from domainbert import __version__
 from domainbert.core import plotting
 from domainbert.core.artifacts import atomic_output, is_complete, write_json_atomic
+from domainbert.core.errors import disk_errors
 from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, portable, with_legacy
 from domainbert.core.processes import die_with_parent
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
@@ -115,10 +116,11 @@ def build_corpus(cfg: DomainConfig, layout: RunLayout) -> dict[str, Any]:
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
     # matplotlib is slow to import; the main process mostly waits on the workers meanwhile
     threading.Thread(target=plotting.preload, daemon=True).start()
-    prepare(cfg, work_dir)
-    counts: dict[str, Any] = {}
-    stats = _process_all(cfg, work_dir, counts)
-    return finish(cfg, layout, work_dir, stats, counts)
+    with disk_errors(work_dir):  # Arrow and NumPy writes that fill the disk say where
+        prepare(cfg, work_dir)
+        counts: dict[str, Any] = {}
+        stats = _process_all(cfg, work_dir, counts)
+        return finish(cfg, layout, work_dir, stats, counts)
 
 
 def _remove_stale_temporaries(out: Path) -> None:
