@@ -33,3 +33,15 @@ def test_prefects_temporary_server_dies_with_a_sigkilled_run(tmp_path):
 
     proc = start_and_wait(cmd, base_env(tmp_path / "prefect"), ready, tmp_path / "command.log")
     assert kill_and_count_survivors(proc) == []
+
+
+def test_a_launched_trainer_dies_with_a_sigkilled_launcher(tmp_path):
+    """``run_command`` (the launchers of pretraining and fine-tuning) binds its child to the caller."""
+    import sys
+
+    code = "import sys; from pathlib import Path; from domainbert.core.processes import run_command; "
+    code += "run_command(['sleep', '120'], Path(sys.argv[1]))"
+    cmd = [sys.executable, "-c", code, str(tmp_path / "launch.log")]
+    launched = lambda proc: len(session_processes(proc.pid)) >= 2  # noqa: E731
+    proc = start_and_wait(cmd, base_env(tmp_path / "prefect"), launched, tmp_path / "command.log")
+    assert kill_and_count_survivors(proc) == []
