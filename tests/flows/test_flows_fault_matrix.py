@@ -90,19 +90,13 @@ def _copy(reference: Path, to: Path) -> Path:
     return to
 
 
-def _after(seconds: float, marker: Callable[[Path], bool] | None = None) -> Callable[[Path, float], bool]:
-    """Ready to be killed: ``marker`` holds for the run folder, or ``seconds`` have passed."""
-    return lambda run, started: (marker is not None and marker(run)) or time.monotonic() - started > seconds
-
-
-# When each stage is mid-way on a 2-core machine: its own progress where it leaves a trace, else a time
-# well past the command's start-up (about 5 s) and before its end.
+# Mid-way through each stage: a line its command logs, or for the corpus a shard its workers finished.
 MIDWAY = {
-    "corpus": _after(7, lambda run: any(run.glob("corpus.work/*/processed/*.json"))),
-    "vocab": _after(10),
-    "pretrain": _after(12, lambda run: any(run.glob("pretrain/continued/checkpoints/step-1/trainer_state.json"))),
-    "finetune": _after(16, lambda run: any(run.glob("finetune/*/terms-ner/seed-*/result.json"))),
-    "report": _after(2.5),
+    "corpus": lambda run, log: any(run.glob("corpus.work/*/processed/*.json")),
+    "vocab": lambda run, log: "vocab: control vocabulary" in log,  # the domain tokenizer is trained
+    "pretrain": lambda run, log: "pretrain continued: step 1/" in log,  # its first checkpoint is being written
+    "finetune": lambda run, log: "run 2/3:" in log,  # the floor is done, the first model is training
+    "report": lambda run, log: "report inputs:" in log,  # the report is being rendered
 }
 
 
@@ -115,7 +109,8 @@ def test_sigkill_mid_stage_leaves_no_process_and_the_rerun_matches(stage, domain
     env = base_env(tmp_path / "prefect")
     started = time.monotonic()
     cmd = [DOMAINBERT, stage, str(domain), "--out", str(run)]
-    proc = start_and_wait(cmd, env, lambda _: MIDWAY[stage](run, started), tmp_path / "killed.log")
+    log = tmp_path / "killed.log"
+    proc = start_and_wait(cmd, env, lambda _: MIDWAY[stage](run, log.read_text()), log)
     assert proc.poll() is None, "the stage ended before it was killed"
     killed_at = time.monotonic() - started
     survivors = kill_and_count_survivors(proc)
