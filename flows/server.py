@@ -4,13 +4,16 @@ Without ``PREFECT_API_URL`` Prefect starts a temporary API server as a child pro
 command's process group. Ctrl-C in a terminal sends SIGINT to the whole group, so that server stopped first,
 and the flow, still stopping, met refused connections on every state change and log line, and hung. Here the
 server is started before the flow, in its own session (no terminal signal reaches it), the flow is pointed at
-it, and it is stopped only after the flow has ended and its logs and events are sent.
+it, and it is stopped only after the flow has ended and its logs and events are sent. A SIGKILL of the command
+skips that stop: the server is also a child the kernel kills when the command dies
+(``core.processes.die_with_parent``), so it never runs on with no parent.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
+import os
 import subprocess
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -21,15 +24,20 @@ from unittest import mock
 from prefect.server.api import server as prefect_server
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from domainbert.core.processes import child_of
+
 logger = logging.getLogger(__name__)
 DRAIN_S = 5  # logs and events still queued when the flow ends; the server stops after them
 
 
 class _OwnSessionServer(prefect_server.SubprocessASGIServer):
-    """Prefect's temporary server, its process in a new session (its command line stays Prefect's own)."""
+    """Prefect's temporary server, its process in a new session and bound to this one's life (its command line
+    stays Prefect's own). Start it from a thread that lives as long as the run: the kernel's parent-death
+    signal follows the thread that started the child."""
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
-        own_session = SimpleNamespace(Popen=functools.partial(subprocess.Popen, start_new_session=True))
+        bound = functools.partial(subprocess.Popen, start_new_session=True, preexec_fn=child_of(os.getpid()))
+        own_session = SimpleNamespace(Popen=bound)
         with mock.patch.object(prefect_server, "subprocess", own_session):
             return super()._run_uvicorn_command()
 

@@ -153,3 +153,34 @@ def test_plan_verify_hashes_the_shards_too(tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(artifacts, "verify_everything", lambda on=True: seen.append(on))
     assert run_cli(["plan", "science", "--no-estimate", "--verify", "--out", str(tmp_path / "run")]) == 0
     assert seen == [True]
+
+
+def test_plan_reads_a_read_only_run_folder(tmp_path, capsys):
+    """An archived run (a read-only file system; root ignores permission bits) is planned, not refused."""
+    run = tmp_path / "archived"
+    run.mkdir()
+    if subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(run)], capture_output=True).returncode:
+        pytest.skip("mounting a tmpfs is not permitted here")
+    try:
+        (run / "config.resolved.json").write_text(json.dumps({"profile": "offline", "overrides": []}))
+        subprocess.run(["mount", "-o", "remount,ro", str(run)], check=True)
+        assert run_cli(["plan", "science", "--no-estimate", "--out", str(run)]) == 0
+        assert "corpus" in capsys.readouterr().out
+    finally:
+        subprocess.run(["umount", "-l", str(run)], check=False)
+
+
+def test_a_result_names_its_model_relative_to_the_project(tmp_path):
+    from types import SimpleNamespace
+
+    from domainbert.finetune.jobs import Job
+    from domainbert.finetune.stage import _run_fields
+    from domainbert.services.cards import hub_id_of
+
+    model = ROOT / "runs" / "science" / "pretrain" / "continued" / "model"
+    job = Job("continued", str(model), "science-subject", 1, "full")
+    task = SimpleNamespace(type="classification", multi_label=False)
+    data = SimpleNamespace(splits={"train": [1, 2]}, split_overlap={})
+    fields = _run_fields(job, task, data)
+    assert fields["model_ref"] == "@project/runs/science/pretrain/continued/model"
+    assert hub_id_of(fields["model_ref"]) is None  # a folder, not a Hub id

@@ -109,12 +109,16 @@ def _setup(
     profile: str,
     out: Path | None,
     create: bool = True,
+    writes: bool = True,
 ) -> tuple[DomainConfig, RunLayout]:
-    """The config and the run's folders; the folder is created (``create``) and checked to be writable."""
+    """The config and the run's folders; the folder is created (``create``) and checked to be writable
+    (unless the command ``writes`` nothing there: ``plan`` reads an archived, read-only run as it is)."""
     cfg = load_domain(domain, overrides or [], profile=profile)
     # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
     logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
+    if not writes:
+        return cfg, layout
     if not create and not layout.root.exists():
         return cfg, layout  # a command that only reads a run refuses a missing folder itself, leaving no trace
     try:
@@ -353,7 +357,8 @@ def run(
     from domainbert.flows.pipeline import domain_pipeline
     from domainbert.flows.server import api_for_the_run
 
-    # Signals are recorded in Prefect's engine code and raised in the stage tasks (``flows.cancelling``).
+    # Signals are recorded in Prefect's engine code and raised in the stage tasks (``flows.cancelling``); the
+    # temporary server dies with this command even on SIGKILL (``flows.server``).
     with run_lock(layout.root, f"domainbert run {domain}"), api_for_the_run(), signals.graceful_stop():
         path = domain_pipeline(
             domain=str(domain),
@@ -379,7 +384,7 @@ def plan(
 ) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = _setup(domain, overrides, profile, out, writes=False)
     if verify:
         from domainbert.core.artifacts import verify_everything
 

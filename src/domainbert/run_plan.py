@@ -142,6 +142,11 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
             else flops_per_token(model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
         )
         detail["flops"] = per_token * plan.planned_tokens
+        from domainbert.pretrain.checkpoint import disk_needed
+
+        # The base architecture's size: an extended vocabulary or a scratch model differ by a few percent.
+        one, peak = disk_needed(sum(p.numel() for p in model.parameters()), pcfg.keep_checkpoints)
+        detail["disk"] = {"checkpoint": one, "peak": peak, "checkpoints": pcfg.keep_checkpoints + 1}
     folder = layout.pretrained_model(arm)
     arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, arm), folder)
     return StagePlan(f"pretrain {arm}", arm_status, detail)
@@ -258,6 +263,12 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
             objective = ", replaced-token detection" if d.get("objective") == "rtd" else ""
             estimated = " (task text estimated from the task files)" if d.get("estimated") else ""
             sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens{estimated}, lr {d['lr']:g}{objective}{flops}"
+            if "disk" in d:
+                disk = d["disk"]
+                sizes += (
+                    f", disk {_size(disk['peak'])} ({disk['checkpoints']} checkpoints of "
+                    f"{_size(disk['checkpoint'])}: keep_checkpoints + 1, and the model)"
+                )
         elif "epochs" in d:
             sizes = f"  {d['epochs']:g} passes over the task text (sized once it is built), lr {d['lr']:g}"
         elif "runs" in d:
@@ -269,9 +280,23 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
             )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
+    peaks = [p.detail["disk"]["peak"] for p in plans if "disk" in p.detail]
+    if peaks:
+        lines.append(
+            f"disk: pretraining needs up to {_size(sum(peaks))} free under the run folder (every arm's "
+            "checkpoints and model; estimated from the base model's parameters)"
+        )
     if seconds:
         lines.append(
             f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine (calibrated "
             "with a few training steps of the base architecture; corpus and vocabulary not included)"
         )
     return "\n".join(lines)
+
+
+def _size(n: float) -> str:
+    for unit in ("B", "KB", "MB", "GB"):
+        if n < 1000:
+            return f"{n:.3g} {unit}"
+        n /= 1000
+    return f"{n:.3g} TB"

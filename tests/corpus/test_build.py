@@ -14,6 +14,7 @@ from huggingface_hub import DatasetCard
 from domainbert.config.corpus import CorpusConfig
 from domainbert.config.domain import load_domain
 from domainbert.config.finetune import TaskConfig
+from domainbert.core.artifacts import content_hash
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus, prepare, stage_fingerprint
 from domainbert.corpus.shards import iter_input_shards, process_input_shard
@@ -220,3 +221,39 @@ def test_sigkill_then_restart_gives_identical_output(tmp_path, caplog):
     clean = RunLayout(tmp_path / "clean")
     build_corpus(_cfg(tmp_path, shard_documents=20), clean)
     assert _shard_bytes(killed.corpus) == _shard_bytes(clean.corpus)
+
+
+def test_a_build_interrupted_and_resumed_has_the_hash_of_an_uninterrupted_one(tmp_path, monkeypatch):
+    """A resumed shard's record is read back from its file, a fresh one is built in memory: the corpus (its
+    report's filter order, reasons and drop samples included) must not tell them apart."""
+    import domainbert.corpus.build as build
+
+    _make_inputs(tmp_path)
+    rng = random.Random(3)
+    lengths = (2, 60, 20)  # short (min_length drops it), long (max_length drops it), kept
+    (tmp_path / "c.txt").write_text("\n".join(_doc(rng, lengths[i % 3]) for i in range(300)) + "\n")
+    # The pipeline's order is not the names' order, so an order taken from a sorted record would show.
+    filters = [{"name": "min_length_v1", "options": {"min_words": 5}},
+               {"name": "max_length_v1", "options": {"max_words": 50}}]
+    sources = [{"type": "local", "name": "c", "paths": [str(tmp_path / "c.txt")], "format": "text_lines"}]
+    cfg = _cfg(tmp_path, sources=sources, filters=filters)
+    clean = RunLayout(tmp_path / "clean")
+    build_corpus(cfg, clean)
+
+    real, calls = build.process_input_shard, []
+
+    def killed_after_two(*args):
+        calls.append(1)
+        if len(calls) > 2:
+            raise KeyboardInterrupt("killed")
+        return real(*args)
+
+    resumed = RunLayout(tmp_path / "resumed")
+    monkeypatch.setattr(build, "process_input_shard", killed_after_two)
+    with pytest.raises(KeyboardInterrupt):
+        build_corpus(cfg, resumed)
+    monkeypatch.setattr(build, "process_input_shard", real)
+    build_corpus(cfg, resumed)
+    assert content_hash(resumed.corpus) == content_hash(clean.corpus)
+    report = (clean.corpus / "report.md").read_text()
+    assert report.index("| min_length_v1 | too_few_words |") < report.index("| max_length_v1 | too_many_words |")

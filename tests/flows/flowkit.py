@@ -17,10 +17,11 @@ import sys
 import tempfile
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import psutil
 import pytest
 
 REPO = Path(__file__).resolve().parents[2]
@@ -74,6 +75,80 @@ def signal_when(cmd: list[str], env: dict[str, str], marker: str, sig: int, *, g
         return proc.returncode, time.monotonic() - sent, "".join(lines), rest
     finally:
         stop_group(proc)
+
+
+# --- processes a command leaves behind --------------------------------------------------------------------
+
+DOMAINBERT = str(Path(sys.executable).with_name("domainbert"))
+
+
+def session_processes(sid: int) -> list[psutil.Process]:
+    """The live processes of session ``sid`` (a command started with ``start_new_session``), zombies left out."""
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            if os.getsid(proc.pid) == sid and proc.status() != psutil.STATUS_ZOMBIE:
+                found.append(proc)
+        except (OSError, psutil.Error):
+            continue
+    return found
+
+
+def family(pid: int) -> list[psutil.Process]:
+    """The live processes a command started: its session's and its descendants' (a child may start a session
+    of its own, as the temporary Prefect server does), the command itself left out."""
+    found = {p.pid: p for p in session_processes(pid)}
+    try:
+        found.update({p.pid: p for p in psutil.Process(pid).children(recursive=True)})
+    except psutil.Error:
+        pass
+    found.pop(pid, None)
+    return list(found.values())
+
+
+def _alive(proc: psutil.Process) -> bool:
+    try:
+        return proc.is_running() and proc.status() != psutil.STATUS_ZOMBIE
+    except psutil.Error:
+        return False
+
+
+def kill_and_count_survivors(proc: subprocess.Popen, within: float = 10.0) -> list[str]:
+    """SIGKILL ``proc`` alone (not its group), wait up to ``within`` seconds for every process it started (its
+    session's and its descendants') to end, and return the command lines of those still running (killed
+    afterwards, so nothing leaks)."""
+    started = family(proc.pid)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait()
+    deadline = time.monotonic() + within
+    while (left := [p for p in started if _alive(p)] + session_processes(proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    lines = []
+    for p in {q.pid: q for q in left}.values():
+        try:
+            lines.append(" ".join(p.cmdline())[:160])
+            p.kill()
+        except psutil.Error:
+            pass
+    return lines
+
+
+def start_and_wait(
+    cmd: list[str], env: dict[str, str], ready: Callable[[subprocess.Popen], bool], log_path: Path, timeout: float = 240
+) -> subprocess.Popen:
+    """Start ``cmd`` in a session of its own, output to ``log_path``, and return once ``ready(proc)`` holds (or
+    fail with its output)."""
+    log = open(log_path, "w+")  # noqa: SIM115 - read back on failure
+    proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+    deadline = time.monotonic() + timeout
+    while not ready(proc):
+        if proc.poll() is not None or time.monotonic() > deadline:
+            if proc.poll() is None:
+                os.killpg(proc.pid, signal.SIGKILL)
+            log.seek(0)
+            pytest.fail(f"never got ready (exit {proc.returncode}):\n{log.read()[-3000:]}")
+        time.sleep(0.1)
+    return proc
 
 
 def base_env(prefect_home: Path, api_url: str | None = None) -> dict[str, str]:

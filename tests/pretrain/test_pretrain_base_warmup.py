@@ -277,3 +277,11 @@ def test_a_gentle_warmup_moves_the_encoder_less_and_still_trains_the_head(
     assert 0 < shifts["gentle"] < 0.5 * shifts["plain"]
     gentle_ppl = summaries["gentle"]["general_perplexity"]
     assert gentle_ppl < summaries["gentle"]["general_perplexity_random_head"]  # the head still learned
+
+
+def test_a_set_too_small_to_measure_says_so_instead_of_nan():
+    from domainbert.pretrain.evaluation import perplexity_change
+
+    assert perplexity_change(None, None) == "too few tokens to measure"
+    assert perplexity_change(float("nan"), 3.0) == "too few tokens to measure"
+    assert perplexity_change(12.34, 9.81) == "12.3 -> 9.8"

@@ -194,8 +194,11 @@ def atomic_output(
     tmp.mkdir()
     inputs = dict(inputs or {})
     fp = fp or fingerprint(config, inputs, __version__)
+    from domainbert.core.errors import disk_errors
+
     try:
-        yield tmp
+        with disk_errors(final):  # a library's "no space left" names the output, as an OSError would
+            yield tmp
     except BaseException:
         shutil.rmtree(tmp, ignore_errors=True)
         raise

@@ -7,6 +7,10 @@ CLI prints as one line, without a traceback, and exits non-zero. Bugs in domainb
 from __future__ import annotations
 
 import errno
+import os
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 
@@ -55,6 +59,43 @@ _OS_HINTS = {
 
 def os_error_line(exc: OSError) -> str:
     """One line for an OS error (a full disk, a permission): the path, the system's words and what to do."""
+    exc = _first_copy_error(exc)
     where = exc.filename if exc.filename is not None else "(no path given)"
     hint = _OS_HINTS.get(exc.errno or 0)
     return f"{where}: {exc.strerror or exc}" + (f"; {hint}" if hint else "")
+
+
+def _first_copy_error(exc: OSError) -> OSError:
+    """``shutil.copytree``'s ``Error`` lists (source, destination, why) for every file it could not copy, with
+    ``why`` as text: the first of them as the OSError it was, named by its destination."""
+    import shutil
+
+    failures = exc.args[0] if isinstance(exc, shutil.Error) and exc.args else None
+    if not failures or not isinstance(failures, list) or len(failures[0]) != 3:
+        return exc
+    _, destination, why = failures[0]
+    found = re.match(r"\[Errno (\d+)\] ([^:]+)", str(why))
+    if found is None:
+        return OSError(None, str(why), str(destination))
+    return OSError(int(found.group(1)), found.group(2), str(destination))
+
+
+# What libraries say when a write ran out of room: safetensors' SafetensorError ("No space left on device")
+# and torch.save's "unexpected pos N vs M" (its writer found the file shorter than what it wrote).
+_DISK_FULL = re.compile(r"No space left on device|unexpected pos \d+ vs \d+")
+
+
+@contextmanager
+def disk_errors(path: Path) -> Iterator[None]:
+    """Raise a write's disk-full failure, whatever library reported it, as ``OSError(ENOSPC)`` naming ``path``
+    (a disk-full ``OSError`` without a path gets ``path``), so the command says "no space left" in one line."""
+    try:
+        yield
+    except OSError as exc:
+        if exc.filename is None and exc.errno in (errno.ENOSPC, errno.EDQUOT):
+            exc.filename = str(path)
+        raise
+    except Exception as exc:
+        if _DISK_FULL.search(str(exc)):
+            raise OSError(errno.ENOSPC, os.strerror(errno.ENOSPC), str(path)) from exc
+        raise

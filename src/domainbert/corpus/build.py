@@ -37,7 +37,9 @@ from rich.progress import Progress
 from domainbert import __version__
 from domainbert.core import plotting
 from domainbert.core.artifacts import atomic_output, is_complete, write_json_atomic
+from domainbert.core.errors import disk_errors
 from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, portable, with_legacy
+from domainbert.core.processes import die_with_parent
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.merge import EVAL_TEXTS, merge
 from domainbert.corpus.shards import INDEX, is_processed, iter_input_shards, process_input_shard
@@ -114,10 +116,11 @@ def build_corpus(cfg: DomainConfig, layout: RunLayout) -> dict[str, Any]:
     log.info("corpus: building %s into %s (work folder %s)", cfg.name, out, work_dir)
     # matplotlib is slow to import; the main process mostly waits on the workers meanwhile
     threading.Thread(target=plotting.preload, daemon=True).start()
-    prepare(cfg, work_dir)
-    counts: dict[str, Any] = {}
-    stats = _process_all(cfg, work_dir, counts)
-    return finish(cfg, layout, work_dir, stats, counts)
+    with disk_errors(work_dir):  # Arrow and NumPy writes that fill the disk say where
+        prepare(cfg, work_dir)
+        counts: dict[str, Any] = {}
+        stats = _process_all(cfg, work_dir, counts)
+        return finish(cfg, layout, work_dir, stats, counts)
 
 
 def _remove_stale_temporaries(out: Path) -> None:
@@ -193,7 +196,10 @@ def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> l
                 bar.update(task, advance=1)
         else:
             ctx = multiprocessing.get_context("spawn")
-            with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            # Workers die with this process, even when it is SIGKILLed (a worker can hold gigabytes).
+            with ProcessPoolExecutor(
+                max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+            ) as pool:
                 futures: list[Future[dict[str, Any]]] = []
                 for spec in iter_input_shards(cfg, work_dir, counts):
                     resumed += is_processed(work_dir, spec["index"])

@@ -60,16 +60,27 @@ def shard_sample(
     return {name: sorted(rows, key=lambda r: r["key"])[:k] for name, rows in by_filter.items()}
 
 
-def merge(samples: Iterable[dict[str, list[Example]] | None], k: int = K) -> dict[str, list[Example]]:
-    """The corpus's sample per filter from the shards' (a shard processed by an older version has none)."""
+def merge(
+    samples: Iterable[dict[str, list[Example]] | None], order: list[str] | None = None, k: int = K
+) -> dict[str, list[Example]]:
+    """The corpus's sample per filter from the shards' (a shard processed by an older version has none).
+
+    Filters come in ``order`` (the pipeline's), any other name after them by name: never in the order the
+    shards arrive, which a resumed build changes."""
     pooled: dict[str, list[Example]] = {}
     for sample in samples:
         for name, rows in (sample or {}).items():
             pooled.setdefault(name, []).extend(rows)
+    rank = {name: i for i, name in enumerate(order or [])}
     return {
-        name: [{k_: v for k_, v in r.items() if k_ != "key"} for r in sorted(rows, key=lambda r: r["key"])[:k]]
-        for name, rows in pooled.items()
+        name: [{k_: v for k_, v in r.items() if k_ != "key"} for r in sorted(pooled[name], key=_sample_order)[:k]]
+        for name in sorted(pooled, key=lambda n: (rank.get(n, len(rank)), n))
     }
+
+
+def _sample_order(row: Example) -> tuple[str, str, str]:
+    # The key first; source and id break a tie (one document read twice), so no order of arrival shows.
+    return (row["key"], row["source"], row["id"])
 
 
 def report_tables(examples: dict[str, list[Example]]) -> list[tuple[str, list[str], list[list[str]]]]:

@@ -329,7 +329,9 @@ def _manifest(
             for name in documents_in
         },
         "filters": filters,
-        "filter_examples": drop_samples.merge(st.get("drop_samples") for st in shard_stats),
+        "filter_examples": drop_samples.merge(
+            (st.get("drop_samples") for st in shard_stats), [f.name for f in corpus.filters]
+        ),
         "dedup": _dedup_section(corpus, kept),
         "decontamination": _decontamination_section(corpus, decon, index_summary),
         "malformed_lines": counts.get("malformed_lines", {"total": 0, "by_source": {}}),

@@ -134,10 +134,13 @@ def process_input_shard(cfg: DomainConfig, shard_spec: dict[str, Any], work_dir:
             set(cut) if decon is not None else None,
         ),
     }
+    text = json.dumps(stats, sort_keys=True)
     tmp_json = done.with_suffix(".json.tmp")
-    tmp_json.write_text(json.dumps(stats, sort_keys=True))
+    tmp_json.write_text(text)
     os.replace(tmp_json, done)
-    return stats
+    # The record as stored, not as built: a resumed build reads it back from the file, and the two must be
+    # equal down to key order (the report lists filters, reasons and samples in the order it meets them).
+    return dict(json.loads(text))
 
 
 def _save_hashes(corpus: CorpusConfig, base: Path, kept_list: list[str], words: WordBatch | None) -> None:

@@ -48,7 +48,7 @@ from domainbert.core import signals
 from domainbert.core.artifact_types import FinetuneResult, dump_artifact
 from domainbert.core.artifacts import atomic_output, is_complete, read_record
 from domainbert.core.distributed import dist_info
-from domainbert.core.fingerprints import Fingerprint
+from domainbert.core.fingerprints import Fingerprint, portable
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
 from domainbert.finetune.best_model import current_results, group_fingerprints, model_missing, offer
@@ -163,7 +163,9 @@ def _run_fields(job: Job, task: TaskConfig, data: TaskData) -> dict[str, Any]:
     """What a result says about its run besides the scores: model, task, seed, examples and split overlap."""
     return {
         "model": job.model_name,
-        "model_ref": job.model_ref,
+        # Named as fingerprints name paths (relative to the project or the cache): a result copied with its
+        # run folder, or read on another machine, names the same model.
+        "model_ref": portable(job.model_ref),
         "mode": job.mode,
         "task": job.task_name,
         "task_type": task.type,

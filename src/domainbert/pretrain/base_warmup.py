@@ -34,7 +34,7 @@ from domainbert.core.models import load_mlm_model, load_mlm_model_with_info, loa
 from domainbert.core.paths import RunLayout, machine_cache
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.engine import TorchEngine
-from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec
+from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, perplexity_change
 from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 from domainbert.pretrain.warmup_training import train_warmup
@@ -200,15 +200,13 @@ def ensure_base_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
             if path.is_file() and path.name != RECORD:
                 shutil.copy2(path, Path(tmp) / path.name)
     log.info(
-        "base warm-up (%s): %d steps, %.1f s%s; perplexity general %.1f -> %.1f, domain %.1f -> %.1f; wrote %s",
+        "base warm-up (%s): %d steps, %.1f s%s; perplexity general %s, domain %s; wrote %s",
         hw.train,
         summary["steps"],
         summary["wall_seconds"],
         " (this machine's cache)" if served else "",
-        summary["general_perplexity_random_head"] or float("nan"),
-        summary["general_perplexity"] or float("nan"),
-        summary["domain_perplexity_random_head"] or float("nan"),
-        summary["domain_perplexity"] or float("nan"),
+        perplexity_change(summary["general_perplexity_random_head"], summary["general_perplexity"]),
+        perplexity_change(summary["domain_perplexity_random_head"], summary["domain_perplexity"]),
         folder,
     )
     return folder

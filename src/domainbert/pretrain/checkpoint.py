@@ -6,7 +6,9 @@ loss curve, step-0 evaluations, data position) written LAST by rank 0: a folder 
 (the process was killed while saving) and is ignored and removed. The newest complete ``keep`` checkpoints
 are kept. ``trainer_state.json`` also lists the size and sha256 of every file of the checkpoint; a checkpoint
 whose files no longer match (truncated, bytes flipped) or that holds a pickle beyond tensors and plain values
-is skipped with a warning and the previous one is used (``resume``). RNG states are saved as tensors and
+is skipped with a warning and the previous one is used (``resume``). A checkpoint is written as
+``.tmp-step-<N>/`` and renamed when complete, so a full disk leaves nothing under a final name; the disk
+needs room for ``keep + 1`` checkpoints (the new one is written before the oldest is pruned). RNG states are saved as tensors and
 plain lists, so every file is read with ``torch.load(weights_only=True)`` (``safeload.py``).
 Resuming on a different GPU count under ZeRO needs a DeepSpeed universal checkpoint
 (``python -m deepspeed.checkpoint.ds_to_universal``, see deploy/README.md); the data position and masks are
@@ -28,6 +30,7 @@ import numpy as np
 import torch
 
 from domainbert.core.artifacts import file_hash, write_json_atomic
+from domainbert.core.errors import disk_errors
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_folder
 from domainbert.pretrain.engine import Engine
@@ -36,6 +39,7 @@ log = logging.getLogger(__name__)
 STATE = "trainer_state.json"
 FILES = "files"  # the trainer_state key listing each file's size and sha256
 _STEP_DIR = re.compile(r"^step-(\d+)$")
+_TMP_PREFIX = ".tmp-step-"  # a checkpoint being written
 
 
 def rng_state() -> dict[str, Any]:
@@ -127,23 +131,42 @@ def save_checkpoint(
     ``hf_view(folder)``, called on every rank after the engine's files, writes what makes the folder load with
     ``from_pretrained`` (config, tokenizer and, for DeepSpeed, the gathered weights; rank 0 writes).
     """
-    folder = root / f"step-{step}"
+    # Written under a temporary name and renamed when complete: a full disk or a kill mid-save leaves
+    # nothing under the final name, and the temporary folder (never matched as a checkpoint) is swept later.
+    final, folder = root / f"step-{step}", root / f"{_TMP_PREFIX}{step}"
     if rank == 0 and folder.exists():
         shutil.rmtree(folder)  # an incomplete leftover of a killed run
     if barrier:
         barrier()
-    folder.mkdir(parents=True, exist_ok=True)
-    engine.save(folder)
-    if hf_view is not None:
-        hf_view(folder)
-    torch.save(rng_state(), folder / f"rng-rank{rank}.pt")
+    try:
+        with disk_errors(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            engine.save(folder)
+            if hf_view is not None:
+                hf_view(folder)
+            torch.save(rng_state(), folder / f"rng-rank{rank}.pt")
+            if barrier:
+                barrier()
+            if rank == 0:
+                write_json_atomic(folder / STATE, {**trainer_state, FILES: file_manifest(folder)})
+                if final.exists():  # a folder of the same step left by an older release
+                    shutil.rmtree(final)
+                folder.rename(final)
+    except BaseException:
+        if rank == 0:
+            shutil.rmtree(folder, ignore_errors=True)  # give the space back at once
+        raise
     if barrier:
         barrier()
-    if rank == 0:
-        write_json_atomic(folder / STATE, {**trainer_state, FILES: file_manifest(folder)})
-    if barrier:
-        barrier()
-    return folder
+    return final
+
+
+def disk_needed(parameters: int, keep: int) -> tuple[int, int]:
+    """(bytes of one checkpoint, bytes an arm needs at its peak) for a model of ``parameters``: fp32 weights and
+    AdamW's two fp32 moments (12 bytes a parameter; the RNG states and config are small), ``keep + 1``
+    checkpoints (a new one is complete before the oldest is pruned) and the final model's fp32 weights."""
+    one = 12 * parameters
+    return one, (keep + 1) * one + 4 * parameters
 
 
 def prune_checkpoints(root: Path, keep: int) -> None:
@@ -155,6 +178,8 @@ def prune_checkpoints(root: Path, keep: int) -> None:
     for child in root.iterdir() if root.is_dir() else []:
         match = _STEP_DIR.match(child.name)
         if match and not (child / STATE).is_file() and int(match.group(1)) < newest:
+            shutil.rmtree(child, ignore_errors=True)
+        elif child.name.startswith(_TMP_PREFIX):  # a save cut short (prune runs after a save, on rank 0)
             shutil.rmtree(child, ignore_errors=True)
 
 

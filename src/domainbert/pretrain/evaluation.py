@@ -91,11 +91,19 @@ def evaluate(
         total += float(loss) * n
         count += n
     engine.module.train()
-    figures: dict[str, float | None] = {"perplexity": math.exp(min(total / max(count, 1), 50.0))}
+    # No masked token (a tiny evaluation set) measures nothing: None, never exp(0) = 1 or a NaN.
+    figures: dict[str, float | None] = {"perplexity": math.exp(min(total / count, 50.0)) if count else None}
     if positions:
         figures["discriminator_accuracy"] = correct / positions
         figures["discriminator_floor_accuracy"] = 1 - replaced / positions  # calling every token original
     return figures
+
+
+def perplexity_change(before: float | None, after: float | None) -> str:
+    """``"12.3 -> 9.8"`` for a log line, or why there is no figure: a set too small to measure."""
+    if before is None or after is None or math.isnan(before) or math.isnan(after):
+        return "too few tokens to measure"
+    return f"{before:.1f} -> {after:.1f}"
 
 
 def evaluate_all(

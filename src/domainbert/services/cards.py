@@ -43,7 +43,7 @@ def hub_id_of(ref: str) -> str | None:
     is not a folder; None for a folder."""
     if ref.startswith(PACKAGE_PREFIX):
         return PACKAGED.get(ref.removeprefix(PACKAGE_PREFIX))
-    if Path(ref).exists() or ref.startswith((".", "/", "~")):
+    if Path(ref).exists() or ref.startswith((".", "/", "~", "@")):  # "@project/...": a portable path
         return None
     return ref
 

@@ -1,0 +1,28 @@
+"""pretrain.compile: the encoder compiled with torch.compile trains as the eager one does (CPU, inductor)."""
+
+from __future__ import annotations
+
+import pytest
+from pretrain_fixtures import make_cfg
+
+from domainbert.core.paths import RunLayout
+from domainbert.pretrain.stage import pretrain_arm
+
+pytestmark = [pytest.mark.slow]  # inductor compiles C++ on first use: about a minute on 2 cores
+
+
+def test_a_compiled_encoder_trains_like_the_eager_one(base_model, tmp_path, texts, monkeypatch):
+    from pretrain_fixtures import write_corpus
+
+    monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
+    losses = {}
+    for compiled in (False, True):
+        layout = RunLayout(tmp_path / f"compile-{compiled}")
+        write_corpus(layout.corpus, texts)
+        cfg = make_cfg(base_model, "pretrain.arms=[continued]", "pretrain.budget_tokens=512", "pretrain.precision=fp32",
+                       "pretrain.torch_threads=1", f"pretrain.compile={str(compiled).lower()}")
+        summary = pretrain_arm(cfg, "continued", layout)
+        losses[compiled] = [loss for _, loss in summary["loss_curve"]]
+    assert len(losses[True]) == len(losses[False]) == 4
+    # the same steps on the same batches: compiled kernels round differently, never by much
+    assert losses[True] == pytest.approx(losses[False], rel=2e-3)
