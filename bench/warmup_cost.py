@@ -19,9 +19,11 @@ on every task, general pseudo-perplexity at most 400. What it leaves out: the ar
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import logging
 import shutil
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -73,10 +75,6 @@ def main() -> None:
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # progress on stderr
     from domainbert.config.domain import load_domain
     from domainbert.core.errors import ConfigError
-    from domainbert.core.paths import RunLayout
-    from domainbert.corpus.build import build_corpus
-    from domainbert.finetune.stage import finetune_all
-    from domainbert.pretrain.base_warmup import ensure_base_warmup
 
     recipes = parse_recipes(args.recipe or ["configured="])
     common = [*args.override, "pretrain.arms=[continued]", "finetune.save_models=none"]
@@ -90,6 +88,33 @@ def main() -> None:
         parser.error(str(exc))
     root = args.out or Path("runs") / f"warmup-cost-{plain.name}"
     out: dict[str, Any] = {}
+    # stdout holds the JSON alone: a library's import-time notice (DeepSpeed's accelerator line) goes to stderr
+    with contextlib.redirect_stdout(sys.stderr):
+        run_recipes(args, recipes, common, plain, root, out)
+    emit(
+        {
+            "benchmark": "warmup-cost",
+            "domain": plain.name,
+            "profile": args.profile,
+            "revision": git_revision(),
+            "machine": machine_info(),
+            "overrides": common,
+            "recipes": out,
+        },
+        f"warmup-cost-{plain.name}",
+    )
+
+
+def run_recipes(
+    args: argparse.Namespace, recipes: dict[str, list[str]], common: list[str], plain: Any, root: Path, out: dict
+) -> None:
+    """Warm up, fine-tune and compare each recipe in its own run folder under ``root``, into ``out``."""
+    from domainbert.config.domain import load_domain
+    from domainbert.core.paths import RunLayout
+    from domainbert.corpus.build import build_corpus
+    from domainbert.finetune.stage import finetune_all
+    from domainbert.pretrain.base_warmup import ensure_base_warmup
+
     original_folder: Path | None = None
     for name, extra in recipes.items():
         # the original is the same model in every recipe: fine-tuned once, in the first recipe's folder
@@ -115,18 +140,6 @@ def main() -> None:
                 if (c := base_minus_original(layout.root, original_folder, t.name, plain))
             ],
         }
-    emit(
-        {
-            "benchmark": "warmup-cost",
-            "domain": plain.name,
-            "profile": args.profile,
-            "revision": git_revision(),
-            "machine": machine_info(),
-            "overrides": common,
-            "recipes": out,
-        },
-        f"warmup-cost-{plain.name}",
-    )
 
 
 if __name__ == "__main__":

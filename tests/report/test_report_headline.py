@@ -294,3 +294,15 @@ def test_below_the_floor_follows_the_same_rule_as_above_it() -> None:
                                       "floor on at least one task, not significantly: continued.")
     (line,) = floor_sentences(scores, vs)
     assert line.endswith("base 20.0 (significantly), continued 23.0 (not significantly).")
+
+
+def test_the_control_s_falling_general_perplexity_is_not_called_a_head_still_learning() -> None:
+    from types import SimpleNamespace
+
+    from domainbert.report.headline import head_training_caveats
+
+    fell = {"domain_perplexity_before": 1253.0, "domain_perplexity": 975.0, "general_perplexity_before": 361.0,
+            "general_perplexity": 296.0, "start_head": "warmed-up"}
+    arts = SimpleNamespace(pretrain={"continued": {**fell, "data": "corpus"}, "control": {**fell, "data": "general"}})
+    (line,) = head_training_caveats(arts, ["continued", "control"])  # type: ignore[arg-type]
+    assert line.startswith("continued: general-text perplexity fell too")

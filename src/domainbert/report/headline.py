@@ -167,7 +167,8 @@ def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
         s = arts.pretrain.get(arm) or {}
         # a new generator's perplexity, or an encoder from scratch: its fall is learning from nothing, not a
         # warmed-up head still learning
-        if replaced_token_detection(s) or s.get("start_head") == "random":
+        # the control trains on general text: its general perplexity is meant to fall
+        if replaced_token_detection(s) or s.get("start_head") == "random" or s.get("data") == "general":
             continue
         d0, d1 = s.get("domain_perplexity_before"), s.get("domain_perplexity")
         g0, g1 = s.get("general_perplexity_before"), s.get("general_perplexity")
