@@ -69,6 +69,7 @@ COMMANDS: dict[str, How] = {
     "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
     "make typecheck": How(SLOW, "mypy over the package"),
     'domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"': How(LONG, DEMO_RUN),
+    "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),
     ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),

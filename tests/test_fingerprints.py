@@ -130,7 +130,7 @@ def _plan(run: Path, capsys) -> dict[str, str]:
     from domainbert.cli import run_cli
 
     assert run_cli(["plan", "tiny", "--no-estimate", "--out", str(run)]) == 0
-    lines = [line for line in capsys.readouterr().out.splitlines() if line and not line.startswith("warning: ")]
+    lines = [line for line in capsys.readouterr().out.splitlines() if line and not line.startswith(("warning: ", "power ", "disk: "))]
     out = {}
     for line in lines:
         words = line.split()

@@ -24,5 +24,7 @@ def test_a_compiled_encoder_trains_like_the_eager_one(base_model, tmp_path, text
         summary = pretrain_arm(cfg, "continued", layout)
         losses[compiled] = [loss for _, loss in summary["loss_curve"]]
     assert len(losses[True]) == len(losses[False]) == 4
-    # the same steps on the same batches: compiled kernels round differently, never by much
-    assert losses[True] == pytest.approx(losses[False], rel=2e-3)
+    # the same steps on the same batches and masks; dropout draws from inductor's own generator when compiled,
+    # so the losses match closely, not exactly
+    assert losses[True] == pytest.approx(losses[False], rel=0.02)
+    assert losses[True][-1] < losses[True][0]  # and it learns

@@ -60,7 +60,7 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate",
                     "--out", str(layout.root)]) == 0
     out = capsys.readouterr().out.splitlines()
-    lines = [line for line in out if not line.startswith(("warning: ", "power "))]
+    lines = [line for line in out if not line.startswith(("warning: ", "power ", "disk: "))]
     assert [" ".join(line.split()[:2]) for line in lines] == [
         "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain control",
         "pretrain tapt", "finetune will"]

@@ -17,7 +17,7 @@ def test_the_shipped_offline_profiles_raise_no_setting_flag(domain):
 def test_a_top_level_learning_rate_far_from_an_arms_default_is_named_with_its_source():
     cfg = load_domain("science", ["pretrain.lr=5e-3"])
     flags = setting_flags(cfg)
-    assert len(flags) == 2  # continued and extended: 50 times their 1e-4
+    assert len(flags) == 3  # continued, control and extended: 50 times their 1e-4
     assert all("5e-3" in f or "0.005" in f for f in flags) and all("set by pretrain.lr" in f for f in flags)
     # the same rate is ordinary for a from-scratch arm (5e-4 default, 10x = still flagged; 2e-3 is within 5x)
     scratch = load_domain("science", ["pretrain.arms=[scratch]", "pretrain.arm_optim={scratch: {lr: 2.0e-3}}"])
@@ -28,7 +28,7 @@ def test_masking_warmup_and_sequence_length_flags():
     flags = setting_flags(load_domain("science", ["pretrain.mask_rate=0.6", "pretrain.warmup_ratio=0.5",
                                                   "pretrain.seq_len=32"]))
     assert any("mask_rate is 0.6" in f for f in flags)
-    assert sum("warms its learning rate up over 50%" in f for f in flags) == 2
+    assert sum("warms its learning rate up over 50%" in f for f in flags) == 3  # continued, control, extended
     assert any("sequences of 32 tokens" in f for f in flags)
 
 
