@@ -206,6 +206,10 @@ CASES = [
         b'{"text": "fine words"}\n' * 20 + b"text without json\n")), "c.jsonl.gz:21: source 'foldoc': not valid JSON"),
     Case("validate corpus jsonl no text field", lambda t: _validate_source(t, "c.jsonl", b'{"body": "x"}\n'),
          "c.jsonl:1: source 'foldoc': no string field 'text'"),
+    # A filter option is checked against its component's typed options by validate, before the corpus stage
+    Case("validate filter option misspelt",
+         lambda t: ["validate", _science_with(t, ("options: {min_words: 5}", "options: {min_wrds: 5}"))],
+         "corpus.filters[3].options.min_wrds: min_length_v1: unknown option"),
     # Task files (validate reads them before any stage runs)
     Case("task label not in set", lambda t: _task(t, "ner", _conll(train=b"a\tB-GENE\n"), ["O", "B-TERM", "I-TERM"],
                                                   "conll"), "B-GENE"),

@@ -198,7 +198,13 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
     from domainbert.corpus.source_check import check_local_source
     from domainbert.services.tasks import load_task
 
+    from domainbert.corpus.filters import build_pipeline
+
     found = []
+    try:  # each filter's options against its component's typed options, as the corpus stage will build them
+        build_pipeline(cfg.corpus.filters)
+    except DomainbertError as exc:
+        found.append(str(exc))
     for source in cfg.corpus.sources:
         if source.type == "local":
             try:
