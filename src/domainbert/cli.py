@@ -195,10 +195,9 @@ def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
+    from domainbert.corpus.filters import build_pipeline
     from domainbert.corpus.source_check import check_local_source
     from domainbert.services.tasks import load_task
-
-    from domainbert.corpus.filters import build_pipeline
 
     found = []
     try:  # each filter's options against its component's typed options, as the corpus stage will build them
