@@ -11,6 +11,7 @@ local one (``execution.dask_local_workers``).
 
 from __future__ import annotations
 
+import concurrent.futures
 import contextlib
 import dataclasses
 import os
@@ -215,13 +216,37 @@ def pretrain_flow(
     return summaries
 
 
+SETTLE_S = 5.0  # of a stop's 10 s: the runs under way end Cancelled at their next step
+
+
 def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
     """Every future's result, in order; a stop request (Ctrl-C, SIGTERM, SIGUSR1) ends the wait within a second. The
-    runs under way stop at their next step (the stop file ``core.signals`` shares with the workers), and
-    leaving the task runner closes its workers, so no queued run starts."""
-    while wait(futures, timeout=1.0).not_done:
-        signals.check(where)
+    runs under way stop at their next step (the stop file ``core.signals`` shares with the workers) and no
+    queued run starts (``_settle``)."""
+    try:
+        while wait(futures, timeout=1.0).not_done:
+            signals.check(where)
+    except BaseException:
+        _settle(futures)
+        raise
     return [f.result() for f in futures]
+
+
+def _settle(futures: list[PrefectFuture[Any]]) -> None:
+    """Cancel the runs not started yet and let the ones under way end (Cancelled at their next step) before the
+    task runner is left: leaving it sets every run's cancel event, and a run whose engine was just starting then
+    ended Crashed ("Task run cancelled by the task runner") instead of Cancelled."""
+    left = []
+    for future in futures:
+        wrapped = getattr(future, "wrapped_future", None)
+        # the thread pool's own futures only: Dask's workers stop through the stop file, and cancelling their
+        # futures while the client closes makes distributed print its tracebacks
+        if isinstance(wrapped, concurrent.futures.Future):
+            if wrapped.cancel():
+                continue
+            left.append(future)
+    with contextlib.suppress(Exception):
+        wait(left, timeout=SETTLE_S)
 
 
 @flow(name="domainbert-finetune", log_prints=True)
