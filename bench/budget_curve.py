@@ -14,6 +14,8 @@ metric's range), domain and general perplexity; per arm and task the smallest bu
 (None when no point's does), every verdict corrected with Holm over the whole curve (arms x references x tasks
 x budgets); each arm is compared with the better reference of its task (base, or original after a warm-up) and
 corpus arms with the equal-token control too; and ``bench/results/budget-<domain>.png``, the curves.
+Base, original and the floors are the same models at every point: point 0's fine-tuning of them is copied into
+each later point, whose stage skips them by their fingerprints (``--no-share``: train them again).
 ``--stages`` runs the stage commands (``domainbert corpus``, ``vocab``, ``pretrain``, ``finetune``, ``report``)
 one after the other instead of ``domainbert run``: the same stages and artifacts, without Prefect, for a
 machine that has no Prefect installed (a GPU node of a cluster image); fine-tuning runs one at a time.
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import shutil
 import subprocess
 import sys
 import time
@@ -55,6 +58,22 @@ def run_point(args: argparse.Namespace, k: int, run: Path) -> None:
         return
     for stage in STAGES:
         subprocess.run([*cli, stage, args.domain, *common], check=True)
+
+
+def share_references(first: Path, run: Path) -> list[str]:
+    """Copy point 0's fine-tuning of the models every point shares (base, original, the floors) into ``run``
+    before it starts: the stage then finds them current by their fingerprints and skips them, where it would
+    otherwise retrain identical runs (fine-tuning is deterministic). A copy whose fingerprint does not match
+    (another base, other settings) is retrained like any stale result. Returns the models copied."""
+    from domainbert.finetune.jobs import FLOOR, ORIGINAL
+
+    copied = []
+    for model in ("base", ORIGINAL, FLOOR):
+        src, dst = first / "finetune" / model, run / "finetune" / model
+        if src.is_dir() and not dst.exists():
+            shutil.copytree(src, dst)
+            copied.append(model)
+    return copied
 
 
 def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
@@ -144,6 +163,8 @@ def main() -> None:
     parser.add_argument("--workers", type=int, default=2)
     parser.add_argument("--profile", default="offline", help="The domain's profile (default: offline).")
     parser.add_argument("--stages", action="store_true", help="Run the stage commands in turn, without Prefect.")
+    parser.add_argument("--no-share", action="store_true",
+                        help="Fine-tune base, original and the floors again at every point (default: reuse point 0's).")
     args = parser.parse_args()
     if len(args.budgets) != len(args.tapt_epochs):
         parser.error("--budgets and --tapt-epochs need one value per point")
@@ -160,6 +181,8 @@ def main() -> None:
     for k in range(len(args.budgets)):
         run = out / f"point-{k}"
         t0 = time.perf_counter()
+        if k > 0 and not args.no_share:
+            print(f"point {k}: reusing point 0's {share_references(out / 'point-0', run)}", file=sys.stderr)
         run_point(args, k, run)
         point = {"index": k, "budget_tokens": args.budgets[k], "tapt_epochs": args.tapt_epochs[k],
                  "seconds": round(time.perf_counter() - t0, 1), "run_folder": str(run),

@@ -28,3 +28,23 @@ def test_a_lone_p_of_0_012_among_six_points_is_not_a_smallest_budget(monkeypatch
     budget_curve.correct_curve(points, 0.95)
     assert abs(points[0]["gains"][0]["p_holm"] - 0.072) < 1e-12
     assert budget_curve.smallest_budgets(points)["tapt - original / ner"] is None
+
+
+def test_later_points_reuse_point_0s_shared_models_and_never_an_arm_or_their_own(monkeypatch, tmp_path) -> None:
+    monkeypatch.syspath_prepend(str(BENCH))
+    sys.modules.pop("budget_curve", None)
+    import budget_curve
+
+    first, later = tmp_path / "point-0", tmp_path / "point-1"
+    for model in ("base", "original", "floor", "continued"):
+        seed = first / "finetune" / model / "ner" / "seed-1"
+        seed.mkdir(parents=True)
+        (seed / "result.json").write_text(model)
+    own = later / "finetune" / "original" / "ner" / "seed-1"
+    own.mkdir(parents=True)
+    (own / "result.json").write_text("point 1's own")
+
+    assert budget_curve.share_references(first, later) == ["base", "floor"]
+    assert (later / "finetune" / "base" / "ner" / "seed-1" / "result.json").read_text() == "base"
+    assert (own / "result.json").read_text() == "point 1's own"  # never overwritten
+    assert not (later / "finetune" / "continued").exists()  # an arm differs at every point
