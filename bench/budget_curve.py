@@ -28,13 +28,12 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, results_dir, set_offline_env
+from common import emit, git_revision, machine_info, results_dir, run_pipeline, set_offline_env
 
 
 def point_overrides(args: argparse.Namespace, k: int) -> list[str]:
@@ -54,10 +53,12 @@ def run_point(args: argparse.Namespace, k: int, run: Path) -> None:
     cli = [sys.executable, "-m", "domainbert.cli"]
     common = [*point_overrides(args, k), "--out", str(run), "--profile", args.profile]
     if not args.stages:
-        subprocess.run([*cli, "run", args.domain, *common, "--workers", str(args.workers)], check=True)
-        return
-    for stage in STAGES:
-        subprocess.run([*cli, stage, args.domain, *common], check=True)
+        commands = [[*cli, "run", args.domain, *common, "--workers", str(args.workers)]]
+    else:
+        commands = [[*cli, stage, args.domain, *common] for stage in STAGES]
+    for cmd in commands:
+        if rc := run_pipeline(cmd):
+            raise SystemExit(f"budget point {k} failed: {' '.join(cmd[2:])} exited {rc}")
 
 
 def share_references(first: Path, run: Path) -> list[str]:

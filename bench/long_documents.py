@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+from common import emit, git_revision, machine_info, run_pipeline, set_offline_env
 
 CHUNKED = "-chunked"
 
@@ -114,9 +113,9 @@ def main() -> None:
     out = args.out or Path("runs") / f"long-documents-{cfg.name}"
     cli = str(Path(sys.executable).with_name("domainbert"))
     t0 = time.perf_counter()
-    subprocess.run(
-        [cli, "run", args.domain, *overrides, "--out", str(out), "--workers", str(args.workers)], check=True
-    )
+    cmd = [cli, "run", args.domain, *overrides, "--out", str(out), "--workers", str(args.workers)]
+    if rc := run_pipeline(cmd):
+        raise SystemExit(f"{' '.join(cmd)} exited {rc}")
     seconds = round(time.perf_counter() - t0, 1)
     tables = json.loads((out / "report" / "results.json").read_text())
     models = sorted({r["model"] for r in tables["scores"] if r["model"] != "floor"})

@@ -26,12 +26,11 @@ import gzip
 import json
 import random
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
 
-from common import emit, git_revision, machine_info, set_offline_env
+from common import emit, git_revision, machine_info, run_pipeline, set_offline_env
 
 REPO = Path(__file__).resolve().parent.parent
 GLOSSES = REPO / "corpora" / "general" / "wordnet-glosses-01.jsonl.gz"
@@ -171,7 +170,7 @@ def main() -> None:
     t0 = time.perf_counter()
     cmd = [sys.executable, "-m", "domainbert.cli", "run", str(yaml), "--out", str(args.out / "run"),
            "--workers", str(args.workers)]
-    rc = subprocess.run(cmd, cwd=REPO, stdout=sys.stderr).returncode  # stdout carries the JSON alone
+    rc = run_pipeline(cmd, cwd=REPO, stdout=sys.stderr)  # stdout carries the JSON alone
     emit({"revision": git_revision(), "machine": machine_info(), "returncode": rc,
           "seconds": round(time.perf_counter() - t0, 1), "command": " ".join(cmd[1:]),
           "report_head": report_head(args.out / "run")}, "new-domain")

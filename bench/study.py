@@ -19,13 +19,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import subprocess
 import sys
 import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+from common import emit, git_revision, machine_info, run_pipeline, set_offline_env
 
 
 def study_overrides(args: argparse.Namespace) -> list[str]:
@@ -84,8 +83,9 @@ def main() -> None:
     # The pipeline as a user runs it (Prefect, fine-tuning on --workers processes); finished stages are skipped.
     t0 = time.perf_counter()
     cli = str(Path(sys.executable).with_name("domainbert"))
-    subprocess.run([cli, "run", args.domain, *study_overrides(args), "--out", str(layout.root),
-                    "--workers", str(args.workers)], check=True)
+    cmd = [cli, "run", args.domain, *study_overrides(args), "--out", str(layout.root), "--workers", str(args.workers)]
+    if rc := run_pipeline(cmd):
+        raise SystemExit(f"{' '.join(cmd)} exited {rc}")
     seconds = {"pipeline": round(time.perf_counter() - t0, 1)}
 
     tables = json.loads((layout.report / "results.json").read_text())
