@@ -1,0 +1,59 @@
+"""``flows.server.api_for_the_run``: the temporary Prefect server gets time to start on a busy machine, and one
+that never answers ends the command in one line naming the setting, not in Prefect's traceback."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from domainbert.core.errors import DomainbertError
+from domainbert.flows import server
+
+
+@pytest.fixture
+def silent_server(monkeypatch):
+    """A server process that never answers its health check (a real process, stopped by the server's stop)."""
+    started: list[subprocess.Popen] = []
+
+    def never_answers(self):
+        proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
+        started.append(proc)
+        return proc
+
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(server._OwnSessionServer, "_run_uvicorn_command", never_answers)
+    yield started
+    for proc in started:
+        proc.kill()
+
+
+def test_a_server_that_never_answers_is_one_line_naming_the_setting(monkeypatch, silent_server) -> None:
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+
+    monkeypatch.setenv(server.STARTUP_SETTING, "1")  # the user's own setting is kept
+    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1}):
+        with pytest.raises(DomainbertError) as err:
+            with server.api_for_the_run():
+                pytest.fail("the block ran without a server")
+    message = str(err.value)
+    assert "within 1 s" in message and server.STARTUP_SETTING in message and "\n" not in message
+    assert silent_server[0].wait(timeout=10) is not None  # stopped, not left running
+
+
+def test_without_the_setting_the_run_waits_longer_than_prefects_20_s(monkeypatch) -> None:
+    asked: list[float] = []
+
+    def start(self, timeout=None):
+        asked.append(timeout)
+        raise RuntimeError("Timed out while attempting to connect to ephemeral Prefect API server.")
+
+    monkeypatch.delenv(server.STARTUP_SETTING, raising=False)
+    monkeypatch.delenv("PREFECT_API_URL", raising=False)
+    monkeypatch.setattr(server._OwnSessionServer, "start", start)
+    monkeypatch.setattr(server._OwnSessionServer, "stop", lambda self: None)
+    with pytest.raises(DomainbertError):
+        with server.api_for_the_run():
+            pass
+    assert asked == [server.STARTUP_S]
