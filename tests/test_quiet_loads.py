@@ -72,3 +72,27 @@ def test_packing_tokenizes_long_documents_without_a_length_warning(tiny_encoder)
         target.removeHandler(records)
     assert len(ids) == 100
     assert not [line for line in records.lines if "indexing errors" in line], records.lines
+
+
+SAVE = """
+import sys
+from transformers import BertConfig, BertModel
+from domainbert.core import models
+if sys.argv[2] == "quiet":
+    models.quiet_progress_bars()
+BertModel(BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
+                     intermediate_size=64, max_position_embeddings=16)).save_pretrained(sys.argv[1])
+"""
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_saving_a_model_shows_no_progress_bar_once_quieted(tmp_path, quiet):
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if k != "HF_HUB_DISABLE_PROGRESS_BARS"}
+    env["TQDM_MININTERVAL"] = "0"
+    proc = subprocess.run([sys.executable, "-c", SAVE, str(tmp_path / "m"), "quiet" if quiet else "loud"],
+                          capture_output=True, text=True, env=env, timeout=120, check=True)
+    assert ("Writing model shards" in proc.stderr) is not quiet, proc.stderr

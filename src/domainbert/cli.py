@@ -101,6 +101,10 @@ def _main(
         from domainbert.core.models import VERBOSE_ENV
 
         os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
+    else:
+        from domainbert.core.models import quiet_progress_bars
+
+        quiet_progress_bars()
 
 
 def _setup(

@@ -39,6 +39,18 @@ _quiet_depth = 0  # loads under way in this process's threads: the first silence
 _quiet_saved: tuple[int, bool] = (0, True)  # transformers' verbosity and progress bars before the first
 
 
+def quiet_progress_bars() -> None:
+    """transformers' and the Hub's progress bars off for this command and every process it starts ("Writing
+    model shards" on each save, in the middle of the run's log lines); ``domainbert --verbose`` keeps them."""
+    import sys
+
+    os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+    if "transformers" in sys.modules:
+        from transformers.utils import logging as hf_logging
+
+        hf_logging.disable_progress_bar()
+
+
 @contextmanager
 def quiet_transformers() -> Iterator[None]:
     """transformers' loading messages off while a model loads, unless ``--verbose``: its LOAD REPORT table of
