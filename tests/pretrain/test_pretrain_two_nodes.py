@@ -109,6 +109,15 @@ def nodes(tmp_path: Path) -> Iterator[list[Node]]:
         _remove(made, veth[0])
 
 
+@pytest.fixture(scope="session")
+def deepspeed_comm_op() -> None:
+    """DeepSpeed's CPU communication op, compiled once into this session's cache before two nodes need it: built
+    by both at once under a time limit, a build cut short leaves a lock the next build waits on for good."""
+    pytest.importorskip("deepspeed")
+    build = "from deepspeed.comm.torch import build_shm_op; build_shm_op()"
+    subprocess.run([sys.executable, "-c", build], check=True, capture_output=True, timeout=840)
+
+
 def _env(**extra: str) -> dict[str, str]:
     return {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONUNBUFFERED": "1", "GLOO_SOCKET_IFNAME": IFNAME, **extra}
 
@@ -199,7 +208,7 @@ def test_torchrun_two_nodes(nodes, base_model, texts, tmp_path):
 
 
 @pytest.mark.deepspeed
-def test_deepspeed_launcher_two_nodes_without_ssh(nodes, base_model, texts, tmp_path):
+def test_deepspeed_launcher_two_nodes_without_ssh(deepspeed_comm_op, nodes, base_model, texts, tmp_path):
     """``deepspeed --hostfile H --no_ssh --node_rank N --master_addr node0`` on each node, ZeRO-2."""
     run = RunLayout(tmp_path / "run")
     write_corpus(run.corpus, texts)
@@ -267,9 +276,23 @@ echo "scontrol $* is not expected here" >&2; exit 1
 """
 
 
-def test_slurm_template_two_nodes(nodes, base_model, texts, tmp_path):
+@pytest.mark.parametrize(
+    "engine",
+    [
+        pytest.param([], id="torch"),
+        pytest.param(
+            ["pretrain.deepspeed.enabled=true", "pretrain.deepspeed.zero_stage=2"],
+            id="deepspeed",
+            marks=pytest.mark.deepspeed,
+        ),
+    ],
+)
+def test_slurm_template_two_nodes(request, nodes, base_model, texts, tmp_path, engine):
     """deploy/slurm/pretrain.sbatch as ``sbatch --nodes=2`` runs it: the script on the first node, its srun line
-    once per node (torchrun with the c10d rendezvous on the first node's name)."""
+    once per node (torchrun with the c10d rendezvous on the first node's name); the DeepSpeed engine (ZeRO-2)
+    under the same torchrun too."""
+    if engine:
+        request.getfixturevalue("deepspeed_comm_op")
     run = RunLayout(tmp_path / "run")
     write_corpus(run.corpus, texts)
     bin_dir = tmp_path / "bin"
@@ -300,7 +323,9 @@ def test_slurm_template_two_nodes(nodes, base_model, texts, tmp_path):
         "pretrain.log_every=2",
         "pretrain.checkpoint_every=4",
         "pretrain.scratch_size=base_config",
+        *engine,
     ]
     batch = nodes[0].run(["bash", str(SBATCH), "science", "continued", str(run.root), "offline", *overrides])
     _run_all([batch], [tmp_path / "slurm-4343.out"], env)
-    _check_two_equal_replicas(run, base_model)
+    summary = _check_two_equal_replicas(run, base_model)
+    assert summary["engine"] == ("deepspeed" if engine else "torch")
