@@ -22,7 +22,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -149,6 +149,12 @@ def _run_all(commands: list[list[str]], logs: list[Path], env: dict[str, str], t
     assert [p.returncode for p in procs] == [0] * len(procs), tails
 
 
+def _on_each_node(nodes: list[Node], python_args: Callable[[int], list[str]], tmp_path: Path) -> None:
+    """``python *python_args(rank)`` on each node at once, logged to ``<hostname>.log``; each must exit 0."""
+    commands = [node.run([sys.executable, *python_args(rank)]) for rank, node in enumerate(nodes)]
+    _run_all(commands, [tmp_path / f"{node.hostname}.log" for node in nodes], _env())
+
+
 def _worker_args(base_model: Path, run: RunLayout, *overrides: str) -> list[str]:
     """The worker's arguments on the resolved config, as deploy/slurm/pretrain.sbatch writes them."""
     cfg = make_cfg(base_model, "pretrain.arms=[continued]", *overrides)
@@ -180,30 +186,8 @@ def test_torchrun_two_nodes(nodes, base_model, texts, tmp_path):
         "pretrain.launch.num_nodes=2",
         "pretrain.launch.num_processes=1",
     )
-    commands = [
-        node.run(
-            [
-                sys.executable,
-                "-m",
-                "torch.distributed.run",
-                "--nnodes",
-                "2",
-                "--nproc-per-node",
-                "1",
-                "--node-rank",
-                str(rank),
-                "--master-addr",
-                "node0",
-                "--master-port",
-                PORT,
-                "-m",
-                WORKER,
-                *args,
-            ]
-        )
-        for rank, node in enumerate(nodes)
-    ]
-    _run_all(commands, [tmp_path / f"{node.hostname}.log" for node in nodes], _env())
+    launcher = f"-m torch.distributed.run --nnodes 2 --nproc-per-node 1 --master-addr node0 --master-port {PORT}"
+    _on_each_node(nodes, lambda rank: [*launcher.split(), "--node-rank", str(rank), "-m", WORKER, *args], tmp_path)
     assert _check_two_equal_replicas(run, base_model)["engine"] == "torch"
 
 
@@ -224,29 +208,10 @@ def test_deepspeed_launcher_two_nodes_without_ssh(deepspeed_comm_op, nodes, base
         "pretrain.launch.num_nodes=2",
         "pretrain.launch.num_processes=1",
     )
-    commands = [
-        node.run(
-            [
-                sys.executable,
-                "-m",
-                "deepspeed.launcher.runner",
-                "--hostfile",
-                str(hostfile),
-                "--no_ssh",
-                "--node_rank",
-                str(rank),
-                "--master_addr",
-                "node0",
-                "--master_port",
-                PORT,
-                "--module",
-                WORKER,
-                *args,
-            ]
-        )
-        for rank, node in enumerate(nodes)
-    ]
-    _run_all(commands, [tmp_path / f"{node.hostname}.log" for node in nodes], _env())
+    launcher = f"-m deepspeed.launcher.runner --hostfile {hostfile} --no_ssh --master_addr node0 --master_port {PORT}"
+    _on_each_node(
+        nodes, lambda rank: [*launcher.split(), "--node_rank", str(rank), "--module", WORKER, *args], tmp_path
+    )
     summary = _check_two_equal_replicas(run, base_model)
     assert (summary["engine"], summary["zero_stage"]) == ("deepspeed", 2)
 
