@@ -57,6 +57,10 @@ PROSE = "a name or a placeholder in prose, not a command line"
 SUITE = "the test suite itself (CI runs it through .ci/run); run from inside the suite it would recurse"
 NETWORK = "installs from the network (PyPI, PyTorch's wheel index); the suite runs in the environment it made"
 DEMO_RUN = "the whole science pipeline: 18 min 54 s on a 2-core CPU (README)"
+SLURM = (
+    "Slurm and several GPU nodes; tests/pretrain/test_pretrain_two_nodes.py runs the template on two network "
+    "namespaces as two nodes (root), srun and scontrol replaced by stand-ins"
+)
 HUB = "a Hugging Face token and the network, and a finished run's models (`domainbert run science` first)"
 
 COMMANDS: dict[str, How] = {
@@ -142,6 +146,18 @@ COMMANDS: dict[str, How] = {
     ),
     "prefect deployment run compare-domains/compare-domains --param domains='[\"science\", \"economics\"]'": How(
         SKIP, SERVER
+    ),
+    "sbatch --nodes=2 --gres=gpu:8 deploy/slurm/pretrain.sbatch science continued runs/science full": How(
+        SKIP, SLURM
+    ),
+    "sbatch --nodes=2 --gres=gpu:8 deploy/slurm/pretrain.sbatch science continued runs/science full "
+    "pretrain.deepspeed.enabled=true pretrain.deepspeed.zero_stage=2": How(SKIP, SLURM),
+    'python -m deepspeed.launcher.runner --hostfile hostfile --no_ssh --node_rank "$SLURM_NODEID" --master_addr '
+    "node0 --master_port 29500 --module domainbert.pretrain.worker --config "
+    "runs/science/pretrain/continued/run_config.json --arm continued --run-dir runs/science --fingerprint "
+    '"$(cat runs/science/pretrain/continued/fingerprint.txt)"': How(
+        SKIP, "a Slurm allocation of several nodes, one launcher on each, and the config the template writes; "
+        "tests/pretrain/test_pretrain_two_nodes.py runs this line on two network namespaces (root)"
     ),
     "prefect server start": How(MENTION, PROSE),
     "prefect deployment run": How(MENTION, PROSE),

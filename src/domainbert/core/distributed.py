@@ -6,7 +6,9 @@ fine-tuning alike; it starts no processes (``core.processes`` runs launchers) an
 
 from __future__ import annotations
 
+import hashlib
 import os
+from collections.abc import Mapping
 
 import torch
 import torch.distributed as dist
@@ -36,6 +38,36 @@ def sum_across(values: list[float]) -> list[float]:
 
 def mean_across(value: float) -> float:
     return sum_across([value])[0] / dist_info()[1]
+
+
+def weights_digest(weights: Mapping[str, torch.Tensor]) -> str:
+    """SHA-256 of a state dict: each tensor's name, dtype, shape and bytes, in name order."""
+    digest = hashlib.sha256()
+    for name in sorted(weights):
+        tensor = weights[name].detach().cpu().contiguous()
+        digest.update(f"{name}|{tensor.dtype}|{tuple(tensor.shape)}|".encode())
+        digest.update(tensor.reshape(-1).view(torch.uint8).numpy().tobytes())
+    return digest.hexdigest()
+
+
+def replica_digests(weights: Mapping[str, torch.Tensor]) -> list[str]:
+    """Every rank's ``weights_digest`` of its full weights, in rank order (one entry outside a group).
+
+    Data-parallel replicas must end equal; ranks on several machines that do not (a rank that missed a
+    gradient, a rank on another library version) would save a model no rank trained.
+
+    Raises:
+        RuntimeError: the ranks' weights differ (raised on every rank, so all of them stop).
+    """
+    mine = weights_digest(weights)
+    if not (dist.is_available() and dist.is_initialized()) or dist.get_world_size() == 1:
+        return [mine]
+    digests: list[str | None] = [None] * dist.get_world_size()
+    dist.all_gather_object(digests, mine)
+    found = [str(d) for d in digests]
+    if len(set(found)) > 1:
+        raise RuntimeError(f"the ranks' weights differ after training (SHA-256 per rank: {found})")
+    return found
 
 
 def native_bf16(dev: torch.device) -> bool:

@@ -22,7 +22,7 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, mean_across, resolve_precision
+from domainbert.core.distributed import barrier, mean_across, replica_digests, resolve_precision
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
@@ -112,12 +112,13 @@ def train_arm(
             metrics.close("FAILED")
             raise
         weights = setup.engine.export_state_dict()
+        replicas = replica_digests(weights)  # every rank's weights, equal or the run fails here
         if setup.rank != 0:
             metrics.close()
             barrier()
             return None
         try:
-            summary = _summary(cfg, setup, state, after, nsp_last, layout)
+            summary = {**_summary(cfg, setup, state, after, nsp_last, layout), "replica_digests": replicas}
             model = write_outputs(cfg, arm, layout, setup.model, setup.tokenizer, weights, summary, fingerprint)
         except BaseException:
             metrics.close("FAILED")
