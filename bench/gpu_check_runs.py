@@ -156,10 +156,12 @@ def measure_pretrain(spec: dict[str, Any]) -> dict[str, Any]:
             torch.cuda.reset_peak_memory_stats()
         steps, real0, data0, start = 0, state.real_tokens, clock.seconds, time.perf_counter()
         while time.perf_counter() - start < spec["seconds"] or steps == 0:
-            loss, _ = train_step(setup, state, phase, window)
+            train_step(setup, state, phase, window)  # reads nothing from the device, as in the trainer's loop
             steps += 1
         _sync(setup.device)
         elapsed = time.perf_counter() - start
+    curve = window.read()  # every step's loss, read once after the timed steps
+    loss = curve[-1][1]
     real = state.real_tokens - real0
     data_s = clock.seconds - data0
     return {
@@ -172,6 +174,7 @@ def measure_pretrain(spec: dict[str, Any]) -> dict[str, Any]:
         "data_wait_share": round(data_s / elapsed, 4),
         "data_seconds_per_step": round(data_s / steps, 5),
         "step_seconds": round(elapsed / steps, 5),
+        "first_loss": round(curve[0][1], 4),
         "last_loss": round(loss, 4),
         "flops_per_token": train_flops_per_token(setup.model.config, spec["seq_len"], cfg.pretrain.mask_rate),
         "pipeline_flops_per_token": setup.flops_per_token,
