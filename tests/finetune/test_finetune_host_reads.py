@@ -16,8 +16,15 @@ def _classifier():
     from transformers import BertConfig, BertForSequenceClassification
 
     torch.manual_seed(0)
-    config = BertConfig(vocab_size=100, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
-                        intermediate_size=256, max_position_embeddings=64, num_labels=2)
+    config = BertConfig(
+        vocab_size=100,
+        hidden_size=128,
+        num_hidden_layers=2,
+        num_attention_heads=2,
+        intermediate_size=256,
+        max_position_embeddings=64,
+        num_labels=2,
+    )
     return BertForSequenceClassification(config)
 
 
@@ -56,8 +63,15 @@ def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatc
     monkeypatch.setattr(trainer, "_evaluate", evaluate)
     train = _examples(60)
     with reads:
-        result = trainer.fit(_classifier(), train, [len(f["input_ids"]) for f in train], lambda: {"acc": 0.0}, "acc",
-                             _settings(), pad_id=0)
+        result = trainer.fit(
+            _classifier(),
+            train,
+            [len(f["input_ids"]) for f in train],
+            lambda: {"acc": 0.0},
+            "acc",
+            _settings(),
+            pad_id=0,
+        )
 
     assert result["steps"] == 30 and len(result["history"]) == 1
     quiet = [step for step in range(1, 31) if step not in logged]
@@ -83,5 +97,12 @@ def test_a_non_finite_loss_read_at_a_logging_step_names_the_step_it_happened_at(
     monkeypatch.setattr(trainer.Optimisation, "step", step)
     train = _examples(60)
     with pytest.raises(ModelError, match=r"fine-tuning loss is nan at step 5:"):
-        trainer.fit(_classifier(), train, [len(f["input_ids"]) for f in train], lambda: {"acc": 0.0}, "acc",
-                    _settings(), pad_id=0)
+        trainer.fit(
+            _classifier(),
+            train,
+            [len(f["input_ids"]) for f in train],
+            lambda: {"acc": 0.0},
+            "acc",
+            _settings(),
+            pad_id=0,
+        )

@@ -12,17 +12,28 @@ from domainbert.pretrain.data import TokenStream
 from domainbert.pretrain.pairs import PairStream
 from host_reads import HostReads
 
-NO_LOGGING = ["pretrain.log_every=1000", "pretrain.checkpoint_every=1000", "pretrain.watch_points=0",
-              "pretrain.torch_threads=1", "pretrain.precision=fp32"]
-DEBERTA = ('pretrain.scratch_model={"model_type": "deberta-v2", "num_hidden_layers": 2, "hidden_size": 128, '
-           '"num_attention_heads": 2, "intermediate_size": 256, "relative_attention": true, "position_buckets": 32, '
-           '"pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1, "position_biased_input": false}')
+NO_LOGGING = [
+    "pretrain.log_every=1000",
+    "pretrain.checkpoint_every=1000",
+    "pretrain.watch_points=0",
+    "pretrain.torch_threads=1",
+    "pretrain.precision=fp32",
+]
+DEBERTA = (
+    'pretrain.scratch_model={"model_type": "deberta-v2", "num_hidden_layers": 2, "hidden_size": 128, '
+    '"num_attention_heads": 2, "intermediate_size": 256, "relative_attention": true, "position_buckets": 32, '
+    '"pos_att_type": ["p2c", "c2p"], "max_relative_positions": -1, "position_biased_input": false}'
+)
 
 
 def _counted_run(monkeypatch, cfg, arm, layout) -> tuple[HostReads, int]:
     reads = HostReads()
-    for owner, name in ((trainer, "apply_mask"), (trainer, "host_positions"), (TokenStream, "next_sequences"),
-                        (PairStream, "next_sequences")):  # batches are built on the host, from numpy
+    for owner, name in (
+        (trainer, "apply_mask"),
+        (trainer, "host_positions"),
+        (TokenStream, "next_sequences"),
+        (PairStream, "next_sequences"),
+    ):  # batches are built on the host, from numpy
         monkeypatch.setattr(owner, name, reads.host_side(getattr(owner, name)))
     train_step, run_steps = trainer.train_step, trainer.run_steps
 

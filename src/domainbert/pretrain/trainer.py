@@ -6,6 +6,18 @@ and masks do not depend on the process count), DeepSpeed ZeRO 0-3 or plain PyTor
 is an ``ArmSetup``; what changes each step and goes into a checkpoint is a ``TrainState``. Metrics go to
 ``metrics.jsonl`` and the configured trackers (rank 0); the final weights go to ``outputs.write_outputs``.
 This module does not decide whether a run is needed (``stage.py``) nor start processes (``launch.py``).
+
+Host-device syncs (issue 43): a step reads nothing from the device. Masked and real positions are found on the
+host where the batch is built (``masking.host_positions``), batches go to a GPU pinned and non-blocking, and
+the losses, gradient norm and objective figures stay on the device until a logging step, a checkpoint or a
+stop reads them in one transfer (``LogWindow.read``); a progress line shows the last record's loss
+(``tests/pretrain/test_pretrain_host_reads.py`` counts the reads). Reads that remain, and why:
+evaluation and checkpoints (they need the values); with several ranks, ``stop_agreed`` all-reduces the stop
+flag on the host every step, so that every rank stops at the same step; inside transformers, a padded batch's
+attention mask is checked for padding on the device by the SDPA path (packed batches, the default, carry no
+mask) and DeBERTa-v2 called without a mask checks its first and last tokens for padding; under replaced-token
+detection ``torch.multinomial`` checks its probabilities on the host; DeepSpeed's own step may read (its fp16
+overflow check).
 """
 
 from __future__ import annotations
