@@ -285,7 +285,7 @@ def _log_progress(
     record's (None before the first): reading this step's would wait for the device."""
     plan = setup.plan
     log.info(
-        "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %s at the last record, %s tokens/s, ETA %s",
+        "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %s, %s tokens/s, ETA %s",
         setup.arm,
         state.step,
         plan.total_steps,
