@@ -42,6 +42,13 @@ def _settings() -> trainer.TrainSettings:
     return trainer.TrainSettings(epochs=1, lr=1e-3, batch_size=2, length_group_size=2, patience=10, seed=1)
 
 
+def _fit() -> dict:
+    """``fit`` for 30 steps of 2 examples, one evaluation at the end (scored 0: evaluation is not counted)."""
+    train = _examples(60)
+    lengths = [len(f["input_ids"]) for f in train]
+    return trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.0}, "acc", _settings(), pad_id=0)
+
+
 def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatch):
     reads, logged = HostReads(), set()
     step_fn, log_fn, eval_fn = trainer.Optimisation.step, trainer._log_progress, trainer._evaluate
@@ -61,17 +68,8 @@ def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatc
     monkeypatch.setattr(trainer.Optimisation, "step", step)
     monkeypatch.setattr(trainer, "_log_progress", log_progress)
     monkeypatch.setattr(trainer, "_evaluate", evaluate)
-    train = _examples(60)
     with reads:
-        result = trainer.fit(
-            _classifier(),
-            train,
-            [len(f["input_ids"]) for f in train],
-            lambda: {"acc": 0.0},
-            "acc",
-            _settings(),
-            pad_id=0,
-        )
+        result = _fit()
 
     assert result["steps"] == 30 and len(result["history"]) == 1
     quiet = [step for step in range(1, 31) if step not in logged]
@@ -83,8 +81,7 @@ def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatc
             assert found == {}, f"step {step} read the device: {reads.report(step)}"
         else:  # the loop logs here: the losses since the last log are read, in one transfer
             assert found == {"Tensor.tolist": 1}, reads.report(step)
-    # the losses read late are the steps' own, in order
-    assert result["loss_start"] is not None and result["loss_end"] is not None
+    assert result["loss_start"] is not None and result["loss_end"] is not None  # the late reads filled the windows
 
 
 def test_a_non_finite_loss_read_at_a_logging_step_names_the_step_it_happened_at(monkeypatch):
@@ -95,14 +92,5 @@ def test_a_non_finite_loss_read_at_a_logging_step_names_the_step_it_happened_at(
         return value * float("nan") if index == 4 else value  # step 5's loss is NaN; the loop reads it later
 
     monkeypatch.setattr(trainer.Optimisation, "step", step)
-    train = _examples(60)
     with pytest.raises(ModelError, match=r"fine-tuning loss is nan at step 5:"):
-        trainer.fit(
-            _classifier(),
-            train,
-            [len(f["input_ids"]) for f in train],
-            lambda: {"acc": 0.0},
-            "acc",
-            _settings(),
-            pad_id=0,
-        )
+        _fit()
