@@ -251,8 +251,17 @@ def summarise(records: dict[str, dict[str, Any]], peak: float | None) -> dict[st
         "own_at_least_2x_hf_512": at_least(ratios["own_vs_hf_group_texts_bf16_512"], TARGETS["ratio_vs_hf"]),
         "deepspeed_within_10_percent": None if ds is None else ds >= 1 - TARGETS["deepspeed_within"],
         "loader_at_least_3x_own_128": at_least(ratios["loader_vs_own_128"], 3.0),
+        # a speed figure counts only where the model learned: the loss fell (bench/pretrain.loss_fell), and both
+        # fine-tuning sides beat the task's floor
+        "own_128_loss_fell": records.get("own-128", {}).get("loss_fell"),
+        "own_512_loss_fell": records.get("own-512", {}).get("loss_fell"),
+        "finetune_both_learned": _both(records.get("finetune-ner", {}).get("learned")),
     }
     return {"ratios": ratios, "targets": targets}
+
+
+def _both(learned: dict[str, bool] | None) -> bool | None:
+    return None if not learned else all(learned.values())
 
 
 def table(records: dict[str, dict[str, Any]]) -> str:

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from common import peak_rss_mib
+from pretrain import loss_fell
 from pretrain_recipes import domainbert_overrides, fresh_layout, run_hf, train_flops_per_token
 
 HF_RECIPE = "hf-group-texts-bf16"
@@ -156,10 +157,12 @@ def measure_pretrain(spec: dict[str, Any]) -> dict[str, Any]:
             torch.cuda.reset_peak_memory_stats()
         steps, real0, data0, start = 0, state.real_tokens, clock.seconds, time.perf_counter()
         while time.perf_counter() - start < spec["seconds"] or steps == 0:
-            loss, _ = train_step(setup, state, phase, window)
+            train_step(setup, state, phase, window)  # reads nothing from the device, as in the trainer's loop
             steps += 1
         _sync(setup.device)
         elapsed = time.perf_counter() - start
+    curve = window.read()  # every step's loss, read once after the timed steps
+    loss = curve[-1][1]
     real = state.real_tokens - real0
     data_s = clock.seconds - data0
     return {
@@ -172,7 +175,9 @@ def measure_pretrain(spec: dict[str, Any]) -> dict[str, Any]:
         "data_wait_share": round(data_s / elapsed, 4),
         "data_seconds_per_step": round(data_s / steps, 5),
         "step_seconds": round(elapsed / steps, 5),
+        "first_loss": round(curve[0][1], 4),
         "last_loss": round(loss, 4),
+        **loss_fell([(step, None, value) for step, value in curve]),  # warm-up steps included
         "flops_per_token": train_flops_per_token(setup.model.config, spec["seq_len"], cfg.pretrain.mask_rate),
         "pipeline_flops_per_token": setup.flops_per_token,
         "peak_memory_mib": _peak_memory_mib(setup.device),
@@ -226,6 +231,7 @@ def measure_hf(spec: dict[str, Any]) -> dict[str, Any]:
 
 def measure_finetune(spec: dict[str, Any]) -> dict[str, Any]:
     """NER fine-tuning of ``spec["model_ref"]``: our loop against the ``run_ner.py`` Trainer recipe."""
+    from domainbert.finetune.floors import run_floor
     from domainbert.finetune.runner import run_finetune
     from domainbert.finetune.trainer import TrainSettings
     from finetune import load_task_data, trainer_recipe
@@ -261,6 +267,8 @@ def measure_finetune(spec: dict[str, Any]) -> dict[str, Any]:
         "ratio_vs_trainer": round(ours["examples_per_s"] / base["examples_per_s"], 3),
         "test_f1": ours["test"]["f1"],
         "trainer_test_f1": base["test_f1"],
+        # a ratio between models that learned nothing says nothing: both must beat the task's floor (the CRF)
+        **_learned(ours["test"]["f1"], base["test_f1"], run_floor(data)["test"]["f1"]),
         "train_examples": ours["train_examples"],
         "epochs": spec["epochs"],
         "max_length": spec["max_length"],
@@ -268,6 +276,10 @@ def measure_finetune(spec: dict[str, Any]) -> dict[str, Any]:
         "precision": settings.precision,
         **_device_facts(),
     }
+
+
+def _learned(ours: float, trainer: float, floor: float) -> dict[str, Any]:
+    return {"floor_test_f1": floor, "learned": {"ours": ours > floor, "trainer": trainer > floor}}
 
 
 MEASURES = {"loader": measure_loader, "pretrain": measure_pretrain, "hf": measure_hf, "finetune": measure_finetune}

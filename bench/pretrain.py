@@ -11,9 +11,11 @@ The figure of merit is real (non-padding) tokens per second over the training lo
 tokenisation are reported apart. The JSON holds every repeat, the medians, ratios against the reference, the
 loss curves (first/last loss and a PNG of loss against real tokens) and, on CUDA (or with --peak-tflops),
 the MFU of each contender from the model FLOPs per token (bench/pretrain_recipes.train_flops_per_token).
+Each contender must also learn while timed (``learned``: the last third of its losses under the first third
+and under log(vocabulary)); ``ok`` is false and the exit status 1 when one did not, except in ``--quick``.
 
 Usage:
-    python bench/pretrain.py --quick                       # smoke check: 3 steps, 1 repeat
+    python bench/pretrain.py --quick                       # smoke check: 3 steps, 1 repeat, learning not checked
     python bench/pretrain.py --steps 20 --repeats 3        # a measurement (CPU, the offline MiniLM)
     python bench/pretrain.py --device cuda --model bert-base --batch-size 64   # MFU of a BERT-base on a GPU
 """
@@ -24,6 +26,7 @@ import argparse
 import gzip
 import hashlib
 import json
+import math
 import sys
 from pathlib import Path
 from typing import Any
@@ -186,6 +189,23 @@ def loss_agreement(curve: list, reference: list) -> dict[str, Any] | None:
             "reference_last3_mean": round(sum(b for _, b in tail) / len(tail), 4)}
 
 
+# Every contender trains over BERT's uncased vocabulary (the MiniLM's, and the random models'): a model that
+# has learned nothing predicts a masked token no better than uniformly, at a loss of log(30,522) = 10.33.
+LOG_VOCAB = math.log(30_522)
+
+
+def loss_fell(curve: list) -> dict[str, Any]:
+    """Whether a contender learned while it was timed: the mean loss of the last third of its steps under that
+    of the first third and under ``LOG_VOCAB`` (a speed ratio between models that learn nothing says nothing)."""
+    losses = [loss for _, _, loss in curve]
+    third = max(1, len(losses) // 3)
+    if len(losses) < 2:
+        return {"loss_fell": None}
+    first, last = sum(losses[:third]) / third, sum(losses[-third:]) / third
+    return {"first_third_loss": round(first, 4), "last_third_loss": round(last, 4),
+            "loss_fell": last < first and last < LOG_VOCAB}
+
+
 def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | None) -> dict[str, Any]:
     by_name: dict[str, list[dict[str, Any]]] = {c: [r for r in runs if r.get("contender") == c] for c in contenders}
     out: dict[str, Any] = {}
@@ -219,6 +239,7 @@ def aggregate(runs: list[dict[str, Any]], contenders: list[str], peak: float | N
                 entry["mfu"] = round(rate["median"] * flops / peak, 4) if peak else None
             entry["loss_curve"] = ok[0]["loss_curve"]
             entry["first_loss"], entry["last_loss"] = ok[0]["first_loss"], ok[0]["last_loss"]
+            entry.update(loss_fell(ok[0]["loss_curve"]))
             if name != REFERENCE and ref_curve:
                 entry["loss_vs_reference"] = loss_agreement(ok[0]["loss_curve"], ref_curve)
             if "summary" in ok[0]:
@@ -318,12 +339,19 @@ def main(argv: list[str] | None = None) -> int:
                         "padding_fraction": results[c]["padding_fraction"], "mfu": results[c].get("mfu")}
                     for c in contenders},
         "contenders": results,
+        # each contender's loss fell while it was timed (too few steps in --quick to say: not checked there)
+        "learned": {c: results[c].get("loss_fell") for c in contenders},
+        "learning_checked": not args.quick,
         "loss_plot": str(plot) if plot else None,
         "machine": machine_info(),
         "git_revision": git_revision(),
     }
+    report["ok"] = all("error" not in r for r in runs) and (args.quick or all(report["learned"].values()))
+    if not args.quick and not all(report["learned"].values()):
+        print(f"[bench/pretrain] a contender's loss did not fall ({report['learned']}): its speed does not count "
+              "(train more steps)", file=sys.stderr)
     emit(report, name, json_path)
-    return 0 if all("error" not in r for r in runs) else 1
+    return 0 if report["ok"] else 1
 
 
 if __name__ == "__main__":

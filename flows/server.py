@@ -28,6 +28,10 @@ from domainbert.core.processes import child_of
 
 logger = logging.getLogger(__name__)
 DRAIN_S = 5  # logs and events still queued when the flow ends; the server stops after them
+# Prefect waits 20 s for its temporary server by default; on a loaded 2-core machine it took longer, and the run
+# died with a traceback before any stage. Unless the user set the setting, the run waits this long.
+STARTUP_S = 120
+STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 
 
 class _OwnSessionServer(prefect_server.SubprocessASGIServer):
@@ -61,8 +65,20 @@ def api_for_the_run() -> Iterator[None]:
     if PREFECT_API_URL.value():
         yield
         return
+    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS as SETTING
+
+    from domainbert.core.errors import DomainbertError
+
     server = _OwnSessionServer()
-    server.start()
+    timeout = SETTING.value() if STARTUP_SETTING in os.environ else max(SETTING.value(), STARTUP_S)
+    try:
+        server.start(timeout=timeout)
+    except RuntimeError as exc:  # Prefect's own "Timed out while attempting to connect ..."
+        server.stop()
+        raise DomainbertError(
+            f"the temporary Prefect server did not answer within {timeout} s ({str(exc)[:200]}); on a busy "
+            f"machine set {STARTUP_SETTING} higher, or point PREFECT_API_URL at a running server"
+        ) from None
     try:
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             try:

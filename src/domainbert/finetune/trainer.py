@@ -24,6 +24,13 @@ the data order. What it does:
   on its slice of every batch, rank 0 evaluating for all (``parallel.py``). A lone process (the default) takes
   none of those paths.
 
+- Host-device syncs: a step reads nothing from the device. Its loss stays there, detached, until the loop logs
+  (a progress line, an evaluation, the end): ``FitState.read`` brings every unread loss to the host in one
+  transfer, checks that each is finite (a non-finite loss fails the run there, naming its step; no result is
+  written either way) and keeps the same Python floats a read per step gave. With several processes each step
+  still reads once: ``parallel.agree_step`` all-reduces the loss with the stop flag, and every rank must know
+  the flag before its next step.
+
 It leaves out gradient accumulation and several machines (parallel runs are separate processes,
 ``domainbert run --workers``).
 """
@@ -149,6 +156,7 @@ class FitState:
     train_seconds: float = 0.0
     train_cpu: float = 0.0
     losses: list[float] = field(default_factory=list)  # since the last evaluation
+    unread: list[tuple[int, torch.Tensor | float]] = field(default_factory=list)  # (step, loss) still on the device
     curve: list[float] = field(default_factory=list)  # the first tenth of the steps (collapse check)
     tail: list[float] = field(default_factory=list)  # the last tenth
     history: list[dict[str, Any]] = field(default_factory=list)
@@ -162,15 +170,40 @@ class FitState:
     def window(self) -> int:
         return max(1, self.total // 10)
 
-    def add_loss(self, value: float, examples: int, seconds: float, cpu: float) -> None:
+    def add_loss(self, value: torch.Tensor | float, examples: int, seconds: float, cpu: float) -> None:
+        """Count a finished step; its loss (a detached device scalar, or a float already read) stays unread."""
         self.train_seconds += seconds
         self.train_cpu += cpu
         self.seen += examples
-        self.losses.append(value)
-        if len(self.curve) < self.window:
-            self.curve.append(value)
-        self.tail = (self.tail + [value])[-self.window :]
+        self.unread.append((self.step, value))
         self.step += 1
+
+    def read(self) -> None:
+        """Bring the unread losses to the host (one transfer) and into the windows, in step order; its time
+        counts as training (it waits for the steps queued on the device).
+
+        Raises:
+            ModelError: at the first non-finite loss, naming its step.
+        """
+        if not self.unread:
+            return
+        t0, c0 = time.perf_counter(), time.process_time()
+        tensors = [v.detach().to(torch.float64) for _, v in self.unread if isinstance(v, torch.Tensor)]
+        read = iter(torch.stack(tensors).tolist() if tensors else [])  # float64 holds a float32 loss exactly
+        values = [(step, next(read) if isinstance(v, torch.Tensor) else v) for step, v in self.unread]
+        self.unread = []
+        self.train_seconds += time.perf_counter() - t0
+        self.train_cpu += time.process_time() - c0
+        for step, value in values:
+            if not math.isfinite(value):
+                raise ModelError(
+                    f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
+                    "damaged or the learning rate is too high; no result was written"
+                )
+            self.losses.append(value)
+            if len(self.curve) < self.window:
+                self.curve.append(value)
+            self.tail = (self.tail + [value])[-self.window :]
 
     def add_evaluation(self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int) -> dict[str, Any]:
         """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
@@ -218,18 +251,21 @@ class Optimisation:
     dev: torch.device
     dtype: torch.dtype | None
 
-    def step(self, batch: dict[str, torch.Tensor], weight: float, world: int, step: int, s: TrainSettings) -> float:
+    def step(
+        self, batch: dict[str, torch.Tensor], weight: float, world: int, step: int, s: TrainSettings
+    ) -> torch.Tensor | float:
         """Forward, backward, clip, optimizer and schedule step ``step`` (counted from 0); returns the loss
-        (the whole batch's, over ranks)."""
+        (the whole batch's, over ranks): detached and unread in one process, read by the agreement with several."""
         with torch.autocast(self.dev.type, dtype=self.dtype or torch.float32, enabled=self.dtype is not None):
             loss = self.net(**batch).loss
-        where = f"at fine-tuning step {step}"
-        loss, value = agree_step(loss, weight, world, where) if world > 1 else (loss, loss.item())
-        if not math.isfinite(value):
-            raise ModelError(
-                f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
-                "damaged or the learning rate is too high; no result was written"
-            )
+        value: torch.Tensor | float = loss.detach()
+        if world > 1:
+            loss, value = agree_step(loss, weight, world, f"at fine-tuning step {step}")
+            if not math.isfinite(value):  # the read is made: fail before this step's update
+                raise ModelError(
+                    f"fine-tuning loss is {value} at step {step + 1}: the model's weights are "
+                    "damaged or the learning rate is too high; no result was written"
+                )
         (self.scaler.scale(loss) if self.scaler is not None else loss).backward()
         clipped_step(self.opt, self.sched, self.params, s.max_grad_norm, self.scaler)
         return value
@@ -369,12 +405,16 @@ def fit(
             value = run.step(_to(collate([train[i] for i in mine], pad_id), run.dev), weight, world, state.step, s)
             state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
             step, total = state.step, state.total
-            if lines.due(step) or step % state.window == 0:
+            progress, evaluating = lines.due(step) or step % state.window == 0, step % eval_every == 0 or step == total
+            if progress or evaluating:
+                state.read()  # the only read of the device: where the loop logs
+            if progress:
                 _log_progress(state, lines)
-            if step % eval_every == 0 or step == total:
+            if evaluating:
                 _evaluate(state, evaluate, primary, model, s.patience, rank, world)
             if step >= total or state.stopped:
                 break
+    state.read()  # a stop between logging steps leaves losses unread
     if state.best_state is not None:
         model.load_state_dict(state.best_state)
     return state.result()

@@ -32,7 +32,7 @@ class Engine(Protocol):
 
     def forward(self, *args: torch.Tensor | None, **kwargs: torch.Tensor | None) -> torch.Tensor: ...
     def backward(self, loss: torch.Tensor) -> None: ...
-    def step(self) -> float | None: ...
+    def step(self) -> torch.Tensor | float | None: ...
     def current_lr(self) -> float: ...
     def save(self, folder: Path) -> None: ...
     def load(self, folder: Path) -> None: ...
@@ -69,14 +69,15 @@ class TorchEngine:
         scaled = loss / self.accum
         (self.scaler.scale(scaled) if self.scaler else scaled).backward()
 
-    def step(self) -> float | None:
-        """Count a micro-step; at an accumulation boundary clip, step and return the gradient norm."""
+    def step(self) -> torch.Tensor | None:
+        """Count a micro-step; at an accumulation boundary clip, step and return the gradient norm (a tensor on
+        the device, unread: the trainer reads it at a logging step)."""
         self.micro_steps += 1
         if self.micro_steps % self.accum:
             return None
-        return float(
-            clipped_step(self.optimizer, self.scheduler, self.module.parameters(), self.max_grad_norm, self.scaler)
-        )
+        return clipped_step(
+            self.optimizer, self.scheduler, self.module.parameters(), self.max_grad_norm, self.scaler
+        ).detach()
 
     def current_lr(self) -> float:
         return float(self.scheduler.get_last_lr()[0])
@@ -188,14 +189,16 @@ class DeepSpeedEngine:
     def backward(self, loss: torch.Tensor) -> None:
         self.engine.backward(loss)
 
-    def step(self) -> float | None:
+    def step(self) -> torch.Tensor | float | None:
+        """DeepSpeed's step; at a boundary its global gradient norm as DeepSpeed keeps it, unread here. DeepSpeed's
+        own step may still read the device (its fp16 overflow check, a norm it keeps as a float): out of our hands."""
         boundary = self.engine.is_gradient_accumulation_boundary()
         self.engine.step()
         self.micro_steps += 1
         if not boundary:
             return None
         norm = self.engine.get_global_grad_norm()
-        return float(norm) if norm is not None else None
+        return norm.detach() if isinstance(norm, torch.Tensor) else norm
 
     def current_lr(self) -> float:
         return float(self.engine.get_lr()[0])

@@ -82,6 +82,17 @@ def apply_mask(
     return inputs, labels
 
 
+def host_positions(labels: torch.Tensor, attention_mask: torch.Tensor | None) -> dict[str, torch.Tensor]:
+    """The flat positions a training forward gathers, found where the batch is built (on the host): the masked
+    ones (``masked_positions``) and, with padding, the real ones (``real_positions``), in row-major order as a
+    boolean mask would take them. The objective gathers with them (``objective.gather``) instead of indexing by a
+    boolean mask on the device, whose data-dependent size makes the host wait for the GPU."""
+    found = {"masked_positions": torch.nonzero(labels.flatten() != IGNORE_INDEX).squeeze(1)}
+    if attention_mask is not None:
+        found["real_positions"] = torch.nonzero(attention_mask.flatten()).squeeze(1)
+    return found
+
+
 def step_generator(seed: int, step: int, micro: int = 0, rank: int = 0) -> torch.Generator:
     """A generator seeded by (seed, step, micro-step, rank): masks are reproducible without saved state."""
     g = torch.Generator()

@@ -37,6 +37,15 @@ def nsp_head(model: nn.Module) -> nn.Module | None:
     return head if isinstance(head, nn.Module) else None
 
 
+def gather(values: torch.Tensor, mask: torch.Tensor, positions: torch.Tensor | None) -> torch.Tensor:
+    """``values[mask]`` (``mask`` over the first two dimensions): by the flat ``positions`` of its True entries
+    when the host found them (``masking.host_positions``: a fixed-size gather, no wait for the device), else by
+    the mask itself (evaluation). Both give the same rows in the same order, and the same gradients."""
+    if positions is None:
+        return values[mask]
+    return values.flatten(0, 1).index_select(0, positions)
+
+
 class MLMObjective(nn.Module):
     """``forward(input_ids, labels, attention_mask=None, ...) -> loss`` over a masked-LM model.
 
@@ -49,7 +58,9 @@ class MLMObjective(nn.Module):
             and ``cls.seq_relationship``; preflight checks this).
 
     After each forward, ``last_nsp`` holds the detached (NSP loss, correct predictions, pairs) of the batch,
-    or None, so the trainer can log NSP without a second output type through DeepSpeed and DDP.
+    or None, so the trainer can log NSP without a second output type through DeepSpeed and DDP. Training passes
+    ``masked_positions`` (and ``real_positions``, which replaced-token detection reads) found on the host, so
+    that no step waits for the device (``gather``).
     """
 
     def __init__(
@@ -80,6 +91,8 @@ class MLMObjective(nn.Module):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         next_sentence_label: torch.Tensor | None = None,
+        masked_positions: torch.Tensor | None = None,
+        real_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         self.last_nsp = None
         with self._autocast(input_ids.device):
@@ -96,7 +109,8 @@ class MLMObjective(nn.Module):
             head = self.model.get_submodule("cls.predictions" if self.nsp else cast(str, self.head_attr))
             if self.sparse:
                 selected = labels != -100
-                logits, targets = head(hidden[selected]), labels[selected]
+                logits = head(gather(hidden, selected, masked_positions))
+                targets = gather(labels, selected, masked_positions)
             else:
                 logits, targets = head(hidden).flatten(0, 1), labels.view(-1)
             nsp_logits = None

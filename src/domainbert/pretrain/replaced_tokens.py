@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, cast
 import torch
 from torch import nn
 
-from domainbert.pretrain.objective import HEAD_ATTRS, MLMObjective
+from domainbert.pretrain.objective import HEAD_ATTRS, MLMObjective, gather
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -42,14 +42,20 @@ class DetectionFigures:
     replaced: torch.Tensor
 
 
-def corrupt(input_ids: torch.Tensor, labels: torch.Tensor, sampled: torch.Tensor) -> tuple[torch.Tensor, torch.Tensor]:
+def corrupt(
+    input_ids: torch.Tensor, labels: torch.Tensor, sampled: torch.Tensor, positions: torch.Tensor | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """The discriminator's input and targets: the original sequence (``labels`` where set, else
-    ``input_ids``) with ``sampled`` at the masked positions in order, and 1.0 where a token differs from the
-    original (a sample equal to the original is not a replacement)."""
+    ``input_ids``) with ``sampled`` at the masked positions in order (their flat ``positions`` when the host
+    found them: no wait for the device), and 1.0 where a token differs from the original (a sample equal to the
+    original is not a replacement)."""
     selected = labels != -100
     original = torch.where(selected, labels, input_ids)
     corrupted = original.clone()
-    corrupted[selected] = sampled
+    if positions is None:
+        corrupted[selected] = sampled
+    else:
+        corrupted.view(-1).index_copy_(0, positions, sampled)
     return corrupted, (corrupted != original).float()
 
 
@@ -99,15 +105,19 @@ class ReplacedTokenObjective(MLMObjective):
         return nn.ModuleDict({"generator": self.generator, "detection_head": self.detection_head})
 
     def _generator_logits(
-        self, input_ids: torch.Tensor, selected: torch.Tensor, attention_mask: torch.Tensor | None
+        self,
+        input_ids: torch.Tensor,
+        selected: torch.Tensor,
+        attention_mask: torch.Tensor | None,
+        positions: torch.Tensor | None,
     ) -> torch.Tensor:
         """The generator's logits at the masked positions (its head applied only there when it is a known one)."""
         if self.generator_head is None:
             logits = self.generator(input_ids=input_ids, attention_mask=attention_mask).logits
-            return logits[selected]
+            return gather(logits, selected, positions)
         hidden = self.generator.base_model(input_ids=input_ids, attention_mask=attention_mask).last_hidden_state
         head = self.generator.get_submodule(self.generator_head)
-        return cast(torch.Tensor, head(hidden[selected]))
+        return cast(torch.Tensor, head(gather(hidden, selected, positions)))
 
     def forward(
         self,
@@ -116,26 +126,32 @@ class ReplacedTokenObjective(MLMObjective):
         attention_mask: torch.Tensor | None = None,
         token_type_ids: torch.Tensor | None = None,
         next_sentence_label: torch.Tensor | None = None,
+        masked_positions: torch.Tensor | None = None,
+        real_positions: torch.Tensor | None = None,
     ) -> torch.Tensor:
         selected = labels != -100
         with self._autocast(input_ids.device):
-            logits = self._generator_logits(input_ids, selected, attention_mask)
-            generator_loss = nn.functional.cross_entropy(logits.float(), labels[selected])
+            logits = self._generator_logits(input_ids, selected, attention_mask, masked_positions)
+            generator_loss = nn.functional.cross_entropy(logits.float(), gather(labels, selected, masked_positions))
             with torch.no_grad():  # no gradient flows from the discriminator into the generator (ELECTRA)
                 probs = torch.softmax(logits.float(), dim=-1)
                 # Training samples (ELECTRA); evaluation takes the generator's best guess, so it is deterministic.
                 sampled = torch.multinomial(probs, 1).squeeze(-1) if self.training else probs.argmax(dim=-1)
-                corrupted, replaced = corrupt(input_ids, labels, sampled)
+                corrupted, replaced = corrupt(input_ids, labels, sampled, masked_positions)
             extra = {"token_type_ids": token_type_ids} if token_type_ids is not None else {}
             encoded = self.model.base_model(input_ids=corrupted, attention_mask=attention_mask, **extra)
             scores = self.detection_head(encoded.last_hidden_state).squeeze(-1)
         real = attention_mask.bool() if attention_mask is not None else torch.ones_like(selected)
-        detection_loss = nn.functional.binary_cross_entropy_with_logits(scores[real].float(), replaced[real])
+        if masked_positions is not None and attention_mask is None:  # every position is real: all of them, in order
+            real_positions = torch.arange(real.numel(), device=real.device)
+        real_scores, real_replaced = gather(scores, real, real_positions), gather(replaced, real, real_positions)
+        detection_loss = nn.functional.binary_cross_entropy_with_logits(real_scores.float(), real_replaced)
+        # the counts: the sizes of what was gathered (known to the host without reading the device)
         self.last_detection = DetectionFigures(
             generator_loss=generator_loss.detach(),
-            masked=int(selected.sum()),
-            correct=((scores[real] > 0).float() == replaced[real]).sum().detach(),
-            positions=int(real.sum()),
-            replaced=replaced[real].sum().detach(),
+            masked=int(masked_positions.numel()) if masked_positions is not None else int(selected.sum()),
+            correct=((real_scores > 0).float() == real_replaced).sum().detach(),
+            positions=int(real_scores.shape[0]),
+            replaced=real_replaced.sum().detach(),
         )
         return generator_loss + self.discriminator_weight * detection_loss

@@ -6,6 +6,18 @@ and masks do not depend on the process count), DeepSpeed ZeRO 0-3 or plain PyTor
 is an ``ArmSetup``; what changes each step and goes into a checkpoint is a ``TrainState``. Metrics go to
 ``metrics.jsonl`` and the configured trackers (rank 0); the final weights go to ``outputs.write_outputs``.
 This module does not decide whether a run is needed (``stage.py``) nor start processes (``launch.py``).
+
+Host-device syncs (issue 43): a step reads nothing from the device. Masked and real positions are found on the
+host where the batch is built (``masking.host_positions``), batches go to a GPU pinned and non-blocking, and
+the losses, gradient norm and objective figures stay on the device until a logging step, a checkpoint or a
+stop reads them in one transfer (``LogWindow.read``); a progress line shows the last record's loss
+(``tests/pretrain/test_pretrain_host_reads.py`` counts the reads). Reads that remain, and why:
+evaluation and checkpoints (they need the values); with several ranks, ``stop_agreed`` all-reduces the stop
+flag on the host every step, so that every rank stops at the same step; inside transformers, a padded batch's
+attention mask is checked for padding on the device by the SDPA path (packed batches, the default, carry no
+mask) and DeBERTa-v2 called without a mask checks its first and last tokens for padding; under replaced-token
+detection ``torch.multinomial`` checks its probabilities on the host; DeepSpeed's own step may read (its fp16
+overflow check).
 """
 
 from __future__ import annotations
@@ -13,6 +25,7 @@ from __future__ import annotations
 import dataclasses
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
@@ -22,7 +35,7 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, mean_across, replica_digests, resolve_precision
+from domainbert.core.distributed import barrier, replica_digests, resolve_precision
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
@@ -30,7 +43,7 @@ from domainbert.pretrain.data import TokenStream
 from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
 from domainbert.pretrain.evaluation import watch_steps
 from domainbert.pretrain.log_window import LogWindow
-from domainbert.pretrain.masking import apply_mask, step_generator
+from domainbert.pretrain.masking import apply_mask, host_positions, step_generator
 from domainbert.pretrain.objective import count_parameters
 from domainbert.pretrain.outputs import loadable_view, write_outputs
 from domainbert.pretrain.pairs import PairStream
@@ -141,8 +154,9 @@ def start(setup: ArmSetup, fingerprint: str) -> tuple[TrainState, int | None]:
     return TrainState(fingerprint=fingerprint, before=setup.evaluate()), None
 
 
-def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWindow) -> tuple[float, float | None]:
-    """One optimizer step of ``grad_accum`` micro-batches; returns the loss (mean over ranks) and grad norm."""
+def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWindow) -> None:
+    """One optimizer step of ``grad_accum`` micro-batches. Nothing is read from the device: the losses, the
+    gradient norm and the objective's figures go to ``window`` unread (``LogWindow.read``)."""
     pcfg, engine, rank = setup.pcfg, setup.engine, setup.rank
     losses, real, grad_norm = [], 0, None
     sl = slice(rank * phase.batch_size, (rank + 1) * phase.batch_size)
@@ -151,17 +165,25 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
         inputs, labels = apply_mask(
             batch.input_ids, batch.special, batch.word_start, setup.spec, step_generator(pcfg.seed, state.step, micro)
         )
-        attn = batch.attention_mask[sl].to(setup.device) if batch.attention_mask is not None else None
-        pair = {}
+        attn = batch.attention_mask[sl] if batch.attention_mask is not None else None
+        extra = {}
         if batch.next_sentence_label is not None:  # sentence pairs carry segment ids with their labels
-            pair = {
-                "token_type_ids": cast(torch.Tensor, batch.token_type_ids)[sl].to(setup.device),
-                "next_sentence_label": batch.next_sentence_label[sl].to(setup.device),
+            extra = {
+                "token_type_ids": cast(torch.Tensor, batch.token_type_ids)[sl],
+                "next_sentence_label": batch.next_sentence_label[sl],
             }
-        loss = engine.forward(inputs[sl].to(setup.device), labels[sl].to(setup.device), attn, **pair)
+        # the positions to gather, found on the host: a boolean mask on the device would wait for it
+        extra.update(host_positions(labels[sl], attn))
+        to = _to_device(setup.device)
+        loss = engine.forward(
+            to(inputs[sl]),
+            to(labels[sl]),
+            to(attn) if attn is not None else None,
+            **{k: to(v) for k, v in extra.items()},
+        )
         engine.backward(loss)
         grad_norm = engine.step()
-        losses.append(float(loss.detach()))
+        losses.append(loss.detach())
         window.add(objective_of(engine))
         real += batch.real_tokens
         state.positions += batch.input_ids.numel()
@@ -169,9 +191,21 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
     state.real_tokens += real
     state.tokens += real
     window.tokens += real
-    loss_value = mean_across(sum(losses) / len(losses))
-    state.loss_curve.append([state.step, round(loss_value, 5)])
-    return loss_value, grad_norm
+    window.add_step(state.step, losses, grad_norm)
+
+
+def _to_device(device: torch.device) -> Callable[[torch.Tensor], torch.Tensor]:
+    """Moving a host batch tensor to ``device``: pinned and without waiting on a GPU (a plain copy from pageable
+    memory waits for the kernels queued before it); as it is on the CPU."""
+    if device.type != "cuda":
+        return lambda t: t.to(device)
+    return lambda t: t.pin_memory().to(device, non_blocking=True)
+
+
+def read_losses(state: TrainState, window: LogWindow) -> None:
+    """Read the steps' losses left on the device into the loss curve (a logging step, a checkpoint, a stop)."""
+    for step, value in window.read():
+        state.loss_curve.append([step, round(value, 5)])
 
 
 def save(setup: ArmSetup, state: TrainState) -> None:
@@ -205,15 +239,19 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
     while state.step < plan.total_steps:
         phase = plan.phase_at(state.step)
         t0 = time.perf_counter()
-        loss, grad_norm = train_step(setup, state, phase, window)
+        train_step(setup, state, phase, window)
+        logging = state.step % pcfg.log_every == 0 or state.step == plan.total_steps
+        if logging:
+            read_losses(state, window)  # the one read of the device between records (it waits for the device)
         state.train_seconds += time.perf_counter() - t0
+        if logging:
+            _write_train_metrics(setup, state, window, metrics, phase)
+            if progress:
+                progress.set_postfix(loss=f"{window.last_loss:.3f}")
         if progress:
             progress.update(1)
-            progress.set_postfix(loss=f"{loss:.3f}")
         if lines and lines.due(state.step):
-            _log_progress(setup, state, lines, loss, tokens_at_start)
-        if state.step % pcfg.log_every == 0 or state.step == plan.total_steps:
-            _write_train_metrics(setup, state, window, metrics, phase, loss, grad_norm)
+            _log_progress(setup, state, lines, window.last_loss, tokens_at_start)
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
             t0 = time.perf_counter()
             metrics.write({"kind": "eval", "step": state.step, **_perplexities(setup.evaluate())})
@@ -227,29 +265,35 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
         saved = state.step % pcfg.checkpoint_every == 0 and state.step < plan.total_steps
         if saved:
             t0 = time.perf_counter()
+            read_losses(state, window)  # the checkpoint holds the loss curve
             save(setup, state)
             window.pause_since(t0)
         if state.step < plan.total_steps and stop_agreed(setup.world):
             if not saved:  # SIGTERM/SIGUSR1: checkpoint this step and stop
+                read_losses(state, window)
                 save(setup, state)
             raise signals.StopRequested(signals.requested_signal() or 15, f"at pretraining step {state.step}")
+    read_losses(state, window)  # the last step logs: nothing is left unread
     if progress:
         progress.close()
     return window.nsp_last
 
 
-def _log_progress(setup: ArmSetup, state: TrainState, lines: ProgressLine, loss: float, tokens_at_start: int) -> None:
-    """A progress line where no terminal shows tqdm's bar (a Prefect worker, Slurm, a pipe)."""
+def _log_progress(
+    setup: ArmSetup, state: TrainState, lines: ProgressLine, loss: float | None, tokens_at_start: int
+) -> None:
+    """A progress line where no terminal shows tqdm's bar (a Prefect worker, Slurm, a pipe). Its loss is the last
+    record's (None before the first): reading this step's would wait for the device."""
     plan = setup.plan
     log.info(
-        "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %.4f, %s tokens/s, ETA %s",
+        "pretrain %s: step %d/%d (%.0f%%), %s/%s tokens, loss %s, %s tokens/s, ETA %s",
         setup.arm,
         state.step,
         plan.total_steps,
         100 * state.step / plan.total_steps,
         f"{state.tokens:,}",
         f"{plan.planned_tokens:,}",
-        loss,
+        "-" if loss is None else f"{loss:.4f}",
         f"{(state.tokens - tokens_at_start) / lines.elapsed():,.0f}",
         duration(lines.eta_s(state.step)),
         extra={"progress": (state.step, plan.total_steps, f"pretrain {setup.arm}")},
@@ -262,18 +306,16 @@ def _write_train_metrics(
     window: LogWindow,
     metrics: MetricsLog,
     phase: Phase,
-    loss: float,
-    grad_norm: float | None,
 ) -> None:
-    """Close the logging window and write its training record (loss, lr, throughput, MFU)."""
+    """Close the logging window (its losses read) and write its training record (loss, lr, throughput, MFU)."""
     tps = window.close()
     metrics.write(
         {
             "kind": "train",
             "step": state.step,
-            "loss": loss,
+            "loss": window.last_loss,
             "lr": setup.engine.current_lr(),
-            "grad_norm": grad_norm,
+            "grad_norm": window.grad_norm_value(),
             "tokens": state.tokens,
             "seq_len": phase.seq_len,
             "real_tokens_per_s": tps,
