@@ -201,7 +201,8 @@ def estimate(
     """Seconds each model stage that will run should take on this machine, from probes timed here and now
     (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
     parameter count (``plan_timing.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
-    offline): nothing to time."""
+    offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
+    the evaluations at its start and end and its checkpoints are not included."""
     from domainbert import plan_timing as timing
     from domainbert.pretrain.base_warmup import NAME as WARMUP
 
@@ -234,8 +235,10 @@ def estimate(
             out[p.name] = tokens * per_token(key, lambda h=head: timing.pretrain_rate(cfg, None, h))
         else:
             arm = p.name.removeprefix("pretrain ")
-            key = f"pretrain {cfg.pretrain.for_arm(arm).objective(arm)}"
-            out[p.name] = tokens * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
+            pcfg = cfg.pretrain.for_arm(arm)
+            watch = 1 + (pcfg.watch_share if pcfg.watch_points else 0.0)  # the perplexity curve's budget
+            key = f"pretrain {pcfg.objective(arm)}"
+            out[p.name] = tokens * watch * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
         per_run = {}

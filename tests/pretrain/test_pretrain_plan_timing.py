@@ -46,7 +46,8 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     tokens = next(p for p in plans if p.name == ARM).detail["tokens"]
     first = estimate(cfg, plans)
     assert first is not None and first.calibrated and first.seconds["finetune"] > 0
-    assert math.isclose(first.seconds[ARM], tokens * 0.1 / (4 * 32))  # 0.1 s a step of 4 x 32 tokens
+    watch = 1 + cfg.pretrain.watch_share  # the arm's perplexity curve, on top of its steps
+    assert math.isclose(first.seconds[ARM], watch * tokens * 0.1 / (4 * 32))  # 0.1 s a step of 4 x 32 tokens
     [line] = [h for h in first.how if h.startswith("pretrain mlm")]
     assert "4 x 32 tokens" in line and "measured now at load 0.5" in line, first.how
     assert len(list((machine_cache() / plan_timing.CACHE).glob("*.json"))) == 3  # pretrain, finetune, score
