@@ -9,7 +9,7 @@ sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``ma
 few steps after one warm-up step and keeps the median, at the machine's current load: a loaded machine gets a
 slower rate. Results are cached under ``machine_cache()/plan-calibration/`` keyed by the probe's shape, the torch
 version and the CPU; a cached rate is reused while the load is near the one it was measured at (within half the
-CPU count) and for a day. ``uncalibrated`` gives the old, instant answer instead: a guess of 6 FLOPs per parameter
+CPU count) and for a day; one plan probes a shape once. ``uncalibrated`` gives the old, instant answer instead: a guess of 6 FLOPs per parameter
 and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed (they depend on the input files).
 """
 
@@ -35,6 +35,7 @@ STEPS = 3  # timed steps per probe, after one warm-up step
 MAX_AGE_S = 24 * 3600
 GUESS_FLOPS = 5e10  # the uncalibrated guess: a 2020s CPU core pair in fp32, order of magnitude only
 clock = time.perf_counter  # what a probe's steps are timed with (tests put a clock of their own here)
+_timed_here: dict[Any, Rate] = {}  # probes this process ran, whatever the load does after
 
 
 @dataclass(frozen=True)
@@ -109,12 +110,13 @@ def _timed(step: Any, tokens: int) -> float:
 
 def measure(shape: dict[str, Any], probe: Any, what: str) -> Rate:
     """The cached rate of ``shape`` when still valid, else ``probe()`` (seconds per token) timed now, cached."""
-    found = _cached(shape)
+    key = _cache_file(shape)
+    found = _timed_here.get(key) or _cached(shape)  # one plan never probes a shape twice
     if found is not None:
         return found
-    load = current_load()
-    rate = Rate(probe(), what, load)
+    rate = Rate(probe(), what, current_load())
     _store(shape, rate)
+    _timed_here[key] = Rate(rate.seconds_per_token, what, rate.load, cached=True)
     return rate
 
 

@@ -53,11 +53,13 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     assert len(list((machine_cache() / plan_timing.CACHE).glob("*.json"))) == 3  # pretrain, finetune, score
 
     clock.step_s = 0.3  # the cache serves every probe: the same rates, said to be cached
+    plan_timing._timed_here.clear()  # from the disk, as in a new plan
     again = estimate(cfg, plans)
     assert again.seconds == first.seconds and all("(cached, measured at load 0.5)" in h for h in again.how)
 
     # the machine got busier: the cache no longer fits the load, every probe is timed again, three times slower
     monkeypatch.setattr(plan_timing, "current_load", lambda: 0.5 + plan_timing.os.cpu_count())
+    plan_timing._timed_here.clear()  # a new plan: within one, a shape is probed once
     slow = estimate(cfg, plans)
     assert all("measured now" in h for h in slow.how), slow.how
     assert all(math.isclose(slow.seconds[k], 3 * first.seconds[k]) for k in first.seconds)
