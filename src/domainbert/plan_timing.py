@@ -9,8 +9,9 @@ sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``ma
 few steps after one warm-up step and keeps the median, at the machine's current load: a loaded machine gets a
 slower rate. Results are cached under ``machine_cache()/plan-calibration/`` keyed by the probe's shape, the torch
 version and the CPU; a cached rate is reused while the load is near the one it was measured at (within half the
-CPU count) and for a day; one plan probes a shape once. ``uncalibrated`` gives the old, instant answer instead: a guess of 6 FLOPs per parameter
-and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed (they depend on the input files).
+CPU count) and for a day; one plan probes a shape once. Without calibration ``run_plan.estimate`` guesses
+instead, instantly: 6 FLOPs per parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed
+(they depend on the input files).
 """
 
 from __future__ import annotations
