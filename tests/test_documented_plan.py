@@ -18,7 +18,7 @@ def test_plan_science_on_an_empty_folder_estimates_every_arm(tmp_path):
     out.mkdir()
     command = Path(sys.executable).parent / "domainbert"  # the console script, as the docs call it
     proc = subprocess.run([str(command), "plan", "science", "--out", str(out)], capture_output=True, text=True,
-                          env={**os.environ, "DOMAINBERT_LOG_LEVEL": "WARNING"}, timeout=300)
+                          env={**os.environ, "DOMAINBERT_LOG_LEVEL": "WARNING"}, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert "Traceback" not in proc.stderr + proc.stdout
     arms = [line for line in proc.stdout.splitlines() if line.startswith("pretrain ")]

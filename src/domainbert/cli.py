@@ -385,7 +385,11 @@ def plan(
     overrides: OverridesArg = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
     out: OutOpt = None,
-    estimate: Annotated[bool, typer.Option(help="Time a few training steps here to estimate durations.")] = True,
+    estimate: Annotated[bool, typer.Option(help="Estimate durations (--no-estimate: sizes only).")] = True,
+    calibrate: Annotated[
+        bool,
+        typer.Option(help="Time a few steps on this machine, now (cached per shape); --no-calibrate: instant guess."),
+    ] = True,
     workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1,
     verify: Annotated[
         bool, typer.Option("--verify", help="Hash every recorded file, weights and shards too (else sizes).")
@@ -398,16 +402,17 @@ def plan(
         from domainbert.core.artifacts import verify_everything
 
         verify_everything()
-    from domainbert.run_plan import estimate_seconds, render, stage_plans
+    from domainbert.run_plan import estimate as estimate_time
+    from domainbert.run_plan import render, stage_plans
 
     plans = stage_plans(cfg, layout)
-    seconds = estimate_seconds(cfg, plans, workers) if estimate else None
-    typer.echo(render(plans, seconds))
+    timed = estimate_time(cfg, plans, workers, calibrate) if estimate else None
+    typer.echo(render(plans, timed.seconds if timed else None, timed))
     from domainbert.report.design import design_power
 
     for task_power in design_power(cfg, layout):
         typer.echo(task_power.line())
-    if estimate and seconds is None:
+    if estimate and timed is None:
         typer.echo(f"no time estimate: the base model {cfg.base_model.name_or_path} is not reachable from here")
     for line in _flags(cfg, layout.corpus):
         typer.echo(f"warning: {line}")

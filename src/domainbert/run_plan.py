@@ -15,7 +15,6 @@ files, not on the model). This module trains nothing that is kept.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -156,7 +155,7 @@ def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
     """The base warm-up (before the arms; ``base_warmup.warmup_status``), sized as full training steps."""
     from domainbert.pretrain.base_warmup import NAME, warmup_status
 
-    p, hw = cfg.pretrain, cfg.pretrain.base_warmup
+    hw = cfg.pretrain.base_warmup
     state = warmup_status(cfg, layout)
     if state in ("up to date", "off") or state.startswith("not needed"):
         return StagePlan(f"pretrain {NAME}", "up to date" if state == "up to date" else state)
@@ -164,7 +163,7 @@ def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
         return StagePlan(f"pretrain {NAME}", state, {"train": hw.train})
     detail = {
         "steps": hw.steps,
-        "tokens": hw.steps * p.batch_size * p.seq_len,
+        "tokens": hw.steps * hw.batch_size * hw.seq_len,
         "lr": hw.peak_lr,
         "train": hw.train,
         "flops": None,
@@ -172,82 +171,107 @@ def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
     return StagePlan(f"pretrain {NAME}", state, detail)
 
 
-def _seconds_per_token(
-    cfg: DomainConfig, seq_len: int, batch: int, steps: int = 2, head_only: bool = False, mlm: bool = True
-) -> float:
-    """Seconds per token of a training step (forward, backward, optimizer) of the base architecture, measured:
-    pretraining's objective (``MLMObjective``: its masking rate, sparse prediction) when ``mlm``; else a loss
-    at every position, standing in for fine-tuning's (its task head is smaller than the vocabulary projection
-    used here); ``head_only``: the encoder frozen, as in a head-only base warm-up."""
-    import torch
-    from transformers import AutoConfig, AutoModelForMaskedLM
+@dataclass
+class TimeEstimate:
+    """Seconds per model stage that will run, and how they were estimated (one line per probe or guess)."""
 
-    from domainbert.core.models import resolve_model_ref
-    from domainbert.core.optim import adamw, param_groups
-    from domainbert.pretrain.objective import MLMObjective
+    seconds: dict[str, float]
+    how: list[str]
+    calibrated: bool
 
-    p = cfg.pretrain
-    config = AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
-    model = AutoModelForMaskedLM.from_config(config)
-    if head_only:
-        for param in model.base_model.parameters():
-            param.requires_grad_(False)
-    opt = adamw(param_groups(model, 0.01), lr=1e-5)  # the step the stages take
-    ids = torch.randint(5, config.vocab_size, (batch, seq_len))
-    labels = ids.clone()
-    if mlm:
-        labels[torch.rand(ids.shape) >= p.mask_rate] = -100  # only masked positions carry a label
-    objective = MLMObjective(model, sparse=p.sparse_prediction) if mlm else None
-    times = []
-    for _ in range(steps + 1):  # the first step warms up allocations
-        t0 = time.perf_counter()
-        loss = objective(ids, labels) if objective is not None else model(input_ids=ids, labels=labels).loss
-        loss.backward()
-        opt.step()
-        opt.zero_grad()
-        times.append(time.perf_counter() - t0)
-    return min(times[1:]) / (batch * seq_len)
+
+def _finetune_tokens(cfg: DomainConfig, task: Any, width: int) -> tuple[float, float]:
+    """Tokens one fine-tuning run of ``task`` trains on and scores (validation ``evals_per_epoch`` times an
+    epoch, the test split once), every example counted at ``width``; early stopping not foreseen."""
+    import math
+
+    from domainbert.services.tasks import load_task
+
+    f, data = cfg.finetune, load_task(task)
+    n_train, n_val, n_test = (len(data.splits[s]) for s in ("train", "validation", "test"))
+    epochs = task.epochs or f.epochs
+    steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
+    evals = math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
+    return n_train * epochs * width, (max(1, evals) * n_val + n_test) * width
+
+
+def estimate(
+    cfg: DomainConfig, plans: list[StagePlan], workers: int = 1, calibrate: bool = True
+) -> TimeEstimate | None:
+    """Seconds each model stage that will run should take on this machine, from probes timed here and now
+    (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
+    parameter count (``plan_timing.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
+    offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
+    the evaluations at its start and end and its checkpoints are not included."""
+    from domainbert import plan_timing as timing
+    from domainbert.pretrain.base_warmup import NAME as WARMUP
+
+    model = _arch(cfg)
+    if model is None:
+        return None
+    params = sum(p.numel() for p in model.parameters())
+    guess = 6 * params / timing.GUESS_FLOPS  # seconds per training token; a third of it to score one
+    how: list[str] = []
+    seen: dict[str, Any] = {}  # one probe per shape, whichever stages share it
+
+    def per_token(key: str, found: Any) -> float:
+        """Seconds per token of probe ``key``: the guess, or ``found()`` (a ``Rate``, noted once)."""
+        if not calibrate:
+            return guess / 3 if key.startswith("score") else guess
+        if key not in seen:
+            seen[key] = r = found()
+            source = f"cached, measured at load {r.load:.1f}" if r.cached else f"measured now at load {r.load:.1f}"
+            how.append(f"{key}: {timing.STEPS} steps of {r.what} at {r.tokens_per_s:,.0f} tokens/s ({source})")
+        return float(seen[key].seconds_per_token)
+
+    out: dict[str, float] = {}
+    for p in plans:
+        tokens = p.detail.get("tokens")
+        if tokens is None or p.status == "up to date" or not p.name.startswith("pretrain "):
+            continue
+        if p.name == f"pretrain {WARMUP}":
+            head = p.detail.get("train") == "head"
+            key = "warm-up, head only" if head else "warm-up"
+            out[p.name] = tokens * per_token(key, lambda h=head: timing.pretrain_rate(cfg, None, h))
+        else:
+            arm = p.name.removeprefix("pretrain ")
+            pcfg = cfg.pretrain.for_arm(arm)
+            watch = 1 + (pcfg.watch_share if pcfg.watch_points else 0.0)  # the perplexity curve's budget
+            key = f"pretrain {pcfg.objective(arm)}"
+            out[p.name] = tokens * watch * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
+    ft = next(p for p in plans if p.name == "finetune")
+    if ft.detail["todo_tasks"]:
+        per_run = {}
+        for task in cfg.finetune.tasks:
+            if task.name not in ft.detail["todo_tasks"]:
+                continue
+            width = timing.task_length(cfg, task) if calibrate else cfg.finetune.max_length
+            train, score = _finetune_tokens(cfg, task, width)
+            kind = f"{task.type} at {width} tokens"
+            if calibrate:
+                fit, scoring = timing.finetune_rates(cfg, task, width)
+                per_run[task.name] = train * per_token(f"finetune {kind}", lambda r=fit: r) + score * per_token(
+                    f"score {kind}", lambda r=scoring: r
+                )
+            else:
+                per_run[task.name] = train * guess + score * guess / 3
+        out["finetune"] = sum(per_run[t] for t in ft.detail["todo_tasks"]) / max(1, workers)
+    if not calibrate:
+        how.append(
+            f"uncalibrated guess: 6 FLOPs per parameter and token ({params / 1e6:.1f}M parameters) at "
+            f"{timing.GUESS_FLOPS:.0e} FLOP/s; drop --no-calibrate to time this machine"
+        )
+    return TimeEstimate(out, how, calibrate)
 
 
 def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1) -> dict[str, float] | None:
-    """Seconds each model stage that will run should take on this machine (calibrated; see the module); None
-    when the base's architecture is unreachable (a Hub id offline): nothing to time."""
-    import torch
-
-    if _arch(cfg) is None:
-        return None
-
-    from domainbert.pretrain.base_warmup import NAME as WARMUP
-    from domainbert.services.tasks import load_task
-
-    if cfg.pretrain.torch_threads:
-        torch.set_num_threads(cfg.pretrain.torch_threads)
-    out: dict[str, float] = {}
-    pretrain_rate = _seconds_per_token(cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8))
-    for p in plans:
-        if p.name == f"pretrain {WARMUP}" and "tokens" in p.detail:
-            if p.detail.get("train") == "full":
-                out[p.name] = p.detail["tokens"] * pretrain_rate
-            else:
-                head_rate = _seconds_per_token(
-                    cfg, cfg.pretrain.seq_len, min(cfg.pretrain.batch_size, 8), head_only=True
-                )
-                out[p.name] = p.detail["tokens"] * head_rate
-        elif p.name.startswith("pretrain ") and p.detail.get("tokens") is not None and p.status != "up to date":
-            out[p.name] = p.detail["tokens"] * pretrain_rate
-    ft = next(p for p in plans if p.name == "finetune")
-    if ft.detail["todo_tasks"]:
-        ft_rate = _seconds_per_token(cfg, cfg.finetune.max_length, min(cfg.finetune.batch_size, 8), mlm=False)
-        per_run = {}
-        for task in cfg.finetune.tasks:
-            epochs = task.epochs or cfg.finetune.epochs
-            per_run[task.name] = len(load_task(task).splits["train"]) * epochs * cfg.finetune.max_length * ft_rate
-        out["finetune"] = sum(per_run[t] for t in ft.detail["todo_tasks"]) / max(1, workers)
-    return out
+    """``estimate``'s seconds per stage, calibrated."""
+    found = estimate(cfg, plans, workers)
+    return found.seconds if found else None
 
 
-def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
-    """The plan as plain text, one line per stage."""
+def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEstimate | None = None) -> str:
+    """The plan as plain text, one line per stage, and how the time was estimated."""
     lines = []
     for p in plans:
         d = p.detail
@@ -287,10 +311,13 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None) -> str:
             "checkpoints and model; estimated from the base model's parameters)"
         )
     if seconds:
+        calibrated = how is None or how.calibrated
         lines.append(
-            f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine (calibrated "
-            "with a few training steps of the base architecture; corpus and vocabulary not included)"
+            f"estimated model time: ~{sum(seconds.values()) / 60:.1f} min on this machine ("
+            + ("calibrated with timed steps of the base architecture" if calibrated else "an uncalibrated guess")
+            + "; corpus and vocabulary not included)"
         )
+        lines.extend(f"  {line}" for line in (how.how if how else []))
     return "\n".join(lines)
 
 

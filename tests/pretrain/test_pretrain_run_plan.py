@@ -104,11 +104,13 @@ def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout,
     plans = {p.name: p for p in stage_plans(cfg, layout)}
     warmup = plans["pretrain base-warmup"]
     assert warmup.status == "will run"
-    assert (warmup.detail["steps"], warmup.detail["tokens"]) == (7, 7 * 4 * 32)
+    hw = cfg.pretrain.base_warmup  # its own batch and length, not the arms'
+    assert (warmup.detail["steps"], warmup.detail["tokens"]) == (7, 7 * hw.batch_size * hw.seq_len)
     assert plans["pretrain continued"].status == "after pretrain base-warmup"
     seconds = estimate_seconds(cfg, list(plans.values()))
     assert seconds["pretrain base-warmup"] > 0
-    assert "pretrain base-warmup will run  7 steps, 896 tokens" in render(list(plans.values()), seconds)
+    tokens = 7 * hw.batch_size * hw.seq_len
+    assert f"pretrain base-warmup will run  7 steps, {tokens:,} tokens" in render(list(plans.values()), seconds)
 
 
 def test_every_full_profile_validates_and_plans_offline(tmp_path, capsys, monkeypatch):

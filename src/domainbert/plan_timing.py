@@ -1,0 +1,271 @@
+"""Seconds per token on this machine, measured for ``domainbert plan``: short timed probes, cached per machine.
+
+A probe is a handful of real steps of the base architecture (random weights) in the shape a stage will run:
+pretraining at ``pretrain.batch_size`` x ``seq_len`` with the arm's objective, the precision it resolves to on
+this CPU (bf16 only where the CPU computes it natively, ``resolve_precision``) and the attention the trainer picks
+(``training_attention``); the base warm-up with its encoder frozen when it trains the head alone; fine-tuning at
+``finetune.batch_size`` and scoring at ``finetune.eval_batch_size``, both at the task's mean length in the base's
+sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``max_length``). Each probe times a
+few steps after one warm-up step and keeps the median, at the machine's current load: a loaded machine gets a
+slower rate. Results are cached under ``machine_cache()/plan-calibration/`` keyed by the probe's shape, the torch
+version and the CPU; a cached rate is reused while the load is near the one it was measured at (within half the
+CPU count) and for a day; one plan probes a shape once. Without calibration ``run_plan.estimate`` guesses
+instead, instantly: 6 FLOPs per parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed
+(they depend on the input files).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import statistics
+import time
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from domainbert.core.paths import machine_cache
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
+    from domainbert.config.finetune import TaskConfig
+
+CACHE = "plan-calibration"
+STEPS = 3  # timed steps per probe, after one warm-up step
+MAX_AGE_S = 24 * 3600
+GUESS_FLOPS = 5e10  # the uncalibrated guess: a 2020s CPU core pair in fp32, order of magnitude only
+clock = time.perf_counter  # what a probe's steps are timed with (tests put a clock of their own here)
+_timed_here: dict[Any, Rate] = {}  # probes this process ran, whatever the load does after
+
+
+@dataclass(frozen=True)
+class Rate:
+    """Seconds per token of one probe, and what was timed (for the plan's "how" line)."""
+
+    seconds_per_token: float
+    what: str
+    load: float
+    cached: bool = False
+
+    @property
+    def tokens_per_s(self) -> float:
+        return 1 / self.seconds_per_token
+
+
+def current_load() -> float:
+    """The 1-minute load average (0 where the platform has none)."""
+    try:
+        return os.getloadavg()[0]
+    except (AttributeError, OSError):
+        return 0.0
+
+
+def _machine() -> dict[str, Any]:
+    import torch
+
+    return {
+        "torch": torch.__version__,
+        "cpu": platform.processor() or platform.machine(),
+        "capability": torch.backends.cpu.get_cpu_capability(),
+        "cores": os.cpu_count(),
+    }
+
+
+def _cache_file(shape: dict[str, Any]) -> Any:
+    key = hashlib.sha256(json.dumps({**shape, **_machine()}, sort_keys=True).encode()).hexdigest()[:24]
+    return machine_cache() / CACHE / f"{key}.json"
+
+
+def _cached(shape: dict[str, Any]) -> Rate | None:
+    try:
+        entry = json.loads(_cache_file(shape).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    fresh = time.time() - entry["measured_at"] < MAX_AGE_S
+    near = abs(current_load() - entry["load"]) <= 0.5 * (os.cpu_count() or 1)
+    return Rate(entry["seconds_per_token"], entry["what"], entry["load"], cached=True) if fresh and near else None
+
+
+def _store(shape: dict[str, Any], rate: Rate) -> None:
+    path = _cache_file(shape)
+    entry = {"seconds_per_token": rate.seconds_per_token, "what": rate.what, "load": rate.load}
+    try:  # a read-only cache only costs the next plan a new probe
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps({**entry, "shape": shape, "measured_at": time.time()}), encoding="utf-8")
+        tmp.replace(path)
+    except OSError:
+        pass
+
+
+def _timed(step: Any, tokens: int) -> float:
+    """Median seconds per token of ``STEPS`` calls of ``step`` after one warm-up call."""
+    times = []
+    for _ in range(STEPS + 1):
+        t0 = clock()
+        step()
+        times.append(clock() - t0)
+    return statistics.median(times[1:]) / tokens
+
+
+def measure(shape: dict[str, Any], probe: Any, what: str) -> Rate:
+    """The cached rate of ``shape`` when still valid, else ``probe()`` (seconds per token) timed now, cached."""
+    key = _cache_file(shape)
+    found = _timed_here.get(key) or _cached(shape)  # one plan never probes a shape twice
+    if found is not None:
+        return found
+    rate = Rate(probe(), what, current_load())
+    _store(shape, rate)
+    _timed_here[key] = Rate(rate.seconds_per_token, what, rate.load, cached=True)
+    return rate
+
+
+def _base_config(cfg: DomainConfig) -> Any:
+    from transformers import AutoConfig
+
+    from domainbert.core.models import resolve_model_ref
+
+    return AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
+
+
+def pretrain_rate(cfg: DomainConfig, arm: str | None, head_only: bool = False) -> Rate:
+    """Seconds per token of a pretraining step of ``arm`` (None: the base warm-up) as its stage runs it."""
+    import torch
+
+    from domainbert.core.distributed import resolve_precision
+    from domainbert.pretrain.runtime import autocast_dtype, torch_threads
+
+    config = _base_config(cfg)
+    p = cfg.pretrain
+    pcfg = p.for_arm(arm) if arm else p
+    precision = p.base_warmup.precision if arm is None else pcfg.precision
+    resolved = resolve_precision(precision, torch.device("cpu"))
+    objective = pcfg.objective(arm) if arm else "mlm"
+    batch, seq_len = (
+        (p.base_warmup.batch_size, p.base_warmup.seq_len) if arm is None else (pcfg.batch_size, pcfg.seq_len)
+    )
+    shape = {
+        "probe": "pretrain",
+        "config": config.to_dict(),
+        "batch": batch,
+        "seq_len": seq_len,
+        "precision": resolved,
+        "objective": objective,
+        "sparse": pcfg.sparse_prediction,
+        "mask_rate": pcfg.mask_rate,
+        "head_only": head_only,
+        "threads": p.torch_threads,
+    }
+    what = f"{batch} x {seq_len} tokens, {resolved}, {objective}" + (", head only" if head_only else "")
+    what += f", {p.torch_threads or 'default'} thread(s)"
+
+    def probe() -> float:
+        from transformers import AutoModelForMaskedLM
+
+        from domainbert.core.optim import adamw, param_groups
+        from domainbert.pretrain.model import training_attention
+        from domainbert.pretrain.setup import build_objective
+
+        model = AutoModelForMaskedLM.from_config(config)
+        dtype = autocast_dtype(precision)
+        training_attention(model, torch.device("cpu"), dtype)
+        if head_only:
+            for param in model.base_model.parameters():
+                param.requires_grad_(False)
+        loss_of = build_objective(pcfg, arm or "continued", model, dtype)
+        opt = adamw(param_groups(model, 0.01), lr=1e-5)
+        ids = torch.randint(5, config.vocab_size, (batch, seq_len))
+        labels = ids.clone()
+        labels[torch.rand(ids.shape) >= pcfg.mask_rate] = -100
+
+        def step() -> None:
+            loss_of(ids, labels).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+
+        with torch_threads(p.torch_threads):
+            return _timed(step, batch * seq_len)
+
+    return measure(shape, probe, what)
+
+
+def task_length(cfg: DomainConfig, task: TaskConfig) -> int:
+    """A task's mean example length in the base's sub-tokens (with its special tokens), at most ``max_length``:
+    the width fine-tuning and scoring pay for, batches being padded to their own longest example."""
+    from domainbert.core.models import load_tokenizer, resolve_model_ref
+    from domainbert.services.tasks import example_texts, load_task
+
+    examples = load_task(task).splits["train"][:256]
+    tok = load_tokenizer(resolve_model_ref(cfg.base_model.name_or_path))
+    texts = [" ".join(example_texts(ex)) for ex in examples] or [""]
+    lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=cfg.finetune.max_length)["input_ids"]]
+    return max(2, round(statistics.fmean(lengths)))
+
+
+def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rate, Rate]:
+    """Seconds per token of a fine-tuning step and of scoring (forward only) on ``task`` at ``width``."""
+    import torch
+
+    from domainbert.core.distributed import resolve_device
+    from domainbert.pretrain.runtime import torch_threads
+
+    config = _base_config(cfg)
+    f = cfg.finetune
+    dev, dtype = resolve_device(f.device, f.precision)
+    head = "ner" if task.type == "ner" else "classification"
+    shape = {"config": config.to_dict(), "head": head, "width": width, "device": str(dev), "dtype": str(dtype)}
+    shape["threads"] = f.torch_threads  # fine-tuning's own (the offline profiles: one per run)
+
+    def model() -> Any:
+        from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
+
+        cls = AutoModelForTokenClassification if head == "ner" else AutoModelForSequenceClassification
+        return cls.from_config(config).to(dev)
+
+    def autocast() -> Any:
+        return torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None)
+
+    def train_probe() -> float:
+        from domainbert.core.optim import adamw, param_groups
+
+        m = model()
+        opt = adamw(param_groups(m, 0.01), lr=1e-5)
+        ids = torch.randint(5, config.vocab_size, (f.batch_size, width), device=dev)
+        labels = torch.zeros((f.batch_size, width) if head == "ner" else (f.batch_size,), dtype=torch.long, device=dev)
+
+        def step() -> None:
+            with autocast():
+                loss = m(input_ids=ids, labels=labels).loss
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
+            opt.step()
+            opt.zero_grad()
+
+        with torch_threads(f.torch_threads):
+            return _timed(step, f.batch_size * width)
+
+    def score_probe() -> float:
+        m = model().eval()
+        ids = torch.randint(5, config.vocab_size, (f.eval_batch_size, width), device=dev)
+
+        def step() -> None:
+            with torch.no_grad(), autocast():
+                m(input_ids=ids)
+
+        with torch_threads(f.torch_threads):
+            return _timed(step, f.eval_batch_size * width)
+
+    threads = f"{f.torch_threads or 'default'} thread(s)"
+    train = measure(
+        {**shape, "probe": "finetune", "batch": f.batch_size},
+        train_probe,
+        f"{f.batch_size} x {width} tokens, {str(dtype).removeprefix('torch.') if dtype else 'fp32'}, {threads}",
+    )
+    score = measure(
+        {**shape, "probe": "score", "batch": f.eval_batch_size},
+        score_probe,
+        f"{f.eval_batch_size} x {width} tokens, {threads}",
+    )
+    return train, score
