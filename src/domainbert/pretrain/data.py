@@ -9,7 +9,9 @@ in every checkpoint and a restarted run seeks straight to it (Parquet row groups
 data is never replayed from the start. When the corpus runs out the stream starts a new epoch.
 Per-token ``word_start`` flags come from the fast tokenizer's ``word_ids()`` for whole-word masking.
 A block of documents is read from the Rust encodings into arrays in one pass and packed rows are cut from the
-buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py).
+buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py),
+so a training run reads the same blocks from the split's stored token ids instead (``token_store.py``,
+``blocks``): tokenized once per corpus and tokenizer, the same sequences and state.
 This module does not mask; ``masking.py`` does.
 """
 
@@ -30,7 +32,7 @@ import torch
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
-from domainbert.pretrain.read_ahead import BlockReader
+from domainbert.pretrain.read_ahead import BlockReader, BlockSource
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -223,13 +225,14 @@ class TokenStream:
     packing: bool = True
     shuffle_seed: int | None = None
     encode_workers: int = 0
-    blocks: Any = None
+    blocks: BlockSource | None = None
     cursor: DocumentCursor = field(init=False)
     _ids: np.ndarray = field(init=False)
     _starts: np.ndarray = field(init=False)
     _docs: list[tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
+        self._reader: BlockSource
         if self.blocks is not None:
             self.cursor, self._reader = self.blocks.cursor, self.blocks
         else:

@@ -16,12 +16,24 @@ import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class BlockSource(Protocol):
+    """What ``data.TokenStream`` reads blocks from: ``BlockReader`` or ``token_store.StoredReader``."""
+
+    cursor: Any
+
+    def next_block(self) -> Block: ...
+    def position(self) -> Any: ...
+    def seek(self, position: Any) -> None: ...
+    def close(self) -> None: ...
+
 
 MAX_WORKERS = 4  # at most: the cores beyond stay with the training process's other threads
 

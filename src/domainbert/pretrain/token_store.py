@@ -69,8 +69,9 @@ def store_fingerprint(tokenizer: Any, corpus_dir: Path, split: str) -> str | Non
     if identity is None:
         return None
     shards = [file_identity(p) for p in store.shard_paths(Path(corpus_dir), split)]
-    return fingerprint({"kind": NAME, "format": FORMAT, "split": split}, {"shards": shards, "tokenizer": identity},
-                       __version__)
+    return fingerprint(
+        {"kind": NAME, "format": FORMAT, "split": split}, {"shards": shards, "tokenizer": identity}, __version__
+    )
 
 
 def cache_folder(fp: str) -> Path:
@@ -248,7 +249,12 @@ def ensure_token_store(tokenizer: Any, corpus_dir: Path, split: str = "train") -
                 index = build(tokenizer, corpus_dir, split, tmp)
             log.info(
                 "tokenized the %s split once: %d documents, %d tokens in %.1f s (%s MB/s of text), stored in %s",
-                split, index["documents"], index["tokens"], index["build_seconds"], index["text_mb_per_s"], folder,
+                split,
+                index["documents"],
+                index["tokens"],
+                index["build_seconds"],
+                index["text_mb_per_s"],
+                folder,
             )
     return TokenStore(folder)
 
