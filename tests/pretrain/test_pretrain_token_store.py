@@ -12,6 +12,7 @@ import torch
 from pretrain_fixtures import unigram_tokenizer, wordpiece_tokenizer, write_corpus
 from transformers import AutoTokenizer
 
+from domainbert.core.errors import DataError
 from domainbert.corpus.store import write_shard
 from domainbert.pretrain import token_store
 from domainbert.pretrain.data import TokenStream, encode_documents
@@ -129,3 +130,17 @@ def test_a_slow_tokenizer_is_not_stored(tmp_path, texts):
     slow = SimpleNamespace(is_fast=False)  # a Python tokenizer (transformers' slow classes): no Rust backend
     corpus = write_corpus(tmp_path / "c", texts[:60], n_val=20)
     assert ensure_token_store(slow, corpus) is None and stored_reader(slow, corpus) is None
+
+
+def test_a_corrupt_shard_is_named_as_the_text_stream_names_it(tmp_path, texts):
+    tok = wordpiece_tokenizer(texts)
+    corpus = write_corpus(tmp_path / "c", texts[:120], n_val=20)
+    shard = corpus / "train" / "shard-00000.parquet"
+    shard.write_bytes(shard.read_bytes()[:-200])  # truncated: the footer is gone
+    with pytest.raises(DataError, match=r"cannot read corpus shard \(truncated or corrupt") as stored:
+        ensure_token_store(tok, corpus)
+    with pytest.raises(DataError) as text:
+        TokenStream(tok, corpus, "train").next_sequences(2, 16)
+    assert str(stored.value) == str(text.value) and "shard-00000.parquet" in str(stored.value)
+    folder = token_store.cache_folder(token_store.store_fingerprint(tok, corpus, "train"))
+    assert not folder.exists() and not list(folder.parent.glob(f"{folder.name}.tmp-*"))  # nothing half-made

@@ -91,15 +91,13 @@ def _build_lock(folder: Path) -> Iterator[None]:
             fcntl.flock(handle, fcntl.LOCK_UN)
 
 
-def _row_group_texts(parquet: pq.ParquetFile, path: Path, group: int) -> pa.Array:
-    try:
-        return parquet.read_row_group(group, columns=["text"]).column("text").combine_chunks()
-    except (OSError, pa.ArrowException) as exc:
-        raise DataError(
-            f"cannot read corpus shard (truncated or corrupt; delete the corpus folder to rebuild it): "
-            f"{str(exc).splitlines()[0]}",
-            file=path,
-        ) from None
+def _unreadable(path: Path, exc: Exception) -> DataError:
+    """The text cursor's error for a shard it cannot read (``data.DocumentCursor``), with the same words."""
+    return DataError(
+        f"cannot read corpus shard (truncated or corrupt; delete the corpus folder to rebuild it): "
+        f"{str(exc).splitlines()[0]}",
+        file=path,
+    )
 
 
 def build(tokenizer: Any, corpus_dir: Path, split: str, out: Path, threads: int = BUILD_THREADS) -> dict[str, Any]:
@@ -120,13 +118,16 @@ def build(tokenizer: Any, corpus_dir: Path, split: str, out: Path, threads: int 
 
     with ThreadPoolExecutor(max(1, threads), thread_name_prefix="domainbert-store") as pool:
         for path in store.shard_paths(Path(corpus_dir), split):
+            sizes, chunks = [], []
             try:
                 parquet = pq.ParquetFile(path)
+                columns = [
+                    parquet.read_row_group(g, columns=["text"]).column("text").combine_chunks()
+                    for g in range(parquet.num_row_groups)
+                ]
             except (OSError, pa.ArrowException) as exc:
-                raise DataError(f"cannot read corpus shard: {str(exc).splitlines()[0]}", file=path) from None
-            sizes, chunks = [], []
-            for group in range(parquet.num_row_groups):
-                column = _row_group_texts(parquet, path, group)
+                raise _unreadable(path, exc) from None
+            for column in columns:
                 sizes.append(len(column))
                 text_bytes += int(pc.sum(pc.binary_length(column)).as_py() or 0)
                 texts = column.to_pylist()
