@@ -144,3 +144,13 @@ def test_a_corrupt_shard_is_named_as_the_text_stream_names_it(tmp_path, texts):
     assert str(stored.value) == str(text.value) and "shard-00000.parquet" in str(stored.value)
     folder = token_store.cache_folder(token_store.store_fingerprint(tok, corpus, "train"))
     assert not folder.exists() and not list(folder.parent.glob(f"{folder.name}.tmp-*"))  # nothing half-made
+
+
+def test_a_cache_that_cannot_be_written_falls_back_to_tokenizing(tmp_path, texts, monkeypatch, caplog):
+    tok = wordpiece_tokenizer(texts)
+    corpus = write_corpus(tmp_path / "c", texts[:60], n_val=20)
+    (tmp_path / "not-a-folder").write_text("")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "not-a-folder"))  # every write under it fails
+    with pytest.raises(OSError):
+        ensure_token_store(tok, corpus)
+    assert stored_reader(tok, corpus) is None and "tokenizing while training instead" in caplog.text

@@ -263,8 +263,13 @@ def ensure_token_store(tokenizer: Any, corpus_dir: Path, split: str = "train") -
 def stored_reader(
     tokenizer: Any, corpus_dir: Path, split: str = "train", shuffle_seed: int | None = None
 ) -> StoredReader | None:
-    """A ``StoredReader`` for ``data.TokenStream(blocks=...)``, or None where the tokenizer is slow."""
-    token_store = ensure_token_store(tokenizer, corpus_dir, split)
+    """A ``StoredReader`` for ``data.TokenStream(blocks=...)``, or None where the tokenizer is slow or the cache
+    cannot be written (full, read-only): the stream then tokenizes as it goes, the same batches, slower."""
+    try:
+        token_store = ensure_token_store(tokenizer, corpus_dir, split)
+    except OSError as exc:
+        log.warning("cannot store the token ids (%s): tokenizing while training instead", exc)
+        return None
     if token_store is None:
         return None
     return StoredReader(StoredCursor(token_store, corpus_dir, split, shuffle_seed))
