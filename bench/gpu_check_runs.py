@@ -1,8 +1,9 @@
 """The measurements of bench/gpu_check.py, each run in a child process from a spec (a JSON dict).
 
 - ``loader``: real tokens/s of packed, masked batches (``pretrain.data.TokenStream`` + ``masking.apply_mask``,
-  the trainer's own calls) at the given batch shapes, for a fixed wall time per shape, no model; tokenized in
-  the calling thread and on the read-ahead threads a GPU run gets (``pretrain.read_ahead``).
+  the trainer's own calls) at the given batch shapes, for a fixed wall time per shape, no model; read from the
+  split's stored token ids (``pretrain.token_store``: the figure; tokenizing the split once is timed apart),
+  and tokenized in the calling thread and on the read-ahead threads a GPU run gets (``pretrain.read_ahead``).
 - ``pretrain``: the pipeline's own trainer: ``setup.set_up`` builds the ``continued`` arm (engine, stream,
   masking) from the science domain with bench/pretrain_recipes' overrides, then ``trainer.train_step`` runs
   warm-up steps and a timed window. The host time spent building batches (``next_sequences`` and
@@ -62,34 +63,49 @@ def _device_facts() -> dict[str, Any]:
 
 
 def measure_loader(spec: dict[str, Any]) -> dict[str, Any]:
-    """Packed, masked batches per second at each (batch, length) of ``spec["shapes"]``, tokenizing in the
-    training thread (a CPU run) and on the read-ahead threads a GPU run gets (``read_ahead.default_workers``)."""
+    """Packed, masked batches per second at each (batch, length) of ``spec["shapes"]``: from the split's stored
+    token ids (``pretrain.token_store``, what every run reads since they exist; the split tokenized once first,
+    timed apart as ``tokenize_once``), and tokenizing as the text stream does, in the training thread (a CPU
+    run) and on the read-ahead threads a GPU run gets (``read_ahead.default_workers``)."""
+    import shutil
+
     import torch
 
     from domainbert.core.models import load_tokenizer
     from domainbert.pretrain.data import TokenStream
     from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
     from domainbert.pretrain.read_ahead import default_workers
+    from domainbert.pretrain.token_store import StoredCursor, StoredReader, TokenStore, build
 
     tokenizer = load_tokenizer(spec["model_ref"])
     masking = MaskingSpec(mask_token_id=tokenizer.mask_token_id, vocab_size=len(tokenizer))
-    out: dict[str, Any] = {"kind": "loader"}
-    for label, workers in (("one_thread", 0), ("read_ahead", default_workers(torch.device("cuda")))):
+    corpus = Path(spec["corpus_dir"])
+    folder = Path(spec["run_dir"]) / "token-ids"  # a fresh store each run: the one-off cost is measured
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    out: dict[str, Any] = {"kind": "loader", "tokenize_once": build(tokenizer, corpus, "train", folder)}
+    token_store = TokenStore(folder)
+
+    def stream(workers: int | None) -> TokenStream:
+        if workers is None:
+            blocks = StoredReader(StoredCursor(token_store, corpus, "train", spec["seed"]))
+            return TokenStream(tokenizer, corpus, "train", shuffle_seed=spec["seed"], blocks=blocks)
+        return TokenStream(tokenizer, corpus, "train", shuffle_seed=spec["seed"], encode_workers=workers)
+
+    for label, workers in (("stored", None), ("one_thread", 0), ("read_ahead", default_workers(torch.device("cuda")))):
         shapes, total_real, total_s = {}, 0, 0.0
         for batch_size, seq_len in spec["shapes"]:
-            stream = TokenStream(
-                tokenizer, Path(spec["corpus_dir"]), "train", shuffle_seed=spec["seed"], encode_workers=workers
-            )
-            stream.next_sequences(batch_size, seq_len)  # opens the first shard, starts the threads
+            source = stream(workers)
+            source.next_sequences(batch_size, seq_len)  # opens the first shard, starts the threads
             real, step, start = 0, 0, time.perf_counter()
             while time.perf_counter() - start < spec["seconds"] or step == 0:
-                batch = stream.next_sequences(batch_size, seq_len)
+                batch = source.next_sequences(batch_size, seq_len)
                 apply_mask(
                     batch.input_ids, batch.special, batch.word_start, masking, step_generator(spec["seed"], step)
                 )
                 real, step = real + batch.real_tokens, step + 1
             elapsed = time.perf_counter() - start
-            stream._reader.close()
+            source._reader.close()
             shapes[f"{batch_size}x{seq_len}"] = {
                 "real_tokens_per_s": round(real / elapsed, 1),
                 "batches": step,
@@ -97,10 +113,11 @@ def measure_loader(spec: dict[str, Any]) -> dict[str, Any]:
             }
             total_real, total_s = total_real + real, total_s + elapsed
         out[label] = {"encode_workers": workers, "real_tokens_per_s": round(total_real / total_s, 1), "shapes": shapes}
-    out["loader_real_tokens_per_s"] = out["read_ahead"]["real_tokens_per_s"]
+    out["loader_real_tokens_per_s"] = out["stored"]["real_tokens_per_s"]
     out.update(
         tokenizers_parallelism=os.environ.get("TOKENIZERS_PARALLELISM", "unset (on)"),
         cpu_count=os.cpu_count(),
+        load_average=[round(x, 2) for x in os.getloadavg()],
         peak_memory_mib=peak_rss_mib(),
     )
     return out

@@ -35,8 +35,10 @@ def test_cpu_smoke_writes_every_figure(tmp_path):
         assert key in record, key
     assert {"torch", "cuda", "name", "peak_flops"} <= set(record["device"])
     configs = record["configurations"]
-    assert record["loader_real_tokens_per_s"] > 0
-    assert configs["loader"]["one_thread"]["shapes"].keys() == {"256x128", "64x512"}  # BERT-base batch shapes
+    assert record["loader_real_tokens_per_s"] == configs["loader"]["stored"]["real_tokens_per_s"] > 0
+    for label in ("stored", "one_thread", "read_ahead"):  # BERT-base batch shapes
+        assert configs["loader"][label]["shapes"].keys() == {"256x128", "64x512"}
+    assert record["targets"]["loader_at_least_1m_tokens_per_s"] in (True, False)
     for name in PRETRAINING:
         assert configs[name]["real_tokens_per_s"] > 0 and configs[name]["mfu"] > 0, (name, configs[name])
         assert configs[name]["peak_memory_mib"] > 0
@@ -47,6 +49,23 @@ def test_cpu_smoke_writes_every_figure(tmp_path):
     assert configs["finetune-ner"]["examples_per_s"] > 0 and configs["finetune-ner"]["trainer_examples_per_s"] > 0
     ratios = record["ratios"]
     assert ratios["own_vs_hf_group_texts_bf16_128"] > 0 and ratios["finetune_vs_trainer"] > 0
+
+
+def test_loader_quick_mode_measures_the_stored_ids_and_the_one_off_tokenizing(tmp_path):
+    proc = _gpu_check(tmp_path, "--only", "loader", "--loader-seconds", "0.5", timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    record = json.loads(proc.stdout)
+    loader = record["configurations"]["loader"]
+    once = loader["tokenize_once"]
+    # The benchmark corpus's training split (FOLDOC, bench/pretrain.py), BERT's uncased vocabulary: uint16 ids.
+    assert once["documents"] > 10_000 and once["tokens"] > 1_000_000 and once["dtype"] == "uint16"
+    assert once["text_mb_per_s"] > 0 and once["tokens_per_s"] > 0 and once["text_bytes"] > 4_000_000
+    for label in ("stored", "one_thread", "read_ahead"):
+        for shape in ("256x128", "64x512"):
+            assert loader[label]["shapes"][shape]["batches"] >= 1, (label, shape)
+    assert record["loader_real_tokens_per_s"] == loader["stored"]["real_tokens_per_s"] > 0
+    assert record["targets"]["loader_at_least_1m_tokens_per_s"] == (record["loader_real_tokens_per_s"] >= 1e6)
+    assert "tokenized once at" in proc.stderr and len(loader["load_average"]) == 3
 
 
 def test_only_picks_configurations_and_unknown_names_fail(tmp_path):

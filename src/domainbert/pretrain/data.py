@@ -9,7 +9,9 @@ in every checkpoint and a restarted run seeks straight to it (Parquet row groups
 data is never replayed from the start. When the corpus runs out the stream starts a new epoch.
 Per-token ``word_start`` flags come from the fast tokenizer's ``word_ids()`` for whole-word masking.
 A block of documents is read from the Rust encodings into arrays in one pass and packed rows are cut from the
-buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py).
+buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py),
+so a training run reads the same blocks from the split's stored token ids instead (``token_store.py``,
+``blocks``): tokenized once per corpus and tokenizer, the same sequences and state.
 This module does not mask; ``masking.py`` does.
 """
 
@@ -30,7 +32,7 @@ import torch
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_texts
 from domainbert.corpus import store
-from domainbert.pretrain.read_ahead import BlockReader
+from domainbert.pretrain.read_ahead import BlockReader, BlockSource
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -137,7 +139,7 @@ class DocumentCursor:
         self.state = state or CursorState()
         self.shuffle_seed = shuffle_seed
         self._cache_key: tuple[int, int, int] | None = None
-        self._cache: list[str] = []
+        self._cache: list[Any] = []  # the row group's texts (a stored cursor's: document numbers)
 
     def _order(self, n: int, *key: int) -> list[int]:
         """A permutation of ``range(n)`` fixed by the seed and ``key`` (identity without a seed).
@@ -151,7 +153,7 @@ class DocumentCursor:
             return list(range(n))
         return [int(i) for i in np.random.default_rng([self.shuffle_seed, *key]).permutation(n)]
 
-    def _row_group(self, shard: int, group: int) -> list[str] | None:
+    def _row_group(self, shard: int, group: int) -> list[Any] | None:
         if shard >= len(self.paths):
             return None
         epoch = self.state.epoch
@@ -174,7 +176,7 @@ class DocumentCursor:
             self._cache_key = key
         return self._cache
 
-    def read_block(self, n: int = BLOCK_DOCS) -> list[str]:
+    def read_block(self, n: int = BLOCK_DOCS) -> list[Any]:
         """Up to ``n`` next documents (never empty: wraps to a new epoch at the end)."""
         wrapped = False
         while True:
@@ -213,7 +215,8 @@ class TokenStream:
     """Packed (or one-document-per-sequence) sequences from a corpus split, with a resumable state.
 
     ``encode_workers`` threads tokenize the next blocks ahead (``read_ahead.BlockReader``; 0: none); the
-    sequences are the same either way.
+    sequences are the same either way. ``blocks``: a reader of the split's stored token ids
+    (``token_store.stored_reader``) in place of tokenizing: the same blocks, the same sequences and state.
     """
 
     tokenizer: Any
@@ -222,14 +225,19 @@ class TokenStream:
     packing: bool = True
     shuffle_seed: int | None = None
     encode_workers: int = 0
+    blocks: BlockSource | None = None
     cursor: DocumentCursor = field(init=False)
     _ids: np.ndarray = field(init=False)
     _starts: np.ndarray = field(init=False)
     _docs: list[tuple[np.ndarray, np.ndarray]] = field(init=False, default_factory=list)
 
     def __post_init__(self) -> None:
-        self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
-        self._reader = BlockReader(self.tokenizer, self.cursor, encode_block, _plain_backend, self.encode_workers)
+        self._reader: BlockSource
+        if self.blocks is not None:
+            self.cursor, self._reader = self.blocks.cursor, self.blocks
+        else:
+            self.cursor = DocumentCursor(self.corpus_dir, self.split, shuffle_seed=self.shuffle_seed)
+            self._reader = BlockReader(self.tokenizer, self.cursor, encode_block, _plain_backend, self.encode_workers)
         self._ids = np.zeros(0, dtype=np.int64)
         self._starts = np.zeros(0, dtype=bool)
         self.cls_id = self.tokenizer.cls_token_id

@@ -71,14 +71,13 @@ def apply_mask(
         if len(candidates):
             pick = candidates[torch.randint(len(candidates), (1,), generator=generator)][0]
             selected[pick[0], pick[1]] = True
-    labels = torch.where(selected, input_ids, torch.full_like(input_ids, IGNORE_INDEX))
-    inputs = input_ids.clone()
+    labels = torch.where(selected, input_ids, IGNORE_INDEX)
     action = torch.rand(input_ids.shape, generator=generator)
     to_mask = selected & (action < spec.mask_token_prob)
     to_random = selected & (action >= spec.mask_token_prob) & (action < spec.mask_token_prob + spec.random_token_prob)
-    inputs[to_mask] = spec.mask_token_id
     random_ids = torch.randint(spec.vocab_size, input_ids.shape, generator=generator, dtype=input_ids.dtype)
-    inputs[to_random] = random_ids[to_random]
+    # Element-wise selects rather than boolean-index writes: the same values, without gathering the indices.
+    inputs = torch.where(to_mask, spec.mask_token_id, torch.where(to_random, random_ids, input_ids))
     return inputs, labels
 
 

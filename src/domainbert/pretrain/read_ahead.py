@@ -5,8 +5,10 @@ with ``TOKENIZERS_PARALLELISM=false`` (the pipeline's setting, which keeps the t
 of forked processes). Blocks are handed out in reading order, so the token stream is exactly the one a single
 thread gives; the resumable position is that of the oldest block not yet handed out, so a checkpoint never
 skips a block that was still being tokenized. Worker threads are used on a GPU run only: on a CPU run they
-would compete with the training step's own threads for the same cores. This module reads and tokenizes; it
-does not pack or mask (``data.py``, ``masking.py``).
+would compete with the training step's own threads for the same cores. A training run with a fast tokenizer
+reads the split's stored token ids instead (``token_store.py``) and tokenizes nothing while it trains; this
+reader is the stream's own when none is given (``data.TokenStream(blocks=None)``). This module reads and
+tokenizes; it does not pack or mask (``data.py``, ``masking.py``).
 """
 
 from __future__ import annotations
@@ -16,12 +18,24 @@ import os
 from collections import deque
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import torch
 
 Block = tuple[np.ndarray, np.ndarray, np.ndarray]
+
+
+class BlockSource(Protocol):
+    """What ``data.TokenStream`` reads blocks from: ``BlockReader`` or ``token_store.StoredReader``."""
+
+    cursor: Any
+
+    def next_block(self) -> Block: ...
+    def position(self) -> Any: ...
+    def seek(self, position: Any) -> None: ...
+    def close(self) -> None: ...
+
 
 MAX_WORKERS = 4  # at most: the cores beyond stay with the training process's other threads
 

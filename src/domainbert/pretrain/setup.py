@@ -36,6 +36,7 @@ from domainbert.pretrain.runtime import (
 )
 from domainbert.pretrain.start import ArmStart, arm_start, load_arm
 from domainbert.pretrain.task_text import arm_config, data_dir
+from domainbert.pretrain.token_store import stored_reader
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -119,7 +120,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     stream: PairStream | TokenStream
     if pcfg.next_sentence_prediction:
         stream = PairStream(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
-    else:
+    else:  # read from the split's token ids, tokenized once per corpus and tokenizer (token_store.py)
         stream = TokenStream(
             tokenizer,
             data_dir(layout, arm),
@@ -127,6 +128,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
             packing=pcfg.packing,
             shuffle_seed=pcfg.seed,
             encode_workers=default_workers(device),
+            blocks=stored_reader(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed),
         )
     return ArmSetup(
         arm=arm,
