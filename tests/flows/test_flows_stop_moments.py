@@ -32,6 +32,11 @@ DOMAINBERT = str(Path(sys.executable).with_name("domainbert"))
 SERVER_STARTING = "Starting temporary server on "
 
 
+def _env(home: Path) -> dict[str, str]:
+    # Prefect gives its temporary server 20 s to answer by default: too little on a loaded 2-core machine.
+    return {**base_env(home), "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS": "180"}
+
+
 def _answers(url: str) -> bool:
     try:
         with urllib.request.urlopen(f"{url}/health", timeout=1) as resp:
@@ -110,7 +115,7 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> 
     out, home = root / "run", root / "prefect-home"
     done = subprocess.run(
         [DOMAINBERT, "run", str(domain), "--out", str(out)],
-        env=base_env(home),
+        env=_env(home),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
@@ -128,7 +133,7 @@ def test_a_stop_at_any_moment_of_run_is_quiet_and_the_run_completes_after_it(
     out, home = tmp_path / "run", tmp_path / "prefect-home"
     shutil.copytree(finished, out)
     shutil.copytree(finished_home, home)
-    env = base_env(home)
+    env = _env(home)
     cmd = [DOMAINBERT, "run", str(domain), "--out", str(out)]
     for sig, group in ((signal.SIGINT, True), (signal.SIGTERM, False)):
         code, took, log, survivors = _launch(cmd, env, moment, sig, group)
