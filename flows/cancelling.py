@@ -8,8 +8,10 @@ Prefect's engine would record either as a crash of every flow and task it passes
 trains so that it checkpoints) raises ``StopRequested``. So a stop is raised inside task bodies only
 (``@cancellable_task`` runs them under ``signals.stoppable``); in a flow's body and in the engine's code around
 it a signal is recorded (``@cancellable`` runs the body under ``signals.graceful_stop``, over Prefect's SIGTERM
-bridge) and raised at the next task's start or the flow's own wait (``stages.results_or_stop``), where
-nothing of Prefect's own bookkeeping is cut short. ``@cancellable`` ends a flow so interrupted with a Cancelled
+bridge) and raised at the next flow body's or task's start or the flow's own wait (``stages.results_or_stop``),
+where nothing of Prefect's own bookkeeping is cut short. Outside the bodies (the engine creating a flow run,
+setting its states, finishing it) Prefect's bridge would raise on SIGTERM; ``stops_recorded_in_the_engine``
+(around ``domainbert run``'s flow call) hands the signal to domainbert's handler there too. ``@cancellable`` ends a flow so interrupted with a Cancelled
 state: "cancelled (...)" when a cancel was asked for (the runner said so, or this flow run or one of its
 parents is Cancelling or Cancelled on the API), else the stop's own message, which says to rerun the same
 command. A parent whose subflow ended Cancelled gets ``CancelledRun`` from the call and ends Cancelled the
@@ -30,8 +32,11 @@ from __future__ import annotations
 import functools
 import logging
 import signal
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import FrameType
 from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
+from unittest import mock
 
 from domainbert.core import signals
 
@@ -144,6 +149,7 @@ def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
 
         try:
             with signals.graceful_stop():
+                signals.check()  # a stop recorded while the engine set this flow run up
                 return fn(*args, **kwargs)
         except interrupted as exc:
             message = _stop_message(exc)
@@ -154,6 +160,27 @@ def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
             return cast(R, state)
 
     return wrapper
+
+
+@contextmanager
+def stops_recorded_in_the_engine() -> Iterator[None]:
+    """While open, a SIGTERM that reaches Prefect's flow engine outside a flow's body (creating the flow run,
+    setting its states, finishing it) goes to domainbert's handler when one is installed, as SIGINT already
+    does: recorded under ``graceful_stop`` (and raised at the next flow body's or task's start, or by the
+    caller after the flow), instead of Prefect's ``TerminationSignal`` raised in the engine's own bookkeeping,
+    which ends the run Crashed with a "Crash detected!" ERROR line. Without a domainbert handler the bridge
+    raises ``TerminationSignal`` as Prefect's does (a runner's cancel)."""
+    from prefect.exceptions import TerminationSignal
+    from prefect.utilities import engine
+
+    def bridge(signum: int, _frame: FrameType | None) -> None:
+        if not signals.handling():
+            raise TerminationSignal(signal=signum)
+        signals.deliver(signum)
+
+    # ``capture_sigterm`` installs the module's ``_prefect_sigterm_handler`` by name at each flow run's start.
+    with mock.patch.object(engine, "_prefect_sigterm_handler", bridge):
+        yield
 
 
 def cancellable_task(fn: Callable[P, R]) -> Callable[P, R]:

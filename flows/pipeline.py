@@ -16,6 +16,7 @@ from typing import cast
 from prefect import flow, get_run_logger
 
 from domainbert.config.domain import DEFAULT_PROFILE, RESOLVED_CONFIG
+from domainbert.core import signals
 from domainbert.core.runlock import held_token
 from domainbert.flows.cancelling import cancellable, unless_cancelled
 from domainbert.flows.locking import locked
@@ -66,6 +67,8 @@ def domain_pipeline(
         spec.out,
         RESOLVED_CONFIG,
     )
+    # A stop recorded while Prefect set this run up ends it here, before a stage's flow run is created.
+    signals.check()
     corpus_flow(spec, execution)
     vocab_flow(spec, execution)
     if execution.pretrain_deployment:

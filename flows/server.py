@@ -4,7 +4,9 @@ Without ``PREFECT_API_URL`` Prefect starts a temporary API server as a child pro
 command's process group. Ctrl-C in a terminal sends SIGINT to the whole group, so that server stopped first,
 and the flow, still stopping, met refused connections on every state change and log line, and hung. Here the
 server is started before the flow, in its own session (no terminal signal reaches it), the flow is pointed at
-it, and it is stopped only after the flow has ended and its logs and events are sent. A SIGKILL of the command
+it, and it is stopped only after the flow has ended and its logs and events are sent. Its start is stoppable:
+a stop while it starts (or recorded just before) stops the command at once, and the server with it; its
+drain and stop run under the caller's ``graceful_stop``, so a stop then is recorded, not cut into them. A SIGKILL of the command
 skips that stop: the server is also a child the kernel kills when the command dies
 (``core.processes.die_with_parent``), so it never runs on with no parent.
 """
@@ -24,6 +26,7 @@ from unittest import mock
 from prefect.server.api import server as prefect_server
 from prefect.settings import PREFECT_API_URL, temporary_settings
 
+from domainbert.core import signals
 from domainbert.core.processes import child_of
 
 logger = logging.getLogger(__name__)
@@ -72,14 +75,15 @@ def api_for_the_run() -> Iterator[None]:
     server = _OwnSessionServer()
     timeout = SETTING.value() if STARTUP_SETTING in os.environ else max(SETTING.value(), STARTUP_S)
     try:
-        server.start(timeout=timeout)
-    except RuntimeError as exc:  # Prefect's own "Timed out while attempting to connect ..."
-        server.stop()
-        raise DomainbertError(
-            f"the temporary Prefect server did not answer within {timeout} s ({str(exc)[:200]}); on a busy "
-            f"machine set {STARTUP_SETTING} higher, or point PREFECT_API_URL at a running server"
-        ) from None
-    try:
+        # Starting takes seconds on a loaded machine: a stop (or one recorded just before) ends it at once.
+        with signals.stoppable():
+            try:
+                server.start(timeout=timeout)
+            except RuntimeError as exc:  # Prefect's own "Timed out while attempting to connect ..."
+                raise DomainbertError(
+                    f"the temporary Prefect server did not answer within {timeout} s ({str(exc)[:200]}); on a "
+                    f"busy machine set {STARTUP_SETTING} higher, or point PREFECT_API_URL at a running server"
+                ) from None
         with temporary_settings(updates={PREFECT_API_URL: server.api_url}):
             try:
                 yield

@@ -362,20 +362,24 @@ def run(
 ) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
     cfg, layout = _setup(domain, overrides, profile, out)
+    from domainbert.flows.cancelling import stops_recorded_in_the_engine
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
     from domainbert.flows.server import api_for_the_run
 
-    # Signals are recorded in Prefect's engine code and raised in the stage tasks (``flows.cancelling``); the
-    # temporary server dies with this command even on SIGKILL (``flows.server``).
-    with run_lock(layout.root, f"domainbert run {domain}"), api_for_the_run(), signals.graceful_stop():
-        path = domain_pipeline(
-            domain=str(domain),
-            overrides=list(overrides or []),
-            profile=profile,
-            out=str(layout.root),
-            execution=ExecutionOptions(dask_local_workers=workers),
-        )
+    # Signals are recorded in Prefect's engine code and raised in the flow bodies' and stage tasks' starts
+    # (``flows.cancelling``), while the temporary server starts at once (``flows.server``); the server dies
+    # with this command even on SIGKILL.
+    with run_lock(layout.root, f"domainbert run {domain}"), signals.graceful_stop():
+        with api_for_the_run(), stops_recorded_in_the_engine():
+            path = domain_pipeline(
+                domain=str(domain),
+                overrides=list(overrides or []),
+                profile=profile,
+                out=str(layout.root),
+                execution=ExecutionOptions(dask_local_workers=workers),
+            )
+        signals.check("as the run finished")  # recorded after the last stage: every output is complete
     typer.echo(f"report: {path}")
 
 

@@ -119,6 +119,17 @@ def _handler(signum: int, _frame: FrameType | None) -> None:
         raise StopRequested(signum, "(second signal)" if not first else "")
 
 
+def handling() -> bool:
+    """Whether a ``stoppable``/``graceful_stop`` scope is open in this process (its handlers installed)."""
+    return bool(_defer)
+
+
+def deliver(signum: int) -> None:
+    """Handle ``signum`` as the open scope's handler would (record it, or raise ``StopRequested``): for a signal
+    another handler caught first (Prefect's SIGTERM bridge while its flow engine runs)."""
+    _handler(signum, None)
+
+
 @contextmanager
 def _handlers(defer: bool) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
