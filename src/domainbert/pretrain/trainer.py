@@ -22,11 +22,9 @@ overflow check).
 
 from __future__ import annotations
 
-import dataclasses
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -35,58 +33,29 @@ import torch
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
-from domainbert.core.distributed import barrier, replica_digests, resolve_precision
+from domainbert.core.distributed import barrier, replica_digests
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
 from domainbert.pretrain import checkpoint as ckpt
-from domainbert.pretrain.data import TokenStream
-from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
+from domainbert.pretrain.engine import objective_of
 from domainbert.pretrain.evaluation import watch_steps
 from domainbert.pretrain.log_window import LogWindow
 from domainbert.pretrain.masking import apply_mask, host_positions, step_generator
-from domainbert.pretrain.objective import count_parameters
 from domainbert.pretrain.outputs import loadable_view, write_outputs
-from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.plan import Phase
-from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective
 from domainbert.pretrain.runtime import (
     stop_agreed,
     torch_threads,
 )
 from domainbert.pretrain.setup import ArmSetup, set_up
-from domainbert.pretrain.start import warmup_record
+from domainbert.pretrain.summary import arm_summary
+from domainbert.pretrain.train_state import TrainState
 from domainbert.services.tracking import MetricsLog, Tracker
 
 if TYPE_CHECKING:
     from tqdm.auto import tqdm
 
 log = logging.getLogger(__name__)
-
-
-@dataclass
-class TrainState:
-    """What a checkpoint holds besides weights, optimizer and RNG (stored as a dict with these keys)."""
-
-    fingerprint: str
-    step: int = 0
-    tokens: int = 0
-    real_tokens: int = 0
-    positions: int = 0
-    train_seconds: float = 0.0
-    loss_curve: list[list[float]] = field(default_factory=list)
-    before: dict[str, float | None] = field(default_factory=dict)
-    resumed_from: list[int] = field(default_factory=list)
-
-    def to_checkpoint(self, stream: PairStream | TokenStream) -> dict[str, Any]:
-        return {**dataclasses.asdict(self), "data": stream.state_dict()}
-
-    @classmethod
-    def from_checkpoint(cls, saved: dict[str, Any], stream: PairStream | TokenStream) -> TrainState:
-        stream.load_state_dict(saved["data"])
-        names = {f.name for f in dataclasses.fields(cls)}
-        state = cls(**{k: v for k, v in saved.items() if k in names})
-        state.resumed_from = state.resumed_from + [state.step]
-        return state
 
 
 def train_arm(
@@ -131,7 +100,7 @@ def train_arm(
             barrier()
             return None
         try:
-            summary = {**_summary(cfg, setup, state, after, nsp_last, layout), "replica_digests": replicas}
+            summary = {**arm_summary(cfg, setup, state, after, nsp_last, layout), "replica_digests": replicas}
             model = write_outputs(cfg, arm, layout, setup.model, setup.tokenizer, weights, summary, fingerprint)
         except BaseException:
             metrics.close("FAILED")
@@ -357,94 +326,6 @@ def _tracker(
         },
         tags={"domainbert.stage": "pretrain", "domainbert.arm": setup.arm, "domainbert.version": __version__},
     )
-
-
-def _task_text_fields(setup: ArmSetup, layout: RunLayout) -> dict[str, Any]:
-    """What a task-adaptive arm pretrained on: the text (``data``), its tokens and the passes configured."""
-    from domainbert.config.pretrain import ARMS
-    from domainbert.pretrain.task_text import read_manifest
-
-    kind = ARMS[setup.arm]
-    if not kind.on_task_text:
-        return {"data": kind.data}
-    manifest = read_manifest(layout, kind.data == "curated") or {}
-    return {"data": kind.data, "task_text_tokens": manifest.get("task_tokens"), "tapt_epochs": setup.pcfg.tapt.epochs}
-
-
-def _summary(
-    cfg: DomainConfig,
-    setup: ArmSetup,
-    state: TrainState,
-    after: dict[str, float | None],
-    nsp_last: dict[str, Any],
-    layout: RunLayout,
-) -> dict[str, Any]:
-    pcfg, plan, engine = setup.pcfg, setup.plan, setup.engine
-    tps = state.real_tokens / max(state.train_seconds, 1e-9)
-    return {
-        "arm": setup.arm,
-        "source": setup.start.source,
-        "steps": state.step,
-        "planned_steps": plan.total_steps,
-        "budget_tokens": pcfg.budget_tokens,
-        "tokens_consumed": state.tokens,
-        **_task_text_fields(setup, layout),
-        "real_tokens_per_s": tps,
-        "real_token_fraction": state.real_tokens / max(state.positions, 1),
-        "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,
-        "domain_perplexity": after.get("domain"),
-        "domain_perplexity_before": state.before.get("domain"),
-        "general_perplexity": after.get("general"),
-        "general_perplexity_before": state.before.get("general"),
-        "flops_per_token": setup.flops_per_token,
-        "peak_tflops": pcfg.peak_tflops,
-        "mfu": setup.mfu(tps),
-        "wall_seconds": state.train_seconds,
-        "loss_curve": state.loss_curve,
-        "seq_len_phases": [[p.start, p.end, p.seq_len, p.batch_size] for p in plan.phases],
-        "precision": resolve_precision(pcfg.precision, setup.device),
-        "sparse_prediction": pcfg.sparse_prediction,
-        "packing": pcfg.packing,
-        "whole_word_mask": pcfg.whole_word_mask,
-        "world_size": setup.world,
-        "next_sentence_prediction": pcfg.next_sentence_prediction,
-        **nsp_last,
-        "engine": "deepspeed" if pcfg.deepspeed.enabled else "torch",
-        "attention": setup.attention,
-        "torch_threads": torch.get_num_threads(),
-        "zero_stage": (  # a user's file may set it
-            engine.ds_config.get("zero_optimization", {}).get("stage", 0)
-            if isinstance(engine, DeepSpeedEngine)
-            else None
-        ),
-        "parameters": count_parameters(setup.model),
-        "vocab_size": len(setup.tokenizer),
-        "resumed_from": state.resumed_from,
-        "lr": pcfg.lr,
-        "warmup_ratio": pcfg.warmup_ratio,
-        "start_head": setup.start.head_origin,
-        "base_warmup": warmup_record(setup.start),
-        **_objective_fields(setup, state, after),
-    }
-
-
-def _objective_fields(setup: ArmSetup, state: TrainState, after: dict[str, float | None]) -> dict[str, Any]:
-    """The objective, and under replaced-token detection what stands beside perplexity (the generator's): the
-    discriminator's accuracy before and after, and the generator's depth."""
-    objective = setup.pcfg.objective(setup.arm)
-    if objective != "rtd":
-        return {"objective": objective}
-    generator = cast(ReplacedTokenObjective, objective_of(setup.engine)).generator
-    return {
-        "objective": objective,
-        "perplexity_of": "generator",
-        "generator_layers": int(generator.config.num_hidden_layers),
-        "discriminator_accuracy_before": state.before.get("domain_discriminator_accuracy"),
-        "discriminator_accuracy": after.get("domain_discriminator_accuracy"),
-        "discriminator_floor_accuracy_before": state.before.get("domain_discriminator_floor_accuracy"),
-        "discriminator_floor_accuracy": after.get("domain_discriminator_floor_accuracy"),
-        "general_discriminator_accuracy": after.get("general_discriminator_accuracy"),
-    }
 
 
 def _progress(enabled: bool, total: int, initial: int, arm: str) -> tqdm | None:
