@@ -116,14 +116,15 @@ def emit(result: dict[str, Any], name: str, out: Path | None = None) -> Path:
     return path
 
 
-def run_pipeline(argv: list[str], **popen: Any) -> int:
+def run_pipeline(argv: list[str], timeout: float | None = None, **popen: Any) -> int | None:
     """Run a ``domainbert`` command as a child in this process group, wait for it and return its exit code;
     ``SystemExit`` with that code when it was stopped.
 
     A stop reaches the child as the user meant it: Ctrl-C in a terminal signals the whole group, so the child
     gets its own SIGINT, and this parent waits for its clean stop (one line, state saved, lock released)
     where ``subprocess.run`` would kill it a quarter of a second later; a SIGTERM sent to this parent alone is
-    passed on to the child. A child still running 120 s after the stop is killed.
+    passed on to the child. A child still running 120 s after the stop is killed. Past ``timeout`` seconds the
+    child is stopped the same way (SIGINT, then a kill after 120 s) and None is returned.
     """
     import signal
 
@@ -133,7 +134,15 @@ def run_pipeline(argv: list[str], **popen: Any) -> int:
     forward = signal.signal(signal.SIGTERM, lambda *_: proc.send_signal(signal.SIGTERM))
     try:
         try:
-            return proc.wait()
+            return proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.send_signal(signal.SIGINT)
+            try:
+                proc.wait(timeout=120)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+            return None
         except KeyboardInterrupt:
             try:
                 proc.wait(timeout=120)

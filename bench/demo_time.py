@@ -27,7 +27,7 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from common import OFFLINE_ENV, emit, git_revision, machine_info, peak_rss_mib, results_dir  # noqa: E402
+from common import OFFLINE_ENV, emit, git_revision, machine_info, peak_rss_mib, results_dir, run_pipeline  # noqa: E402
 
 # "12:34:56.789 | INFO    | Flow run 'proud-fox' - Beginning subflow run 'proud-fox' for flow 'domainbert-corpus'"
 LINE = re.compile(r"^(\d\d):(\d\d):(\d\d)\.(\d{3}) \| \w+\s*\| (Flow|Task) run '([^']+)' - (.*)$")
@@ -129,11 +129,7 @@ def main(argv: list[str] | None = None) -> int:
     start_local = datetime.now()
     start_epoch, t0 = time.time(), time.perf_counter()
     with open(log_path, "w") as log:
-        try:
-            proc = subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT, env=env, timeout=args.timeout)
-            returncode: int | None = proc.returncode
-        except subprocess.TimeoutExpired:
-            returncode = None
+        returncode = run_pipeline(cmd, timeout=args.timeout, stdout=log, stderr=subprocess.STDOUT, env=env)
     total = round(time.perf_counter() - t0, 2)
 
     lines = log_path.read_text(errors="replace").splitlines()

@@ -57,3 +57,11 @@ def test_sigterm_to_the_parent_alone_is_passed_on(tmp_path: Path) -> None:
     proc.send_signal(signal.SIGTERM)
     proc.wait(timeout=30)
     assert (tmp_path / "saved").read_text() == "SIGTERM"
+
+
+def test_past_its_timeout_the_child_is_stopped_cleanly_and_none_returned(tmp_path: Path) -> None:
+    code = (f"import sys; sys.path.insert(0, {str(BENCH)!r}); from common import run_pipeline; "
+            f"rc = run_pipeline([sys.executable, '-c', {CHILD!r}, {str(tmp_path)!r}], timeout=3); "
+            "sys.exit(0 if rc is None else 1)")
+    assert subprocess.run([sys.executable, "-c", code], timeout=60).returncode == 0
+    assert (tmp_path / "saved").read_text() == "SIGINT"
