@@ -27,11 +27,14 @@ signal.signal(signal.SIGTERM, stop)
 time.sleep(60)
 """
 
+# A bench script as a terminal starts it: Python's own SIGINT handler (a test runner's worker may have left
+# SIGINT ignored, which its children inherit).
 PARENT = """
-import sys
+import signal, sys
+signal.signal(signal.SIGINT, signal.default_int_handler)
 sys.path.insert(0, {bench!r})
 from common import run_pipeline
-run_pipeline([sys.executable, "-c", {child!r}, {out!r}])
+sys.exit(run_pipeline([sys.executable, "-c", {child!r}, {out!r}]))
 """
 
 

@@ -3,6 +3,7 @@ that never answers ends the command in one line naming the setting, not in Prefe
 
 from __future__ import annotations
 
+import socket
 import subprocess
 import sys
 
@@ -16,8 +17,11 @@ from domainbert.flows import server
 def silent_server(monkeypatch):
     """A server process that never answers its health check (a real process, stopped by the server's stop)."""
     started: list[subprocess.Popen] = []
+    held = socket.socket()  # bound, never listening: its port refuses every connection and no server can take it
+    held.bind(("127.0.0.1", 0))
 
     def never_answers(self):
+        self.port = held.getsockname()[1]  # where the health check will ask
         proc = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"])
         started.append(proc)
         return proc
@@ -25,6 +29,7 @@ def silent_server(monkeypatch):
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setattr(server._OwnSessionServer, "_run_uvicorn_command", never_answers)
     yield started
+    held.close()
     for proc in started:
         proc.kill()
 
