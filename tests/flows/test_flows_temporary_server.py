@@ -35,10 +35,11 @@ def silent_server(monkeypatch):
 
 
 def test_a_server_that_never_answers_is_one_line_naming_the_setting(monkeypatch, silent_server) -> None:
-    from prefect.settings import PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
 
     monkeypatch.setenv(server.STARTUP_SETTING, "1")  # the user's own setting is kept
-    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1}):
+    # an earlier test in this worker may have left PREFECT_API_URL in Prefect's settings: the run's own server only
+    with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1}, restore_defaults={PREFECT_API_URL}):
         with pytest.raises(DomainbertError) as err:
             with server.api_for_the_run():
                 pytest.fail("the block ran without a server")
@@ -58,7 +59,9 @@ def test_without_the_setting_the_run_waits_longer_than_prefects_20_s(monkeypatch
     monkeypatch.delenv("PREFECT_API_URL", raising=False)
     monkeypatch.setattr(server._OwnSessionServer, "start", start)
     monkeypatch.setattr(server._OwnSessionServer, "stop", lambda self: None)
-    with pytest.raises(DomainbertError):
+    from prefect.settings import PREFECT_API_URL, temporary_settings
+
+    with temporary_settings(restore_defaults={PREFECT_API_URL}), pytest.raises(DomainbertError):
         with server.api_for_the_run():
             pass
     assert asked == [server.STARTUP_S]
