@@ -40,7 +40,19 @@ STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 class _OwnSessionServer(prefect_server.SubprocessASGIServer):
     """Prefect's temporary server, its process in a new session and bound to this one's life (its command line
     stays Prefect's own). Start it from a thread that lives as long as the run: the kernel's parent-death
-    signal follows the thread that started the child."""
+    signal follows the thread that started the child.
+
+    Prefect keeps one server per port in a class-wide table, and a plain ``SubprocessASGIServer()`` returns the
+    one already there: a server Prefect started for itself earlier in the process (already running, so ``start``
+    does nothing), which this block would then use and stop. Each run's server is its own instance, kept out
+    of that table, and its stop removes no one else's entry."""
+
+    def __new__(cls, *args: Any, **kwargs: Any) -> _OwnSessionServer:
+        return object.__new__(cls)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self._instance_key = object()  # type: ignore[assignment]  # a key no table entry has: stop deletes nothing
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
         bound = functools.partial(subprocess.Popen, start_new_session=True, preexec_fn=child_of(os.getpid()))

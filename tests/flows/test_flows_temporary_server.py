@@ -48,6 +48,26 @@ def test_a_server_that_never_answers_is_one_line_naming_the_setting(monkeypatch,
     assert silent_server[0].wait(timeout=10) is not None  # stopped, not left running
 
 
+def test_a_server_prefect_already_runs_in_the_process_is_neither_used_nor_stopped(monkeypatch, silent_server) -> None:
+    """Prefect keeps one temporary server per port in a class-wide table; the run starts its own all the same."""
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+
+    prefects_own = object.__new__(server.prefect_server.SubprocessASGIServer)
+    prefects_own.__init__()
+    prefects_own.running = True  # as after Prefect started it for a flow run earlier in this process
+    stopped: list[object] = []
+    monkeypatch.setattr(prefects_own, "stop", lambda: stopped.append(prefects_own))
+    monkeypatch.setitem(server.prefect_server.SubprocessASGIServer._instances, None, prefects_own)
+    monkeypatch.setenv(server.STARTUP_SETTING, "1")
+
+    quick = {PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1}
+    with temporary_settings(updates=quick, restore_defaults={PREFECT_API_URL}), pytest.raises(DomainbertError):
+        with server.api_for_the_run():
+            pytest.fail("the block ran on a server it did not start")
+    assert len(silent_server) == 1  # it started its own
+    assert stopped == [] and server.prefect_server.SubprocessASGIServer._instances[None] is prefects_own
+
+
 def test_without_the_setting_the_run_waits_longer_than_prefects_20_s(monkeypatch) -> None:
     asked: list[float] = []
 
