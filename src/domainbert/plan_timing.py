@@ -5,7 +5,9 @@ pretraining at ``pretrain.batch_size`` x ``seq_len`` with the arm's objective, t
 this CPU (bf16 only where the CPU computes it natively, ``resolve_precision``) and the attention the trainer picks
 (``training_attention``); the base warm-up with its encoder frozen when it trains the head alone; fine-tuning at
 ``finetune.batch_size`` and scoring at ``finetune.eval_batch_size``, both at the task's mean length in the base's
-sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``max_length``). Each probe times a
+sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``max_length``), with as many runs
+stepping at once as the stage trains side by side (``--workers``), plus each run's setup (the model loaded and
+the task encoded by the run's own ``prepare_run``, timed once per task and not cached). Each probe times a
 few steps after one warm-up step and keeps the median, at the machine's current load: a loaded machine gets a
 slower rate. Results are cached under ``machine_cache()/plan-calibration/`` keyed by the probe's shape, the torch
 version and the CPU; a cached rate is reused while the load is near the one it was measured at (within half the
@@ -22,6 +24,7 @@ import os
 import platform
 import statistics
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -107,6 +110,15 @@ def _timed(step: Any, tokens: int) -> float:
         step()
         times.append(clock() - t0)
     return statistics.median(times[1:]) / tokens
+
+
+def _timed_together(steps: list[Any], tokens: int) -> float:
+    """``_timed`` of every step in ``steps`` at once, one thread each (the runs ``--workers`` trains side by side
+    share the cores and the memory bandwidth): the median of their rates."""
+    if len(steps) == 1:
+        return _timed(steps[0], tokens)
+    with ThreadPoolExecutor(len(steps)) as pool:
+        return statistics.median(pool.map(lambda step: _timed(step, tokens), steps))
 
 
 def measure(shape: dict[str, Any], probe: Any, what: str) -> Rate:
@@ -204,8 +216,9 @@ def task_length(cfg: DomainConfig, task: TaskConfig) -> int:
     return max(2, round(statistics.fmean(lengths)))
 
 
-def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rate, Rate]:
-    """Seconds per token of a fine-tuning step and of scoring (forward only) on ``task`` at ``width``."""
+def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int, together: int = 1) -> tuple[Rate, Rate]:
+    """Seconds per token of a fine-tuning step and of scoring (forward only) on ``task`` at ``width``, with
+    ``together`` runs stepping at once (``--workers``)."""
     import torch
 
     from domainbert.core.distributed import resolve_device
@@ -217,6 +230,7 @@ def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rat
     head = "ner" if task.type == "ner" else "classification"
     shape = {"config": config.to_dict(), "head": head, "width": width, "device": str(dev), "dtype": str(dtype)}
     shape["threads"] = f.torch_threads  # fine-tuning's own (the offline profiles: one per run)
+    shape["together"] = together
 
     def model() -> Any:
         from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
@@ -227,7 +241,7 @@ def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rat
     def autocast() -> Any:
         return torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None)
 
-    def train_probe() -> float:
+    def train_step() -> Any:
         from domainbert.core.optim import adamw, param_groups
 
         m = model()
@@ -243,10 +257,9 @@ def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rat
             opt.step()
             opt.zero_grad()
 
-        with torch_threads(f.torch_threads):
-            return _timed(step, f.batch_size * width)
+        return step
 
-    def score_probe() -> float:
+    def score_step() -> Any:
         m = model().eval()
         ids = torch.randint(5, config.vocab_size, (f.eval_batch_size, width), device=dev)
 
@@ -254,18 +267,34 @@ def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int) -> tuple[Rat
             with torch.no_grad(), autocast():
                 m(input_ids=ids)
 
-        with torch_threads(f.torch_threads):
-            return _timed(step, f.eval_batch_size * width)
+        return step
 
-    threads = f"{f.torch_threads or 'default'} thread(s)"
+    def probe(make: Any, batch: int) -> float:
+        with torch_threads(f.torch_threads):
+            return _timed_together([make() for _ in range(together)], batch * width)
+
+    threads = f"{f.torch_threads or 'default'} thread(s)" + (f", {together} runs at once" if together > 1 else "")
     train = measure(
         {**shape, "probe": "finetune", "batch": f.batch_size},
-        train_probe,
+        lambda: probe(train_step, f.batch_size),
         f"{f.batch_size} x {width} tokens, {str(dtype).removeprefix('torch.') if dtype else 'fp32'}, {threads}",
     )
     score = measure(
         {**shape, "probe": "score", "batch": f.eval_batch_size},
-        score_probe,
+        lambda: probe(score_step, f.eval_batch_size),
         f"{f.eval_batch_size} x {width} tokens, {threads}",
     )
     return train, score
+
+
+def setup_seconds(cfg: DomainConfig, task: TaskConfig) -> float:
+    """Seconds one fine-tuning run of ``task`` spends before its first step, timed now: the base model and its
+    tokenizer loaded and every split encoded (``runner.prepare_run``, the run's own call); not cached, it
+    depends on the task's files."""
+    from domainbert.finetune.runner import prepare_run
+    from domainbert.services.tasks import load_task
+
+    data = load_task(task)
+    t0 = clock()
+    prepare_run(data, cfg.base_model.name_or_path, 0, cfg.finetune.pooling, cfg.finetune.max_length)
+    return clock() - t0

@@ -202,7 +202,9 @@ def estimate(
     (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
     parameter count (``plan_timing.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
     offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
-    the evaluations at its start and end and its checkpoints are not included."""
+    the evaluations at its start and end and its checkpoints are not included. A fine-tuning run is its setup
+    (the model loaded and the task encoded, timed once per task), its training and its scoring, the steps timed
+    with as many runs at once as ``workers`` will train side by side."""
     from domainbert import plan_timing as timing
     from domainbert.pretrain.base_warmup import NAME as WARMUP
 
@@ -242,6 +244,7 @@ def estimate(
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
         per_run = {}
+        together = max(1, min(workers, len(ft.detail["todo_tasks"])))  # runs that train side by side
         for task in cfg.finetune.tasks:
             if task.name not in ft.detail["todo_tasks"]:
                 continue
@@ -249,9 +252,13 @@ def estimate(
             train, score = _finetune_tokens(cfg, task, width)
             kind = f"{task.type} at {width} tokens"
             if calibrate:
-                fit, scoring = timing.finetune_rates(cfg, task, width)
-                per_run[task.name] = train * per_token(f"finetune {kind}", lambda r=fit: r) + score * per_token(
-                    f"score {kind}", lambda r=scoring: r
+                fit, scoring = timing.finetune_rates(cfg, task, width, together)
+                setup = timing.setup_seconds(cfg, task)
+                how.append(f"{task.name}: {setup:.1f} s a run to load the model and encode the task (timed now)")
+                per_run[task.name] = (
+                    setup
+                    + train * per_token(f"finetune {kind}", lambda r=fit: r)
+                    + score * per_token(f"score {kind}", lambda r=scoring: r)
                 )
             else:
                 per_run[task.name] = train * guess + score * guess / 3

@@ -17,6 +17,11 @@ def _cfg(base_model, *more):
     return make_cfg(base_model, "pretrain.arms=[continued]", "finetune.only_tasks=[science-terms-ner]", *more)
 
 
+def _probes(est):
+    """The estimate's lines about timed steps (a run's setup is timed on every plan, never cached)."""
+    return [h for h in est.how if "tokens/s" in h]
+
+
 class _Clock:
     """A probe clock that moves only by what each probe step is made to take (the steps still run)."""
 
@@ -55,13 +60,13 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     clock.step_s = 0.3  # the cache serves every probe: the same rates, said to be cached
     plan_timing._timed_here.clear()  # from the disk, as in a new plan
     again = estimate(cfg, plans)
-    assert again.seconds == first.seconds and all("(cached, measured at load 0.5)" in h for h in again.how)
+    assert again.seconds == first.seconds and all("(cached, measured at load 0.5)" in h for h in _probes(again))
 
     # the machine got busier: the cache no longer fits the load, every probe is timed again, three times slower
     monkeypatch.setattr(plan_timing, "current_load", lambda: 0.5 + plan_timing.os.cpu_count())
     plan_timing._timed_here.clear()  # a new plan: within one, a shape is probed once
     slow = estimate(cfg, plans)
-    assert all("measured now" in h for h in slow.how), slow.how
+    assert all("measured now" in h for h in _probes(slow)), slow.how
     assert all(math.isclose(slow.seconds[k], 3 * first.seconds[k]) for k in first.seconds)
     text = render(plans, slow.seconds, slow)
     assert "calibrated with timed steps" in text and "tokens/s (measured now" in text
@@ -71,7 +76,7 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     other = estimate(other_cfg, stage_plans(other_cfg, layout))
     [line] = [h for h in other.how if h.startswith("pretrain mlm")]
     assert "2 x 32 tokens" in line and "measured now" in line
-    assert all("cached" in h for h in other.how if not h.startswith("pretrain"))
+    assert all("cached" in h for h in _probes(other) if not h.startswith("pretrain"))
 
 
 def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp_path, monkeypatch):
@@ -85,3 +90,40 @@ def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp
     assert not (machine_cache() / plan_timing.CACHE).exists()
     assert "an uncalibrated guess" in render(plans, guess.seconds, guess)
     assert any(h.startswith("uncalibrated guess: 6 FLOPs per parameter") for h in guess.how)
+
+
+def test_fine_tuning_is_timed_with_its_workers_at_once_and_each_run_pays_its_setup(base_model, layout, tmp_path, monkeypatch):
+    import re
+    import threading
+
+    from domainbert.run_plan import _finetune_tokens
+
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    side_by_side = threading.Barrier(2, timeout=30)  # broken unless two probes step at the same time
+    steppers: set[int] = set()
+
+    def timed(step, n):
+        step()  # the real step, in whichever thread times it
+        if threading.current_thread() is not threading.main_thread():
+            steppers.add(threading.get_ident())
+            side_by_side.wait()
+        return 1e-3
+
+    monkeypatch.setattr(plan_timing, "_timed", timed)
+    cfg = _cfg(base_model)
+    plans = stage_plans(cfg, layout)
+    est = estimate(cfg, plans, workers=2)
+    assert len(steppers) >= 2 and not side_by_side.broken
+    [train_line] = [h for h in est.how if h.startswith("finetune ner")]
+    assert "2 runs at once" in train_line, est.how
+    [setup_line] = [h for h in est.how if "a run to load the model and encode the task" in h]
+    setup = float(re.search(r": ([0-9.]+) s a run", setup_line).group(1))
+    assert setup > 0  # the run's own prepare_run on the base and the task, timed
+    [task] = cfg.finetune.tasks
+    runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
+    width = plan_timing.task_length(cfg, task)
+    train, score = _finetune_tokens(cfg, task, width)
+    assert math.isclose(est.seconds["finetune"], runs * (setup + (train + score) * 1e-3) / 2, abs_tol=0.05 * runs)
+
+    one = estimate(cfg, plans, workers=1)  # one run at a time is another probe shape, with its own line
+    assert not any("runs at once" in h for h in one.how if h.startswith("finetune"))

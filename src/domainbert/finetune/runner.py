@@ -154,6 +154,17 @@ def _load_pair(
     return model, tok
 
 
+def prepare_run(
+    data: TaskData, model_ref: str, seed: int, pooling: str, max_length: int
+) -> tuple[PreTrainedModel | MeanPoolClassifier, PreTrainedTokenizerBase, dict[str, list[dict[str, Any]]]]:
+    """What a run does before its first step: the task model, its tokenizer and every split encoded (``plan``
+    times this same call as a run's fixed cost)."""
+    model, tok = _load_pair(model_ref, data, seed, pooling)
+    if data.config.chunks > 1 and isinstance(model, MeanPoolClassifier):
+        model.chunk_length = max_length  # every window of a long text encoded on its own, all pooled
+    return model, tok, {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
+
+
 def _score_test(
     out: dict[str, Any],
     data: TaskData,
@@ -200,10 +211,7 @@ def run_finetune(
     Raises:
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
     """
-    model, tok = _load_pair(model_ref, data, settings.seed, pooling)
-    if data.config.chunks > 1 and isinstance(model, MeanPoolClassifier):
-        model.chunk_length = max_length  # every window of a long text encoded on its own, all pooled
-    feats = {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
+    model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
     val_gold = gold_of(data, "validation")
