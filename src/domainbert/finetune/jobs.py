@@ -199,6 +199,9 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
     return run_cfg, inputs, fingerprint(run_cfg, inputs)
 
 
+_said_overlaps: set[str] = set()
+
+
 def load_task_data(cfg: DomainConfig, task: TaskConfig) -> TaskData:
     """``task`` read as fine-tuning and its floor score it: examples its validation and test splits share with
     its training split are left out unless ``finetune.split_overlap`` is ``keep``; what was found and done is in
@@ -208,7 +211,10 @@ def load_task_data(cfg: DomainConfig, task: TaskConfig) -> TaskData:
     excluded = overlap.any and cfg.finetune.split_overlap == "exclude"
     if overlap.any:
         sizes = {split: len(examples) for split, examples in data.splits.items()}
-        logger.warning("%s; %s", overlap.sentence(task.name, sizes), "left out of scoring" if excluded else "kept")
+        said = f"{overlap.sentence(task.name, sizes)}; {'left out of scoring' if excluded else 'kept'}"
+        # every run of the task reads it: said once a process, not once a run (the report gives it too)
+        logger.log(logging.DEBUG if said in _said_overlaps else logging.WARNING, "%s", said)
+        _said_overlaps.add(said)
     if excluded:
         data = without_overlap(data, overlap)
     data.split_overlap = {
