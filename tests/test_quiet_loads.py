@@ -79,7 +79,7 @@ import sys
 from transformers import BertConfig, BertModel
 from domainbert.core import models
 if sys.argv[2] == "quiet":
-    models.quiet_progress_bars()
+    models.quiet_libraries()
 BertModel(BertConfig(vocab_size=64, hidden_size=32, num_hidden_layers=1, num_attention_heads=2,
                      intermediate_size=64, max_position_embeddings=16)).save_pretrained(sys.argv[1])
 """
@@ -96,3 +96,28 @@ def test_saving_a_model_shows_no_progress_bar_once_quieted(tmp_path, quiet):
     proc = subprocess.run([sys.executable, "-c", SAVE, str(tmp_path / "m"), "quiet" if quiet else "loud"],
                           capture_output=True, text=True, env=env, timeout=120, check=True)
     assert ("Writing model shards" in proc.stderr) is not quiet, proc.stderr
+
+
+
+DASK = """
+import logging, sys
+from domainbert.core import models
+if sys.argv[1] == "quiet":
+    models.quiet_libraries()
+import distributed  # configures its loggers from Dask's config as it is imported
+print(logging.getLogger("distributed").getEffectiveLevel())
+"""
+
+
+@pytest.mark.parametrize("quiet", [True, False])
+def test_dasks_cluster_logs_warnings_only_once_quieted(quiet):
+    """The local Dask cluster of ``--workers`` logged some fifty INFO lines under ``domainbert run`` as it started
+    and stopped its workers; quieted, the command and the processes it starts log Dask's warnings only."""
+    import os
+    import subprocess
+    import sys
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("DASK_")}
+    proc = subprocess.run([sys.executable, "-c", DASK, "quiet" if quiet else "loud"],
+                          capture_output=True, text=True, env=env, timeout=180, check=True)
+    assert int(proc.stdout.split()[-1]) == (logging.WARNING if quiet else logging.INFO), proc.stdout

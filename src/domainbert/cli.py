@@ -92,7 +92,9 @@ def _main(
     verbose: Annotated[
         bool,
         typer.Option(
-            "--verbose", help="Show transformers' loading reports and progress bars (expected, so hidden by default)."
+            "--verbose",
+            help="Show transformers' loading reports and progress bars and Dask's INFO lines (expected, so hidden "
+            "by default).",
         ),
     ] = False,
 ) -> None:
@@ -102,9 +104,9 @@ def _main(
 
         os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
     else:
-        from domainbert.core.models import quiet_progress_bars
+        from domainbert.core.models import quiet_libraries
 
-        quiet_progress_bars()
+        quiet_libraries()
 
 
 def _setup(

@@ -39,12 +39,17 @@ _quiet_depth = 0  # loads under way in this process's threads: the first silence
 _quiet_saved: tuple[int, bool] = (0, True)  # transformers' verbosity and progress bars before the first
 
 
-def quiet_progress_bars() -> None:
+def quiet_libraries() -> None:
     """transformers' and the Hub's progress bars off for this command and every process it starts ("Writing
-    model shards" on each save, in the middle of the run's log lines); ``domainbert --verbose`` keeps them."""
+    model shards" on each save, in the middle of the run's log lines), and Dask's cluster at warnings (a local
+    cluster logs some fifty INFO lines as it starts and stops its workers); ``domainbert --verbose`` keeps both."""
+    import logging
     import sys
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
+    os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")  # read when distributed is imported
+    if "distributed" in sys.modules:
+        logging.getLogger("distributed").setLevel(logging.WARNING)
     if "transformers" in sys.modules:
         from transformers.utils import logging as hf_logging
 
