@@ -37,8 +37,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"
 
+# --durations: the slowest tests, printed at the end, so that a suite growing past its time says where
 test: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
 # The everyday lane: no DeepSpeed launches, no Prefect server, nothing marked slow.
 test-fast: setup
