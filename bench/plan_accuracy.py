@@ -12,7 +12,8 @@ record itself (an arm's and the warm-up's tokens from their ``summary.json``, on
 ``result.json``, floors left out) and timed by ``run_plan.estimate``, the code ``plan`` runs, here and now.
 Real times: an arm's training steps (``summary.json`` ``wall_seconds``) and the arm's whole stage (first to last
 record of its ``metrics.jsonl``: evaluations and checkpoints included); the warm-up's ``wall_seconds``; the sum of
-the fine-tuning runs' ``wall_seconds`` (one after another: ``plan --workers 1``). Prints and writes
+the fine-tuning runs' ``wall_seconds`` divided by ``--workers`` (the runs the run trained side by side: a demo
+made with ``--workers 2`` is compared with ``plan --workers 2``, whose probes step two runs at once). Prints and writes
 ``bench/results/plan-accuracy-<run>.json`` with ratio = estimate / real per stage and the probes' "how" lines.
 The run's own load is not known; this machine's load now is recorded with the estimate.
 """
@@ -47,8 +48,9 @@ def _span(metrics: Path) -> float | None:
     return (max(stamps) - min(stamps)).total_seconds() if stamps else None
 
 
-def recorded_stages(run: Path) -> tuple[list[Any], dict[str, dict[str, float]]]:
-    """The stages ``run`` recorded, as plan's ``StagePlan`` sized from the records, and their real seconds."""
+def recorded_stages(run: Path, workers: int = 1) -> tuple[list[Any], dict[str, dict[str, float]]]:
+    """The stages ``run`` recorded, as plan's ``StagePlan`` sized from the records, and their real seconds (the
+    fine-tuning runs' summed over ``workers`` running side by side)."""
     from domainbert.pretrain.base_warmup import NAME as WARMUP
     from domainbert.run_plan import StagePlan
 
@@ -72,7 +74,7 @@ def recorded_stages(run: Path) -> tuple[list[Any], dict[str, dict[str, float]]]:
     tasks = [r["task"] for r in runs]
     plans.append(StagePlan("finetune", "will run", {"todo_tasks": tasks}))
     if runs:
-        real["finetune"] = {"stage": sum(r["wall_seconds"] for r in runs), "runs": len(runs)}
+        real["finetune"] = {"stage": sum(r["wall_seconds"] for r in runs) / workers, "runs": len(runs)}
     return plans, real
 
 
@@ -82,6 +84,7 @@ def main() -> None:
     parser.add_argument("--domain", help="The domain, where the folder has no config.resolved.json.")
     parser.add_argument("--profile", default=None)
     parser.add_argument("--override", action="append", default=[], help="dotted.key=value, after the recorded ones.")
+    parser.add_argument("--workers", type=int, default=1, help="Fine-tuning runs the run trained side by side.")
     parser.add_argument("--no-calibrate", action="store_true", help="The uncalibrated guess instead of probes.")
     parser.add_argument("--emulated", default=None, help="A note on an emulated machine (e.g. ATEN_CPU_CAPABILITY).")
     args = parser.parse_args()
@@ -95,8 +98,8 @@ def main() -> None:
         parser.error(f"{args.run} has no config.resolved.json: name its --domain")
     overrides = [*recorded.get("overrides", []), *args.override]
     cfg = load_domain(domain, overrides, args.profile or recorded.get("profile") or DEFAULT_PROFILE)
-    plans, real = recorded_stages(args.run)
-    timed = estimate(cfg, plans, workers=1, calibrate=not args.no_calibrate)
+    plans, real = recorded_stages(args.run, args.workers)
+    timed = estimate(cfg, plans, workers=args.workers, calibrate=not args.no_calibrate)
     if timed is None:
         parser.error(f"the base model {cfg.base_model.name_or_path} is not reachable from here")
     rows = []
@@ -121,6 +124,7 @@ def main() -> None:
         "how": timed.how,
         "emulated": args.emulated,
         "finetune_runs": real.get("finetune", {}).get("runs", 0),
+        "workers": args.workers,
         "stages": rows,
         "git": common.git_revision(),
         "machine": common.machine_info(),
