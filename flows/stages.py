@@ -21,7 +21,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from prefect import flow, get_run_logger
-from prefect.futures import PrefectFuture, wait
+from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
 from domainbert.config.pretrain import ARMS
@@ -222,10 +222,27 @@ SETTLE_S = 5.0  # of a stop's 10 s: the runs under way end Cancelled at their ne
 def results_or_stop(futures: list[PrefectFuture[Any]], where: str) -> list[Any]:
     """Every future's result, in order; a stop request (Ctrl-C, SIGTERM, SIGUSR1) ends the wait within a second. The
     runs under way stop at their next step (the stop file ``core.signals`` shares with the workers) and no
-    queued run starts (``_settle``)."""
+    queued run starts (``_settle``).
+
+    Not ``prefect.futures.wait(timeout=...)``: its timeout is a SIGALRM in the main thread that raises wherever
+    that thread is when it fires (a garbage collector's callback, a lock being released under a future's done
+    callback), which printed "Exception ignored" and "release unlocked lock" tracebacks into healthy runs."""
+    all_done, lock, left = threading.Event(), threading.Lock(), [len(futures)]
+
+    def one_done(_: Any) -> None:
+        with lock:
+            left[0] -= 1
+            if left[0] <= 0:
+                all_done.set()
+
     try:
-        while wait(futures, timeout=1.0).not_done:
+        if not futures:
+            all_done.set()
+        for future in futures:
+            future.add_done_callback(one_done)  # at once for a future already done
+        while not all_done.wait(1.0):
             signals.check(where)
+        signals.check(where)  # runs that ended because of a stop return what they had, not results
     except BaseException:
         _settle(futures)
         raise
@@ -244,9 +261,8 @@ def _settle(futures: list[PrefectFuture[Any]]) -> None:
         if isinstance(wrapped, concurrent.futures.Future):
             if wrapped.cancel():
                 continue
-            left.append(future)
-    with contextlib.suppress(Exception):
-        wait(left, timeout=SETTLE_S)
+            left.append(wrapped)
+    concurrent.futures.wait(left, timeout=SETTLE_S)  # a plain wait: no alarm signal (results_or_stop)
 
 
 @flow(name="domainbert-finetune", log_prints=True)
