@@ -96,7 +96,8 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     p = cfg.pretrain
     config = {
         "recipe": RECIPE,
-        # the gentle-recipe settings at their defaults are left out: caches made before them stay current
+        # the gentle-recipe settings at the values of the recipe before them (one rate, no L2-SP) are left out:
+        # a cache made then is still found by `encoder_lr_scale: 1`
         "base_warmup": {
             k: v
             for k, v in resolved_dict(p.base_warmup).items()
