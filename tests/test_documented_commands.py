@@ -80,7 +80,7 @@ COMMANDS: dict[str, How] = {
     ".venv/bin/domainbert corpus science": How(SLOW, "the science corpus"),
     ".venv/bin/domainbert pretrain science pretrain.max_steps=50 pretrain.precision=bf16 --arm continued": How(
         LONG,
-        "the base's general warm-up on an empty machine cache (140 steps: 20 min on a loaded 2-core CPU), then "
+        "the base's general warm-up on an empty machine cache (200 steps: 5.5 min on a 2-core CPU in bf16), then "
         "50 steps",
         before=(".venv/bin/domainbert corpus science",),
     ),
