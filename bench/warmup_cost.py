@@ -1,8 +1,8 @@
 """What the base warm-up costs the encoder: the warmed-up base against the checkpoint it came from, per recipe.
 
     .venv/bin/python bench/warmup_cost.py science --seeds 1 2 3 4 5
-    .venv/bin/python bench/warmup_cost.py science --seeds 1 2 3 4 5 \
-        --recipe plain= --recipe lr01=pretrain.base_warmup.encoder_lr_scale=0.1 --recipe l2sp=pretrain.base_warmup.l2sp=1
+    .venv/bin/python bench/warmup_cost.py science --seeds 1 2 3 4 5 --recipe shipped= \
+        --recipe one-rate=pretrain.base_warmup.encoder_lr_scale=1 --recipe l2sp=pretrain.base_warmup.l2sp=1
     .venv/bin/python bench/warmup_cost.py science --quick     # a smoke check (CI): a 2-step warm-up, one seed
 
 A checkpoint without its masked-LM head is warmed up on general text before the arms (``pretrain.base_warmup``);
