@@ -107,6 +107,8 @@ def _main(
         from domainbert.core.models import quiet_libraries
 
         quiet_libraries()
+        # Prefect's Dask runner announces a dashboard the run's cluster is started without (dashboard_address None)
+        logging.getLogger("prefect.task_runner.dask").setLevel(logging.WARNING)
 
 
 def _setup(

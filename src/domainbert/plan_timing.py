@@ -1,30 +1,27 @@
-"""Seconds per token on this machine, measured for ``domainbert plan``: short timed probes, cached per machine.
+"""Seconds on this machine, measured for ``domainbert plan``: short timed probes, cached per machine.
 
-A probe is a handful of real steps of the base architecture (random weights) in the shape a stage will run:
-pretraining at ``pretrain.batch_size`` x ``seq_len`` with the arm's objective, the precision it resolves to on
-this CPU (bf16 only where the CPU computes it natively, ``resolve_precision``) and the attention the trainer picks
-(``training_attention``); the base warm-up with its encoder frozen when it trains the head alone; fine-tuning at
-``finetune.batch_size`` and scoring at ``finetune.eval_batch_size``, both at the task's mean length in the base's
-sub-tokens (dynamic padding: a batch is as wide as its longest example, not ``max_length``), with as many runs
-stepping at once as the stage trains side by side (``--workers``), plus each run's setup (the model loaded and
-the task encoded by the run's own ``prepare_run``, timed once per task and not cached). Each probe times a
-few steps after one warm-up step and keeps the median, at the machine's current load: a loaded machine gets a
-slower rate. Results are cached under ``machine_cache()/plan-calibration/`` keyed by the probe's shape, the torch
-version and the CPU; a cached rate is reused while the load is near the one it was measured at (within half the
-CPU count) and for a day; one plan probes a shape once. Without calibration ``run_plan.estimate`` guesses
-instead, instantly: 6 FLOPs per parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed
-(they depend on the input files).
+A pretraining probe is a handful of real steps of the base architecture (random weights) in the shape a stage
+will run: pretraining at ``pretrain.batch_size`` x ``seq_len`` with the arm's objective, the precision it
+resolves to on this CPU (bf16 only where the CPU computes it natively, ``resolve_precision``) and the attention
+the trainer picks (``training_attention``); the base warm-up with its encoder frozen when it trains the head
+alone. It times a few steps after one warm-up step and keeps the median, at the machine's current load: a loaded
+machine gets a slower rate. Its results are cached under ``machine_cache()/plan-calibration/`` keyed by the
+probe's shape, the torch version and the CPU; a cached rate is reused while the load is near the one it was
+measured at (within half the CPU count) and for a day; one plan probes a shape once. A fine-tuning probe is a
+real run of the task on the base cut short (``run_rates``), as many at once as ``--workers`` trains side by
+side, timed each plan. Without calibration ``run_plan.estimate`` guesses instead, instantly: 6 FLOPs per
+parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed (they depend on the input files).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import platform
 import statistics
 import time
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +33,9 @@ if TYPE_CHECKING:
 
 CACHE = "plan-calibration"
 STEPS = 3  # timed steps per probe, after one warm-up step
+# Real examples a fine-tuning probe trains on (8 steps at batch 16) and scores: fewer let a run's fixed costs
+# (its first steps, each evaluation's setup) weigh on every example (bench/README.md, "plan_accuracy.py").
+SAMPLE = (128, 256)
 MAX_AGE_S = 24 * 3600
 GUESS_FLOPS = 5e10  # the uncalibrated guess: a 2020s CPU core pair in fp32, order of magnitude only
 clock = time.perf_counter  # what a probe's steps are timed with (tests put a clock of their own here)
@@ -110,15 +110,6 @@ def _timed(step: Any, tokens: int) -> float:
         step()
         times.append(clock() - t0)
     return statistics.median(times[1:]) / tokens
-
-
-def _timed_together(steps: list[Any], tokens: int) -> float:
-    """``_timed`` of every step in ``steps`` at once, one thread each (the runs ``--workers`` trains side by side
-    share the cores and the memory bandwidth): the median of their rates."""
-    if len(steps) == 1:
-        return _timed(steps[0], tokens)
-    with ThreadPoolExecutor(len(steps)) as pool:
-        return statistics.median(pool.map(lambda step: _timed(step, tokens), steps))
 
 
 def measure(shape: dict[str, Any], probe: Any, what: str) -> Rate:
@@ -203,98 +194,41 @@ def pretrain_rate(cfg: DomainConfig, arm: str | None, head_only: bool = False) -
     return measure(shape, probe, what)
 
 
-def task_length(cfg: DomainConfig, task: TaskConfig) -> int:
-    """A task's mean example length in the base's sub-tokens (with its special tokens), at most ``max_length``:
-    the width fine-tuning and scoring pay for, batches being padded to their own longest example."""
-    from domainbert.core.models import load_tokenizer, resolve_model_ref
-    from domainbert.services.tasks import example_texts, load_task
+@dataclass(frozen=True)
+class RunRates:
+    """What one fine-tuning run of a task costs on this machine, from a short real run (``run_rates``)."""
 
-    examples = load_task(task).splits["train"][:256]
-    tok = load_tokenizer(resolve_model_ref(cfg.base_model.name_or_path))
-    texts = [" ".join(example_texts(ex)) for ex in examples] or [""]
-    lengths = [len(ids) for ids in tok(texts, truncation=True, max_length=cfg.finetune.max_length)["input_ids"]]
-    return max(2, round(statistics.fmean(lengths)))
+    setup_s: float
+    train_s_per_example: float
+    score_s_per_example: float
+    what: str
 
 
-def finetune_rates(cfg: DomainConfig, task: TaskConfig, width: int, together: int = 1) -> tuple[Rate, Rate]:
-    """Seconds per token of a fine-tuning step and of scoring (forward only) on ``task`` at ``width``, with
-    ``together`` runs stepping at once (``--workers``)."""
-    import torch
+def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRates:
+    """A fine-tuning run of ``task`` on the base cut short and timed with the run's own code
+    (``runner.timed_short_run``: the task loaded and encoded, one epoch on ``SAMPLE[0]`` training examples drawn
+    at random, ``SAMPLE[1]`` validation examples predicted and scored), ``together`` such runs at once in threads
+    (``--workers``), the median of each part. Timing three synthetic steps at the mean length missed half of a
+    run: its padding, its loop, decoding and the task's metrics. Not cached: it reads the task's files."""
+    import dataclasses
+    from concurrent.futures import ThreadPoolExecutor
 
-    from domainbert.core.distributed import resolve_device
+    from domainbert.finetune.runner import timed_short_run
+    from domainbert.finetune.stage import settings_for
     from domainbert.pretrain.runtime import torch_threads
-
-    config = _base_config(cfg)
-    f = cfg.finetune
-    dev, dtype = resolve_device(f.device, f.precision)
-    head = "ner" if task.type == "ner" else "classification"
-    shape = {"config": config.to_dict(), "head": head, "width": width, "device": str(dev), "dtype": str(dtype)}
-    shape["threads"] = f.torch_threads  # fine-tuning's own (the offline profiles: one per run)
-    shape["together"] = together
-
-    def model() -> Any:
-        from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification
-
-        cls = AutoModelForTokenClassification if head == "ner" else AutoModelForSequenceClassification
-        return cls.from_config(config).to(dev)
-
-    def autocast() -> Any:
-        return torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None)
-
-    def train_step() -> Any:
-        from domainbert.core.optim import adamw, param_groups
-
-        m = model()
-        opt = adamw(param_groups(m, 0.01), lr=1e-5)
-        ids = torch.randint(5, config.vocab_size, (f.batch_size, width), device=dev)
-        labels = torch.zeros((f.batch_size, width) if head == "ner" else (f.batch_size,), dtype=torch.long, device=dev)
-
-        def step() -> None:
-            with autocast():
-                loss = m(input_ids=ids, labels=labels).loss
-            loss.backward()
-            torch.nn.utils.clip_grad_norm_(m.parameters(), 1.0)
-            opt.step()
-            opt.zero_grad()
-
-        return step
-
-    def score_step() -> Any:
-        m = model().eval()
-        ids = torch.randint(5, config.vocab_size, (f.eval_batch_size, width), device=dev)
-
-        def step() -> None:
-            with torch.no_grad(), autocast():
-                m(input_ids=ids)
-
-        return step
-
-    def probe(make: Any, batch: int) -> float:
-        with torch_threads(f.torch_threads):
-            return _timed_together([make() for _ in range(together)], batch * width)
-
-    threads = f"{f.torch_threads or 'default'} thread(s)" + (f", {together} runs at once" if together > 1 else "")
-    train = measure(
-        {**shape, "probe": "finetune", "batch": f.batch_size},
-        lambda: probe(train_step, f.batch_size),
-        f"{f.batch_size} x {width} tokens, {str(dtype).removeprefix('torch.') if dtype else 'fp32'}, {threads}",
-    )
-    score = measure(
-        {**shape, "probe": "score", "batch": f.eval_batch_size},
-        lambda: probe(score_step, f.eval_batch_size),
-        f"{f.eval_batch_size} x {width} tokens, {threads}",
-    )
-    return train, score
-
-
-def setup_seconds(cfg: DomainConfig, task: TaskConfig) -> float:
-    """Seconds one fine-tuning run of ``task`` spends before its first step, timed now: the base model and its
-    tokenizer loaded and every split encoded (``runner.prepare_run``, the run's own call); not cached, it
-    depends on the task's files."""
-    from domainbert.finetune.runner import prepare_run
     from domainbert.services.tasks import load_task
 
-    data = load_task(task)
-    t0 = clock()
-    prepare_run(data, cfg.base_model.name_or_path, 0, cfg.finetune.pooling, cfg.finetune.max_length)
-    return clock() - t0
+    f, data = cfg.finetune, load_task(task)
+    settings = dataclasses.replace(settings_for(cfg, 0, "finetune", task), seed=0)
+    quiet = logging.getLogger("domainbert.finetune")  # the short run's progress lines are not the plan's
+    level = quiet.level
+    quiet.setLevel(logging.WARNING)
+    try:
+        with torch_threads(f.torch_threads), ThreadPoolExecutor(together) as pool:
+            args = (data, cfg.base_model.name_or_path, settings, f.max_length, f.pooling, SAMPLE, clock)
+            parts = list(pool.map(lambda _: timed_short_run(*args), range(together)))
+    finally:
+        quiet.setLevel(level)
+    setup, train, score = (statistics.median(p[k] for p in parts) for k in range(3))
+    threads = f"{f.torch_threads or 'default'} thread(s)" + (f", {together} runs at once" if together > 1 else "")
+    return RunRates(setup, train, score, f"{SAMPLE[0]} examples trained and {SAMPLE[1]} scored, {threads}")

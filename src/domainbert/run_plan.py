@@ -166,6 +166,7 @@ def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
         "tokens": hw.steps * hw.batch_size * hw.seq_len,
         "lr": hw.peak_lr,
         "train": hw.train,
+        **({"encoder_lr": hw.peak_lr * hw.encoder_lr_scale} if hw.train == "full" and hw.encoder_lr_scale < 1 else {}),
         "flops": None,
     }
     return StagePlan(f"pretrain {NAME}", state, detail)
@@ -180,9 +181,9 @@ class TimeEstimate:
     calibrated: bool
 
 
-def _finetune_tokens(cfg: DomainConfig, task: Any, width: int) -> tuple[float, float]:
-    """Tokens one fine-tuning run of ``task`` trains on and scores (validation ``evals_per_epoch`` times an
-    epoch, the test split once), every example counted at ``width``; early stopping not foreseen."""
+def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
+    """Examples one fine-tuning run of ``task`` trains on (every epoch) and scores (validation
+    ``evals_per_epoch`` times an epoch, the test split once); early stopping not foreseen."""
     import math
 
     from domainbert.services.tasks import load_task
@@ -192,7 +193,7 @@ def _finetune_tokens(cfg: DomainConfig, task: Any, width: int) -> tuple[float, f
     epochs = task.epochs or f.epochs
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
     evals = math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
-    return n_train * epochs * width, (max(1, evals) * n_val + n_test) * width
+    return n_train * epochs, max(1, evals) * n_val + n_test
 
 
 def estimate(
@@ -202,9 +203,9 @@ def estimate(
     (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
     parameter count (``plan_timing.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
     offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
-    the evaluations at its start and end and its checkpoints are not included. A fine-tuning run is its setup
-    (the model loaded and the task encoded, timed once per task), its training and its scoring, the steps timed
-    with as many runs at once as ``workers`` will train side by side."""
+    the evaluations at its start and end and its checkpoints are not included. A fine-tuning run is its setup,
+    its training examples and its scored ones, each at the cost a short real run of the task measured here
+    (``plan_timing.run_rates``, as many at once as ``workers`` trains side by side)."""
     from domainbert import plan_timing as timing
     from domainbert.pretrain.base_warmup import NAME as WARMUP
 
@@ -248,20 +249,18 @@ def estimate(
         for task in cfg.finetune.tasks:
             if task.name not in ft.detail["todo_tasks"]:
                 continue
-            width = timing.task_length(cfg, task) if calibrate else cfg.finetune.max_length
-            train, score = _finetune_tokens(cfg, task, width)
-            kind = f"{task.type} at {width} tokens"
+            train, scored = _finetune_examples(cfg, task)
             if calibrate:
-                fit, scoring = timing.finetune_rates(cfg, task, width, together)
-                setup = timing.setup_seconds(cfg, task)
-                how.append(f"{task.name}: {setup:.1f} s a run to load the model and encode the task (timed now)")
-                per_run[task.name] = (
-                    setup
-                    + train * per_token(f"finetune {kind}", lambda r=fit: r)
-                    + score * per_token(f"score {kind}", lambda r=scoring: r)
+                r = timing.run_rates(cfg, task, together)
+                how.append(
+                    f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
+                    f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
+                    "to score (timed now)"
                 )
-            else:
-                per_run[task.name] = train * guess + score * guess / 3
+                per_run[task.name] = r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
+            else:  # every example at max_length, a third of a training token's cost to score one
+                width = cfg.finetune.max_length
+                per_run[task.name] = (train + scored / 3) * width * guess
         out["finetune"] = sum(per_run[t] for t in ft.detail["todo_tasks"]) / max(1, workers)
     if not calibrate:
         how.append(
@@ -293,7 +292,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
             )
             objective = ", replaced-token detection" if d.get("objective") == "rtd" else ""
             estimated = " (task text estimated from the task files)" if d.get("estimated") else ""
-            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens{estimated}, lr {d['lr']:g}{objective}{flops}"
+            lr = f"lr {d['lr']:g}" + (f" (encoder {d['encoder_lr']:g})" if "encoder_lr" in d else "")
+            sizes = f"  {d['steps']:,} steps, {d['tokens']:,} tokens{estimated}, {lr}{objective}{flops}"
             if "disk" in d:
                 disk = d["disk"]
                 sizes += (

@@ -50,12 +50,12 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     plans = stage_plans(cfg, layout)
     tokens = next(p for p in plans if p.name == ARM).detail["tokens"]
     first = estimate(cfg, plans)
-    assert first is not None and first.calibrated and first.seconds["finetune"] > 0
+    assert first is not None and first.calibrated and "finetune" in first.seconds
     watch = 1 + cfg.pretrain.watch_share  # the arm's perplexity curve, on top of its steps
     assert math.isclose(first.seconds[ARM], watch * tokens * 0.1 / (4 * 32))  # 0.1 s a step of 4 x 32 tokens
     [line] = [h for h in first.how if h.startswith("pretrain mlm")]
     assert "4 x 32 tokens" in line and "measured now at load 0.5" in line, first.how
-    assert len(list((machine_cache() / plan_timing.CACHE).glob("*.json"))) == 3  # pretrain, finetune, score
+    assert len(list((machine_cache() / plan_timing.CACHE).glob("*.json"))) == 1  # fine-tuning's probe is never cached
 
     clock.step_s = 0.3  # the cache serves every probe: the same rates, said to be cached
     plan_timing._timed_here.clear()  # from the disk, as in a new plan
@@ -92,38 +92,50 @@ def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp
     assert any(h.startswith("uncalibrated guess: 6 FLOPs per parameter") for h in guess.how)
 
 
-def test_fine_tuning_is_timed_with_its_workers_at_once_and_each_run_pays_its_setup(base_model, layout, tmp_path, monkeypatch):
-    import re
-    import threading
+class _Ticks:
+    """A clock that moves one second each time it is read."""
 
-    from domainbert.run_plan import _finetune_tokens
+    def __init__(self) -> None:
+        self.now = 0.0
 
-    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    side_by_side = threading.Barrier(2, timeout=30)  # broken unless two probes step at the same time
-    steppers: set[int] = set()
+    def __call__(self) -> float:
+        self.now += 1.0
+        return self.now
 
-    def timed(step, n):
-        step()  # the real step, in whichever thread times it
-        if threading.current_thread() is not threading.main_thread():
-            steppers.add(threading.get_ident())
-            side_by_side.wait()
-        return 1e-3
 
-    monkeypatch.setattr(plan_timing, "_timed", timed)
+def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_costs(base_model, layout, monkeypatch):
+    from domainbert.run_plan import _finetune_examples
+    from domainbert.services.tasks import load_task
+
+    monkeypatch.setattr(plan_timing, "clock", _Ticks())  # each part of the short run takes 1 s
     cfg = _cfg(base_model)
     plans = stage_plans(cfg, layout)
-    est = estimate(cfg, plans, workers=2)
-    assert len(steppers) >= 2 and not side_by_side.broken
-    [train_line] = [h for h in est.how if h.startswith("finetune ner")]
-    assert "2 runs at once" in train_line, est.how
-    [setup_line] = [h for h in est.how if "a run to load the model and encode the task" in h]
-    setup = float(re.search(r": ([0-9.]+) s a run", setup_line).group(1))
-    assert setup > 0  # the run's own prepare_run on the base and the task, timed
+    est = estimate(cfg, plans, workers=1)
     [task] = cfg.finetune.tasks
+    data = load_task(task)
+    picked = min(plan_timing.SAMPLE[0], len(data.splits["train"]))
+    held = min(plan_timing.SAMPLE[1], len(data.splits["validation"]))
+    train, scored = _finetune_examples(cfg, task)
     runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
-    width = plan_timing.task_length(cfg, task)
-    train, score = _finetune_tokens(cfg, task, width)
-    assert math.isclose(est.seconds["finetune"], runs * (setup + (train + score) * 1e-3) / 2, abs_tol=0.05 * runs)
+    assert math.isclose(est.seconds["finetune"], runs * (1 + train / picked + scored / held))
+    [line] = [h for h in est.how if h.startswith(task.name)]
+    assert "a short real run" in line and "1.0 s to load and encode" in line and "timed now" in line
 
-    one = estimate(cfg, plans, workers=1)  # one run at a time is another probe shape, with its own line
-    assert not any("runs at once" in h for h in one.how if h.startswith("finetune"))
+
+def test_the_short_runs_of_several_workers_run_at_once(base_model, layout, monkeypatch):
+    import threading
+
+    from domainbert.finetune import runner
+
+    side_by_side = threading.Barrier(2, timeout=60)  # broken unless two short runs are under way together
+    real = runner.timed_short_run
+
+    def together(*args):
+        side_by_side.wait()
+        return real(*args)
+
+    monkeypatch.setattr(runner, "timed_short_run", together)
+    cfg = _cfg(base_model)
+    est = estimate(cfg, stage_plans(cfg, layout), workers=2)
+    assert not side_by_side.broken and est.seconds["finetune"] > 0
+    assert any("2 runs at once" in h for h in est.how), est.how

@@ -110,7 +110,8 @@ def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout,
     seconds = estimate_seconds(cfg, list(plans.values()))
     assert seconds["pretrain base-warmup"] > 0
     tokens = 7 * hw.batch_size * hw.seq_len
-    assert f"pretrain base-warmup will run  7 steps, {tokens:,} tokens" in render(list(plans.values()), seconds)
+    text = render(list(plans.values()), seconds)
+    assert f"pretrain base-warmup will run  7 steps, {tokens:,} tokens, lr 0.0005 (encoder 5e-05)" in text
 
 
 def test_every_full_profile_validates_and_plans_offline(tmp_path, capsys, monkeypatch):

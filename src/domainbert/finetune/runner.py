@@ -165,6 +165,53 @@ def prepare_run(
     return model, tok, {split: _encode(data, split, tok, max_length) for split in ("train", "validation", "test")}
 
 
+def timed_short_run(
+    data: TaskData,
+    model_ref: str,
+    settings: TrainSettings,
+    max_length: int,
+    pooling: str,
+    sample: tuple[int, int],
+    clock: Any,
+) -> tuple[float, float, float]:
+    """A run of ``data`` cut short, timed with this module's own code (``plan``'s fine-tuning estimate): seconds
+    to prepare (``prepare_run``: the whole task encoded), then per example to train (one epoch of ``fit`` on
+    ``sample[0]`` training examples drawn at random: their real lengths, padding and loop) and to score
+    (``predict`` and the task's metrics on ``sample[1]`` validation examples, decoding included)."""
+    import dataclasses
+    import random
+
+    t0 = clock()
+    model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
+    t1 = clock()
+    rng, pad_id = random.Random(settings.seed), int(tok.pad_token_id)
+    picked = sorted(rng.sample(range(len(feats["train"])), min(sample[0], len(feats["train"]))))
+    lengths = _lengths(data, "train")
+    primary = PRIMARY[data.config.type]
+    short = dataclasses.replace(settings, epochs=1, evals_per_epoch=1)
+    fit(
+        model,
+        [feats["train"][i] for i in picked],
+        [lengths[i] for i in picked],
+        lambda: {primary: 0.0},
+        primary,
+        short,
+        pad_id,
+    )
+    t2 = clock()
+    held = sorted(rng.sample(range(len(feats["validation"])), min(sample[1], len(feats["validation"]))))
+    part = dataclasses.replace(
+        data, splits={**data.splits, "validation": [data.splits["validation"][i] for i in held]}
+    )
+    _, dtype = resolve_device(settings.device, settings.precision)
+    pred = predict(
+        model, part, "validation", [feats["validation"][i] for i in held], settings.eval_batch_size, pad_id, dtype
+    )
+    score(part, gold_of(part, "validation"), pred)
+    t3 = clock()
+    return t1 - t0, (t2 - t1) / max(1, len(picked)), (t3 - t2) / max(1, len(held))
+
+
 def _score_test(
     out: dict[str, Any],
     data: TaskData,
