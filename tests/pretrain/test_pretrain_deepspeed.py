@@ -1,5 +1,6 @@
 """DeepSpeed for real: 2 CPU processes over gloo under the ``deepspeed`` launcher, ZeRO-2 and ZeRO-3,
-checkpoint consolidation and resume. The first run compiles DeepSpeed's CPU comm op once (minutes)."""
+checkpoint consolidation and resume. No op is compiled: pretrain.runtime skips DeepSpeed's
+shared-memory comm op, which training never uses."""
 
 from __future__ import annotations
 

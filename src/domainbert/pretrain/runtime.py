@@ -42,9 +42,22 @@ def init_distributed(use_deepspeed: bool) -> None:
         from domainbert.core.extras import require
 
         deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
+        if not torch.cuda.is_available():
+            _without_shm_comm_op()
         deepspeed.init_distributed(dist_backend="nccl" if torch.cuda.is_available() else "gloo")
     elif int(os.environ.get("WORLD_SIZE", "1")) > 1:
         dist.init_process_group("nccl" if torch.cuda.is_available() else "gloo")
+
+
+def _without_shm_comm_op() -> None:
+    """DeepSpeed's CPU backend compiles a shared-memory all-reduce op as it starts (minutes on a 2-core CPU, once
+    per machine and extensions cache) that only its inference all-reduce uses; training reduces through
+    torch.distributed (gloo), so the op is not built."""
+    import importlib
+
+    # importlib, not `import deepspeed.comm.torch as m`: that reads attribute `torch` of deepspeed.comm, which is
+    # the torch package its star import brings in
+    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
 
 
 def local_device() -> torch.device:
