@@ -57,7 +57,8 @@ def _without_shm_comm_op() -> None:
 
     # importlib, not `import deepspeed.comm.torch as m`: that reads attribute `torch` of deepspeed.comm, which is
     # the torch package its star import brings in
-    importlib.import_module("deepspeed.comm.torch").build_shm_op = lambda: None
+    backend = importlib.import_module("deepspeed.comm.torch")
+    backend.build_shm_op = lambda: None  # type: ignore[attr-defined]  # read by its TorchBackend at start
 
 
 def local_device() -> torch.device:
