@@ -21,6 +21,7 @@ import logging
 import os
 import platform
 import statistics
+import threading
 import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -225,7 +226,8 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     quiet.setLevel(logging.WARNING)
     try:
         with torch_threads(f.torch_threads), ThreadPoolExecutor(together) as pool:
-            args = (data, cfg.base_model.name_or_path, settings, f.max_length, f.pooling, SAMPLE, clock)
+            one_load = threading.Lock()  # loads one at a time (``timed_short_run``), the runs side by side
+            args = (data, cfg.base_model.name_or_path, settings, f.max_length, f.pooling, SAMPLE, clock, one_load)
             parts = list(pool.map(lambda _: timed_short_run(*args), range(together)))
     finally:
         quiet.setLevel(level)

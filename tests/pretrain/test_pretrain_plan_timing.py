@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import time
 
 from pretrain_fixtures import make_cfg
 
@@ -134,8 +135,24 @@ def test_the_short_runs_of_several_workers_run_at_once(base_model, layout, monke
         side_by_side.wait()
         return real(*args)
 
+    loads: list[tuple[float, float]] = []
+    real_load = runner.prepare_run
+
+    def load(*args):
+        start = time.monotonic()
+        out = real_load(*args)
+        loads.append((start, time.monotonic()))
+        return out
+
     monkeypatch.setattr(runner, "timed_short_run", together)
+    monkeypatch.setattr(runner, "prepare_run", load)
     cfg = _cfg(base_model)
     est = estimate(cfg, stage_plans(cfg, layout), workers=2)
     assert not side_by_side.broken and est.seconds["finetune"] > 0
     assert any("2 runs at once" in h for h in est.how), est.how
+    # the loads took turns: two at once left transformers' meta-device context on the whole process
+    (a0, a1), (b0, b1) = sorted(loads)
+    assert a1 <= b0
+    import torch
+
+    assert torch.empty(1).device.type == "cpu" and torch.nn.Linear(2, 2).weight.device.type == "cpu"

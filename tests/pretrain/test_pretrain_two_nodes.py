@@ -230,8 +230,9 @@ done
 exit "$rc"
 """
 SCONTROL = """#!/bin/bash
-# scontrol stand-in: the job's node names for `show hostnames`
-if [[ $1 == show && $2 == hostnames ]]; then printf '%s\\n' $TEST_HOSTNAMES; exit 0; fi
+# scontrol stand-in: the job's node names for `show hostnames`, one write each, as a slow scontrol can (a reader
+# that stops after the first name makes the second write fail: SIGPIPE)
+if [[ $1 == show && $2 == hostnames ]]; then for h in $TEST_HOSTNAMES; do echo "$h"; sleep 0.2; done; exit 0; fi
 echo "scontrol $* is not expected here" >&2; exit 1
 """
 

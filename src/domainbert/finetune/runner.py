@@ -8,6 +8,7 @@ rank 0 alone scores, predicts and saves, and every rank returns rank 0's output.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -173,17 +174,21 @@ def timed_short_run(
     pooling: str,
     sample: tuple[int, int],
     clock: Any,
+    loading: Any = None,
 ) -> tuple[float, float, float]:
     """A run of ``data`` cut short, timed with this module's own code (``plan``'s fine-tuning estimate): seconds
     to prepare (``prepare_run``: the whole task encoded), then per example to train (one epoch of ``fit`` on
     ``sample[0]`` training examples drawn at random: their real lengths, padding and loop) and to score
-    (``predict`` and the task's metrics on ``sample[1]`` validation examples, decoding included)."""
+    (``predict`` and the task's metrics on ``sample[1]`` validation examples, decoding included). ``loading``: a
+    context the load runs in, timed inside it (a lock: transformers loads a model under a device context that
+    is the whole process's, so two loads in threads at once left later tensors on the meta device)."""
     import dataclasses
     import random
 
-    t0 = clock()
-    model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
-    t1 = clock()
+    with loading or contextlib.nullcontext():
+        t0 = clock()
+        model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
+        t1 = clock()
     rng, pad_id = random.Random(settings.seed), int(tok.pad_token_id)
     picked = sorted(rng.sample(range(len(feats["train"])), min(sample[0], len(feats["train"]))))
     lengths = _lengths(data, "train")
