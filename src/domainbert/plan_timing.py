@@ -211,7 +211,6 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     at random, ``SAMPLE[1]`` validation examples predicted and scored), ``together`` such runs at once in threads
     (``--workers``), the median of each part. Timing three synthetic steps at the mean length missed half of a
     run: its padding, its loop, decoding and the task's metrics. Not cached: it reads the task's files."""
-    import dataclasses
     from concurrent.futures import ThreadPoolExecutor
 
     from domainbert.finetune.runner import timed_short_run
@@ -220,7 +219,7 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     from domainbert.services.tasks import load_task
 
     f, data = cfg.finetune, load_task(task)
-    settings = dataclasses.replace(settings_for(cfg, 0, "finetune", task), seed=0)
+    settings = settings_for(cfg, 0, "finetune", task)
     quiet = logging.getLogger("domainbert.finetune")  # the short run's progress lines are not the plan's
     level = quiet.level
     quiet.setLevel(logging.WARNING)
