@@ -260,14 +260,19 @@ def _where(how: How, tmp_path: Path) -> Path:
 
 
 def _run(command: str, cwd: Path, timeout: float, home: Path | None = None) -> tuple[int, float, str]:
-    """Run a command line under bash as a user would, in ``cwd``: (exit code, seconds, output)."""
+    """Run a command line under bash as a user would, in ``cwd``: (exit code, seconds, output).
+
+    The line is not bash's last command, so bash forks it and stays its parent, as a user's shell does: a
+    command that asks which shell started it (``--install-completion``) finds bash, not whatever started the
+    suite (bash would otherwise exec a lone command in its own place).
+    """
     env = {k: v for k, v in os.environ.items() if k not in ("DOMAINBERT_HOME", "PREFECT_API_URL")}
     if home is not None:  # the shell start-up files it edits are the test's, never the user's
         home.mkdir(exist_ok=True)
         env["HOME"] = str(home)
     env["PATH"] = f"{Path(sys.executable).parent}{os.pathsep}{env.get('PATH', '')}"  # `domainbert`, `python`
     t0 = time.perf_counter()
-    proc = subprocess.run(["bash", "-c", command], cwd=cwd, env=env, capture_output=True, text=True,
+    proc = subprocess.run(["bash", "-c", f"{command}\nexit $?"], cwd=cwd, env=env, capture_output=True, text=True,
                           timeout=timeout)
     return proc.returncode, time.perf_counter() - t0, proc.stdout + proc.stderr
 
