@@ -121,3 +121,38 @@ def test_dasks_cluster_logs_warnings_only_once_quieted(quiet):
     proc = subprocess.run([sys.executable, "-c", DASK, "quiet" if quiet else "loud"],
                           capture_output=True, text=True, env=env, timeout=180, check=True)
     assert int(proc.stdout.split()[-1]) == (logging.WARNING if quiet else logging.INFO), proc.stdout
+
+
+DEEPSPEED = """
+import sys
+from domainbert.core import models
+models.ACCELERATOR_DEVICES = tuple(sys.argv[2:])  # the device nodes this test says the machine has
+if sys.argv[1] == "quiet":
+    models.quiet_libraries()
+from deepspeed.accelerator import get_accelerator
+print(get_accelerator().device_name())
+"""
+
+
+@pytest.mark.parametrize(("quiet", "devices"), [(True, "none"), (False, "none"), (True, "one")])
+def test_deepspeed_is_told_it_runs_on_the_cpu_where_there_is_no_accelerator(tmp_path, quiet, devices):
+    """DeepSpeed warned "Setting accelerator to CPU ... unable to detect" in every process of a CPU run (three
+    times a demo). Quieted on a machine without an accelerator device it is told so; where a device node exists
+    (here a stand-in file) it detects as it always did."""
+    import os
+    import subprocess
+    import sys
+
+    import torch
+
+    if torch.cuda.is_available():
+        pytest.skip("DeepSpeed finds the GPU here and has nothing to warn about")
+    nodes = [] if devices == "none" else [str(tmp_path / "nvidiactl")]
+    for node in nodes:
+        Path(node).touch()
+    env = {k: v for k, v in os.environ.items() if k != "DS_ACCELERATOR"}
+    proc = subprocess.run([sys.executable, "-c", DEEPSPEED, "quiet" if quiet else "loud", *nodes],
+                          capture_output=True, text=True, env=env, timeout=180, check=True)
+    assert proc.stdout.split()[-1] == "cpu", proc.stdout
+    told = quiet and devices == "none"
+    assert ("unable to detect" in proc.stdout + proc.stderr) is not told, proc.stdout + proc.stderr

@@ -37,17 +37,24 @@ VERBOSE_ENV = "DOMAINBERT_VERBOSE"  # set by ``domainbert --verbose``; inherited
 _quiet_lock = threading.Lock()
 _quiet_depth = 0  # loads under way in this process's threads: the first silences transformers, the last restores
 _quiet_saved: tuple[int, bool] = (0, True)  # transformers' verbosity and progress bars before the first
+# Device nodes of the accelerators DeepSpeed looks for on Linux (NVIDIA, AMD ROCm, Intel and other DRM GPUs, the
+# accel subsystem): with none of them there is no accelerator to find.
+ACCELERATOR_DEVICES = ("/dev/nvidiactl", "/dev/kfd", "/dev/dri", "/dev/accel")
 
 
 def quiet_libraries() -> None:
     """transformers' and the Hub's progress bars off for this command and every process it starts ("Writing
-    model shards" on each save, in the middle of the run's log lines), and Dask's cluster at warnings (a local
-    cluster logs some fifty INFO lines as it starts and stops its workers); ``domainbert --verbose`` keeps both."""
+    model shards" on each save, in the middle of the run's log lines), Dask's cluster at warnings (a local
+    cluster logs some fifty INFO lines as it starts and stops its workers), and DeepSpeed told it runs on the
+    CPU where a Linux machine has no accelerator device at all (its own detection warns "unable to detect" a GPU
+    in every process that imports it: three times a demo); ``domainbert --verbose`` keeps all three."""
     import logging
     import sys
 
     os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")  # read when transformers is imported
     os.environ.setdefault("DASK_LOGGING__DISTRIBUTED", "warning")  # read when distributed is imported
+    if sys.platform == "linux" and not any(os.path.exists(device) for device in ACCELERATOR_DEVICES):
+        os.environ.setdefault("DS_ACCELERATOR", "cpu")  # read when DeepSpeed picks its accelerator
     if "distributed" in sys.modules:
         logging.getLogger("distributed").setLevel(logging.WARNING)
     if "transformers" in sys.modules:
