@@ -93,8 +93,8 @@ def _main(
         bool,
         typer.Option(
             "--verbose",
-            help="Show transformers' loading reports and progress bars and Dask's INFO lines (expected, so hidden "
-            "by default).",
+            help="Show transformers' loading reports and progress bars, Dask's INFO lines and DeepSpeed's "
+            "no-GPU warning (expected, so hidden by default).",
         ),
     ] = False,
 ) -> None:
