@@ -142,7 +142,12 @@ def pretrain_rate(cfg: DomainConfig, arm: str | None, head_only: bool = False) -
 
     config = _base_config(cfg)
     p = cfg.pretrain
-    pcfg = p.for_arm(arm) if arm else p
+    if arm is None:  # the warm-up masks as BERT did, whatever the arms do
+        from domainbert.pretrain.warmup_training import warmup_masking
+
+        pcfg = warmup_masking(p)
+    else:
+        pcfg = p.for_arm(arm)
     precision = p.base_warmup.precision if arm is None else pcfg.precision
     resolved = resolve_precision(precision, torch.device("cpu"))
     objective = pcfg.objective(arm) if arm else "mlm"

@@ -205,7 +205,8 @@ def test_the_warmup_fingerprint_follows_content_and_settings_not_paths(headless_
     assert warmup_fingerprint(cfg, moved) == warmup_fingerprint(cfg, files)  # same text elsewhere
     # another domain, with other arm settings, shares this machine's warm-up
     law = make_cfg(headless_base, *SMALL, "pretrain.base_warmup.steps=12", "pretrain.batch_size=8",
-                   "pretrain.seq_len=64", "pretrain.precision=fp32", domain="law")
+                   "pretrain.seq_len=64", "pretrain.precision=fp32", "pretrain.whole_word_mask=true",
+                   "pretrain.mask_rate=0.2", domain="law")
     assert warmup_fingerprint(law, warmup_corpus(law)) == warmup_fingerprint(cfg, files)
     assert warmup_fingerprint(_cfg(headless_base, "pretrain.base_warmup.steps=13"), files) != warmup_fingerprint(
         cfg, files
@@ -293,3 +294,35 @@ def test_a_set_too_small_to_measure_says_so_instead_of_nan():
     assert perplexity_change(None, None) == "too few tokens to measure"
     assert perplexity_change(float("nan"), 3.0) == "too few tokens to measure"
     assert perplexity_change(12.34, 9.81) == "12.3 -> 9.8"
+
+
+@pytest.mark.parametrize("precision", ["bf16", "fp32"])
+def test_the_warmup_trains_with_the_arms_attention_and_dropout(headless_base, layout, precision):
+    """The warm-up trained with PyTorch's SDPA and dropout where the arms (and `plan`'s probe of a warm-up step)
+    use eager attention with cheaper dropout masks under bf16: its steps were a quarter slower than planned."""
+    from domainbert.pretrain import cpu_dropout
+
+    cfg = _cfg(headless_base, f"pretrain.base_warmup.precision={precision}", "pretrain.base_warmup.steps=2")
+    folder = ensure_base_warmup(cfg, layout)
+    summary = json.loads((folder.parent / "summary.json").read_text())
+    assert summary["precision"] == precision
+    assert summary["attention"] == (cpu_dropout.ATTENTION if precision == "bf16" else "sdpa")
+    config = json.loads((folder / "config.json").read_text())
+    assert cpu_dropout.ATTENTION not in json.dumps(config)  # a training detail, not part of the saved model
+
+
+def test_the_arms_masking_does_not_change_the_warmup(headless_base, tmp_path, texts, monkeypatch):
+    """Tweets' arms mask whole words; the warm-up masked as the domain's arms did, so that domain trained a
+    warm-up of its own. It masks as BERT did for every domain: the same weights either way."""
+    from pretrain_fixtures import write_corpus
+
+    from domainbert.core.paths import RunLayout
+
+    weights = []
+    for k, arms in enumerate([(), ("pretrain.whole_word_mask=true", "pretrain.mask_rate=0.3")]):
+        monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / f"cache-{k}"))  # trained, not served from a cache
+        layout = RunLayout(tmp_path / f"run-{k}")
+        write_corpus(layout.corpus, texts)
+        folder = ensure_base_warmup(_cfg(headless_base, "pretrain.base_warmup.steps=3", *arms), layout)
+        weights.append(load_file(str(folder / "model.safetensors")))
+    assert all(torch.equal(t, weights[1][k]) for k, t in weights[0].items())

@@ -217,7 +217,8 @@ class PretrainConfig(StrictModel):
     max_grad_norm: float = 1.0
     """Gradient-norm clipping threshold."""
     mask_rate: float = Field(0.15, gt=0, lt=1)
-    """Share of tokens chosen for prediction (BERT: 15%)."""
+    """Share of tokens chosen for prediction (BERT: 15%). The masking settings are the arms'; the base warm-up
+    masks as BERT did (these defaults), so every domain shares one."""
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False

@@ -37,7 +37,7 @@ from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, perplexity_change
 from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
-from domainbert.pretrain.warmup_training import train_warmup
+from domainbert.pretrain.warmup_training import train_warmup, warmup_masking
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
@@ -93,7 +93,7 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     general text that decides the stop; no path, so every run folder and checkout on a machine shares it."""
     import glob
 
-    p = cfg.pretrain
+    p, w = cfg.pretrain, warmup_masking(cfg.pretrain)
     config = {
         "recipe": RECIPE,
         # the gentle-recipe settings at the values of the recipe before them (one rate, no L2-SP) are left out:
@@ -107,7 +107,7 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
         "seed": p.seed,
         "sparse_prediction": p.sparse_prediction,
         "eval_documents": p.eval_documents,
-        "mask": [p.mask_rate, p.mask_token_prob, p.random_token_prob, p.whole_word_mask],
+        "mask": [w.mask_rate, w.mask_token_prob, w.random_token_prob, w.whole_word_mask],
     }
     general = sorted({str(Path(f).resolve()) for pattern in p.general_eval_corpus for f in glob.glob(pattern)})
     inputs = {

@@ -30,6 +30,7 @@ from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
 from domainbert.pretrain.masking import apply_mask, step_generator
+from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, prediction_head
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 
@@ -84,6 +85,16 @@ def trainable_parameters(model: PreTrainedModel, train: str) -> set[int]:
     for q in model.parameters():
         q.requires_grad_(id(q) in trainable)
     return trainable
+
+
+MASKING = ("mask_rate", "mask_token_prob", "random_token_prob", "whole_word_mask")
+
+
+def warmup_masking(p: PretrainConfig) -> PretrainConfig:
+    """``p`` with BERT's own masking (15% of the tokens, 80/10/10, token by token) whatever the domain's arms
+    use: the warm-up makes the base every domain starts from and compares with, one per machine (tweets'
+    whole-word masking gave that domain a warm-up of its own)."""
+    return p.model_copy(update={k: PretrainConfig.model_fields[k].default for k in MASKING})
 
 
 def warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> Batch:
@@ -166,8 +177,12 @@ def train_warmup(
     p, hw = cfg.pretrain, cfg.pretrain.base_warmup
     trainable = trainable_parameters(model, hw.train)
     data = warmup_data(cfg, tokenizer, files)
-    spec = masking_spec(p, tokenizer)
+    spec = masking_spec(warmup_masking(p), tokenizer)
     device = torch.device("cpu")
+    # the arms' attention and dropout (under bf16 on a CPU: eager attention, cheaper dropout masks): with
+    # PyTorch's own the warm-up's steps were a quarter slower than the arms' and than `plan`'s probe of them
+    loaded = model.config._attn_implementation
+    attention = training_attention(model, device, autocast_dtype(hw.precision))
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(hw.precision))
     own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
     engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
@@ -210,6 +225,8 @@ def train_warmup(
         seconds, threads = time.perf_counter() - t0, torch.get_num_threads()
     for q in model.parameters():
         q.requires_grad_(True)
+    if attention != loaded:  # evaluated next as the saved model will load: the two kernels round bf16 apart
+        model.set_attn_implementation(loaded)
     objective.eval()
     return {
         "train": hw.train,
@@ -225,6 +242,7 @@ def train_warmup(
         "sequences_available": n,
         "wall_seconds": seconds,
         "precision": resolve_precision(hw.precision, device),
+        "attention": attention,
         "torch_threads": threads,
         "trainable_parameters": sum(q.numel() for q in model.parameters() if id(q) in trainable),
         "loss_curve": losses,
