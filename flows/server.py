@@ -8,7 +8,8 @@ it, and it is stopped only after the flow has ended and its logs and events are 
 a stop while it starts (or recorded just before) stops the command at once, and the server with it; its
 drain and stop run under the caller's ``graceful_stop``, so a stop then is recorded, not cut into them. A SIGKILL of the command
 skips that stop: the server is also a child the kernel kills when the command dies
-(``core.processes.die_with_parent``), so it never runs on with no parent.
+(``core.processes.die_with_parent``), so it never runs on with no parent. Its telemetry service is off unless
+the user set ``PREFECT_SERVER_ANALYTICS_ENABLED`` (offline it logged an ERROR line into the run's output).
 """
 
 from __future__ import annotations
@@ -35,6 +36,7 @@ DRAIN_S = 5  # logs and events still queued when the flow ends; the server stops
 # died with a traceback before any stage. Unless the user set the setting, the run waits this long.
 STARTUP_S = 120
 STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
+ANALYTICS_SETTING = "PREFECT_SERVER_ANALYTICS_ENABLED"
 
 
 class _OwnSessionServer(prefect_server.SubprocessASGIServer):
@@ -55,10 +57,19 @@ class _OwnSessionServer(prefect_server.SubprocessASGIServer):
         self._instance_key = object()  # type: ignore[assignment]  # a key no table entry has: stop deletes nothing
 
     def _run_uvicorn_command(self) -> subprocess.Popen[Any]:
-        bound = functools.partial(subprocess.Popen, start_new_session=True, preexec_fn=child_of(os.getpid()))
+        bound = functools.partial(_popen_own_session, parent=os.getpid())
         own_session = SimpleNamespace(Popen=bound)
         with mock.patch.object(prefect_server, "subprocess", own_session):
             return super()._run_uvicorn_command()
+
+
+def _popen_own_session(*args: Any, parent: int, env: dict[str, str], **kwargs: Any) -> subprocess.Popen[Any]:
+    """Prefect's server command, in a session of its own, bound to ``parent``'s life. Its telemetry service
+    is off unless the user's environment or Prefect profile says otherwise: the server lives for one run, and
+    on an offline machine (the default's) the service logs "ERROR ... Failed to send telemetry" in the run's
+    output every ten minutes."""
+    quiet: dict[str, str] = {ANALYTICS_SETTING: "false", **env}
+    return subprocess.Popen(*args, env=quiet, start_new_session=True, preexec_fn=child_of(parent), **kwargs)  # type: ignore[call-overload]
 
 
 def _drain() -> None:

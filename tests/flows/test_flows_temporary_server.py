@@ -3,6 +3,7 @@ that never answers ends the command in one line naming the setting, not in Prefe
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
@@ -85,3 +86,31 @@ def test_without_the_setting_the_run_waits_longer_than_prefects_20_s(monkeypatch
         with server.api_for_the_run():
             pass
     assert asked == [server.STARTUP_S]
+
+
+
+
+SERVERS_SETTING = """
+from domainbert.flows import server
+own = server._OwnSessionServer()
+own.start(timeout=120)
+try:
+    raw = open(f"/proc/{own.server_process.pid}/environ", "rb").read()
+finally:
+    own.stop()
+print(dict(item.decode().partition("=")[::2] for item in raw.split(b"\\0") if item).get(server.ANALYTICS_SETTING))
+"""
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's environment from /proc")
+@pytest.mark.parametrize(("users", "expected"), [(None, "false"), ("true", "true")])
+def test_the_temporary_servers_telemetry_is_off_unless_the_user_turned_it_on(users, expected) -> None:
+    """Offline (the default), Prefect's telemetry service logs an ERROR line in the run's output; the server
+    lives for one run, so it starts with the service off, and a user's own setting is kept. In a process of
+    its own: Prefect reads its settings once, and the suite's conftest sets this one."""
+    env = {k: v for k, v in os.environ.items() if k not in (server.ANALYTICS_SETTING, "PREFECT_API_URL")}
+    if users is not None:
+        env[server.ANALYTICS_SETTING] = users
+    done = subprocess.run([sys.executable, "-c", SERVERS_SETTING], env=env, capture_output=True, text=True, timeout=180)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[-1].lower() == expected
