@@ -34,8 +34,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" $(PIP_QUIET)
 	touch $@
 
+# The science NER task and the two corpus arms (continued and its equal-token control), against both references
+# (the warmed base and the checkpoint before it) and the floor: 20 minutes on a 2-core CPU without bf16 left
+# no room for the TAPT arm's 3 fine-tuning runs (`domainbert run science` trains it; bench/README.md, "demo_time.py").
 demo: setup
-	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]"
+	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]"
 
 # --durations: the slowest tests, printed at the end, so that a suite growing past its time says where
 test: setup
