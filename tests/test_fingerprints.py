@@ -61,6 +61,17 @@ def test_a_record_with_the_legacy_fingerprint_is_complete_and_migrated_once(tmp_
     assert is_complete(tmp_path / "out", verify=True)  # the record's rewrite leaves the content hash as it was
 
 
+def test_a_fingerprint_may_name_several_earlier_values(tmp_path):
+    """A stage whose parts changed twice keeps both earlier values (space-separated) and matches either."""
+    fp = Fingerprint("new-value", legacy="older-value old-value")
+    assert fp.matches("old-value") and fp.matches("older-value") and fp.matches("new-value")
+    assert not fp.matches("value") and not fp.matches("older-value old-value")
+    with atomic_output(tmp_path / "out", config={}, fp="older-value") as tmp:
+        (tmp / "x").write_text("x")
+    assert is_complete(tmp_path / "out", fp)
+    assert read_record(tmp_path / "out")["fingerprint"] == "new-value"
+
+
 TINY_YAML = """\
 name: tiny
 description: A tiny science domain that names its inputs relative to itself.

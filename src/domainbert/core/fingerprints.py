@@ -31,7 +31,8 @@ UNHASHED = frozenset({RECORD, CARD})  # top-level files a folder's content hash 
 
 
 class Fingerprint(str):
-    """A fingerprint (a hex string) with ``legacy``: the value a record of an earlier release holds."""
+    """A fingerprint (a hex string) with ``legacy``: the value a record of an earlier release holds, or
+    several such values separated by spaces (a stage whose parts changed twice)."""
 
     legacy: str | None
 
@@ -41,7 +42,7 @@ class Fingerprint(str):
         return obj
 
     def matches(self, recorded: object) -> bool:
-        return recorded == str(self) or (self.legacy is not None and recorded == self.legacy)
+        return recorded == str(self) or (self.legacy is not None and recorded in self.legacy.split())
 
 
 def canonical_json(obj: object) -> str:
