@@ -26,6 +26,12 @@ def test_pairs_compare_each_model_with_its_base_and_the_arms_head_to_head() -> N
         ("continued", "base"), ("extended", "base"), ("scratch", "base"),
         ("scratch-frozen", "base-frozen"), ("continued-frozen", "base-frozen"),
         ("continued", "scratch"), ("extended", "continued"), ("continued-frozen", "scratch-frozen")]
+    # The two references once, as the warm-up's cost (base - original), then each arm with each; the floor last.
+    assert comparison_pairs(["base", "original", "continued", "control", "floor"]) == [
+        ("continued", "base"), ("control", "base"),
+        ("base", "original"), ("continued", "original"), ("control", "original"),
+        ("continued", "control"),
+        ("base", "floor"), ("original", "floor"), ("continued", "floor"), ("control", "floor")]
     # Without results for the base model nothing is compared with it.
     assert comparison_pairs(["continued", "scratch"]) == [("continued", "scratch")]
 

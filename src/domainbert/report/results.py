@@ -119,9 +119,14 @@ def reference_of(model: str) -> str | None:
 def comparison_pairs(models: list[str]) -> list[tuple[str, str]]:
     """(model, reference) pairs to test, in report order; only pairs whose two models both have results:
     each model against the base, then against the original checkpoint (the base too: the warm-up's cost), the
-    arms' head-to-head pairs, then each model against the floor."""
+    arms' head-to-head pairs, then each model against the floor. Each pair once: the original checkpoint is
+    compared with the base only as base - original, so Holm's family does not count that claim twice."""
     present = set(models)
-    pairs = [(m, ref) for m in models if (ref := reference_of(m)) in present]
+    pairs = [
+        (m, ref)
+        for m in models
+        if (ref := reference_of(m)) in present and m.removesuffix(FROZEN_SUFFIX) != ORIGINAL_MODEL
+    ]
     for m in models:
         original = ORIGINAL_MODEL + (FROZEN_SUFFIX if m.endswith(FROZEN_SUFFIX) else "")
         if original in present and m not in (original, FLOOR_MODEL):
