@@ -56,7 +56,7 @@ SETS = "sets variables for the commands after it; nothing to run on its own"
 PROSE = "a name or a placeholder in prose, not a command line"
 SUITE = "the test suite itself (CI runs it through .ci/run); run from inside the suite it would recurse"
 NETWORK = "installs from the network (PyPI, PyTorch's wheel index); the suite runs in the environment it made"
-DEMO_RUN = "the whole science pipeline: about 11 min on a 2-core CPU with bf16, 16 on one without (README's table)"
+DEMO_RUN = "the whole science pipeline: many minutes on 2 cores, with and without bf16 (timed in the README's table)"
 SLURM = (
     "Slurm and several GPU nodes; tests/pretrain/test_pretrain_two_nodes.py runs the template on two network "
     "namespaces as two nodes (root), srun and scontrol replaced by stand-ins"
