@@ -88,8 +88,6 @@ def test_without_the_setting_the_run_waits_longer_than_prefects_20_s(monkeypatch
     assert asked == [server.STARTUP_S]
 
 
-
-
 SERVERS_SETTING = """
 from domainbert.flows import server
 own = server._OwnSessionServer()
