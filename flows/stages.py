@@ -24,7 +24,7 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
-from domainbert.config.pretrain import ARMS
+from domainbert.config.pretrain import ARMS, split_replicate
 from domainbert.core import signals
 from domainbert.flows import caching
 from domainbert.flows.cancelling import cancellable, unless_cancelled
@@ -200,8 +200,10 @@ def pretrain_flow(
     """
     spec, cfg, layout = _prepare(spec)
     summaries = {}
-    arms = arms or list(cfg.pretrain.arms)
-    if any(not ARMS[arm].from_scratch for arm in arms):  # first: checkpoint-based arms' fingerprints read it
+    arms = arms or cfg.pretrain.replicate_names()
+    if any(
+        not ARMS[split_replicate(arm)[0]].from_scratch for arm in arms
+    ):  # first: checkpoint-based arms' fingerprints read it
         warmup = configured(base_warmup_task, execution, layout.root, retries=execution.pretrain_retries)
         unless_cancelled(warmup(spec))
     for arm in arms:

@@ -11,13 +11,14 @@ from seqeval.metrics import f1_score as seqeval_f1
 from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
+from domainbert.finetune.counts import count_metric
+from domainbert.report.aa import aa_check
 from domainbert.report.aso import aso_eps
+from domainbert.report.draws import RunScores
 from domainbert.report.stats import (
     NO_DIFFERENCE,
     SeedNoise,
-    aa_check,
     compare_models,
-    count_metric,
     mean_std,
     seed_noise_of,
 )
@@ -82,29 +83,46 @@ def result(model, seed, gold, pred, task_type="ner", metric="f1"):
 
 def test_compare_models_single_seed_equals_reference_bootstrap(ner_data):
     gold, good, bad, _ = ner_data
-    fast = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, bad)], n_samples=200, seed=5)
-    ref = paired_bootstrap(strict_f1, gold, good, bad, n_samples=200, seed=5)
+    # 400 draws: what the smallest Holm threshold of a one-comparison page needs, so no chunk is added
+    fast = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, bad)], n_samples=400, seed=5)
+    ref = paired_bootstrap(strict_f1, gold, good, bad, n_samples=400, seed=5)
     for key in ("diff", "low", "high", "p_value"):
         assert fast[key] == pytest.approx(ref[key], abs=1e-12)
     assert fast["verdict"] == "a better" and fast["seeds"] == [1] and "test examples (120)" in fast["resampled"]
 
 
-def test_compare_models_seeds_are_independent_samples(ner_data):
+def test_runs_under_common_seeds_are_compared_in_pairs(ner_data):
     gold, good, bad, bad2 = ner_data
     a = [result("a", 1, gold, good), result("a", 2, gold, bad2), result("a", 9, gold, good)]
     b = [result("b", 2, gold, bad), result("b", 1, gold, bad2)]
     out = compare_models(a, b, n_samples=300, seed=0)
     assert (out["seeds"], out["seeds_a"], out["seeds_b"]) == ([1, 2, 9], [1, 2, 9], [1, 2])
-    fa = [strict_f1(gold, p) for p in (good, bad2, good)]
-    fb = [strict_f1(gold, p) for p in (bad2, bad)]
-    assert out["diff"] == pytest.approx(np.mean(fa) - np.mean(fb), abs=1e-12)
-    assert out["per_seed"][2] == [9, pytest.approx(fa[2]), None]
-    assert out["seed_sd"]["a"] == pytest.approx(np.std(fa, ddof=1)) and out["seed_sd"]["b"] == pytest.approx(np.std(fb, ddof=1))
-    # Welch-Satterthwaite df of sd_a^2/3 and sd_b^2/2 with 2 and 1 df
+    fa = {1: strict_f1(gold, good), 2: strict_f1(gold, bad2), 9: strict_f1(gold, good)}
+    fb = {2: strict_f1(gold, bad), 1: strict_f1(gold, bad2)}
+    d = [fa[s] - fb[s] for s in (1, 2)]  # seed 9 has no partner: the pairs are the common seeds
+    assert out["paired"] and out["pairing"] == "seed" and out["units"] == 2
+    assert out["diff"] == pytest.approx(np.mean(d), abs=1e-12)
+    assert out["per_seed"][2] == [9, pytest.approx(fa[9]), None]
+    assert out["seed_df"] == 1 and out["unit_sd"] == pytest.approx(np.std(d, ddof=1))
+    assert "paired" in out["method"] and "Student-t" in out["resampled"]
+    assert out["low"] <= out["diff"] <= out["high"] and out["aso_eps"] is not None
+
+
+def test_unpaired_sides_draw_welch_s_seed_term(ner_data):
+    """Given seed noise (pooled elsewhere), the comparison is unpaired: Welch over the two sides' sd."""
+    gold, good, bad, bad2 = ner_data
+    a = [result("a", s, gold, p) for s, p in ((1, good), (2, bad2), (3, good))]
+    b = [result("b", s, gold, p) for s, p in ((1, bad), (2, bad2))]
+    scores = RunScores(a, None, 0, 300)
+    own_a = seed_noise_of(scores.full, scores.boot(0))
+    scores_b = RunScores(b, None, 0, 300)
+    own_b = seed_noise_of(scores_b.full, scores_b.boot(0))
+    out = compare_models(a, b, n_samples=300, seed=0, seed_noise=(own_a, own_b))
+    fa, fb = [strict_f1(gold, p) for p in (good, bad2, good)], [strict_f1(gold, p) for p in (bad, bad2)]
+    assert not out["paired"] and out["diff"] == pytest.approx(np.mean(fa) - np.mean(fb), abs=1e-12)
     va, vb = np.var(fa, ddof=1) / 3, np.var(fb, ddof=1) / 2
     assert out["seed_df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 1))
-    assert "Welch" in out["method"] and "Student-t" in out["resampled"]
-    assert out["low"] <= out["diff"] <= out["high"] and out["aso_eps"] is not None
+    assert "Welch" in out["method"] and "unpaired" in out["resampled"]
 
 
 def test_seed_variance_widens_the_interval(ner_data):
@@ -134,7 +152,7 @@ def test_one_run_sides(ner_data):
     # a known seed sd for a one-run side: the interval reaches about as far below the difference as the t(4)
     # term alone; above, A's mean cannot pass a perfect score, so neither can the interval
     noise = SeedNoise(sd=0.05, df=4, within=0.0)
-    given = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0,
+    given = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=400, seed=0,
                            seed_noise=(noise, None))
     assert given["seed_sd"] == {"a": 0.05, "b": None} and given["seed_df"] == pytest.approx(4)
     assert given["high"] - given["low"] > both["high"] - both["low"]
@@ -150,9 +168,8 @@ def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
     p = rng.uniform(0.2, 1.0, 400)
     runs = [result("m", s, gold, [g if c else ("q" if g == "p" else "p") for g, c in zip(gold, rng.random(400) < p, strict=True)],
                    "classification", "accuracy") for s in range(30)]
-    from domainbert.report.stats import _scorer
-    _, score = _scorer(runs, None, 2000, 0)
-    noise = seed_noise_of(*score(runs))
+    scores = RunScores(runs, None, 0, 2000)
+    noise = seed_noise_of(scores.full, scores.boot(0))
     assert noise.df == 29 and noise.within == pytest.approx(noise.sd**2, rel=0.35)
     assert noise.within == pytest.approx(np.mean(p * (1 - p)) / 400, rel=0.35)
 

@@ -13,7 +13,8 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.report.stats import _interval, bootstrap_indices
+from domainbert.report.draws import bootstrap_indices
+from domainbert.report.draws import interval as _interval
 
 
 def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: Sequence[Any], pred_a: Sequence[Any],

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from scipy import stats
 
-from domainbert.report.power import apply_holm, detectable_difference, holm, prior_se, z_needed
+from domainbert.report.power import PRIORS, DesignPrior, apply_holm, design_se, detectable_difference, holm
 
 
 def holm_rejections(p: list[float], alpha: float) -> set[int]:
@@ -35,8 +36,9 @@ def test_holm_agrees_with_the_step_down_procedure() -> None:
         assert {i for i, q in enumerate(adjusted) if q is not None and q <= 0.05} == holm_rejections(p, 0.05)
 
 
-def row(p: float, low: float, high: float) -> dict:
-    return {"p_value": p, "ci_low": low, "ci_high": high, "verdict": "better" if low > 0 else "no significant difference"}
+def row(p: float, low: float, high: float, diff: float | None = None) -> dict:
+    return {"p_value": p, "ci_low": low, "ci_high": high, "diff": (low + high) / 2 if diff is None else diff,
+            "confidence": 0.95, "verdict": "better" if low > 0 else "no significant difference"}
 
 
 def test_a_lone_p_of_0_012_among_six_comparisons_is_not_significant() -> None:
@@ -47,26 +49,52 @@ def test_a_lone_p_of_0_012_among_six_comparisons_is_not_significant() -> None:
     assert rows[0]["holm_significant"] is False
     assert rows[0]["verdict"] == "no significant difference"
     assert all(r["comparisons"] == 6 for r in rows)
+    # the family-wise interval, at the level Holm's step gives the row, includes 0 as its verdict says
+    assert rows[0]["fw_low"] < 0 < rows[0]["fw_high"] and rows[0]["fw_level"] == pytest.approx(1 - 0.05 / 6)
     # alone, the same comparison survives
     alone = [row(0.012, 0.006, 0.051)]
     apply_holm(alone, confidence=0.95)
-    assert alone[0]["verdict"] == "better"
+    assert alone[0]["verdict"] == "better" and alone[0]["fw_low"] > 0
 
 
-def test_the_detectable_difference_shrinks_with_test_size_and_seeds() -> None:
-    def mde(seeds: int, examples: int) -> float:
-        return detectable_difference(prior_se(0.02, seeds, examples), 0.05, 6)
+def design(seeds: int, examples: int, replicates: int = 1) -> float:
+    return detectable_difference(*design_se(PRIORS, seeds, replicates, examples), 0.05, 6)
 
-    assert mde(3, 2000) < mde(3, 200)
-    assert mde(5, 200) < mde(3, 200)
-    assert mde(10, 20000) < mde(5, 2000) < mde(3, 200)
-    # one comparison at 5%: 1.96 + 0.84 standard errors, as every power table gives
-    assert z_needed(0.05, 1) == pytest.approx(2.8016, abs=1e-3)
+
+def test_the_detectable_difference_shrinks_with_test_size_seeds_and_replicates() -> None:
+    assert design(3, 2000) < design(3, 200)
+    assert design(5, 200) < design(3, 200)
+    assert design(10, 20000) < design(5, 2000) < design(3, 200)
+    assert design(5, 2000, replicates=6) < design(5, 2000, replicates=3)
     # more comparisons need a larger difference
-    assert detectable_difference(0.01, 0.05, 12) > detectable_difference(0.01, 0.05, 2)
+    assert detectable_difference(0.01, None, 0.05, 12) > detectable_difference(0.01, None, 0.05, 2)
 
 
-def test_a_row_carries_the_detectable_difference_its_interval_implies() -> None:
-    rows = [row(0.2, -0.0196, 0.0196)]  # se 0.01 at 95%
+def test_the_detectable_difference_is_the_noncentral_t_power_of_the_standard_tables() -> None:
+    # infinite df: 1.96 + 0.84 standard errors, as every power table gives
+    assert detectable_difference(1.0, None, 0.05, 1) == pytest.approx(2.8016, abs=1e-3)
+    # a paired t-test on 3 seeds (df 2) at 5%: 80% power needs a noncentral parameter of about 5.7
+    d = detectable_difference(1.0, 2, 0.05, 1)
+    crit = stats.t.ppf(0.975, 2)
+    assert stats.nct.sf(crit, 2, d) + stats.nct.cdf(-crit, 2, d) == pytest.approx(0.8, abs=1e-6)
+    assert 5.5 < d < 5.8
+    # the same design at Holm's first step over 10 comparisons: far more, which is why 3 seeds cannot answer
+    assert detectable_difference(1.0, 2, 0.05, 10) > 2.5 * d
+
+
+def test_the_prior_design_is_exactly_a_paired_t_over_seeds_plus_test_sampling() -> None:
+    prior = DesignPrior(pair_sd=0.01, replicate_sd=0.0, example_var=0.0, source="t")
+    se, df = design_se(prior, 5, 1, 1000)
+    assert (se, df) == (pytest.approx(0.01 / 5**0.5), 4)
+    with_test = DesignPrior(pair_sd=0.01, replicate_sd=0.0, example_var=0.2, source="t")
+    se2, df2 = design_se(with_test, 5, 1, 1000)
+    assert se2 == pytest.approx((0.01**2 / 5 + 0.2 / 1000) ** 0.5) and df2 == 4  # the units' df
+
+
+def test_a_row_carries_the_detectable_difference_its_se_and_df_imply() -> None:
+    rows = [{**row(0.2, -0.0196, 0.0196), "se": 0.01, "df": 4.0}]
     apply_holm(rows, confidence=0.95)
-    assert rows[0]["detectable"] == pytest.approx(0.028016, abs=1e-4)
+    assert rows[0]["detectable"] == pytest.approx(detectable_difference(0.01, 4.0, 0.05, 1))
+    no_se = [row(0.2, -0.0196, 0.0196)]  # a compare function without se: the interval's, normal
+    apply_holm(no_se, confidence=0.95)
+    assert no_se[0]["detectable"] == pytest.approx(0.028016, abs=1e-4)

@@ -9,8 +9,25 @@ from pydantic import Field, field_validator, model_validator
 
 from domainbert.config.base_warmup import BaseWarmupConfig
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
+from domainbert.core.paths import REPLICATE_SEP
 
 Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain", "control"]
+
+
+REPLICATE_SEED_STRIDE = 1000  # replicate r of an arm trains under seed + 1000 (r - 1)
+
+
+def replicate_name(arm: str, replicate: int) -> str:
+    """The name replicate ``replicate`` of ``arm`` trains and fine-tunes under (the arm's own for 1)."""
+    return arm if replicate <= 1 else f"{arm}{REPLICATE_SEP}{replicate}"
+
+
+def split_replicate(name: str) -> tuple[str, int]:
+    """``continued@r2`` -> ``("continued", 2)``; a name without a replicate is replicate 1."""
+    stem, sep, number = name.rpartition(REPLICATE_SEP)
+    if sep and stem and number.isdigit():
+        return stem, int(number)
+    return name, 1
 
 
 @dataclass(frozen=True)
@@ -292,21 +309,36 @@ class PretrainConfig(StrictModel):
     launch: LaunchConfig = LaunchConfig()
     seed: int = 42
     """Seed of the data order, the masking and any new weights."""
+    replicates: int = Field(1, ge=1, le=20)
+    """Pretraining replicates per arm: each trains again from the same start on the same text, under its own
+    seed (data order and masking: ``seed + 1000 (r - 1)``), and is fine-tuned under every seed of
+    ``finetune.seeds``. With one, a verdict is about that checkpoint, not the procedure; the report pairs
+    replicates and seeds (MultiBERTs' Multi-Bootstrap). Replicate 1 is the arm as trained without replicates."""
 
     def objective(self, arm: str) -> Literal["mlm", "rtd"]:
         """The arm's pretraining objective: replaced-token detection for ``rtd.arms``, else masked-LM."""
         return "rtd" if any(name == arm for name in self.rtd.arms) else "mlm"
 
-    def for_arm(self, arm: str) -> PretrainConfig:
+    def replicate_names(self) -> list[str]:
+        """Every arm's pretraining runs: the arms themselves, then ``<arm>@r<r>`` for replicates 2 and up."""
+        extra = [replicate_name(arm, r) for r in range(2, self.replicates + 1) for arm in self.arms]
+        return [*self.arms, *extra]
+
+    def for_arm(self, arm: str, replicate: int = 1) -> PretrainConfig:
         """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,
-        then the literature default), which is what the arm trains and is fingerprinted with."""
+        then the literature default), which is what the arm trains and is fingerprinted with; for replicate
+        ``r`` of it, with the seed ``seed + REPLICATE_SEED_STRIDE (r - 1)`` (its data order and masking)."""
         # ``arm`` comes as a plain name (CLI, flows); the keys are the ``Arm`` literal, so compare by value
         own = next((optim for name, optim in self.arm_optim.items() if name == arm), None)
         default = DEFAULT_ARM_OPTIM[arm]
         lr = (own.lr if own and own.lr is not None else None) or self.lr or default["lr"]
         warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio
         return self.model_copy(
-            update={"lr": lr, "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup}
+            update={
+                "lr": lr,
+                "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup,
+                "seed": self.seed + REPLICATE_SEED_STRIDE * (replicate - 1),
+            }
         )
 
     @property

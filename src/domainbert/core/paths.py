@@ -62,11 +62,20 @@ def resolve_domain_file(domain: str | Path) -> Path:
     return path
 
 
+REPLICATE_SEP = "@r"  # pretraining replicate r >= 2 of an arm lives in pretrain/<arm>@r<r> (and finetunes as such)
+SHARED_PRETRAIN = ("base-warmup",)  # folders under pretrain/ that every replicate shares
+
+
 @dataclass(frozen=True)
 class RunLayout:
-    """Folders of one domain run (default ``runs/<domain>/``)."""
+    """Folders of one domain run (default ``runs/<domain>/``); ``replicate``: which pretraining replicate of the
+    arms ``pretrain(arm)`` names (1: the arm's own folder, r: ``<arm>@r<r>``; the warm-up is shared)."""
 
     root: Path
+    replicate: int = 1
+
+    def for_replicate(self, replicate: int) -> RunLayout:
+        return RunLayout(self.root, replicate)
 
     @property
     def corpus(self) -> Path:
@@ -87,6 +96,8 @@ class RunLayout:
         return self.vocab / "extended-model"
 
     def pretrain(self, arm: str) -> Path:
+        if self.replicate > 1 and arm not in SHARED_PRETRAIN and REPLICATE_SEP not in arm:
+            arm = f"{arm}{REPLICATE_SEP}{self.replicate}"
         return self.root / "pretrain" / arm
 
     def pretrained_model(self, arm: str) -> Path:

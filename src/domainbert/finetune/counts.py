@@ -62,20 +62,32 @@ def count_metric(
     ``micro_f1``.
     """
     if task_type == "ner":
-        if metric != "f1":
-            raise ValueError(f"bootstrap of NER metric {metric!r} is not supported (use 'f1')")
-        return _ner_counts(gold, pred), lambda s: _f1_from(s[..., 0], s[..., 1], s[..., 2])
-    if metric == "accuracy":
+        counts = _ner_counts(gold, pred)
+    elif metric == "accuracy":
         same = [
             float((sorted(g) if multi_label else g) == (sorted(p) if multi_label else p))
             for g, p in zip(gold, pred, strict=True)
         ]
-        return np.asarray(same)[:, None], lambda s: s[..., 0] / len(gold)
-    if labels is None:
-        seen = {x for rows in (gold, pred) for r in rows for x in (r if multi_label else [r])}
-        labels = sorted(seen)
-    counts = _class_counts(gold, pred, labels, multi_label)
-    L = len(labels)
+        counts = np.asarray(same)[:, None]
+    else:
+        if labels is None:
+            labels = sorted({x for rows in (gold, pred) for r in rows for x in (r if multi_label else [r])})
+        counts = _class_counts(gold, pred, labels, multi_label)
+    return counts, metric_of_counts(task_type, metric, counts.shape[1], len(gold), multi_label)
+
+
+def metric_of_counts(
+    task_type: str, metric: str, width: int, n: int, multi_label: bool = False
+) -> Callable[[np.ndarray], np.ndarray]:
+    """The function from summed per-example counts ``[..., width]`` to the metric (``n``: test examples), for
+    counts that ``count_metric`` made (or that a study's committed score file holds)."""
+    if task_type == "ner":
+        if metric != "f1":
+            raise ValueError(f"bootstrap of NER metric {metric!r} is not supported (use 'f1')")
+        return lambda s: _f1_from(s[..., 0], s[..., 1], s[..., 2])
+    if metric == "accuracy":
+        return lambda s: s[..., 0] / n
+    L = width // 3
 
     def per_label(s: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         s = s.reshape(s.shape[:-1] + (3, L))
@@ -87,7 +99,7 @@ def count_metric(
             tp, fp, fn = per_label(s)
             return _f1_from(tp.sum(-1), (tp + fp).sum(-1), (tp + fn).sum(-1))
 
-        return counts, micro
+        return micro
     if metric == "macro_f1":
 
         def macro(s: np.ndarray) -> np.ndarray:
@@ -98,5 +110,5 @@ def count_metric(
             present = (tp + fp + fn) > 0  # scikit-learn's default labels: those in gold or predictions
             return np.where(present, f1, 0).sum(-1) / np.maximum(present.sum(-1), 1)
 
-        return counts, macro
+        return macro
     raise ValueError(f"bootstrap of classification metric {metric!r} is not supported")

@@ -49,7 +49,7 @@ def expected_runs(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -
         cfg,
         {
             **references(cfg, layout, planned),
-            **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.arms},
+            **{arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.replicate_names()},
             **cfg.finetune.extra_models,
         },
     )

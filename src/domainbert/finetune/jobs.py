@@ -13,6 +13,7 @@ from typing import Any
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.finetune import TaskConfig
+from domainbert.config.pretrain import split_replicate
 from domainbert.core.artifacts import read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
@@ -92,7 +93,7 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
     """Model name -> model reference: the references (``base``, and ``original`` after a warm-up), the arms
     with a model folder, then ``finetune.extra_models``."""
     models = references(cfg, layout)
-    for arm in cfg.pretrain.arms:
+    for arm in cfg.pretrain.replicate_names():
         folder = layout.pretrained_model(arm)
         if (folder / "config.json").is_file():
             models[arm] = str(folder)
@@ -112,7 +113,9 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
 def only_models(cfg: DomainConfig, models: dict[str, str]) -> dict[str, str]:
     """``models`` less those ``finetune.only_models`` leaves out."""
     only = cfg.finetune.only_models
-    return models if only is None else {name: ref for name, ref in models.items() if name in only}
+    if only is None:
+        return models
+    return {name: ref for name, ref in models.items() if name in only or split_replicate(name)[0] in only}
 
 
 def task_config(cfg: DomainConfig, task_name: str) -> TaskConfig:

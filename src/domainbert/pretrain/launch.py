@@ -18,8 +18,11 @@ log = logging.getLogger(__name__)
 WORKER = "domainbert.pretrain.worker"
 
 
-def worker_args(config_path: Path, arm: str, run_dir: Path, fingerprint: str, throttle_s: float = 0.0) -> list[str]:
+def worker_args(
+    config_path: Path, arm: str, run_dir: Path, fingerprint: str, throttle_s: float = 0.0, replicate: int = 1
+) -> list[str]:
     args = ["--config", str(config_path), "--arm", arm, "--run-dir", str(run_dir), "--fingerprint", fingerprint]
+    args += ["--replicate", str(replicate)] if replicate > 1 else []
     legacy = getattr(fingerprint, "legacy", None)  # checkpoints of a release before portable fingerprints
     args += ["--legacy-fingerprint", legacy] if legacy else []
     return args + (["--throttle", str(throttle_s)] if throttle_s else [])

@@ -64,6 +64,7 @@ class ArmSetup:
     watch: dict[str, Batch | None] | None  # the curve's subsets (evaluation.watch_sets), None: no curve
     attention: str
     flops_per_token: float
+    eval_seed: int  # the run's own seed: every replicate of an arm is measured on the same masks
 
     @property
     def ckpt_root(self) -> Path:
@@ -77,10 +78,10 @@ class ArmSetup:
         return self.flops_per_token * tokens_per_s / self.peak_flops if self.peak_flops else None
 
     def evaluate(self) -> dict[str, float | None]:
-        return evaluate_all(self.engine, self.evals, self.spec, self.pcfg.seed, self.device)
+        return evaluate_all(self.engine, self.evals, self.spec, self.eval_seed, self.device)
 
     def evaluate_watch(self) -> dict[str, float | None]:
-        return evaluate_all(self.engine, self.watch or {}, self.spec, self.pcfg.seed, self.device)
+        return evaluate_all(self.engine, self.watch or {}, self.spec, self.eval_seed, self.device)
 
 
 def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
@@ -133,6 +134,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
     return ArmSetup(
         arm=arm,
         pcfg=pcfg,
+        eval_seed=cfg.pretrain.seed,
         rank=rank,
         world=world,
         device=device,

@@ -17,7 +17,7 @@ from typing import Any
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
-from domainbert.config.pretrain import ARMS
+from domainbert.config.pretrain import ARMS, split_replicate
 from domainbert.core.artifacts import fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import Fingerprint, folder_identity
@@ -43,8 +43,11 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> Fingerpri
     The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
     not the recipe.
     """
+    arm, replicate = split_replicate(arm)
+    layout = layout.for_replicate(replicate) if replicate > 1 else layout
     kind = ARMS[arm]
-    pretrain = resolved_dict(cfg.pretrain.for_arm(arm))
+    pretrain = resolved_dict(cfg.pretrain.for_arm(arm, layout.replicate))
+    pretrain.pop("replicates")  # how many replicates the run trains is not this one's recipe (its seed is)
     # Which other arms the run trains is not this arm's recipe: adding an arm to a finished run, or running
     # fewer (the demo), retrained every arm. Records from before hold the fingerprint with the list in it.
     arms = pretrain.pop("arms")
@@ -90,7 +93,8 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
 
     Args:
         cfg: the ``DomainConfig``.
-        arm: ``continued``, ``extended`` or ``scratch`` (one of ``cfg.pretrain.arms``).
+        arm: ``continued``, ``extended`` or ``scratch`` (one of ``cfg.pretrain.arms``), or ``<arm>@r<r>`` for its
+            pretraining replicate ``r`` (``pretrain.replicates``): the same start and text under its own seed.
         layout: the ``RunLayout``; reads ``corpus``, ``tokenizer``/``extended_model``, writes ``pretrain(arm)``.
 
     Returns:
@@ -99,8 +103,14 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
     Raises:
         ConfigError, ModelError, DataError: bad config, inconsistent model/tokenizer, missing corpus.
     """
+    arm, replicate = split_replicate(arm)
     if arm not in cfg.pretrain.arms:
         raise ConfigError(f"arm {arm!r} is not in this domain's arms {cfg.pretrain.arms}", field="pretrain.arms")
+    if replicate > cfg.pretrain.replicates:
+        raise ConfigError(
+            f"{arm} has {cfg.pretrain.replicates} replicate(s), not {replicate}", field="pretrain.replicates"
+        )
+    layout = layout.for_replicate(replicate) if replicate > 1 else layout
     kind = ARMS[arm]
     if not kind.from_scratch:
         ensure_base_warmup(cfg, layout)
@@ -125,6 +135,6 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
     from domainbert.pretrain.launch import build_command, worker_args
 
     config_path = save_run_config(cfg, out_dir / "run_config.json")
-    cmd = build_command(launch, worker_args(config_path, arm, Path(layout.root), fp))
+    cmd = build_command(launch, worker_args(config_path, arm, Path(layout.root), fp, replicate=layout.replicate))
     run_command(cmd, out_dir / "launch.log")
     return read_summary(layout, arm)

@@ -235,7 +235,7 @@ def arm_config(cfg: DomainConfig, arm: str, layout: RunLayout, estimate: bool = 
     Raises:
         ModelError: a task-text arm whose task text is not built yet (and ``estimate`` is off).
     """
-    pcfg = cfg.pretrain.for_arm(arm)
+    pcfg = cfg.pretrain.for_arm(arm, layout.replicate)
     kind = ARMS[arm]
     if not kind.on_task_text:
         return pcfg

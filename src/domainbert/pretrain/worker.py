@@ -27,6 +27,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--config", required=True, type=Path, help="resolved DomainConfig JSON")
     parser.add_argument("--arm", required=True, choices=list(ARMS))
     parser.add_argument("--run-dir", required=True, type=Path)
+    parser.add_argument("--replicate", type=int, default=1, help="the arm's pretraining replicate")
     parser.add_argument("--fingerprint", required=True)
     parser.add_argument("--legacy-fingerprint", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")
@@ -40,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
         train_arm(
             cfg,
             args.arm,
-            RunLayout(args.run_dir),
+            RunLayout(args.run_dir, args.replicate),
             fingerprint=Fingerprint(args.fingerprint, args.legacy_fingerprint),
             throttle_s=args.throttle,
         )

@@ -294,7 +294,8 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
-        write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": comparisons})
+        written = [{k: v for k, v in c.items() if not k.startswith("_")} for c in comparisons]  # draws stay in memory
+        write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": written})
     folder = keep_complete(staged, layout, kept, results_used(scores))
     track_report(cfg, layout, folder, fp)
     log.info("report: %s", folder / "report.html")

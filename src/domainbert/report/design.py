@@ -1,25 +1,28 @@
 """A run's power before its compute is spent: per task, the smallest difference between an arm and its reference
-that the configured seeds and test split can detect, for ``domainbert plan``.
+that the configured seeds, pretraining replicates and test split can detect, for ``domainbert plan``.
 
-The standard error of a difference of two models' means combines the seeds' variance on both sides and the
-paired test-set sampling (``power.prior_se``). The seed standard deviation is the base model's measured one where
-this run folder holds at least two of its results on the task, else the stated prior (``power.PRIOR_SEED_SD``).
-The level is the family-wise one the report will use (Holm over every comparison the report will make, its first
-step at ``alpha / m``), and the figure is set against the gains the literature reports. This module trains
-nothing and reads no model; the report's own figures come from the measured intervals (``power.apply_holm``).
+One formula serves ``plan`` and the report (``power.detectable_difference``: a noncentral t at the comparison's
+df, at Holm's first threshold over every comparison the report will make). What goes into it:
+
+* where this run folder already holds results of the task, the report's own comparisons of them
+  (``compare.compare_tables``: paired se and df), so that ``plan`` and the report say the same for the same
+  design; the smallest of the arms' comparisons with the better reference, as the report's power line;
+* else the stated prior (``power.PRIORS``, measured on the shipped science-terms-ner) through ``power.design_se``.
+
+``solve_design`` finds the fewest seeds x replicates whose detectable difference is at most a target (``plan
+--detect``). This module trains nothing and reads no model.
 """
 
 from __future__ import annotations
 
-import json
-import statistics
+import math
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from domainbert.finetune.expectations import expected_runs
-from domainbert.finetune.jobs import RESULT
-from domainbert.report.power import PRIOR_SEED_SD, detectable_difference, prior_se
-from domainbert.report.results import comparison_pairs, model_order, primary_metric
+from domainbert.report.power import PRIORS, DesignPrior, design_se, detectable_difference
+from domainbert.report.references import against_best_reference
+from domainbert.report.results import comparison_pairs, model_order
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 from domainbert.services.tasks import load_task
 
@@ -27,16 +30,21 @@ if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
     from domainbert.core.paths import RunLayout
 
+MAX_SEEDS, MAX_REPLICATES = 30, 8  # where solve_design stops looking
+
 
 @dataclass(frozen=True)
 class TaskPower:
-    """One task's design: test examples, seeds, the seed sd used (and whence), and the detectable difference."""
+    """One task's design: test examples, seeds, replicates, the paired se and df used (and whence), the
+    comparisons of the page and the detectable difference."""
 
     task: str
     test_examples: int
     seeds: int
-    seed_sd: float
-    seed_sd_source: str
+    replicates: int
+    se: float
+    df: float
+    source: str
     comparisons: int
     detectable: float
 
@@ -46,51 +54,105 @@ class TaskPower:
 
     def line(self) -> str:
         high = PUBLISHED_GAINS[1]
+        df = "inf" if math.isinf(self.df) else f"{self.df:.1f}"
         text = (
-            f"power {self.task}: {self.test_examples:,} test examples, {self.seeds} seed(s), seed sd "
-            f"{100 * self.seed_sd:.1f} points ({self.seed_sd_source}): detects a difference of "
-            f"{100 * self.detectable:.1f} points with 80% power over the report's {self.comparisons} comparisons"
+            f"power {self.task}: {self.test_examples:,} test examples, {self.seeds} seed(s) x {self.replicates} "
+            f"pretraining replicate(s), paired: se {100 * self.se:.2f} points on {df} df ({self.source}): detects "
+            f"a difference of {100 * self.detectable:.1f} points with 80% power over the report's "
+            f"{self.comparisons} comparisons"
         )
         if not self.can_answer:
             text += (
                 f"; more than {PUBLISHED_GAINS_SOURCE} (up to {100 * high:.1f} points): this design cannot answer "
-                "whether adaptation helped (more seeds or test examples would)"
+                "whether adaptation helped (`plan --detect 1.0` says what would)"
             )
+        if self.replicates == 1:
+            text += "; with one pretraining replicate a verdict is about this checkpoint, not the procedure"
         return text
 
 
-def _measured_seed_sd(layout: RunLayout, task: str, seeds: list[int]) -> float | None:
-    """The base model's seed standard deviation on ``task`` from its results in this run folder (two or more)."""
-    scores = []
-    for seed in seeds:
-        path = layout.finetune("base", task, seed) / RESULT
-        try:
-            result = json.loads(path.read_text(encoding="utf-8"))
-            scores.append(float(result["test"][primary_metric(result)]))
-        except (OSError, ValueError, KeyError, TypeError):
-            continue
-    return statistics.stdev(scores) if len(scores) >= 2 else None
-
-
-def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
-    """Per task, the design's detectable difference (a task whose files cannot be read here is left out)."""
+def planned_family(cfg: DomainConfig, layout: RunLayout) -> int:
+    """How many comparisons the report will make (Holm's family), from the runs the config expects."""
     expected = expected_runs(cfg, layout, planned=True)
     names = model_order({r.model for r in expected}, list(cfg.pretrain.arms), list(cfg.finetune.extra_models))
-    per_task = len(comparison_pairs(names))
-    family = per_task * len(cfg.finetune.tasks)
+    return len(comparison_pairs(names)) * len(cfg.finetune.tasks)
+
+
+def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, Any]]]:
+    """Per task, the report's comparisons of the arms with the better reference over this run's results."""
+    from domainbert.report.compare import compare_tables
+    from domainbert.report.inputs import finetune_results
+
+    results = [result for _, result in finetune_results(layout)]
+    if not results:
+        return {}
+    scores, rows = compare_tables(
+        results,
+        cfg.compare,
+        [t.name for t in cfg.finetune.tasks],
+        list(cfg.pretrain.arms),
+        list(cfg.finetune.extra_models),
+    )
+    out: dict[str, list[dict[str, Any]]] = {}
+    for arm in cfg.pretrain.arms:
+        for row in against_best_reference(scores, rows, arm):
+            if row.get("se") is not None and row.get("paired"):
+                out.setdefault(row["task"], []).append(row)
+    return out
+
+
+def design_power(cfg: DomainConfig, layout: RunLayout, prior: DesignPrior = PRIORS) -> list[TaskPower]:
+    """Per task, the design's detectable difference (a task whose files cannot be read here is left out)."""
+    family = planned_family(cfg, layout)
     alpha = 1 - cfg.compare.confidence
+    seeds, replicates = len(cfg.finetune.seeds), cfg.pretrain.replicates
+    measured = _measured(cfg, layout)
     out = []
     for task in cfg.finetune.tasks:
         try:
             n_test = len(load_task(task).splits["test"])
         except Exception:  # noqa: BLE001 - a hub task offline: plan says nothing rather than failing
             continue
-        seeds = list(cfg.finetune.seeds)
-        measured = _measured_seed_sd(layout, task.name, seeds)
-        sd = measured if measured is not None else PRIOR_SEED_SD
-        source = "measured on this run's base" if measured is not None else "prior, no base results yet"
-        se = prior_se(sd, len(seeds), n_test)
-        out.append(
-            TaskPower(task.name, n_test, len(seeds), sd, source, family, detectable_difference(se, alpha, family))
-        )
+        rows = measured.get(task.name, [])
+        if rows:
+            found = [(detectable_difference(r["se"], r["df"], alpha, family), r) for r in rows]
+            detect, row = min(found, key=lambda x: x[0])
+            source = f"measured: {row['model']} vs {row['reference']} in this run"
+            out.append(TaskPower(task.name, n_test, seeds, replicates, row["se"], row["df"], source, family, detect))
+            continue
+        se, df = design_se(prior, seeds, replicates, n_test)
+        detect = detectable_difference(se, df, alpha, family)
+        out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, _prior_text(prior), family, detect))
+    return out
+
+
+def _prior_text(prior: DesignPrior) -> str:
+    return (
+        f"{prior.source}: paired sd {100 * prior.pair_sd:.1f} points per seed, replicate sd "
+        f"{100 * prior.replicate_sd:.1f}"
+    )
+
+
+@dataclass(frozen=True)
+class Design:
+    """Seeds and replicates that reach a target, and the detectable difference of its weakest task."""
+
+    seeds: int
+    replicates: int
+    detectable: float
+
+
+def solve_design(
+    target: float, test_examples: list[int], family: int, alpha: float, prior: DesignPrior = PRIORS
+) -> list[Design]:
+    """For each replicate count, the fewest seeds whose detectable difference (every task, the smallest test
+    split deciding) is at most ``target``; empty when none up to ``MAX_SEEDS`` x ``MAX_REPLICATES`` does."""
+    n = min(test_examples) if test_examples else 1
+    out = []
+    for replicates in range(1, MAX_REPLICATES + 1):
+        for seeds in range(2, MAX_SEEDS + 1):
+            detect = detectable_difference(*design_se(prior, seeds, replicates, n), alpha, family)
+            if detect <= target:
+                out.append(Design(seeds, replicates, detect))
+                break
     return out

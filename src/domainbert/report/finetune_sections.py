@@ -14,7 +14,7 @@ from domainbert.report import figures
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.results import reference_of
 from domainbert.report.sections import fmt
-from domainbert.report.summary import interval_text, metric_label, points, signed_points, summary_lines
+from domainbert.report.summary import fw_level_text, interval_text, metric_label, points, signed_points, summary_lines
 
 
 def std_text(row: dict[str, Any]) -> str:
@@ -32,10 +32,11 @@ def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
 
 
 def p_text(p: Any, samples: int) -> str:
-    """A bootstrap p-value; 0 means no draw crossed 0, i.e. below the resolution 2 / samples."""
+    """A bootstrap p-value ((k+1)/(B+1): never 0); at its floor, no draw crossed 0: ``<= 0.0005``."""
     if p is None:
         return "-"
-    return f"< {2 / samples:.2g}" if p == 0 else f"{p:.3f}"
+    floor = 2 / (samples + 1)
+    return f"<= {floor:.2g}" if p <= floor * (1 + 1e-9) else (f"{p:.4f}" if p < 0.01 else f"{p:.3f}")
 
 
 def finetune_section(
@@ -124,10 +125,11 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
         [
             f"{c['model']} vs {c['reference']}",
             c["task"],
-            c.get("runs_text") or str(c["n_seeds"]),
+            runs_cell(c),
             signed_points(c["diff"]),
             interval_text(c),
-            p_text(c.get("p_value"), bootstrap_samples),
+            fw_cell(c),
+            p_text(c.get("p_value"), c.get("n_samples") or bootstrap_samples),
             fmt(c.get("p_holm"), 3),
             points(c["detectable"]) if c.get("detectable") is not None else "-",
             fmt(c.get("aso_eps"), 2),
@@ -143,16 +145,35 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             "runs",
             "difference (points)",
             f"{level}% CI",
+            "family-wise CI (the verdict's)",
             "p (two-sided)",
             "p after Holm",
             "detectable (80% power)",
-            "ASO eps_min",
+            "ASO eps_min (uncorrected)",
             "verdict",
         ],
         rows,
-        f"Seed-aware intervals over test examples and seeds ({bootstrap_samples} draws); "
-        + _n_comparisons(comparisons),
+        f"Intervals over test examples, seeds and replicates, paired by seed where both models have runs under the "
+        f"same seeds (r: the two models' correlation across them); at least {bootstrap_samples} draws, more where "
+        "a p-value is near a Holm threshold; the floor is compared unpaired. ASO is not corrected for the page's "
+        "comparisons: a second opinion, never a verdict. " + _n_comparisons(comparisons),
     )
+
+
+def runs_cell(c: dict[str, Any]) -> str:
+    """How many runs a comparison used and how: ``5 pairs, r 0.96`` or ``3 v 1``."""
+    if c.get("paired"):
+        r = c.get("seed_correlation")
+        unit = {"seed": "pairs", "replicate": "replicate pairs", "two-way": "replicate x seed cells"}
+        text = f"{c.get('units')} {unit.get(c.get('pairing') or 'seed', 'pairs')}"
+        return text + (f", r {r:.2f}" if r is not None else "")
+    return c.get("runs_text") or str(c["n_seeds"])
+
+
+def fw_cell(c: dict[str, Any]) -> str:
+    if c.get("fw_low") is None:
+        return "-"
+    return f"{signed_points(c['fw_low'])} to {signed_points(c['fw_high'])} ({fw_level_text(c['fw_level'])})"
 
 
 def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Section:

@@ -124,13 +124,8 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         arts.metrics[arm] = read_records(metrics_path)
         _note(arts, metrics_path)
 
-    for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
-        if not _is_final(path.parent) or damage(path.parent) is not None:
-            continue  # a damaged result is never read: checked_run lists it (expectations.result_state)
-        result = load_artifact(FinetuneResult, path)
-        if result is None:  # removed since the glob
-            continue
-        arts.finetune.append(rejudge_collapse(result))
+    for path, result in finetune_results(layout):
+        arts.finetune.append(result)
         _note(arts, path)
     log.info(
         "report inputs: corpus=%s vocab=%s arms=%s finetune results=%d",
@@ -140,6 +135,19 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
         len(arts.finetune),
     )
     return arts
+
+
+def finetune_results(layout: RunLayout) -> list[tuple[Path, dict[str, Any]]]:
+    """Every complete, undamaged fine-tuning result of the run with its path, collapse judged by today's rule."""
+    out = []
+    for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
+        if not _is_final(path.parent) or damage(path.parent) is not None:
+            continue  # a damaged result is never read: checked_run lists it (expectations.result_state)
+        result = load_artifact(FinetuneResult, path)
+        if result is None:  # removed since the glob
+            continue
+        out.append((path, rejudge_collapse(result)))
+    return out
 
 
 def rejudge_collapse(result: dict[str, Any]) -> dict[str, Any]:

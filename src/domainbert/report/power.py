@@ -1,31 +1,56 @@
-"""Family-wise error and power: Holm's correction over a report's comparisons, and the smallest difference a
-design can detect.
+"""Family-wise error and power: Holm's correction over a report's comparisons, the family-wise interval each
+verdict uses, and the smallest difference a design can detect, computed one way for ``plan`` and the report.
 
 ``holm`` adjusts the p-values of every comparison a page makes (arms x references x tasks x budgets), so that
 the chance of any false "better" or "worse" on the page stays under ``1 - confidence`` (Holm 1979: the
 smallest p is multiplied by m, the next by m - 1, ..., each kept at least as large as the one before).
-``detectable_difference`` is the smallest true difference that a comparison finds with 80% power at the
-family-wise level: ``(z(1 - alpha / 2m) + z(0.8)) * se``, with ``se`` the standard error of the difference, read
-from a measured interval (``se_of_interval``) or built from a seed variance and a test-set size before any
-result exists (``prior_se``, whose priors are stated here and printed by ``plan``). Normal quantiles throughout:
-with 3 seeds the Welch-t tails of the interval make the real figure somewhat larger, never smaller.
-This module renders nothing and decides no verdict.
+``apply_holm`` makes each row's verdict the family-wise one and gives it the interval that verdict uses: the
+percentile interval of the row's draws at the level Holm's step gives it, ``alpha x p / p_holm`` (it excludes 0
+exactly when ``p_holm < alpha``, up to the draws' resolution), beside the unadjusted interval.
+
+``detectable_difference(se, df, alpha, m)`` is the smallest true difference a comparison finds with 80% power at
+Holm's first threshold ``alpha / m``, two-sided: a noncentral t at the comparison's degrees of freedom (Cohen
+1988; with 3 paired seeds, df 2, a difference needs about 9 standard errors, with infinite df 2.8 at m = 1).
+``se`` and ``df`` are the draws' (``stats.compare_models``) in the report, and ``design_se`` builds them for a
+design before it runs, from the run's own results where they exist, else from ``PRIORS`` (``report.design``).
+This module renders nothing.
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
+import numpy as np
+from scipy import integrate, optimize, stats
+
 POWER = 0.8
-# Before any result: a seed-to-seed standard deviation of one run's test score of 2 points (the shipped tasks'
-# measured ones run 0.8 to 3.3 points for a model that does not collapse, bench/README.md), and two models'
-# predictions that agree on 80% of the test examples' outcomes (correlation 0.8 between their per-example
-# scores of 0.5 on average): the paired difference's test-sampling variance is then 2 * 0.25 * 0.2 / n.
-PRIOR_SEED_SD = 0.02
-PRIOR_TEST_VARIANCE_PER_EXAMPLE = 0.1
+NO_DIFFERENCE = "no significant difference"
+
+
+@dataclass(frozen=True)
+class DesignPrior:
+    """What a paired comparison's standard error is made of, per unit of design (all in the metric's units).
+
+    ``pair_sd``: sd over seeds of the difference of two models' scores under the same seed;
+    ``replicate_sd``: sd of one arm's mean score between pretraining replicates;
+    ``example_var``: test-sampling variance of the paired difference times the test examples (so ``/ n``).
+    """
+
+    pair_sd: float
+    replicate_sd: float
+    example_var: float
+    source: str
+
+
+# Measured on the shipped science-terms-ner, make demo's design with six seeds (bench/scores/science-demo-6seeds,
+# bench/README.md "Paired comparisons"): the per-seed differences of the six model pairs had sd 0.7 to 2.3 points
+# (median 1.4, taken), and the example draws, once the flips the seeds' spread holds are taken out, se 0.04 to
+# 0.22 points over 1,952 sentences (0.15 taken). No replicate has been measured yet: 0.5 points is assumed.
+PRIORS = DesignPrior(pair_sd=0.014, replicate_sd=0.005, example_var=0.0015**2 * 1952, source="prior")
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
@@ -40,35 +65,70 @@ def holm(p_values: Sequence[float | None]) -> list[float | None]:
     return out
 
 
-def z_needed(alpha: float, comparisons: int, power: float = POWER) -> float:
-    """``z(1 - alpha / 2m) + z(power)``: how many standard errors a true difference must span to be found with
-    ``power`` when the family-wise level ``alpha`` is shared among ``comparisons`` (Holm's first step)."""
-    m = max(comparisons, 1)
-    return NormalDist().inv_cdf(1 - alpha / (2 * m)) + NormalDist().inv_cdf(power)
+def detectable_difference(se: float, df: float | None, alpha: float, comparisons: int, power: float = POWER) -> float:
+    """The smallest true difference found with ``power`` by a two-sided test at ``alpha / comparisons`` whose
+    statistic has standard error ``se`` on ``df`` degrees of freedom (None or inf: normal)."""
+    level = alpha / max(comparisons, 1)
+    if df is None or math.isinf(df) or df > 1e5:
+        return (NormalDist().inv_cdf(1 - level / 2) + NormalDist().inv_cdf(power)) * se
+    crit = float(stats.t.ppf(1 - level / 2, df))
+    hi = crit + 4.0
+    while _t_power(hi, crit, df) < power:
+        hi *= 2
+    return float(optimize.brentq(lambda ncp: _t_power(ncp, crit, df) - power, 0.0, hi, xtol=1e-10)) * se
 
 
-def se_of_interval(low: float, high: float, confidence: float) -> float:
-    """The standard error a two-sided interval at ``confidence`` implies (its half-width over z)."""
-    return (high - low) / (2 * NormalDist().inv_cdf(0.5 + confidence / 2))
+def _t_power(ncp: float, crit: float, df: float) -> float:
+    """P(|T| > crit) for T noncentral t(df, ncp); integrated over the chi-square of its denominator where scipy's
+    ``nct`` returns NaN (far in the tail that 3 seeds at Holm's level reach)."""
+    fast = float(stats.nct.sf(crit, df, ncp) + stats.nct.cdf(-crit, df, ncp))
+    if math.isfinite(fast):
+        return fast
+
+    def integrand(v: float) -> float:
+        scale = crit * math.sqrt(v / df)
+        return float(stats.chi2.pdf(v, df) * (stats.norm.cdf(ncp - scale) + stats.norm.cdf(-ncp - scale)))
+
+    return float(integrate.quad(integrand, 0, math.inf, limit=200)[0])
 
 
-def prior_se(seed_sd: float, seeds: int, test_examples: int) -> float:
-    """The standard error of a difference of two models' means over ``seeds`` runs each, scored on the same
-    ``test_examples``: the seeds' variance on both sides plus the paired test-set sampling variance."""
-    seed_var = 2 * seed_sd**2 / max(seeds, 1)
-    test_var = PRIOR_TEST_VARIANCE_PER_EXAMPLE / max(test_examples, 1)
-    return math.sqrt(seed_var + test_var)
+def design_se(prior: DesignPrior, seeds: int, replicates: int, test_examples: int) -> tuple[float, float]:
+    """The standard error and df of an arm's paired difference from a reference (or another arm) before it runs:
+    with one replicate the units are seeds (``pair_sd^2 / S`` on S - 1 df); with R of them both arms' replicates
+    vary (``(2 replicate_sd^2 + pair_sd^2 / S) / R`` on R - 1 df); plus the test sampling, on the units'
+    df as ``stats.compare_models`` gives it (``paired.PairedDraws.total_df`` says why)."""
+    if replicates <= 1:
+        unit_var, df = prior.pair_sd**2 / max(seeds, 1), max(seeds - 1, 1)
+    else:
+        unit_var, df = (2 * prior.replicate_sd**2 + prior.pair_sd**2 / max(seeds, 1)) / replicates, replicates - 1
+    total = unit_var + prior.example_var / max(test_examples, 1)
+    return math.sqrt(total), (float(df) if unit_var > 0 else math.inf)
 
 
-def detectable_difference(se: float, alpha: float, comparisons: int) -> float:
-    """The smallest true difference found with 80% power at family-wise level ``alpha`` over ``comparisons``."""
-    return z_needed(alpha, comparisons) * se
+def _row_se(row: dict[str, Any], confidence: float) -> float:
+    """The row's se; for a compare function that gives none, the one its interval implies (normal)."""
+    se = row.get("se")
+    if se is not None:
+        return float(se)
+    return float((row["ci_high"] - row["ci_low"]) / (2 * NormalDist().inv_cdf(0.5 + confidence / 2)))
+
+
+def _family_interval(row: dict[str, Any], level: float, confidence: float) -> tuple[float, float]:
+    """The interval at ``1 - level``: from the row's draws where it has them, else its se and df (t)."""
+    draws = row.get("_draws")
+    if draws is not None and len(draws):
+        low, high = np.quantile(draws, [level / 2, 1 - level / 2])
+        return float(low), float(high)
+    se, df = _row_se(row, confidence), row.get("df")
+    q = float(stats.t.ppf(1 - level / 2, df)) if df and not math.isinf(df) else NormalDist().inv_cdf(1 - level / 2)
+    centre = row.get("diff", (row["ci_low"] + row["ci_high"]) / 2)
+    return centre - q * se, centre + q * se
 
 
 def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
-    """Add ``p_holm``, ``holm_significant`` and ``detectable`` (the smallest difference each row's design finds
-    with 80% power at the page's family-wise level) to every comparison row, in place; ``verdict`` becomes the
-    family-wise one and the interval's own reading stays as ``verdict_unadjusted``."""
+    """Add ``p_holm``, ``holm_significant``, the family-wise interval (``fw_low``, ``fw_high``, ``fw_level``) and
+    ``detectable`` to every comparison row, in place; ``verdict`` becomes the family-wise one and the interval's
+    own reading stays as ``verdict_unadjusted``."""
     alpha = 1 - confidence
     adjusted = holm([r.get("p_value") for r in rows])
     family = sum(p is not None for p in adjusted)
@@ -77,13 +137,15 @@ def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
         row["p_holm"] = p
         # applied again over a larger family (the cross-domain page), it starts from the interval's reading
         row.setdefault("verdict_unadjusted", row.get("verdict"))
-        row["verdict"] = row["verdict_unadjusted"]
         if p is None or row.get("ci_low") is None:
             row["holm_significant"] = False
             row["detectable"] = None
+            row["verdict"] = row["verdict_unadjusted"]
             continue
         row["holm_significant"] = p < alpha
-        se = se_of_interval(row["ci_low"], row["ci_high"], confidence)
-        row["detectable"] = detectable_difference(se, alpha, family)
-        if not row["holm_significant"] and row["verdict"] in ("better", "worse"):
-            row["verdict"] = "no significant difference"
+        level = alpha * row["p_value"] / p if p > 0 else alpha / family
+        row["fw_level"] = 1 - level
+        row["fw_low"], row["fw_high"] = _family_interval(row, level, confidence)
+        row["detectable"] = detectable_difference(_row_se(row, confidence), row.get("df"), alpha, family)
+        centre = row.get("diff", (row["ci_low"] + row["ci_high"]) / 2)
+        row["verdict"] = ("better" if centre > 0 else "worse") if row["holm_significant"] else NO_DIFFERENCE

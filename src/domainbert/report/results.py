@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from domainbert.config.pretrain import split_replicate
 from domainbert.report.power import apply_holm
 
 BASE_MODEL = "base"
@@ -52,19 +53,22 @@ ARM_PAIRS = [
     ("extended", "control"),
 ]
 
-# compare_fn(results_a, results_b, metric) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", ...};
-# default_compare_fn wraps stats.compare_models (test examples resampled in pairs, seed noise drawn per side).
-CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str], dict[str, Any]]
+# compare_fn(results_a, results_b, metric, family) -> {"diff", "ci_low", "ci_high", optional "n_seeds",
+# "p_value", "se", "df", ...}; family: the page's number of comparisons (draws enough for its Holm thresholds).
+# default_compare_fn wraps stats.compare_models (paired by seed where both sides have seeds in common).
+CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str, int], dict[str, Any]]
 
 
 def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
-    """The paired bootstrap of ``domainbert.report.stats`` with the run's compare settings."""
+    """The comparison of ``domainbert.report.stats`` with the run's compare settings."""
 
-    def compare(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str) -> dict[str, Any]:
+    def compare(
+        results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str, family: int
+    ) -> dict[str, Any]:
         from domainbert.report import stats
 
         out = stats.compare_models(
-            results_a, results_b, n_samples=samples, confidence=confidence, seed=seed, metric=metric
+            results_a, results_b, n_samples=samples, confidence=confidence, seed=seed, metric=metric, family=family
         )
         # Runs per side (a floor is one deterministic run); the seeds of the two sides need not match.
         return {
@@ -93,6 +97,10 @@ def primary_metric(result: dict[str, Any]) -> str:
 
 def test_score(result: dict[str, Any], metric: str) -> float:
     return float(result["test"][metric])
+
+
+# What a comparison row keeps of how it was drawn (stats.compare_models): its design and the figures power uses.
+DESIGN_KEYS = ("paired", "pairing", "units", "seed_correlation", "replicates", "se", "df", "n_samples")
 
 
 def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
@@ -153,13 +161,17 @@ def verdict(diff: float, ci_low: float, ci_high: float) -> str:
 
 
 def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """task -> model -> results sorted by seed."""
+    """task -> model -> results sorted by replicate and seed; a pretraining replicate's runs (``continued@r2``)
+    are its arm's, marked with their ``replicate``."""
     grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for result in results:
-        grouped.setdefault(result["task"], {}).setdefault(result["model"], []).append(result)
+        model, replicate = split_replicate(result["model"])
+        if replicate > 1:
+            result = {**result, "model": model, "replicate": replicate}
+        grouped.setdefault(result["task"], {}).setdefault(model, []).append(result)
     for by_model in grouped.values():
         for runs in by_model.values():
-            runs.sort(key=lambda r: r["seed"])
+            runs.sort(key=lambda r: (int(r.get("replicate") or 1), r["seed"]))
     return grouped
 
 
@@ -187,6 +199,7 @@ def build_tables(
     tasks = [t for t in task_order if t in grouped] + sorted(t for t in grouped if t not in task_order)
     scores: list[dict[str, Any]] = []
     comparisons: list[dict[str, Any]] = []
+    family = sum(len(comparison_pairs(model_order(grouped[t], arms, extra))) for t in tasks)
     for task in tasks:
         by_model = grouped[task]
         models = model_order(by_model, arms, extra)
@@ -194,7 +207,8 @@ def build_tables(
         metric = primary_metric(first)
         scores += [_score_row(task, first, metric, model, by_model[model]) for model in models]
         comparisons += [
-            _comparison_row(task, metric, a, b, by_model, compare_fn, confidence) for a, b in comparison_pairs(models)
+            _comparison_row(task, metric, (a, b), by_model, compare_fn, confidence, family)
+            for a, b in comparison_pairs(models)
         ]
     apply_holm(comparisons, confidence)
     return scores, comparisons
@@ -218,8 +232,9 @@ def _score_row(
         "task_type": first.get("task_type"),
         "metric": metric,
         "model": model,
-        "seeds": [r["seed"] for r in runs],
-        "n_seeds": len(runs),
+        "seeds": sorted({r["seed"] for r in runs}),
+        "n_seeds": len({r["seed"] for r in runs}),
+        "replicates": len({int(r.get("replicate") or 1) for r in runs}),
         "values": values,
         "mean": mean,
         "std": std,
@@ -232,13 +247,14 @@ def _score_row(
 def _comparison_row(
     task: str,
     metric: str,
-    model_a: str,
-    model_b: str,
+    models: tuple[str, str],
     by_model: dict[str, list[dict[str, Any]]],
     compare_fn: CompareFn,
     confidence: float,
+    family: int,
 ) -> dict[str, Any]:
     """``model_a`` against ``model_b`` on one task: the difference, its interval and the verdict."""
+    model_a, model_b = models
     row = {
         "task": task,
         "metric": metric,
@@ -249,7 +265,7 @@ def _comparison_row(
         "runs": {m: len(by_model[m]) for m in (model_a, model_b)},
     }
     try:
-        stat = compare_fn(by_model[model_a], by_model[model_b], metric)
+        stat = compare_fn(by_model[model_a], by_model[model_b], metric, family)
     except ValueError as exc:
         # e.g. no common seed, or a different test set: say so on the page instead of failing it.
         return {
@@ -273,5 +289,7 @@ def _comparison_row(
         "aso_eps": stat.get("aso_eps"),
         "runs_text": stat.get("runs_text"),
         "resampled": stat.get("resampled"),
+        **{key: stat.get(key) for key in DESIGN_KEYS},
+        "_draws": stat.get("_draws"),
         "verdict": verdict(diff, low, high),
     }
