@@ -402,6 +402,15 @@ def plan(
     verify: Annotated[
         bool, typer.Option("--verify", help="Hash every recorded file, weights and shards too (else sizes).")
     ] = False,
+    detect: Annotated[
+        float | None,
+        typer.Option(
+            "--detect",
+            min=0.01,
+            help="Points: find the fewest seeds x pretraining replicates that detect this difference with 80% power "
+            "at the report's family-wise level, and what they cost here.",
+        ),
+    ] = None,
 ) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
@@ -420,6 +429,13 @@ def plan(
 
     for task_power in design_power(cfg, layout):
         typer.echo(task_power.line())
+    if detect is not None:
+        from domainbert.report.design import detect_lines
+        from domainbert.run_plan import design_costs
+
+        costs = design_costs(cfg, workers, calibrate) if estimate else None
+        for line in detect_lines(cfg, layout, detect / 100, costs):
+            typer.echo(line)
     if estimate and timed is None:
         typer.echo(f"no time estimate: the base model {cfg.base_model.name_or_path} is not reachable from here")
     for line in _flags(cfg, layout.corpus):

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from domainbert.config.pretrain import ARMS, ArmKind
+from domainbert.config.pretrain import ARMS, ArmKind, split_replicate
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
@@ -65,8 +65,8 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     plans.append(_warmup_plan(cfg, layout))
     warm_pending = plans[-1].name if plans[-1].status.startswith(("will run", "cached")) else None
     upstream = vocab_pending or warm_pending  # fine-tuning follows every model
-    for arm in cfg.pretrain.arms:
-        waits_for = _arm_upstream(ARMS[arm], corpus_pending, vocab_pending, warm_pending, plans)
+    for arm in cfg.pretrain.replicate_names():
+        waits_for = _arm_upstream(ARMS[split_replicate(arm)[0]], corpus_pending, vocab_pending, warm_pending, plans)
         plans.append(_arm_plan(cfg, layout, arm, model, waits_for))
     states = [r for r in expected_results(cfg, layout, planned=True) if r["model"] != FLOOR]
     counts = {
@@ -112,17 +112,18 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
     from domainbert.pretrain.task_text import arm_config, read_manifest
     from domainbert.stage_state import pretrain_state, status
 
+    name, (arm, replicate) = arm, split_replicate(arm)
     kind = ARMS[arm]
     estimated = kind.on_task_text and read_manifest(layout, kind.data == "curated") is None
     try:
-        pcfg = arm_config(cfg, arm, layout, estimate=True)
+        pcfg = arm_config(cfg, arm, layout.for_replicate(replicate), estimate=True)
     except ModelError:  # the base tokenizer is out of reach (a Hub id offline): the task text cannot be sized
         detail: dict[str, Any] = {
             "epochs": cfg.pretrain.tapt.epochs,
             "tokens": None,
             "lr": cfg.pretrain.for_arm(arm).lr,
         }
-        return StagePlan(f"pretrain {arm}", f"after {waits_for}" if waits_for else "will run", detail)
+        return StagePlan(f"pretrain {name}", f"after {waits_for}" if waits_for else "will run", detail)
     plan = make_plan(pcfg, pcfg.launch.num_processes * pcfg.launch.num_nodes)
     detail = {
         "steps": plan.total_steps,
@@ -146,9 +147,9 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         # The base architecture's size: an extended vocabulary or a scratch model differ by a few percent.
         one, peak = disk_needed(sum(p.numel() for p in model.parameters()), pcfg.keep_checkpoints)
         detail["disk"] = {"checkpoint": one, "peak": peak, "checkpoints": pcfg.keep_checkpoints + 1}
-    folder = layout.pretrained_model(arm)
-    arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, arm), folder)
-    return StagePlan(f"pretrain {arm}", arm_status, detail)
+    folder = layout.pretrained_model(name)
+    arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, name), folder)
+    return StagePlan(f"pretrain {name}", arm_status, detail)
 
 
 def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:
@@ -237,7 +238,7 @@ def estimate(
             key = "warm-up, head only" if head else "warm-up"
             out[p.name] = tokens * per_token(key, lambda h=head: timing.pretrain_rate(cfg, None, h))
         else:
-            arm = p.name.removeprefix("pretrain ")
+            arm = split_replicate(p.name.removeprefix("pretrain "))[0]
             pcfg = cfg.pretrain.for_arm(arm)
             watch = 1 + (pcfg.watch_share if pcfg.watch_points else 0.0)  # the perplexity curve's budget
             key = f"pretrain {pcfg.objective(arm)}"
@@ -334,3 +335,24 @@ def _size(n: float) -> str:
             return f"{n:.3g} {unit}"
         n /= 1000
     return f"{n:.3g} TB"
+
+
+def design_costs(cfg: DomainConfig, workers: int = 1, calibrate: bool = True) -> tuple[float, float] | None:
+    """Seconds on this machine that one pretraining replicate of every arm takes, and one fine-tuning run (the
+    mean over the tasks), whatever the run folder holds: ``estimate`` over the run planned from nothing; None
+    where nothing can be timed. ``plan --detect`` prices seeds x replicates with them."""
+    import tempfile
+    from pathlib import Path
+
+    from domainbert.core.paths import RunLayout
+    from domainbert.pretrain.base_warmup import NAME as WARMUP
+
+    one = cfg.model_copy(update={"pretrain": cfg.pretrain.model_copy(update={"replicates": 1})})
+    with tempfile.TemporaryDirectory() as tmp:
+        plans = stage_plans(one, RunLayout(Path(tmp)))
+        timed = estimate(one, plans, 1, calibrate)
+    if timed is None:
+        return None
+    arms = sum(s for name, s in timed.seconds.items() if name.startswith("pretrain ") and name != f"pretrain {WARMUP}")
+    runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
+    return arms, timed.seconds.get("finetune", 0.0) / max(runs, 1) / max(workers, 1)

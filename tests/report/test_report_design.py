@@ -76,3 +76,22 @@ def test_solve_design_finds_the_fewest_seeds_for_each_replicate_count() -> None:
         fewer = detectable_difference(*design_se(PRIORS, d.seeds - 1, d.replicates, 1952), 0.05, 10)
         assert d.seeds == 2 or fewer > 0.02  # one seed fewer would not reach the target
     assert solve_design(1e-4, [1952], family=10, alpha=0.05) == []
+
+
+def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregistered_claim(tmp_path: Path) -> None:
+    from domainbert.report.design import detect_lines
+
+    cfg = config("pretrain.arms=[continued, control]")
+    lines = detect_lines(cfg, RunLayout(tmp_path / "run"), 0.02, (60.0, 30.0))
+    text = "\n".join(lines)
+    assert lines[0].startswith("detect 2.0 points with 80% power (prior")
+    page, one = text.split(" as one preregistered comparison:")
+    assert "over the report's" in page and "a verdict about one checkpoint" in one
+    first = next(line for line in one.splitlines() if "replicate(s) x" in line)
+    seeds = int(first.split(" x ")[1].split(" seeds")[0])
+    # the design it names reaches the target alone, and one seed fewer would not
+    assert detectable_difference(*design_se(PRIORS, seeds, 1, 2000), 0.05, 1) <= 0.02
+    assert detectable_difference(*design_se(PRIORS, seeds - 1, 1, 2000), 0.05, 1) > 0.02
+    runs = seeds * 4  # base, original and the two arms
+    assert f"{runs} fine-tuning runs" in first and f"about {(60 + runs * 30) / 3600:.1f} h" in first
+    assert '"finetune.seeds=[1, 2, ' in one and '"pretrain.replicates=1"' in one

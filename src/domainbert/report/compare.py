@@ -182,18 +182,28 @@ def _method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sec
             "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
             "classification. Mean and sample standard deviation are over the seeds each model ran.",
             f"Each difference is model minus reference with a {round(100 * cfg.compare.confidence)}% interval that "
-            f"includes seed-to-seed variance as well as test-set sampling ({cfg.compare.bootstrap_samples} draws, "
-            f"seed {cfg.compare.seed})" + (f": {resampled}" if resampled else "") + ".",
-            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion: eps_min is an "
-            "upper confidence bound on how far the model falls short of stochastically dominating its reference; "
-            "below 0.2 it is almost stochastically better. With a few seeds the bound is wide and reads 1.0 unless "
-            "one model wins on every seed, so 1.0 there means 'cannot tell', not 'worse'.",
-            "With 2 or 3 seeds per model the seed term has 1 to 4 degrees of freedom: its t tails are heavy, so "
-            "intervals are wide and only large or consistent differences are called (in the calibration "
-            "simulation, 3 seeds against 3: a true 5-point difference is found about 3 times in 10, no difference "
-            "is called in about 3 in 100). Each model's mean is kept inside the metric's range in every draw, so "
-            "no interval leaves [-100, 100] even when a model's seeds disagree wildly (a collapse on one seed).",
-            "Verdict: 'better' or 'worse' when the interval excludes 0, else 'no significant difference'.",
+            "includes test-set sampling, fine-tuning seeds and, with pretraining replicates, the replicates "
+            f"(at least {cfg.compare.bootstrap_samples} draws, seed {cfg.compare.seed})"
+            + (f": {resampled}" if resampled else "")
+            + ".",
+            "Paired: a fine-tuning seed fixes the head's initialisation, the data order and dropout for every model, "
+            "and moves every model's score together, so two models with runs under the same seeds are compared on "
+            "their per-seed differences (r is their correlation across seeds); with pretraining replicates the "
+            "replicates are the units and the seeds nest inside them (the Multi-Bootstrap of MultiBERTs, Sellam et "
+            "al. 2022). The units' mean is drawn from Student-t at their degrees of freedom: 3 seeds give 2, which "
+            "at Holm's thresholds needs about 14 standard errors, so only more seeds make a small difference "
+            "visible. The floor, one deterministic run, is compared unpaired (Welch's seed term from the model's "
+            "own seeds), each mean kept inside the metric's range.",
+            "p-values count the draws on the far side of 0 as (k + 1) / (B + 1), so none is 0; a comparison whose "
+            "p-value is near a Holm threshold draws until the page's smallest threshold is resolved.",
+            "Verdict: 'better' or 'worse' when the comparison survives Holm's correction over every comparison on the "
+            "page, else 'no significant difference'. Beside the unadjusted interval stands the family-wise one, at "
+            "the level Holm's step gives the row (alpha x p / p after Holm): it excludes 0 exactly when the verdict "
+            "is 'better' or 'worse'.",
+            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion, not corrected "
+            "for the page's comparisons: eps_min is an upper confidence bound on how far the model falls short of "
+            "stochastically dominating its reference; below 0.2 it is almost stochastically better (uncorrected). "
+            "With a few seeds the bound reads 1.0 unless one model wins on every seed: 'cannot tell', not 'worse'.",
             "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
             "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
             "word features for NER.",

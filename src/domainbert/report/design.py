@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
     from domainbert.core.paths import RunLayout
 
-MAX_SEEDS, MAX_REPLICATES = 30, 8  # where solve_design stops looking
+MAX_SEEDS, MAX_REPLICATES = 50, 8  # where solve_design stops looking
 
 
 @dataclass(frozen=True)
@@ -156,3 +156,59 @@ def solve_design(
                 out.append(Design(seeds, replicates, detect))
                 break
     return out
+
+
+def measured_prior(cfg: DomainConfig, layout: RunLayout) -> DesignPrior | None:
+    """A prior from this run's own paired comparisons of arms with the better reference (the median over them of
+    the per-seed differences' sd and of the test sampling left); the replicate sd stays the stated prior's."""
+    rows = [r for rows in _measured(cfg, layout).values() for r in rows if r.get("pairing") == "seed"]
+    if not rows:
+        return None
+    pair_sd = float(sorted(r["unit_sd"] for r in rows)[len(rows) // 2])
+    examples = sorted(max(r["se"] ** 2 - r["unit_sd"] ** 2 / r["units"], 0.0) * r["n_examples"] for r in rows)
+    source = f"measured on this run's {len(rows)} paired comparison(s)"
+    return DesignPrior(pair_sd, PRIORS.replicate_sd, float(examples[len(examples) // 2]), source)
+
+
+def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:
+    """What ``plan --detect`` prints: per replicate count, the fewest seeds that detect ``target`` on every task,
+    with what it costs here (``run_plan.design_costs``: seconds per replicate of the arms, per fine-tuning run);
+    once at the report's family-wise level, once for a single preregistered comparison (a study's one claim)."""
+    family, alpha = planned_family(cfg, layout), 1 - cfg.compare.confidence
+    tests = []
+    for task in cfg.finetune.tasks:
+        try:
+            tests.append(len(load_task(task).splits["test"]))
+        except Exception:  # noqa: BLE001 - a hub task offline: sized by the others
+            continue
+    prior = measured_prior(cfg, layout) or PRIORS
+    lines = [
+        f"detect {100 * target:.1f} points with 80% power ({_prior_text(prior)}; the smallest test split, "
+        f"{min(tests, default=0):,} examples, decides):"
+    ]
+    for m, what in ((family, f"over the report's {family} comparisons"), (1, "as one preregistered comparison")):
+        designs = solve_design(target, tests, m, alpha, prior)
+        lines.append(f" {what}:")
+        if not designs:
+            lines.append(
+                f"  none up to {MAX_SEEDS} seeds x {MAX_REPLICATES} replicates: more seeds, fewer comparisons or a larger test split would"
+            )
+            continue
+        lines += [_design_line(cfg, layout, d, costs) for d in designs]
+        seeds = ", ".join(map(str, range(1, designs[0].seeds + 1)))
+        lines.append(f'  to run the first: "finetune.seeds=[{seeds}]" "pretrain.replicates={designs[0].replicates}"')
+    return lines
+
+
+def _design_line(cfg: DomainConfig, layout: RunLayout, d: Design, costs: tuple[float, float] | None) -> str:
+    expected = expected_runs(cfg, layout, planned=True)
+    arms = len(cfg.pretrain.arms)
+    others = len({r.model for r in expected if r.model != "floor"} - set(cfg.pretrain.replicate_names()))
+    runs = len(cfg.finetune.tasks) * d.seeds * (others + arms * d.replicates)
+    text = (
+        f"  {d.replicates} replicate(s) x {d.seeds} seeds: detects {100 * d.detectable:.1f} points; "
+        f"{runs} fine-tuning runs and {d.replicates} pretraining run(s) of each of {arms} arm(s)"
+    )
+    if costs is not None:
+        text += f", about {(d.replicates * costs[0] + runs * costs[1]) / 3600:.1f} h of model time here"
+    return text + ("; a verdict about one checkpoint" if d.replicates == 1 else "; a verdict about the procedure")

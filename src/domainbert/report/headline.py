@@ -106,8 +106,9 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     if seeds:
         out.append(
             f"Seeds: {'/'.join(map(str, seeds))} per model and task; the intervals include seed-to-seed "
-            "variance and test-set sampling."
+            "variance and test-set sampling, and compare models in pairs under the same seeds where they can."
         )
+    out += replicate_caveat(scores, arms)
     collapsed = [(r["model"], r["task"], r["collapsed"], r["n_seeds"]) for r in scores if r.get("collapsed")]
     if collapsed:
         out.append(
@@ -133,6 +134,22 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     out += budget_caveats(arts, arms)
     out += overlap_caveats(arts)
     return out
+
+
+def replicate_caveat(scores: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """One line on what a verdict about an arm is about: one checkpoint, or the procedure over its replicates."""
+    rows = [r for r in scores if r["model"] in arms]
+    if not rows:
+        return []
+    least = min(int(r.get("replicates") or 1) for r in rows)
+    if least <= 1:
+        return [
+            "Pretraining replicates: one per arm, so each verdict about an arm is about this checkpoint, not the "
+            "procedure (pretrain.replicates trains more, under other seeds)."
+        ]
+    return [
+        f"Pretraining replicates: {least} or more per arm; the arms' intervals include replicate-to-replicate variance."
+    ]
 
 
 def warmup_sentence(warm: dict[str, Any], how: str) -> str:

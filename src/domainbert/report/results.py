@@ -152,7 +152,8 @@ def collapsed_runs(runs: list[dict[str, Any]]) -> int:
 
 
 def verdict(diff: float, ci_low: float, ci_high: float) -> str:
-    """ "better" / "worse" when the interval excludes 0, else "no significant difference"."""
+    """The unadjusted reading: "better" / "worse" when the interval excludes 0, else "no significant difference"
+    (``power.apply_holm`` makes the row's verdict the family-wise one and keeps this as ``verdict_unadjusted``)."""
     if ci_low > 0:
         return "better"
     if ci_high < 0:
