@@ -36,9 +36,11 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 
 # The science NER task and the two corpus arms (continued and its equal-token control), against both references
 # (the warmed base and the checkpoint before it) and the floor: 20 minutes on a 2-core CPU without bf16 left
-# no room for the TAPT arm's 3 fine-tuning runs (`domainbert run science` trains it; bench/README.md, "demo_time.py").
+# no room for the TAPT arm's fine-tuning runs (`domainbert run science` trains it; bench/README.md, "demo_time.py").
+# Five seeds: compared in pairs, an arm's difference from the reference has 4 degrees of freedom; with three (2)
+# no arm could detect less than 5 points at the page's Holm level (bench/README.md, "Paired comparisons").
 demo: setup
-	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]"
+	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
 # --durations: the slowest tests, printed at the end, so that a suite growing past its time says where
 test: setup

@@ -72,9 +72,10 @@ COMMANDS: dict[str, How] = {
     "make setup": How(SKIP, NETWORK),
     "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
     "make typecheck": How(SLOW, "mypy over the package"),
-    'domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]"': (
-        How(LONG, DEMO_RUN)
-    ),
+    (
+        'domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" '
+        '"pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"'
+    ): How(LONG, DEMO_RUN),
     "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),

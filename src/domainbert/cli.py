@@ -318,6 +318,16 @@ def report(
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
         path = render_report(cfg, layout)
+    _echo_answer(path)
+
+
+def _echo_answer(path: str | Path) -> None:
+    """The report's answer (headline table, verdict, power) in plain text, then where the page is."""
+    from domainbert.report.compare import read_answer
+
+    answer = read_answer(path)
+    if answer:
+        typer.echo("\n" + answer.rstrip())
     typer.echo(f"report: {path}")
 
 
@@ -384,7 +394,7 @@ def run(
                 execution=ExecutionOptions(dask_local_workers=workers),
             )
         signals.check("as the run finished")  # recorded after the last stage: every output is complete
-    typer.echo(f"report: {path}")
+    _echo_answer(path)
 
 
 @app.command()

@@ -63,6 +63,11 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     written = next(c for c in saved if c["model"] == "continued" and c["reference"] == "base")
     assert written["fw_low"] > 0 and written["paired"] and f"paired over {written['units']} seeds, r " in md
     assert all("_draws" not in c for c in saved)  # the draws stay in memory
+    # the answer a terminal prints: the headline's table, verdict and power, no caveats, no markup
+    answer = (layout.report / "answer.txt").read_text()
+    assert answer.startswith("domainbert report: science\n") and "Verdict:" in answer and "Power:" in answer
+    assert "Caveats:" not in answer and "**" not in answer and "|" not in answer
+    assert f"{100 * statistics.mean(base):.1f}" in answer and len(answer.splitlines()) < 40
     shutil.rmtree(layout.report)
     assert results_table(cfg, layout) == rows  # computed afresh: the same numbers
     mean_base = f"{100 * statistics.mean(base):.1f}"

@@ -7,7 +7,8 @@ links the same PNG files, which sit beside it in the report folder. This module 
 domainbert's artifacts; it leaves content to ``sections.py`` and layout beyond headings, paragraphs,
 bullet lists, tables and images to the reader's browser. A table cell that starts with ``**text**`` is bold
 in both outputs; a cell that is an ``Alert`` (a leak, a gap) is red and bold in the HTML and bold in the
-Markdown. Every stage report (corpus, vocabulary, comparison) is rendered by this module.
+Markdown. Every stage report (corpus, vocabulary, comparison) is rendered by this module; ``to_text`` renders
+blocks as plain text for a terminal (the report's answer, printed at the end of a run).
 """
 
 from __future__ import annotations
@@ -74,6 +75,28 @@ def _md_cell(text: str) -> str:
     # A pipe inside a cell would end it; newlines would end the row.
     clean = text.replace("|", "\\|").replace("\n", " ")
     return f"**{clean}**" if isinstance(text, Alert) else clean
+
+
+def _plain(text: str) -> str:
+    return text.replace("**", "")
+
+
+def to_text(blocks: list[Block], width: int = 100) -> str:
+    """Plain text for a terminal: paragraphs wrapped to ``width``, bullets as ``- ``, tables as aligned columns;
+    figures and preformatted blocks are left out (they belong to the page)."""
+    import textwrap
+
+    out: list[str] = []
+    for block in blocks:
+        if isinstance(block, Table):
+            rows = [block.headers, *block.rows]
+            widths = [max(len(_plain(r[i])) for r in rows) for i in range(len(block.headers))]
+            out += ["  ".join(_plain(c).ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+        elif isinstance(block, list):
+            out += [textwrap.fill(_plain(item), width, initial_indent="- ", subsequent_indent="  ") for item in block]
+        elif isinstance(block, str):
+            out.append(textwrap.fill(_plain(block), width))
+    return "\n".join(out) + "\n"
 
 
 def to_markdown(doc: Document) -> str:

@@ -23,7 +23,7 @@ from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.config.finetune import CompareConfig
 from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
-from domainbert.core.document import Document, Section, to_html, to_markdown
+from domainbert.core.document import Document, Section, to_html, to_markdown, to_text
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.best_model import kept_models
@@ -40,7 +40,7 @@ from domainbert.services.flags import budget_flags, setting_flags
 log = logging.getLogger(__name__)
 
 # Bump when the report's content or layout changes, so existing reports are re-rendered.
-REPORT_FORMAT = 5
+REPORT_FORMAT = 6
 
 
 def compare_tables(
@@ -276,6 +276,23 @@ def build_document(
     return doc, scores, comparisons
 
 
+ANSWER = "answer.txt"  # the headline as plain text: what `run` and `report` print before the page's path
+
+
+def answer_text(doc: Document) -> str:
+    """The headline section up to its caveats (table, verdict, power) as plain text for a terminal."""
+    headline = doc.sections[0]
+    blocks = list(headline.blocks)
+    cut = next((i for i, b in enumerate(blocks) if b == "Caveats:"), len(blocks))
+    return f"{doc.title}\n\n" + to_text(blocks[:cut])
+
+
+def read_answer(report_html: Path) -> str | None:
+    """The answer written beside a rendered report (None for a page rendered before it was written)."""
+    path = Path(report_html).parent / ANSWER
+    return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
 def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn | None = None) -> Path:
     """Render the domain's comparison report into ``layout.report``; skipped when up to date.
 
@@ -304,6 +321,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         doc, scores, comparisons = build_document(cfg, layout, arts, tmp, compare_fn)
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
+        (tmp / ANSWER).write_text(answer_text(doc), encoding="utf-8")
         written = [{k: v for k, v in c.items() if not k.startswith("_")} for c in comparisons]  # draws stay in memory
         write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": written})
     folder = keep_complete(staged, layout, kept, results_used(scores))

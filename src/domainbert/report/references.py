@@ -133,6 +133,11 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             f"{task}: the smallest difference an arm's comparison with the reference detects with 80% power, "
             f"over the page's {rows[0]['comparisons']} comparisons, is {points(smallest)} points"
         )
+        if len(found) > 1:
+            each = ", ".join(
+                f"{c['model']} {points(c['detectable'])}" for c in rows if c.get("detectable") is not None
+            )
+            text += f" (each arm: {each})"
         if smallest > high:
             text += (
                 f", more than {PUBLISHED_GAINS_SOURCE} ({points(low)} to {points(high)} points): this design cannot "
