@@ -325,7 +325,7 @@ def _echo_answer(path: str | Path) -> None:
     """The report's answer (headline table, verdict, power) in plain text, then where the page is."""
     from domainbert.report.compare import read_answer
 
-    answer = read_answer(path)
+    answer = read_answer(Path(path))
     if answer:
         typer.echo("\n" + answer.rstrip())
     typer.echo(f"report: {path}")
