@@ -1,6 +1,6 @@
 """Build the manpages-fr positive control: French man pages as the domain, English man pages beside them.
 
-    python corpora/build_manpages.py [--work /tmp]
+    .venv/bin/python corpora/build_manpages.py [--work /tmp]
 
 The domain's language is French, which the offline base (an English-only encoder on BERT's uncased English
 vocabulary) barely saw, so continued pretraining on it should help a French task a lot: a positive control.
@@ -16,7 +16,8 @@ by man-db, ``man --nh --nj -l`` (groff -Tutf8 with the page's preprocessors, no 
 MANWIDTH columns so that no paragraph wraps), then ``col -b -x`` (no overstrikes, no tabs). The header and footer
 lines (``LS(1) ... LS(1)``) are dropped, every line loses its indentation and inner runs of spaces, and a line at
 the left margin is a heading. A page's text is its headings and lines, a blank line between sections, without
-the French TRADUCTION section (the same translators' credits and licence notice on every page).
+the French TRADUCTION section (translators' credits and the same licence notice on every page): that section, or
+an English page's source header (copyright and licence), is kept as the document's ``meta.notice``.
 
 Writes (gzip, mtime 0, rows in id order) and prints the counts PROVENANCE.md records:
 - ``tasks/manpages-fr-section/{train,validation,test}.jsonl.gz``: French text -> its page's section, see
@@ -24,7 +25,8 @@ Writes (gzip, mtime 0, rows in id order) and prints the counts PROVENANCE.md rec
 - ``manpages/fr-corpus.jsonl.gz``: every French page not in the task's validation or test split, one document
   per page (the existing corpora keep one document per source item too);
 - ``manpages/en-corpus.jsonl.gz``: English pages, see ``english_corpus``.
-Deterministic: the same packages and the same groff-base, man-db and bsdextrautils give the same bytes.
+Deterministic: the same packages, the same groff-base, man-db and bsdextrautils, and langid.py (the project's
+language identifier, hence the project's Python) give the same bytes.
 """
 
 from __future__ import annotations
@@ -41,6 +43,8 @@ import subprocess
 from collections import Counter
 from pathlib import Path
 
+import langid.langid
+
 ROOT = Path(__file__).resolve().parent
 TASK_DIR = ROOT / "tasks" / "manpages-fr-section"
 CORPUS_DIR = ROOT / "manpages"
@@ -51,17 +55,24 @@ EN_PACKAGES, EN_VERSION = ("manpages", "manpages-dev"), "6.03-2"
 TOOLS = ("groff-base", "man-db", "bsdextrautils")  # the renderer: recorded in the output, not pinned
 
 SEED = 13
-MIN_PAGES = 20  # a section with fewer pages is not a class of the task (its pages stay in the corpus)
+MIN_PAGES = 20  # a section with fewer pages in the package is no class of the task (its pages stay in the corpus)
 TEST_SHARE, VALIDATION_SHARE = 0.3, 0.1  # of each section's pages
 WINDOW_WORDS = 200  # words per task example
 MAX_WINDOWS = 5  # examples per page at most: its first 1,000 words
 MIN_LAST_WORDS = 100  # a page's last, shorter window is kept from this many words on
+NOT_IN_TASK = re.compile(r"^intro\.")  # intro(N) describes section N itself ("La section 1 du manuel ...")
 MANWIDTH = "4000"  # columns: no paragraph of these pages is that long, so none wraps
 NOT_TEXT = {"TRADUCTION", "COLOPHON"}  # translators' credits (every French page) / the page's origin (English)
 # headings left out of the task's text: the command lines, the lists of related pages (name(N) by name(N)) and
 # the notices shared word for word by many pages (GNU and util-linux boilerplate, authors, copyright)
 NOT_TASK = NOT_TEXT | {
-    "SYNOPSIS", "VOIR AUSSI", "COPYRIGHT", "AUTEUR", "AUTEURS", "SIGNALER DES BOGUES", "SIGNALEMENTS DE BOGUES",
+    "SYNOPSIS",
+    "VOIR AUSSI",
+    "COPYRIGHT",
+    "AUTEUR",
+    "AUTEURS",
+    "SIGNALER DES BOGUES",
+    "SIGNALEMENTS DE BOGUES",
     "DISPONIBILITÉ",
 }
 
@@ -70,6 +81,7 @@ TITLE_LINE = re.compile(r"^\.(?:TH|Dt)\s+(?:\"[^\"]*\"|\S+)\s+\"?(?P<section>[1-
 # a section marker: "(1)", "(8)", "(1ssl)", alone or after a name ("LS(1)", "ls(1)")
 SECTION_MARKER = re.compile(r"\(\s*[1-9][a-zA-Z]*\s*\)")
 HEADER_OR_FOOTER = re.compile(r"\([1-9][a-zA-Z]*\)$")
+BOX_DRAWING = re.compile("[\u2500-\u257f]+")
 
 
 def sha256_of(path: Path) -> str:
@@ -151,7 +163,8 @@ def render(path: Path) -> list[str]:
 
 
 def parse(lines: list[str]) -> list[tuple[str, list[str]]]:
-    """[(heading, lines)] of a rendered page, without its header and footer lines (they end in ``(N)``).
+    """[(heading, lines)] of a rendered page, without its header and footer lines (they end in ``(N)``) and
+    without the box-drawing rules of tables (a table set to the page's width draws them MANWIDTH columns long).
 
     mdoc pages rendered this way have neither; a man page without a date or source has a blank footer."""
     body = [ln.rstrip() for ln in lines if ln.strip()]
@@ -161,7 +174,9 @@ def parse(lines: list[str]) -> list[tuple[str, list[str]]]:
         body = body[:-1]
     sections: list[tuple[str, list[str]]] = []
     for line in body:
-        text = " ".join(line.split())
+        text = " ".join(BOX_DRAWING.sub(" ", line).split())
+        if not text:
+            continue
         if not line[0].isspace():
             sections.append((text, []))
         elif sections:
@@ -171,7 +186,8 @@ def parse(lines: list[str]) -> list[tuple[str, list[str]]]:
 
 def list_pages(package: str, files: list[Path], stanzas: list[tuple[list[str], str]]) -> list[dict]:
     """The pages among ``files`` (not yet rendered); aliases and files without a clear section are counted."""
-    pages, left_out = [], Counter()
+    pages: list[dict] = []
+    left_out: Counter[str] = Counter()
     for path in files:
         m = PAGE_FILE.match(path.name)
         if path.is_symlink():
@@ -185,24 +201,50 @@ def list_pages(package: str, files: list[Path], stanzas: list[tuple[list[str], s
             page = f"{name}.{section}{m.group('suffix')}"
             # the copyright files name source files: po/fr/man1/ls.1.po (manpages-l10n), man1/intro.1 (man-pages)
             source = f"po/fr/man{section}/{page}.po" if package == FR_PACKAGE else f"man{section}/{page}"
-            pages.append({
-                "id": f"{package}:{page}", "page": page, "name": name, "section": section, "package": package,
-                "file": path, "path": "/usr/" + str(path).split("/usr/", 1)[1], "licence": licence_of(stanzas, source),
-            })
+            pages.append(
+                {
+                    "id": f"{package}:{page}",
+                    "page": page,
+                    "name": name,
+                    "section": section,
+                    "package": package,
+                    "file": path,
+                    "path": "/usr/" + str(path).split("/usr/", 1)[1],
+                    "licence": licence_of(stanzas, source),
+                }
+            )
     print(f"{package}: {len(pages)} pages; left out: {dict(sorted(left_out.items()))}")
     return pages
 
 
+def source_header(path: Path) -> str:
+    """The comment block a page's source opens with (its copyright and licence header), verbatim."""
+    out = []
+    with gzip.open(path, "rt", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if not re.match(r"^['.]\\\"", line):
+                break
+            out.append(re.sub(r"^['.]\\\" ?", "", line.rstrip("\n")))
+    return "\n".join(out).strip()
+
+
 def rendered(page: dict) -> dict:
-    """The page with its ``sections`` and its corpus ``text`` (the sections but NOT_TEXT)."""
+    """The page with its ``sections``, its corpus ``text`` (the sections but NOT_TEXT) and its ``notice``: who
+    holds the rights and under which licence, which a processed copy has to carry (the French TRADUCTION
+    section: translators and the translation's licence; the English source's header: copyright and licence)."""
     sections = parse(render(page["file"]))
     text = "\n\n".join("\n".join([h, *ls]) for h, ls in sections if h.upper() not in NOT_TEXT)
-    return {**page, "sections": sections, "text": text}
+    if page["package"] == FR_PACKAGE:
+        notice = "\n".join(ln for h, ls in sections if h.upper() == "TRADUCTION" for ln in ls)
+    else:
+        notice = source_header(page["file"])
+    return {**page, "sections": sections, "text": text, "notice": notice}
 
 
 def split_pages(pages: list[dict]) -> tuple[dict[str, list[dict]], list[str]]:
     """Task pages by split (per section: ids sorted, shuffled with SEED, TEST_SHARE to test, VALIDATION_SHARE to
-    validation, the rest to train) and the sections left out for having fewer than MIN_PAGES pages."""
+    validation, the rest to train) and the sections left out for having fewer than MIN_PAGES pages in the
+    package. The intro pages are in no split: they name their section in words ("La section 1 du manuel")."""
     by_section: dict[str, list[dict]] = {}
     for p in pages:
         by_section.setdefault(p["section"], []).append(p)
@@ -212,7 +254,7 @@ def split_pages(pages: list[dict]) -> tuple[dict[str, list[dict]], list[str]]:
         if len(items) < MIN_PAGES:
             rare.append(f"{section} ({len(items)} pages)")
             continue
-        items = sorted(items, key=lambda p: p["id"])
+        items = sorted((p for p in items if not NOT_IN_TASK.match(p["page"])), key=lambda p: p["id"])
         random.Random(f"{SEED}:{section}").shuffle(items)
         n_test, n_val = round(len(items) * TEST_SHARE), round(len(items) * VALIDATION_SHARE)
         splits["test"] += items[:n_test]
@@ -221,31 +263,80 @@ def split_pages(pages: list[dict]) -> tuple[dict[str, list[dict]], list[str]]:
     return splits, rare
 
 
-def task_rows(page: dict) -> list[dict]:
-    """A page's examples: consecutive WINDOW_WORDS-word windows of its text, at most MAX_WINDOWS.
+FR_OR_EN = langid.langid.LanguageIdentifier.from_modelstring(langid.langid.model, norm_probs=True)
+FR_OR_EN.set_languages(["fr", "en"])
 
-    The text is the page's lines in order from NAME and DESCRIPTION on, without the headings and the NOT_TASK
-    sections, every section marker removed (``(8)``, also in ``ls(1)``): so window 0 is the NAME line and the
-    start of DESCRIPTION, and neither the header nor a marker gives the label away. A last, shorter window is
-    kept from MIN_LAST_WORDS words on (a page shorter than that gives its one window)."""
+
+def is_french(text: str) -> bool:
+    """langid.py, between French and English only: the language of most of the text."""
+    return FR_OR_EN.classify(text)[0] == "fr"
+
+
+def line_key(line: str) -> str:
+    """A line as decontamination compares text: its lowercase ``\\w+`` words."""
+    return " ".join(re.findall(r"\w+", line.lower()))
+
+
+def task_lines(page: dict) -> list[str]:
+    """The lines a page's task text is made of: NAME and DESCRIPTION on, no heading, no NOT_TASK section, every
+    section marker removed (``(8)``, also in ``ls(1)``)."""
     lines = [ln for h, ls in page["sections"] if h.upper() not in NOT_TASK for ln in ls]
-    text = "\n".join(" ".join(SECTION_MARKER.sub("", ln).split()) for ln in lines)
+    return [" ".join(SECTION_MARKER.sub("", ln).split()) for ln in lines]
+
+
+def shared_lines(pages: list[dict]) -> set[str]:
+    """Keys of the task lines found in two or more French pages: the boilerplate of a family of pages (GNU's
+    "Les paramètres obligatoires pour les options de forme longue ..."), the options ``dir`` copies from ``ls``,
+    the rows every ISO 8859 table repeats. Left out of every example, they tie no test page to another page."""
+    seen = Counter(k for p in pages for k in {line_key(ln) for ln in task_lines(p)} if k)
+    return {k for k, n in seen.items() if n > 1}
+
+
+def task_rows(page: dict, shared: set[str]) -> tuple[list[dict], int]:
+    """A page's examples, consecutive WINDOW_WORDS-word windows of its text (at most MAX_WINDOWS) that are
+    mostly French, and how many windows were not.
+
+    The text is the page's ``task_lines`` but those in ``shared``: window 0 is the NAME line and the start of
+    DESCRIPTION, and neither the header nor a marker gives the label away. A last, shorter window is kept from
+    MIN_LAST_WORDS words on (a page shorter than that gives its one window). manpages-l10n leaves the strings
+    nobody translated in English, and langid reads the character tables of the charset pages (``0xC1 Á LETTRE
+    MAJUSCULE ...``) as English too: a window langid does not call French is not an example."""
+    text = "\n".join(ln for ln in task_lines(page) if line_key(ln) not in shared)
     pieces = re.findall(r"\S+\s*", text)  # each word with the space or line break after it
-    rows = []
+    rows, not_french = [], 0
     for i in range(min(MAX_WINDOWS, (len(pieces) + WINDOW_WORDS - 1) // WINDOW_WORDS)):
         chunk = pieces[i * WINDOW_WORDS : (i + 1) * WINDOW_WORDS]
         if i and len(chunk) < MIN_LAST_WORDS:
             break
-        rows.append({
-            "id": f"{page['id']}#{i}", "text": "".join(chunk).strip(), "label": page["section"],
-            "meta": {"page": page["page"], "window": i, "words": len(chunk)},
-        })
-    return rows
+        window = "".join(chunk).strip()
+        if not is_french(window):
+            not_french += 1
+            continue
+        rows.append(
+            {
+                "id": f"{page['id']}#{i}",
+                "text": window,
+                "label": page["section"],
+                "meta": {"page": page["page"], "window": i, "words": len(chunk), "notice": page["notice"]},
+            }
+        )
+    return rows, not_french
 
 
 def corpus_row(page: dict, source: str) -> dict:
-    meta = {"name": page["name"], "section": page["section"], "package": page["package"], "path": page["path"],
-            "licence": page["licence"]}
+    """A corpus document. ``licence`` is what Debian's copyright file says; an English page's own header also
+    names its licence (``header_licence``), for some pages another one than the file's GPL-2+."""
+    meta = {
+        "name": page["name"],
+        "section": page["section"],
+        "package": page["package"],
+        "path": page["path"],
+        "licence": page["licence"],
+        "notice": page["notice"],
+    }
+    if page["package"] != FR_PACKAGE:
+        tags = re.findall(r"SPDX-License-Identifier:\s*(.+)|%%%LICENSE_START\(([^)]*)\)", page["notice"])
+        meta["header_licence"] = " and ".join(a.strip() or b for a, b in tags) or None
     return {"id": page["id"], "text": page["text"], "source": source, "meta": meta}
 
 
@@ -269,8 +360,10 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     rows = sorted(rows, key=lambda r: r["id"])
     with open(path, "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
         gz.write("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows).encode("utf-8"))
-    print(f"{path.relative_to(ROOT)}: {len(rows)} rows, {sum(len(r['text'].split()) for r in rows):,} words, "
-          f"{path.stat().st_size:,} bytes, sha256 {sha256_of(path)}")
+    print(
+        f"{path.relative_to(ROOT)}: {len(rows)} rows, {sum(len(r['text'].split()) for r in rows):,} words, "
+        f"{path.stat().st_size:,} bytes, sha256 {sha256_of(path)}"
+    )
 
 
 def main(work: Path) -> None:
@@ -284,12 +377,19 @@ def main(work: Path) -> None:
 
     splits, rare = split_pages(fr_pages)
     print("sections left out of the task:", ", ".join(rare) or "none")
+    shared = shared_lines(fr_pages)
+    print(f"task lines found in two or more pages, left out: {len(shared)} distinct")
     for split, pages in splits.items():
-        rows = [r for p in pages for r in task_rows(p)]
+        made = [task_rows(p, shared) for p in pages]
+        rows = [r for page_rows, _ in made for r in page_rows]
         write_jsonl(TASK_DIR / f"{split}.jsonl.gz", rows)
-        print(f"  {split}: {len(pages)} pages {dict(sorted(Counter(p['section'] for p in pages).items()))}; "
-              f"examples {dict(sorted(Counter(r['label'] for r in rows).items()))}; "
-              f"window 0 only {sum(r['meta']['window'] == 0 for r in rows)}")
+        print(
+            f"  {split}: {len(pages)} pages {dict(sorted(Counter(p['section'] for p in pages).items()))}, "
+            f"{len({r['meta']['page'] for r in rows})} with an example; "
+            f"examples {dict(sorted(Counter(r['label'] for r in rows).items()))}; "
+            f"windows 0 {sum(r['meta']['window'] == 0 for r in rows)}; "
+            f"windows not French, left out {sum(n for _, n in made)}"
+        )
 
     held_out = {p["id"] for s in ("validation", "test") for p in splits[s]}
     fr_corpus = [corpus_row(p, "manpages-fr") for p in fr_pages if p["id"] not in held_out]
@@ -299,9 +399,14 @@ def main(work: Path) -> None:
     held_names = {f"{p['name']}.{p['section']}" for s in ("validation", "test") for p in splits[s]}
     en_corpus = english_corpus(en_pages, held_names, fr_words)
     write_jsonl(CORPUS_DIR / "en-corpus.jsonl.gz", en_corpus)
-    print("  sections:", dict(sorted(Counter(r["meta"]["section"] for r in en_corpus).items())),
-          "packages:", dict(Counter(r["meta"]["package"] for r in en_corpus)),
-          "licences:", dict(Counter(r["meta"]["licence"] for r in en_corpus).most_common()))
+    print(
+        "  sections:",
+        dict(sorted(Counter(r["meta"]["section"] for r in en_corpus).items())),
+        "packages:",
+        dict(Counter(r["meta"]["package"] for r in en_corpus)),
+        "licences:",
+        dict(Counter(r["meta"]["licence"] for r in en_corpus).most_common()),
+    )
 
 
 if __name__ == "__main__":

@@ -39,3 +39,26 @@ def test_the_family_wise_false_positive_rate_over_200_real_pages_is_at_most_5_pe
     print(out)
     assert out["comparisons"] == 4 and out["paired"] == 1.0
     assert out["rate"] <= 0.05
+
+
+REPLICATES = SCORES.with_name("science-demo-replicates.json.gz")
+
+
+def test_a_null_pair_of_an_arm_with_replicates_splits_its_replicates():
+    _, runs = read_scores(REPLICATES)
+    from domainbert.report.aa import _by_task_model
+
+    continued = _by_task_model(runs)["science-terms-ner"]["continued"]
+    assert len({r["replicate"] for r in continued}) == 4 and len(continued) == 24
+    a, b = null_pair(continued, np.random.default_rng(1))
+    assert sorted({r["replicate"] for r in a}) == sorted({r["replicate"] for r in b}) == [1, 2]
+    assert len(a) == len(b) == 12  # two replicates a side, each with its six seeds, renumbered 1 and 2
+
+
+@pytest.mark.slow
+def test_two_arms_made_of_one_arm_s_pretraining_replicates_are_rarely_called_different():
+    _, runs = read_scores(REPLICATES)
+    out = aa_pages([r for r in runs if r["model"].startswith("continued")], pages=200, n_samples=1000, seed=0)
+    print(out)
+    assert out["comparisons"] == 1 and out["paired"] == 1.0
+    assert out["rate"] <= 0.05

@@ -23,6 +23,7 @@ from typing import Any
 
 import numpy as np
 
+from domainbert.config.pretrain import split_replicate
 from domainbert.report.draws import RunScores
 from domainbert.report.paired import replicate_of
 from domainbert.report.power import holm
@@ -48,9 +49,13 @@ def _pooled_others(noise: dict[str, SeedNoise], model: str) -> SeedNoise | None:
 
 
 def _by_task_model(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
+    """task -> model -> runs, a pretraining replicate's runs (``continued@r2``) among its arm's."""
     out: dict[str, dict[str, list[dict[str, Any]]]] = {}
     for r in results:
-        out.setdefault(r["task"], {}).setdefault(r["model"], []).append(r)
+        model, replicate = split_replicate(r["model"])
+        if replicate > 1:
+            r = {**r, "model": model, "replicate": replicate}
+        out.setdefault(r["task"], {}).setdefault(model, []).append(r)
     return out
 
 

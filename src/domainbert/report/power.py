@@ -46,11 +46,12 @@ class DesignPrior:
     source: str
 
 
-# Measured on the shipped science-terms-ner, make demo's design with six seeds (bench/scores/science-demo-6seeds,
-# bench/README.md "Paired comparisons"): the per-seed differences of the six model pairs had sd 0.7 to 2.3 points
-# (median 1.4, taken), and the example draws, once the flips the seeds' spread holds are taken out, se 0.04 to
-# 0.22 points over 1,952 sentences (0.15 taken). No replicate has been measured yet: 0.5 points is assumed.
-PRIORS = DesignPrior(pair_sd=0.014, replicate_sd=0.005, example_var=0.0015**2 * 1952, source="prior")
+# Measured on the shipped science-terms-ner, make demo's design with six seeds (bench/scores/, bench/README.md
+# "Paired comparisons"): the per-seed differences of the six model pairs had sd 0.7 to 2.3 points (median 1.4,
+# taken); the example draws, once the flips the seeds' spread holds are taken out, se 0.04 to 0.22 points over
+# 1,952 sentences (0.15 taken); continued's 4 pretraining replicates' mean scores, sd 0.41 points (0.4 taken;
+# less than their 6 seeds' own noise makes, so the replicate effect itself is not resolved).
+PRIORS = DesignPrior(pair_sd=0.014, replicate_sd=0.004, example_var=0.0015**2 * 1952, source="prior")
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:
