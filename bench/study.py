@@ -11,7 +11,7 @@ a rerun), then prints and writes ``bench/results/study-<domain>.json``:
 - per task and model: mean ± sd over seeds, the interval and verdict against the base model and against the
   floor, collapsed runs;
 - an A/A check on the real runs: the same model under different seeds, compared as if they were two models
-  (``stats.aa_check``): how often is "no true difference" called significant.
+  (``report.aa.aa_check``): how often is "no true difference" called significant.
 What it leaves out: timing comparisons with other tools (the other benchmarks do that).
 """
 
@@ -76,7 +76,7 @@ def main() -> None:
     from domainbert.config.domain import load_domain
     from domainbert.core.paths import RunLayout
     from domainbert.report.inputs import load_run
-    from domainbert.report.stats import aa_check
+    from domainbert.report.aa import aa_check
 
     cfg = load_domain(args.domain, study_overrides(args))
     layout = RunLayout(args.out or Path("runs") / f"study-{cfg.name}")
