@@ -98,3 +98,29 @@ def test_a_row_carries_the_detectable_difference_its_se_and_df_imply() -> None:
     no_se = [row(0.2, -0.0196, 0.0196)]  # a compare function without se: the interval's, normal
     apply_holm(no_se, confidence=0.95)
     assert no_se[0]["detectable"] == pytest.approx(0.028016, abs=1e-4)
+
+
+def test_every_family_wise_interval_agrees_with_its_verdict() -> None:
+    """Pages of rows with real draws: the interval at the row's family-wise level excludes 0 exactly when the
+    claim survives Holm (up to the draws' resolution: rows whose p sits on a threshold are not drawn here)."""
+    from domainbert.report.draws import p_value
+
+    rng = np.random.default_rng(3)
+    checked = 0
+    for _ in range(60):
+        rows = []
+        for _ in range(int(rng.integers(2, 12))):
+            draws = rng.normal(rng.normal(0, 2.2), 1.0, 20000)
+            rows.append({"_draws": draws, "diff": float(draws.mean()), "ci_low": float(np.quantile(draws, 0.025)),
+                         "ci_high": float(np.quantile(draws, 0.975)), "p_value": p_value(draws), "confidence": 0.95,
+                         "se": 1.0, "df": None, "verdict": "no significant difference"})
+        apply_holm(rows, confidence=0.95)
+        for r in rows:
+            if abs(r["p_holm"] - 0.05) < 0.01:
+                continue
+            excludes = r["fw_low"] > 0 or r["fw_high"] < 0
+            assert excludes == r["holm_significant"], r
+            assert (r["verdict"] != "no significant difference") == r["holm_significant"]
+            assert r["fw_high"] - r["fw_low"] >= r["ci_high"] - r["ci_low"] - 1e-9  # never narrower than 95%
+            checked += 1
+    assert checked > 200

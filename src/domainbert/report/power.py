@@ -5,8 +5,9 @@ verdict uses, and the smallest difference a design can detect, computed one way 
 the chance of any false "better" or "worse" on the page stays under ``1 - confidence`` (Holm 1979: the
 smallest p is multiplied by m, the next by m - 1, ..., each kept at least as large as the one before).
 ``apply_holm`` makes each row's verdict the family-wise one and gives it the interval that verdict uses: the
-percentile interval of the row's draws at the level Holm's step gives it, ``alpha x p / p_holm`` (it excludes 0
-exactly when ``p_holm < alpha``, up to the draws' resolution), beside the unadjusted interval.
+percentile interval of the row's draws at Holm's threshold for the row, ``alpha / (m - rank)``, or at
+``alpha x p / p_holm`` where that is smaller (an earlier row stopped the step-down): it excludes 0 exactly when
+``p_holm < alpha``, up to the draws' resolution. It stands beside the unadjusted interval.
 
 ``detectable_difference(se, df, alpha, m)`` is the smallest true difference a comparison finds with 80% power at
 Holm's first threshold ``alpha / m``, two-sided: a noncentral t at the comparison's degrees of freedom (Cohen
@@ -133,7 +134,9 @@ def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
     alpha = 1 - confidence
     adjusted = holm([r.get("p_value") for r in rows])
     family = sum(p is not None for p in adjusted)
-    for row, p in zip(rows, adjusted, strict=True):
+    ranked = sorted((r["p_value"], i) for i, r in enumerate(rows) if r.get("p_value") is not None)
+    step = {i: alpha / (family - rank) for rank, (_, i) in enumerate(ranked)}  # Holm's threshold for each row
+    for index, (row, p) in enumerate(zip(rows, adjusted, strict=True)):
         row["comparisons"] = family
         row["p_holm"] = p
         # applied again over a larger family (the cross-domain page), it starts from the interval's reading
@@ -144,7 +147,9 @@ def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
             row["verdict"] = row["verdict_unadjusted"]
             continue
         row["holm_significant"] = p < alpha
-        level = alpha * row["p_value"] / p if p > 0 else alpha / family
+        # Holm's threshold for the row, or less where the step-down stopped before it (then p_holm caps at a
+        # value that makes the interval include 0): either way it excludes 0 exactly when the verdict is a claim
+        level = min(alpha * row["p_value"] / p, step[index]) if p > 0 else step[index]
         row["fw_level"] = 1 - level
         row["fw_low"], row["fw_high"] = _family_interval(row, level, confidence)
         row["detectable"] = detectable_difference(_row_se(row, confidence), row.get("df"), alpha, family)
