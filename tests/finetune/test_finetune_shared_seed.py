@@ -55,12 +55,11 @@ def test_two_encoders_under_one_seed_share_head_data_order_and_dropout(tmp_path,
     runs = []
     for ref in (tiny_bert, other):
         seen = record_training(monkeypatch)
-        original_forward = torch.nn.Module.__call__
 
-        def forward(module, *args, _seen=seen, **kwargs):
+        def forward(module, *args, _seen=seen, _call=torch.nn.Module.__call__, **kwargs):
             if module.training and "input_ids" in kwargs and hasattr(module, "classifier"):
                 _seen["batches"].append(kwargs["input_ids"].clone())
-            return original_forward(module, *args, **kwargs)
+            return _call(module, *args, **kwargs)
 
         monkeypatch.setattr(torch.nn.Module, "__call__", forward)
         out = run_finetune(data, str(ref), settings, 32)
