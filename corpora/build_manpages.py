@@ -341,9 +341,9 @@ def corpus_row(page: dict, source: str) -> dict:
 
 
 def english_corpus(pages: dict[str, list[dict]], held_out: set[str], words_wanted: int) -> list[dict]:
-    """English pages until they hold ``words_wanted`` words: first the ``manpages`` package (sections 1, 4-8,
-    those of the French pages), then ``manpages-dev`` (2 and 3), each in sha256(id) order; a page whose
-    name.section is a French validation or test page (its English original) is never taken."""
+    """English pages until they hold ``words_wanted`` words: first the ``manpages`` package (sections 1 and 4-8,
+    those of the French pages, and three intro pages), then ``manpages-dev`` (2 and 3), each in sha256(id) order;
+    a page whose name.section is a French validation or test page (its English original) is never taken."""
     out, total = [], 0
     for package in EN_PACKAGES:
         for page in sorted(pages[package], key=lambda p: hashlib.sha256(p["id"].encode()).hexdigest()):
