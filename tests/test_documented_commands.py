@@ -1,4 +1,5 @@
-"""Every command README.md, docs/usage.md, docs/own-domain.md and docs/cluster.md show, run as they write it.
+"""Every command README.md, docs/usage.md, docs/own-domain.md, docs/cluster.md and docs/development.md show, run
+as they write it.
 
 ``COMMANDS`` is the one table: each documented command (a line of a ```bash block, comments and line
 continuations folded, or an inline code span that starts with ``domainbert``, ``.venv/bin/domainbert``,
@@ -32,7 +33,7 @@ import pytest
 from test_docs_own_domain import _project
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md")
+DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md")
 PREFIXES = ("domainbert", ".venv/bin/domainbert", "make", "prefect")
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
 RUN, SLOW, LONG, SKIP, MENTION = "run", "slow", "long", "skip", "mention"
@@ -77,6 +78,12 @@ COMMANDS: dict[str, How] = {
         '"pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"'
     ): How(LONG, DEMO_RUN),
     "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
+    ".venv/bin/domainbert plan science --detect 1.0": How(
+        SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
+    ),
+    ".venv/bin/domainbert validate <name>": How(MENTION, PROSE),
+    ".venv/bin/domainbert plan <name>": How(MENTION, PROSE),
+    ".venv/bin/domainbert run <name>": How(MENTION, PROSE),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),
     ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),
