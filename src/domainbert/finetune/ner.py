@@ -75,7 +75,7 @@ def decode_ner(
             tags[wid] = id2label[int(row[pos])]
         out.append(to_iob2(tags, "IOB2", repairs))
     if repairs[0]:
-        log.info("%d predicted 'I-X' tags not continuing an X entity repaired to 'B-X'", repairs[0])
+        log.debug("%d predicted 'I-X' tags not continuing an X entity repaired to 'B-X'", repairs[0])
     return out
 
 
