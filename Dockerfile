@@ -27,7 +27,7 @@ WORKDIR /src
 COPY pyproject.toml constraints.txt scripts/image_requirements.py ./
 RUN python image_requirements.py pyproject.toml > requirements.txt
 RUN pip install -c constraints.txt -r requirements.txt
-COPY README.md ./
+COPY README.md LICENSE ./
 COPY src ./src
 COPY flows ./flows
 RUN pip install --no-deps .
