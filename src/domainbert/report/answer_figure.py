@@ -2,7 +2,8 @@
 
 One panel per task. Each row is an arm's difference from the task's better reference (``results.best_reference``:
 the warmed-up base or the original checkpoint), in points, with its 95% interval; a filled marker is a claim that
-survives Holm's correction over the page's comparisons, a hollow one does not. The shaded band is the
+survives Holm's correction over the page's comparisons, a hollow one does not, and a thin line is the
+family-wise interval the verdict uses; an arm with collapsed runs is a grey cross, never filled. The shaded band is the
 detectable difference (``power.apply_holm``): a true difference inside it would be missed more often than one
 time in five, so an interval inside it is no evidence of "no effect". A dashed line marks the floor's difference
 from the same reference where the task has a floor. The numbers are the comparison rows'; nothing is computed
@@ -41,6 +42,26 @@ def _floor_offset(scores: list[dict[str, Any]], task: str) -> float | None:
     return float(floor["mean"]) - float(reference["mean"])
 
 
+def _draw_row(ax: Any, y: int, c: dict[str, Any]) -> None:
+    """One arm: its 95% interval (thick), the family-wise interval its verdict uses (thin), a marker filled when
+    the claim survives Holm; an arm with collapsed runs is a grey cross, never filled (a failed run, not an
+    encoder)."""
+    if c.get("fw_low") is not None:
+        ax.plot([100 * c["fw_low"], 100 * c["fw_high"]], [y, y], color="0.55", linewidth=0.8)
+    collapsed = bool(c.get("collapsed"))
+    sure = bool(c.get("holm_significant")) and not collapsed
+    ax.errorbar(
+        100 * c["diff"],
+        y,
+        xerr=[[100 * (c["diff"] - c["ci_low"])], [100 * (c["ci_high"] - c["diff"])]],
+        fmt="x" if collapsed else "o",
+        color="0.5" if collapsed else "tab:blue",
+        markerfacecolor="tab:blue" if sure else "white",
+        elinewidth=2,
+        capsize=3,
+    )
+
+
 def answer_figure(
     scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str], out_dir: Path
 ) -> str | None:
@@ -65,21 +86,14 @@ def answer_figure(
         if floor is not None:
             ax.axvline(100 * floor, color="tab:red", linestyle="--", linewidth=1, label="floor")
         for y, c in enumerate(rows):
-            sure = bool(c.get("holm_significant"))
-            ax.errorbar(
-                100 * c["diff"],
-                y,
-                xerr=[[100 * (c["diff"] - c["ci_low"])], [100 * (c["ci_high"] - c["diff"])]],
-                fmt="o",
-                color="tab:blue",
-                markerfacecolor="tab:blue" if sure else "white",
-                capsize=3,
-            )
-        ax.set_yticks(range(len(rows)), [c["model"] for c in rows])
+            _draw_row(ax, y, c)
+        ax.set_yticks(
+            range(len(rows)), [c["model"] + (" (collapsed runs)" if c.get("collapsed") else "") for c in rows]
+        )
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.invert_yaxis()
         label = METRIC_LABEL.get(rows[0]["metric"], rows[0]["metric"])
-        ax.set_xlabel(f"difference from {ref} ({label}, points); filled: survives Holm")
+        ax.set_xlabel(f"difference from {ref} ({label}, points); filled: survives Holm; thin: family-wise interval")
         ax.set_title(task, fontsize=10)
         ax.legend(fontsize=7, loc="lower right")
     return save_png(fig, out_dir / NAME).name
