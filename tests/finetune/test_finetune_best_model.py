@@ -29,6 +29,12 @@ def test_winner_is_the_best_validation_score_and_a_tie_goes_to_the_lower_seed():
     assert winner({}) is None
 
 
+def test_a_collapsed_run_is_never_the_winner_however_it_scored_on_validation():
+    collapsed = {**_result(0.9), "collapsed": True}
+    assert winner({1: collapsed, 2: _result(0.3)}) == 2
+    assert winner({1: collapsed}) is None  # nothing kept, nothing to push
+
+
 def _val(layout: RunLayout, task: str, seed: int) -> float:
     result = json.loads((layout.finetune("base", task, seed) / "result.json").read_text())
     return result["validation"][result["primary_metric"]]

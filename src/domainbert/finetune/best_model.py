@@ -59,8 +59,10 @@ def _rank(seed: int, result: dict[str, Any]) -> tuple[float, int]:
 
 
 def winner(results: dict[int, dict[str, Any]]) -> int | None:
-    """The seed whose result scored best on validation (ties: the lower seed); None without results."""
-    return max(results, key=lambda s: _rank(s, results[s])) if results else None
+    """The seed whose result scored best on validation (ties: the lower seed) among the runs that did not
+    collapse; None without such a run: a collapsed model is never kept, so never offered to push."""
+    healthy = {seed: r for seed, r in results.items() if not r.get("collapsed")}
+    return max(healthy, key=lambda s: _rank(s, healthy[s])) if healthy else None
 
 
 def held_seed(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> int | None:
@@ -116,8 +118,11 @@ def offer(
         result = results.get(job.seed)
         if result is None:  # its own result is not current: nothing to keep it by
             return False
+        if result.get("collapsed"):  # a collapsed model is never kept, so never offered to push
+            logger.info("%s/%s/seed-%d collapsed: its model is not kept", job.model_name, job.task_name, job.seed)
+            return False
         held = held_seed(layout, job, fps)
-        if held is None or held == job.seed or held not in results:
+        if held is None or held == job.seed or held not in results or results[held].get("collapsed"):
             keep = True  # nothing current is held, or this seed's own earlier model
         else:
             keep = _rank(job.seed, result) > _rank(held, results[held])
