@@ -101,8 +101,8 @@ def test_a_row_carries_the_detectable_difference_its_se_and_df_imply() -> None:
 
 
 def test_every_family_wise_interval_agrees_with_its_verdict() -> None:
-    """Pages of rows with real draws: the interval at the row's family-wise level excludes 0 exactly when the
-    claim survives Holm (up to the draws' resolution: rows whose p sits on a threshold are not drawn here)."""
+    """Pages of rows with real draws: the interval at the row's Holm level excludes 0 exactly when the claim
+    survives Holm, rows whose p sits on a threshold included (the interval counts the draws as the p-value does)."""
     from domainbert.report.draws import p_value
 
     rng = np.random.default_rng(3)
@@ -116,11 +116,22 @@ def test_every_family_wise_interval_agrees_with_its_verdict() -> None:
                          "se": 1.0, "df": None, "verdict": "no significant difference"})
         apply_holm(rows, confidence=0.95)
         for r in rows:
-            if abs(r["p_holm"] - 0.05) < 0.01:
-                continue
             excludes = r["fw_low"] > 0 or r["fw_high"] < 0
             assert excludes == r["holm_significant"], r
             assert (r["verdict"] != "no significant difference") == r["holm_significant"]
             assert r["fw_high"] - r["fw_low"] >= r["ci_high"] - r["ci_low"] - 1e-9  # never narrower than 95%
             checked += 1
     assert checked > 200
+
+
+def test_the_interval_and_the_p_value_count_the_draws_alike_at_the_threshold() -> None:
+    from domainbert.report.draws import interval
+
+    for below in range(20, 31):  # 999 draws: p <= 0.05 exactly while at most 24 of them are <= 0
+        draws = np.concatenate([-np.arange(1, below + 1, dtype=float), np.arange(1, 1000 - below, dtype=float)])
+        out = interval(draws, 1.0, 0.95)
+        assert out["significant"] == (out["p_value"] <= 0.05) == (below <= 24), below
+
+
+def test_a_satterthwaite_df_under_one_is_taken_as_one() -> None:
+    assert detectable_difference(1.0, 0.35, 0.05, 6) == pytest.approx(detectable_difference(1.0, 1.0, 0.05, 6))

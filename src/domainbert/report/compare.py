@@ -50,10 +50,11 @@ def compare_tables(
     arms: list[str],
     extra: list[str],
     compare_fn: CompareFn | None = None,
+    family: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score and comparison rows of a set of results (see ``results.build_tables``)."""
     fn = compare_fn or default_compare_fn(compare.bootstrap_samples, compare.confidence, compare.seed)
-    return build_tables(results, task_order, arms, extra, fn, compare.confidence)
+    return build_tables(results, task_order, arms, extra, fn, compare.confidence, family)
 
 
 def _tables(
@@ -190,16 +191,16 @@ def _method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sec
             "and moves every model's score together, so two models with runs under the same seeds are compared on "
             "their per-seed differences (r is their correlation across seeds); with pretraining replicates the "
             "replicates are the units and the seeds nest inside them (the Multi-Bootstrap of MultiBERTs, Sellam et "
-            "al. 2022). The units' mean is drawn from Student-t at their degrees of freedom: 3 seeds give 2, which "
-            "at Holm's thresholds needs about 14 standard errors, so only more seeds make a small difference "
-            "visible. The floor, one deterministic run, is compared unpaired (Welch's seed term from the model's "
+            "al. 2022). The units' mean is drawn from Student-t at their degrees of freedom: 3 seeds give 2, and "
+            "a difference then needs 5.7 standard errors to be found with 80% power in one comparison, 18 at "
+            "Holm's first step over 10, so only more seeds make a small difference visible. The floor, one deterministic run, is compared unpaired (Welch's seed term from the model's "
             "own seeds), each mean kept inside the metric's range.",
             "p-values count the draws on the far side of 0 as (k + 1) / (B + 1), so none is 0; a comparison whose "
             "p-value is near a Holm threshold draws until the page's smallest threshold is resolved.",
             "Verdict: 'better' or 'worse' when the comparison survives Holm's correction over every comparison on the "
-            "page, else 'no significant difference'. Beside the unadjusted interval stands the family-wise one, at "
-            "the level Holm's step gives the row (alpha x p / p after Holm): it excludes 0 exactly when the verdict "
-            "is 'better' or 'worse'.",
+            "page, else 'no significant difference'. Beside the unadjusted interval stands the one the verdict uses, "
+            "at Holm's threshold for the row (not a simultaneous interval); counted on the draws as the p-value is, "
+            "it excludes 0 exactly when the verdict is 'better' or 'worse'.",
             "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion, not corrected "
             "for the page's comparisons: eps_min is an upper confidence bound on how far the model falls short of "
             "stochastically dominating its reference; below 0.2 it is almost stochastically better (uncorrected). "

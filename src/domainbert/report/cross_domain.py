@@ -31,7 +31,7 @@ from domainbert.report.finetune_sections import std_text
 from domainbert.report.headline import caveats
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.power import apply_holm
-from domainbert.report.results import CompareFn
+from domainbert.report.results import CompareFn, page_family
 from domainbert.report.sections import fmt
 from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
@@ -278,8 +278,9 @@ def _document(
 ) -> Document:
     all_scores: list[dict[str, Any]] = []
     all_cmps: list[dict[str, Any]] = []
+    family = sum(page_family(arts.finetune, ARMS, []) for arts in loaded.values())  # Holm's, over the page
     for domain, arts in loaded.items():
-        scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn)
+        scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn, family)
         all_scores += [{**r, "domain": domain} for r in scores]
         all_cmps += [{**c, "domain": domain} for c in cmps]
     apply_holm(all_cmps, compare.confidence)  # the page's family: every domain's comparisons together

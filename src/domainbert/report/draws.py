@@ -48,12 +48,24 @@ def p_value(diffs: np.ndarray) -> float:
     return min(1.0, 2.0 * (min(below, above) + 1) / (b + 1))
 
 
+def bounds(diffs: np.ndarray, level: float) -> tuple[float, float]:
+    """The percentile interval at ``1 - level`` on the p-value's own convention: the (K+1)-th smallest and largest
+    draws, K = floor(level (B+1) / 2) - 1, so that it excludes 0 exactly when ``p_value(diffs) <= level``; where
+    the draws cannot resolve ``level`` (K < 0) it is widened to include 0."""
+    ordered = np.sort(np.asarray(diffs, dtype=float))
+    k = math.floor(level * (ordered.size + 1) / 2) - 1
+    if k < 0:
+        return min(float(ordered[0]), 0.0), max(float(ordered[-1]), 0.0)
+    return float(ordered[k]), float(ordered[ordered.size - 1 - k])
+
+
 def interval(
     diffs: np.ndarray, point: float, confidence: float, names: tuple[str, str] | None = None
 ) -> dict[str, Any]:
-    """The percentile interval, two-sided p-value and verdict (``"<name> better"`` when ``names`` are given)."""
+    """The percentile interval, two-sided p-value and verdict (``"<name> better"`` when ``names`` are given); the
+    interval excludes 0 exactly when the p-value is at most ``1 - confidence`` (``bounds``)."""
     alpha = 1.0 - confidence
-    low, high = np.quantile(diffs, [alpha / 2, 1 - alpha / 2])
+    low, high = bounds(diffs, alpha)
     p = p_value(diffs)
     significant = not (low <= 0.0 <= high)
     if significant:

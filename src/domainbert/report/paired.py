@@ -14,8 +14,9 @@ pairs and test examples are all sources of the difference's variance, and each d
   seeds' differences, ``se^2 = var(g_r) / R`` on ``R - 1`` df (exact whatever the replicate and seed variances).
 * ``two-way``: one side has replicates, the other is one checkpoint (an arm against ``base``): the
   ``R x S`` differences ``g_rs = A_rs - B_s`` carry A's replicate effect on rows and B's own seed noise on
-  columns; ``se^2 = (MS_rows + MS_cols - MS_error) / RS`` (two-way ANOVA without interaction), never below the
-  rows' term, with Satterthwaite's df.
+  columns; ``se^2 = (MS_rows + MS_cols - MS_error) / RS`` (two-way ANOVA without interaction) with
+  Satterthwaite's df (at least 1), or the larger of the rows' and the columns' terms on its own df where the
+  estimate falls under it.
 
 Each draw is the example bootstrap of the mean difference (all runs on the same drawn test examples), shrunk by
 the part of its variance that per-example prediction flips make (already in the units' variance; never more
@@ -135,11 +136,12 @@ def unit_variance(pair: Pairing, g: np.ndarray) -> tuple[float, float]:
     df_e = (rows - 1) * (cols - 1)
     ms_e = float((resid**2).sum()) / df_e
     terms = [(ms_rows, rows - 1.0), (ms_cols, cols - 1.0), (-ms_e, float(df_e))]
-    total = max(ms_rows + ms_cols - ms_e, ms_rows)
-    if total == ms_rows:
-        return ms_rows / (rows * cols), rows - 1.0
+    total = ms_rows + ms_cols - ms_e
+    largest, largest_df = max((ms_rows, rows - 1.0), (ms_cols, cols - 1.0))
+    if total <= largest:  # the estimate fell under one of its own mean squares: take that, on its own df
+        return largest / (rows * cols), largest_df
     df = total**2 / sum(m**2 / d for m, d in terms)  # Satterthwaite
-    return total / (rows * cols), df
+    return total / (rows * cols), max(df, 1.0)
 
 
 def seed_correlation(pair: Pairing, full_a: np.ndarray, full_b: np.ndarray) -> float | None:

@@ -4,14 +4,16 @@ verdict uses, and the smallest difference a design can detect, computed one way 
 ``holm`` adjusts the p-values of every comparison a page makes (arms x references x tasks x budgets), so that
 the chance of any false "better" or "worse" on the page stays under ``1 - confidence`` (Holm 1979: the
 smallest p is multiplied by m, the next by m - 1, ..., each kept at least as large as the one before).
-``apply_holm`` makes each row's verdict the family-wise one and gives it the interval that verdict uses: the
-percentile interval of the row's draws at Holm's threshold for the row, ``alpha / (m - rank)``, or at
+``apply_holm`` makes each row's verdict the family-wise one and gives it the interval that verdict uses (not a
+simultaneous interval: the last row of Holm's order gets the plain level): the percentile interval of the
+row's draws (``draws.bounds``) at Holm's threshold for the row, ``alpha / (m - rank)``, or at
 ``alpha x p / p_holm`` where that is smaller (an earlier row stopped the step-down): it excludes 0 exactly when
-``p_holm < alpha``, up to the draws' resolution. It stands beside the unadjusted interval.
+``p_holm <= alpha``, by the draws' own counting. It stands beside the unadjusted interval.
 
 ``detectable_difference(se, df, alpha, m)`` is the smallest true difference a comparison finds with 80% power at
 Holm's first threshold ``alpha / m``, two-sided: a noncentral t at the comparison's degrees of freedom (Cohen
-1988; with 3 paired seeds, df 2, a difference needs about 9 standard errors, with infinite df 2.8 at m = 1).
+1988; with 3 paired seeds, df 2, a difference needs 5.7 standard errors for one comparison and 18 at Holm's first
+step over 10; with infinite df 2.8 and 4.0).
 ``se`` and ``df`` are the draws' (``stats.compare_models``) in the report, and ``design_se`` builds them for a
 design before it runs, from the run's own results where they exist, else from ``PRIORS`` (``report.design``).
 This module renders nothing.
@@ -25,8 +27,9 @@ from dataclasses import dataclass
 from statistics import NormalDist
 from typing import Any
 
-import numpy as np
 from scipy import integrate, optimize, stats
+
+from domainbert.report.draws import bounds
 
 POWER = 0.8
 NO_DIFFERENCE = "no significant difference"
@@ -71,6 +74,8 @@ def detectable_difference(se: float, df: float | None, alpha: float, comparisons
     """The smallest true difference found with ``power`` by a two-sided test at ``alpha / comparisons`` whose
     statistic has standard error ``se`` on ``df`` degrees of freedom (None or inf: normal)."""
     level = alpha / max(comparisons, 1)
+    if df is not None:
+        df = max(float(df), 1.0)  # under 1 (a Satterthwaite estimate) the noncentral t has no usable power
     if df is None or math.isinf(df) or df > 1e5:
         return (NormalDist().inv_cdf(1 - level / 2) + NormalDist().inv_cdf(power)) * se
     crit = float(stats.t.ppf(1 - level / 2, df))
@@ -95,14 +100,19 @@ def _t_power(ncp: float, crit: float, df: float) -> float:
 
 
 def design_se(prior: DesignPrior, seeds: int, replicates: int, test_examples: int) -> tuple[float, float]:
-    """The standard error and df of an arm's paired difference from a reference (or another arm) before it runs:
-    with one replicate the units are seeds (``pair_sd^2 / S`` on S - 1 df); with R of them both arms' replicates
-    vary (``(2 replicate_sd^2 + pair_sd^2 / S) / R`` on R - 1 df); plus the test sampling, on the units'
-    df as ``stats.compare_models`` gives it (``paired.PairedDraws.total_df`` says why)."""
+    """The standard error and df of an arm's paired difference from a reference (one checkpoint) before it runs:
+    with one replicate the units are seeds (``pair_sd^2 / S`` on S - 1 df); with R of them the arm's replicates
+    vary and the reference's seed noise does not shrink with R (the report's two-way design, ``paired.py``):
+    ``replicate_sd^2 / R + (pair_sd^2 / 2) / RS + (pair_sd^2 / 2) / S``, the pair's seed variance split evenly
+    between the two sides, on R - 1 df (the report's Satterthwaite df is at least that where the rows dominate);
+    plus the test sampling, on the units' df as ``stats.compare_models`` gives it."""
+    seeds = max(seeds, 1)
     if replicates <= 1:
-        unit_var, df = prior.pair_sd**2 / max(seeds, 1), max(seeds - 1, 1)
+        unit_var, df = prior.pair_sd**2 / seeds, max(seeds - 1, 1)
     else:
-        unit_var, df = (2 * prior.replicate_sd**2 + prior.pair_sd**2 / max(seeds, 1)) / replicates, replicates - 1
+        half = prior.pair_sd**2 / 2
+        unit_var = prior.replicate_sd**2 / replicates + half / (replicates * seeds) + half / seeds
+        df = replicates - 1
     total = unit_var + prior.example_var / max(test_examples, 1)
     return math.sqrt(total), (float(df) if unit_var > 0 else math.inf)
 
@@ -119,8 +129,7 @@ def _family_interval(row: dict[str, Any], level: float, confidence: float) -> tu
     """The interval at ``1 - level``: from the row's draws where it has them, else its se and df (t)."""
     draws = row.get("_draws")
     if draws is not None and len(draws):
-        low, high = np.quantile(draws, [level / 2, 1 - level / 2])
-        return float(low), float(high)
+        return bounds(draws, level)
     se, df = _row_se(row, confidence), row.get("df")
     q = float(stats.t.ppf(1 - level / 2, df)) if df and not math.isinf(df) else NormalDist().inv_cdf(1 - level / 2)
     centre = row.get("diff", (row["ci_low"] + row["ci_high"]) / 2)
@@ -146,7 +155,7 @@ def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
             row["detectable"] = None
             row["verdict"] = row["verdict_unadjusted"]
             continue
-        row["holm_significant"] = p < alpha
+        row["holm_significant"] = p <= alpha  # Holm: reject while p <= alpha / (m - rank)
         # Holm's threshold for the row, or less where the step-down stopped before it (then p_holm caps at a
         # value that makes the interval include 0): either way it excludes 0 exactly when the verdict is a claim
         level = min(alpha * row["p_value"] / p, step[index]) if p > 0 else step[index]

@@ -176,6 +176,12 @@ def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dic
     return grouped
 
 
+def page_family(results: list[dict[str, Any]], arms: list[str], extra: list[str]) -> int:
+    """How many comparisons ``build_tables`` makes of ``results``: Holm's family of a page that shows them alone."""
+    grouped = group_results(results)
+    return sum(len(comparison_pairs(model_order(by_model, arms, extra))) for by_model in grouped.values())
+
+
 def build_tables(
     results: list[dict[str, Any]],
     task_order: list[str],
@@ -183,6 +189,7 @@ def build_tables(
     extra: list[str],
     compare_fn: CompareFn,
     confidence: float,
+    family: int | None = None,
 ) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Score rows (one per task and model) and comparison rows (one per compared pair and task).
 
@@ -192,6 +199,8 @@ def build_tables(
         arms: pretraining arms in config order; extra: extra model names in config order.
         compare_fn: the paired comparison (see ``default_compare_fn``).
         confidence: the interval's confidence level (for the row labels).
+        family: the page's comparisons when it shows more than these (the cross-domain page): every
+            comparison draws enough for that page's smallest Holm threshold; default ``page_family``.
 
     Returns:
         (score_rows, comparison_rows); scores are in the metric's own unit (fractions for F1).
@@ -200,7 +209,7 @@ def build_tables(
     tasks = [t for t in task_order if t in grouped] + sorted(t for t in grouped if t not in task_order)
     scores: list[dict[str, Any]] = []
     comparisons: list[dict[str, Any]] = []
-    family = sum(len(comparison_pairs(model_order(grouped[t], arms, extra))) for t in tasks)
+    family = family or page_family(results, arms, extra)
     for task in tasks:
         by_model = grouped[task]
         models = model_order(by_model, arms, extra)
