@@ -145,7 +145,7 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             "runs",
             "difference (points)",
             f"{level}% CI",
-            "family-wise CI (the verdict's)",
+            "CI at Holm's level (the verdict's)",
             "p (two-sided)",
             "p after Holm",
             "detectable (80% power)",

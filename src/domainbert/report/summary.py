@@ -41,13 +41,13 @@ def interval_text(row: dict[str, Any]) -> str:
 
 
 def ci_text(row: dict[str, Any]) -> str:
-    """``95% CI +0.8 to +3.4; family-wise (99.5%) -0.2 to +4.4; paired over 5 seeds, r 0.96`` for a comparison
-    row: the unadjusted interval, the one its verdict uses where the page makes more than one comparison, and
-    how its runs were paired."""
+    """``95% CI +0.8 to +3.4; at Holm's level (99.5%) -0.2 to +4.4; paired over 5 seeds, r 0.96`` for a
+    comparison row: the unadjusted interval, the one its verdict uses where the page makes more than one
+    comparison (``power.apply_holm``), and how its runs were paired."""
     text = f"{round(100 * row['confidence'])}% CI {interval_text(row)}"
     if row.get("fw_low") is not None and row.get("comparisons", 1) > 1:
         text += (
-            f"; family-wise ({fw_level_text(row['fw_level'])}) {signed_points(row['fw_low'])} to "
+            f"; at Holm's level ({fw_level_text(row['fw_level'])}) {signed_points(row['fw_low'])} to "
             f"{signed_points(row['fw_high'])}"
         )
     return text + pairing_text(row)
