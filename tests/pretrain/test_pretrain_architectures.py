@@ -64,7 +64,8 @@ def test_scratch_arm_in_another_family_trains_saves_reloads_and_fine_tunes(base_
     for task in ("ner", "cls"):
         result = finetune_one(cfg, layout, "scratch", str(layout.pretrained_model("scratch")), task, 1)
         assert result["steps"] == 3 and len(result["pred"]) == 8
-        assert layout.finetuned_model("scratch", task).is_dir()  # the kept model of the only seed
+        # the kept model of the only seed, unless it collapsed (two pretraining steps usually do): never kept then
+        assert layout.finetuned_model("scratch", task).is_dir() == (not result["collapsed"])
 
 
 def test_the_architecture_is_part_of_the_scratch_arms_fingerprint_only(base_model, layout, texts):
