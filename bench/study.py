@@ -75,8 +75,8 @@ def main() -> None:
 
     from domainbert.config.domain import load_domain
     from domainbert.core.paths import RunLayout
-    from domainbert.report.inputs import load_run
     from domainbert.report.aa import aa_check
+    from domainbert.report.inputs import load_run
 
     cfg = load_domain(args.domain, study_overrides(args))
     layout = RunLayout(args.out or Path("runs") / f"study-{cfg.name}")
