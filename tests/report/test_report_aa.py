@@ -46,9 +46,9 @@ REPLICATES = SCORES.with_name("science-demo-replicates.json.gz")
 
 def test_a_null_pair_of_an_arm_with_replicates_splits_its_replicates():
     _, runs = read_scores(REPLICATES)
-    from domainbert.report.aa import _by_task_model
+    from domainbert.report.results import group_results
 
-    continued = _by_task_model(runs)["science-terms-ner"]["continued"]
+    continued = group_results(runs)["science-terms-ner"]["continued"]
     assert len({r["replicate"] for r in continued}) == 4 and len(continued) == 24
     a, b = null_pair(continued, np.random.default_rng(1))
     assert sorted({r["replicate"] for r in a}) == sorted({r["replicate"] for r in b}) == [1, 2]

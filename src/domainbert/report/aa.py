@@ -23,10 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.config.pretrain import split_replicate
 from domainbert.report.draws import RunScores
 from domainbert.report.paired import replicate_of
 from domainbert.report.power import holm
+from domainbert.report.results import group_results
 from domainbert.report.stats import SeedNoise, compare_models, seed_noise_of
 
 
@@ -48,17 +48,6 @@ def _pooled_others(noise: dict[str, SeedNoise], model: str) -> SeedNoise | None:
     return SeedNoise(sd=math.sqrt(sum(nz.df * nz.sd**2 for nz in others) / df), df=df, within=noise[model].within)
 
 
-def _by_task_model(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """task -> model -> runs, a pretraining replicate's runs (``continued@r2``) among its arm's."""
-    out: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for r in results:
-        model, replicate = split_replicate(r["model"])
-        if replicate > 1:
-            r = {**r, "model": model, "replicate": replicate}
-        out.setdefault(r["task"], {}).setdefault(model, []).append(r)
-    return out
-
-
 def aa_check(
     results: list[dict[str, Any]],
     n_samples: int = 1000,
@@ -75,7 +64,7 @@ def aa_check(
     """
     draws_seed = seed  # each pair gets its own draws
     groups, comparisons, significant, skipped = [], 0, 0, 0
-    for task, models in sorted(_by_task_model(results).items()):
+    for task, models in sorted(group_results(results).items()):
         models = {m: sorted(rs, key=lambda r: r["seed"]) for m, rs in models.items() if len(rs) >= 2}
         noise = {m: _own_noise(runs, metric, n_samples, seed) for m, runs in models.items()}
         for model, runs in sorted(models.items()):
@@ -147,7 +136,7 @@ def aa_pages(
     """
     alpha = 1 - confidence
     rng = np.random.default_rng(seed)
-    groups = [runs for models in _by_task_model(results).values() for runs in models.values()]
+    groups = [runs for models in group_results(results).values() for runs in models.values()]
     false_pages, single_hits, single_total, paired, per_page = 0, 0, 0, 0, 0
     for page in range(pages):
         p_values = []
