@@ -55,12 +55,14 @@ def hub_model(model: Any, data: TaskData) -> Any:
 
 def save_task_model(model: Any, tokenizer: Any, data: TaskData, folder: Path) -> Path:
     """Write ``model`` (safetensors) and ``tokenizer`` to ``folder``, replacing it."""
+    from domainbert.core.errors import disk_errors
     from domainbert.core.tokenizer_files import make_portable
 
     folder = Path(folder)
     if folder.exists():
         shutil.rmtree(folder)
-    hub_model(model, data).save_pretrained(folder)
-    tokenizer.save_pretrained(folder)
+    with disk_errors(folder):  # safetensors says "no space left" as its own error, not an OSError
+        hub_model(model, data).save_pretrained(folder)
+        tokenizer.save_pretrained(folder)
     make_portable(folder)
     return folder

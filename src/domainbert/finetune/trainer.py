@@ -163,6 +163,7 @@ class FitState:
     best: dict[str, Any] | None = None
     best_state: dict[str, torch.Tensor] | None = None
     best_step: int = 0
+    best_loss: float = math.inf  # the training loss over the steps before the kept evaluation
     bad: int = 0
     stopped: bool = False
 
@@ -207,21 +208,30 @@ class FitState:
 
     def add_evaluation(self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int) -> dict[str, Any]:
         """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
+        loss = float(np.mean(self.losses))
         entry = {
             "step": self.step,
             "epoch": round(self.step / self.steps_per_epoch, 3),
-            "loss": float(np.mean(self.losses)),
+            "loss": loss,
             "validation": metrics,
         }
         self.history.append(entry)
         self.losses.clear()
-        if self.best is None or metrics[primary] > self.best[primary]:
-            self.best, self.best_step, self.bad = metrics, self.step, 0
+        if self._improves(metrics[primary], loss, primary):
+            self.best, self.best_step, self.bad, self.best_loss = metrics, self.step, 0, loss
             self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             self.bad += 1
         self.stopped = self.bad >= patience
         return entry
+
+    def _improves(self, score: float, loss: float, primary: str) -> bool:
+        """Better on validation, or level with the best while the training loss has fallen since it: a tie on a
+        coarse metric (F1 still 0 while the tagger learns to leave O, one more of 12 examples right) is not a
+        worsening, and stopping on it ends runs before they learn."""
+        if self.best is None or score > self.best[primary]:
+            return True
+        return score == self.best[primary] and loss < self.best_loss
 
     def result(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,58 @@
+"""Early stopping on validation (``trainer.fit``): the run keeps the weights of its best validation evaluation,
+stops after ``patience`` evaluations that are no better, and does not count a tie on the metric as worse while
+the training loss is still falling (a tagger at F1 0 that is learning to leave O is not done)."""
+
+from __future__ import annotations
+
+import torch
+from test_finetune_host_reads import _classifier, _examples
+
+from domainbert.finetune import trainer
+
+
+def _state() -> trainer.FitState:
+    return trainer.FitState(total=100, steps_per_epoch=10)
+
+
+def _evaluate(state: trainer.FitState, score: float, loss: float, model: torch.nn.Module, patience: int = 2) -> None:
+    state.step += 10
+    state.losses.append(loss)
+    state.add_evaluation({"f1": score}, "f1", model, patience)
+
+
+def test_the_best_evaluation_is_kept_and_patience_worse_ones_stop_the_run():
+    state, model = _state(), torch.nn.Linear(2, 2)
+    for score, loss in [(0.1, 1.0), (0.5, 0.9), (0.3, 0.8)]:
+        _evaluate(state, score, loss, model)
+        assert not state.stopped
+    _evaluate(state, 0.4, 0.7, model)
+    assert state.stopped and state.best_step == 20 and state.best == {"f1": 0.5}
+
+
+def test_a_tie_with_a_falling_training_loss_is_not_worse_and_a_tie_without_one_is():
+    state, model = _state(), torch.nn.Linear(2, 2)
+    for loss in (1.0, 0.9, 0.8, 0.7):  # F1 stuck at 0 for four epochs while the loss falls
+        _evaluate(state, 0.0, loss, model)
+    assert not state.stopped and state.best_step == 40  # the latest of the tied evaluations is kept
+    _evaluate(state, 0.0, 0.75, model)  # level again, but the loss rose since the kept evaluation
+    _evaluate(state, 0.0, 0.71, model)
+    assert state.stopped and state.best_step == 40
+
+
+def test_fit_leaves_the_model_holding_the_weights_of_its_best_evaluation():
+    """A real loop over a 2-layer hidden-128 classifier, validation scripted: best at the second of four epochs."""
+    model, scores, snapshots = _classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
+
+    def evaluate() -> dict:
+        snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
+        return {"acc": next(scores)}
+
+    train = _examples(20)
+    settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
+    out = trainer.fit(model, train, [len(f["input_ids"]) for f in train], evaluate, "acc", settings, pad_id=0)
+
+    assert out["stopped_early"] and len(out["history"]) == 4 and out["steps"] == 20  # stopped before epoch 6
+    assert out["best_step"] == 10 and out["best"] == {"acc": 0.9}
+    kept, later = snapshots[1], snapshots[3]
+    assert all(torch.equal(v, kept[k]) for k, v in model.state_dict().items())
+    assert not all(torch.equal(v, later[k]) for k, v in model.state_dict().items())
