@@ -97,7 +97,7 @@ def main() -> None:
         common.append(f"finetune.seeds=[{', '.join(map(str, args.seeds))}]")
     from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
-    from domainbert.finetune.stage import finetune_all
+    from domainbert.finetune.matrix import finetune_all
     from domainbert.pretrain.base_warmup import ensure_base_warmup
 
     root = args.out or Path("runs") / f"pooling-{plain.name}"

@@ -112,7 +112,7 @@ def run_recipes(
     from domainbert.config.domain import load_domain
     from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
-    from domainbert.finetune.stage import finetune_all
+    from domainbert.finetune.matrix import finetune_all
     from domainbert.pretrain.base_warmup import ensure_base_warmup
 
     original_folder: Path | None = None

@@ -24,8 +24,10 @@ from prefect import flow, get_run_logger
 from prefect.futures import PrefectFuture
 from prefect.task_runners import ThreadPoolTaskRunner
 
+from domainbert.config.domain import resolved_dict
 from domainbert.config.pretrain import ARMS, split_replicate
 from domainbert.core import signals
+from domainbert.finetune import recipe
 from domainbert.flows import caching
 from domainbert.flows.cancelling import cancellable, unless_cancelled
 from domainbert.flows.locking import locked
@@ -41,6 +43,7 @@ from domainbert.flows.tasks import (
     finetune_task,
     models_task,
     pretrain_task,
+    recipe_task,
     report_task,
     vocab_task,
 )
@@ -137,7 +140,15 @@ def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
     cfg = spec.config()
     layout = spec.layout(cfg)
     layout.root.mkdir(parents=True, exist_ok=True)
-    return spec, cfg, layout
+    cfg = recipe.applied(cfg, layout)  # the learning rates the run's searches chose, where they are done
+    return _with_recipe(spec, cfg), cfg, layout
+
+
+def _with_recipe(spec: RunSpec, cfg: Any) -> RunSpec:
+    """``spec`` carrying ``cfg``'s chosen learning rates (``finetune.lr_chosen``) to every task it is given to."""
+    if spec.resolved_config is None or not cfg.finetune.lr_chosen:
+        return spec
+    return spec.model_copy(update={"resolved_config": resolved_dict(cfg)})
 
 
 @flow(name="domainbert-corpus", log_prints=True)
@@ -274,6 +285,10 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
     unless_cancelled(configured(models_task, execution, layout.root)(spec))  # the models, recorded in the UI
+    if recipe.searched_tasks(cfg):  # each task's rate chosen on the reference before any model trains at it
+        chosen = unless_cancelled(configured(recipe_task, execution, layout.root)(spec))
+        cfg = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"lr_chosen": chosen})})
+        spec = _with_recipe(spec, cfg)
     from domainbert.finetune.jobs import run_list
 
     jobs = run_list(cfg, layout)

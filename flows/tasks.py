@@ -240,6 +240,17 @@ def models_task(spec: RunSpec) -> dict[str, str]:
     return {name: str(ref) for name, ref in models_to_compare(cfg, spec.layout(cfg)).items()}
 
 
+@task(name="recipe-search", tags=["cpu"], **COMMON)
+@cancellable_task
+def recipe_task(spec: RunSpec) -> dict[str, float]:
+    """Each task's learning-rate search (``finetune.lr_grid``): its missing runs, then the rate chosen per task."""
+    from domainbert.finetune.matrix import search_recipe
+
+    cfg = spec.config()
+    with stage_logs_to_prefect():
+        return dict(search_recipe(cfg, spec.layout(cfg)).finetune.lr_chosen)
+
+
 @task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)
 @cancellable_task
 def finetune_task(

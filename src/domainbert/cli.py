@@ -125,6 +125,10 @@ def _setup(
     # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
     logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
+    if cfg.finetune.lr_grid:  # the learning rates the run's searches chose, where they are done
+        from domainbert.finetune import recipe
+
+        cfg = recipe.applied(cfg, layout)
     if not writes:
         return cfg, layout
     if not create and not layout.root.exists():
@@ -289,7 +293,7 @@ def finetune(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Fine-tune every model on every task over the configured seeds."""
-    from domainbert.finetune.stage import finetune_all
+    from domainbert.finetune.matrix import finetune_all
 
     with _stage("finetune", domain, overrides, profile, out) as (cfg, layout):
         finetune_all(cfg, layout)

@@ -78,16 +78,37 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
         p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ") and p.status != "up to date"
     }
     todo = [r["task"] for r in states if r["state"] != "current" or r["model"] in retrained]
-    ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states)}"
+    search = _search_plan(cfg, layout, warm_pending)
+    todo += search.get("todo_tasks", [])
+    ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states) + search.get('runs', 0)}"
     ft_status += f" (after {upstream})" if upstream and todo else ""
     plans.append(
         StagePlan(
             "finetune",
             ft_status,
-            {"runs": len(states), "floors": len(cfg.finetune.tasks), "todo_tasks": todo, **counts},
+            {
+                "runs": len(states),
+                "floors": len(cfg.finetune.tasks),
+                "todo_tasks": todo,
+                **counts,
+                **({"search": search} if search else {}),
+            },
         )
     )
     return plans
+
+
+def _search_plan(cfg: DomainConfig, layout: RunLayout, warm_pending: str | None) -> dict[str, Any]:
+    """The learning-rate searches (``finetune.lr_grid``): their runs, and the tasks of those still to run (all
+    of them when the base model is still to be warmed up)."""
+    from domainbert.finetune import recipe
+
+    state = recipe.search_state(cfg, layout, planned=True)
+    if not state:
+        return {}
+    runs = [(task, result) for task, results in state.items() for result in results.values()]
+    todo = [task for task, result in runs if result is None or warm_pending is not None]
+    return {"runs": len(runs), "rates": len(cfg.finetune.lr_grid), "tasks": len(state), "todo_tasks": todo}
 
 
 def _arm_upstream(
@@ -310,6 +331,12 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
                 + (f", {d['damaged']} damaged" if d.get("damaged") else "")
                 + (f", {d['no model']} without their model" if d.get("no model") else "")
             )
+            if "search" in d:
+                search = d["search"]
+                sizes += (
+                    f"; the learning-rate search first: {search['runs']} runs of the base ({search['rates']} rates x "
+                    f"{search['tasks']} task(s), first seed), {len(search['todo_tasks'])} to run"
+                )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
     peaks = [p.detail["disk"]["peak"] for p in plans if "disk" in p.detail]

@@ -15,7 +15,8 @@ from domainbert.core.paths import RunLayout
 from domainbert.finetune.best_model import group_fingerprints, held_seed, winner
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import Job
-from domainbert.finetune.stage import expected_results, finetune_all
+from domainbert.finetune.matrix import finetune_all
+from domainbert.finetune.stage import expected_results
 from domainbert.services.tasks import load_task
 
 

@@ -8,7 +8,8 @@ import json
 from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - tasks_dir is a fixture
 
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.stage import expected_results, finetune_all
+from domainbert.finetune.matrix import finetune_all
+from domainbert.finetune.stage import expected_results
 from domainbert.report.compare import render_report
 
 

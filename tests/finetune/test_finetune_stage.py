@@ -17,7 +17,8 @@ from domainbert.config.domain import load_domain
 from domainbert.core.errors import ModelError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import models_to_compare
-from domainbert.finetune.stage import finetune_all, finetune_one
+from domainbert.finetune.matrix import finetune_all
+from domainbert.finetune.stage import finetune_one
 from domainbert.finetune.trainer import length_grouped_batches
 from domainbert.report.stats import compare_models
 

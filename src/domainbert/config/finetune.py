@@ -54,6 +54,12 @@ class TaskConfig(StrictModel):
         description="Classification: a field whose value puts each example in a group (e.g. lang); the report "
         "also scores every model on each group's test examples. Not part of a result's fingerprint.",
     )
+    class_weights: Literal["none", "balanced"] = Field(
+        "none",
+        description="Single-label classification and NER: 'balanced' weighs each label's loss by n / (k * n_label) "
+        "over the training examples (NER: over the scored tokens), so rare classes count in a macro average as "
+        "they do in the score; 'none': every example alike.",
+    )
     chunks: int = Field(
         1,
         ge=1,
@@ -80,6 +86,8 @@ class TaskConfig(StrictModel):
             raise ValueError("'multi_label' applies to classification tasks only")
         if self.group_field is not None and self.type != "classification":
             raise ValueError("'group_field' applies to classification tasks only")
+        if self.class_weights != "none" and self.multi_label:
+            raise ValueError("'class_weights' applies to single-label classification and NER only")
         if self.chunks > 1 and (self.type != "classification" or self.text_pair_field is not None):
             raise ValueError("'chunks' applies to classification of single texts only")
         return self
@@ -108,6 +116,17 @@ class FinetuneConfig(StrictModel):
     """Passes over the training examples."""
     lr: float = Field(5e-5, gt=0)
     """Peak learning rate."""
+    lr_grid: list[float] = Field(
+        default_factory=list,
+        description="Learning rates to choose from, per task on validation: the base model is fine-tuned once at "
+        "each (the first seed) and every model of the comparison then trains at the one that scored best "
+        "(recipe/ in the run folder). Empty: finetune.lr. A task with its own lr is not searched.",
+    )
+    lr_chosen: dict[str, float] = Field(
+        default_factory=dict,
+        description="Per task, the learning rate its search chose: filled in by the run from recipe/, so that "
+        "every stage reads one recipe; a value given here is replaced by the search's.",
+    )
     batch_size: int = Field(16, ge=1)
     """Examples per optimizer step."""
     max_length: int = Field(128, ge=8)

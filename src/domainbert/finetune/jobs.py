@@ -126,6 +126,12 @@ def task_config(cfg: DomainConfig, task_name: str) -> TaskConfig:
     raise ConfigError(f"unknown task {task_name!r}; this domain has: {known}", field="finetune.tasks")
 
 
+def task_lr(cfg: DomainConfig, task: TaskConfig) -> float:
+    """A task's fine-tuning learning rate: its own, else the one its search chose (``finetune.lr_chosen``),
+    else ``finetune.lr``."""
+    return task.lr or cfg.finetune.lr_chosen.get(task.name) or cfg.finetune.lr
+
+
 def model_input_hash(ref: str) -> str:
     """A model's identity: a local folder's content (the hash its record holds, else one over its files), else
     the reference itself (a hub id, or one that does not resolve: the run reports it)."""
@@ -147,11 +153,12 @@ def _model_identity(ref: str) -> tuple[str, str, bool]:
 
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
-    """The task's settings as a result records them; ``chunks: 1`` (the default, truncation) and ``group_field``
-    are left out so that results recorded before the settings existed stay current."""
+    """The task's settings as a result records them; ``chunks: 1`` (the default, truncation), ``class_weights:
+    none`` and ``group_field`` are left out so that results recorded before the settings existed stay current."""
     dump = task.model_dump(mode="json")
-    if dump.get("chunks") == 1:
-        del dump["chunks"]
+    for name, default in (("chunks", 1), ("class_weights", "none")):
+        if dump.get(name) == default:
+            del dump[name]
     del dump["group_field"]  # which examples the report groups: not what a run trains or scores
     return dump
 
@@ -183,6 +190,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                     "device",
                     "num_processes",
                     "save_models",
+                    "lr_grid",
+                    "lr_chosen",
                 },
             ),
             "task": _task_identity(task),
@@ -193,6 +202,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
         }
         if task.type == "ner":  # a token classifier pools nothing: the sequence head is not what it trains
             del run_cfg["finetune"]["pooling"]
+        if task.lr is None and task.name in cfg.finetune.lr_chosen:  # the rate it trains at, not the grid's
+            run_cfg["chosen_lr"] = cfg.finetune.lr_chosen[task.name]
         identity, legacy_identity, local = _model_identity(job.model_ref)
         legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
         if local:

@@ -9,6 +9,7 @@ rank 0 alone scores, predicts and saves, and every rank returns rank 0's output.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -182,7 +183,6 @@ def timed_short_run(
     (``predict`` and the task's metrics on ``sample[1]`` validation examples, decoding included). ``loading``: a
     context the load runs in, timed inside it (a lock: transformers loads a model under a device context that
     is the whole process's, so two loads in threads at once left later tensors on the meta device)."""
-    import dataclasses
     import random
 
     with loading or contextlib.nullcontext():
@@ -264,6 +264,11 @@ def run_finetune(
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
     """
     model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
+    if data.config.class_weights == "balanced":
+        from domainbert.finetune.class_weights import balanced_weights
+
+        weights = balanced_weights(feats["train"], len(data.label_list))
+        settings = dataclasses.replace(settings, class_weights=weights)
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
     val_gold = gold_of(data, "validation")

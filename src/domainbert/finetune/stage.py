@@ -52,7 +52,7 @@ from domainbert.core.fingerprints import Fingerprint, portable
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
 from domainbert.finetune.best_model import current_results, group_fingerprints, model_missing, offer
-from domainbert.finetune.expectations import expected_runs, result_state, write_expected
+from domainbert.finetune.expectations import expected_runs, result_state
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import (
     FLOOR,
@@ -60,9 +60,9 @@ from domainbert.finetune.jobs import (
     RESULT,
     Job,
     load_task_data,
-    run_list,
     run_record,
     task_config,
+    task_lr,
 )
 from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY, run_finetune
@@ -74,9 +74,10 @@ logger = logging.getLogger(__name__)
 
 
 def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | None = None) -> TrainSettings:
-    """The loop settings of one run: ``finetune``'s, with the task's own lr and epochs where it sets them."""
+    """The loop settings of one run: ``finetune``'s, with the task's own lr (given, else chosen by its search:
+    ``finetune.recipe``) and epochs where it sets them."""
     ft = cfg.finetune
-    lr = ft.frozen_lr if mode == "frozen" else (task.lr if task is not None and task.lr else ft.lr)
+    lr = ft.frozen_lr if mode == "frozen" else (task_lr(cfg, task) if task is not None else ft.lr)
     epochs = task.epochs if task is not None and task.epochs else ft.epochs
     return TrainSettings(
         epochs=epochs,
@@ -368,40 +369,3 @@ def _floor(
     with atomic_output(final, config=run_cfg, inputs=inputs, fp=fp, root=layout.root) as tmp:
         (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
     return result
-
-
-def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
-    """Run the whole matrix (tasks x models x modes x seeds); finished runs are skipped.
-
-    The same seeds, data subsets and batch order are used for every model, so that paired comparisons see
-    only the models' differences.
-
-    Returns:
-        The result dicts, in run order.
-    """
-    jobs = run_list(cfg, layout)
-    write_expected(cfg, layout)
-    logger.info(
-        "fine-tuning matrix: %d runs (%d tasks; models x modes x seeds, and a floor per task)",
-        len(jobs),
-        len(cfg.finetune.tasks),
-    )
-    results = []
-    loaded: dict[str, TaskData] = {}
-    for i, job in enumerate(jobs, 1):
-        if job.task_name not in loaded:
-            loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}  # one task at a time
-        logger.info("run %d/%d: %s / %s / seed %d", i, len(jobs), job.model_name, job.task_name, job.seed)
-        results.append(
-            finetune_one(
-                cfg,
-                layout,
-                job.model_name,
-                job.model_ref,
-                job.task_name,
-                job.seed,
-                mode=job.mode,
-                data=loaded[job.task_name],
-            )
-        )
-    return results

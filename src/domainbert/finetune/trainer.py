@@ -52,6 +52,7 @@ from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
 from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.core.progress import ProgressLine, current_tag, duration
+from domainbert.finetune.class_weights import weighted_loss
 from domainbert.finetune.parallel import agree_step, broadcast, rank_share, wrap
 from domainbert.finetune.pooling import head_pooler
 
@@ -80,6 +81,7 @@ class TrainSettings:
     frozen: bool = False
     device: str = "cpu"
     precision: str = "fp32"
+    class_weights: tuple[float, ...] | None = None  # per label, for the loss (``balanced_weights``); None: alike
 
 
 def _to(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, torch.Tensor]:
@@ -267,7 +269,10 @@ class Optimisation:
         """Forward, backward, clip, optimizer and schedule step ``step`` (counted from 0); returns the loss
         (the whole batch's, over ranks): detached and unread in one process, read by the agreement with several."""
         with torch.autocast(self.dev.type, dtype=self.dtype or torch.float32, enabled=self.dtype is not None):
-            loss = self.net(**batch).loss
+            if s.class_weights is None:
+                loss = self.net(**batch).loss
+            else:
+                loss = weighted_loss(self.net, batch, s.class_weights)
         value: torch.Tensor | float = loss.detach()
         if world > 1:
             loss, value = agree_step(loss, weight, world, f"at fine-tuning step {step}")

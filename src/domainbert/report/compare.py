@@ -26,6 +26,7 @@ from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, w
 from domainbert.core.document import Document, Section, to_html, to_markdown, to_text
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
+from domainbert.finetune import recipe
 from domainbert.finetune.best_model import kept_models
 from domainbert.finetune.expectations import ExpectedRun, expected_runs, read_expected, result_state
 from domainbert.report import finetune_sections, pretrain_sections, sections
@@ -216,6 +217,14 @@ def _method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sec
             "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
         ]
     )
+    if cfg.finetune.lr_chosen:
+        grid = ", ".join(f"{lr:g}" for lr in cfg.finetune.lr_grid)
+        chosen = "; ".join(f"{task} {lr:g}" for task, lr in cfg.finetune.lr_chosen.items())
+        method.add(
+            f"Each task's learning rate was chosen on validation from {grid}, by one run of base per rate (the "
+            f"first seed; recipe/ in the run folder), and every model trained at it: {chosen}. The test split "
+            "played no part in the choice."
+        )
     return method
 
 
@@ -309,6 +318,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     Raises:
         DataError: an artifact exists but cannot be read.
     """
+    cfg = recipe.applied(cfg, layout)  # the learning rates the run chose (finetune.lr_grid), as its runs did
     arts = checked_run(cfg, layout)
     config = _report_config(cfg, arts)
     fp = fingerprint(config, arts.input_hashes, __version__)

@@ -1,0 +1,77 @@
+"""The learning rate chosen on validation (``finetune.lr_grid``): the reference is fine-tuned once per rate under
+the first seed, the rate that scored best on validation wins, and every model of the comparison then trains at
+it (its results record it); a rerun searches nothing again, and a task with its own rate is not searched."""
+
+from __future__ import annotations
+
+import json
+
+from test_finetune_stage import cfg_overrides, make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
+
+from domainbert.cli import run_cli
+from domainbert.core.paths import RunLayout
+from domainbert.finetune import recipe
+from domainbert.finetune.jobs import run_record, task_config, task_lr
+from domainbert.finetune.matrix import finetune_all
+
+GRID = "finetune.lr_grid=[0.00001, 0.003]"  # far apart: the tiny tasks learn only at the second
+
+
+def test_the_rate_best_on_validation_is_every_models_rate(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
+    extra = (GRID, "finetune.seeds=[1, 2]", f"finetune.extra_models={{other: {tiny_bert}}}", "finetune.floor=false")
+    cfg = make_cfg(tiny_bert, tasks_dir, *extra)
+    layout = RunLayout(tmp_path / "run")
+    caplog.set_level("INFO", logger="domainbert")
+    results = finetune_all(cfg, layout)
+
+    state = recipe.search_state(cfg, layout)
+    assert sorted(state) == ["cls", "ner"] and all(sorted(s) == [1e-5, 3e-3] for s in state.values())
+    for task, by_rate in state.items():
+        scores = {lr: r["validation"][r["primary_metric"]] for lr, r in by_rate.items()}
+        assert all(r["seed"] == 1 and r["model"].startswith("lr-") for r in by_rate.values())
+        assert scores[3e-3] > scores[1e-5], (task, scores)  # the grid's two ends differ on these tasks
+    chosen = recipe.applied(cfg, layout).finetune.lr_chosen
+    assert chosen == {"cls": 3e-3, "ner": 3e-3}
+    assert {(r["model"], r["seed"]) for r in results} == {(m, s) for m in ("base", "other") for s in (1, 2)} and len(
+        results
+    ) == 8
+    for r in results:  # every model, every seed, at the chosen rate: its record says so
+        folder = layout.finetune(r["model"], r["task"], r["seed"])
+        assert json.loads((folder / "_domainbert.json").read_text())["config"]["chosen_lr"] == 3e-3
+    assert any("recipe ner: lr 0.003 chosen on validation" in m for m in caplog.messages)
+    # The search's runs are out of the comparison's folders.
+    assert not any(p.name.startswith("lr-") for p in (layout.root / "finetune").iterdir())
+
+    caplog.clear()
+    finetune_all(cfg, layout)  # a rerun: nothing searched or trained again
+    assert not any("fine-tuning " in m and " on " in m for m in caplog.messages), caplog.messages
+
+
+def test_the_choice_prefers_runs_that_did_not_collapse_then_the_lower_rate():
+    def run(score: float, collapsed: bool = False) -> dict:
+        return {"validation": {"f1": score}, "primary_metric": "f1", "collapse_validation": {"collapsed": collapsed}}
+
+    assert recipe.choose({1e-4: run(0.5), 3e-4: run(0.7)}) == 3e-4
+    assert recipe.choose({1e-4: run(0.5), 3e-4: run(0.9, collapsed=True)}) == 1e-4
+    assert recipe.choose({1e-4: run(0.6), 3e-4: run(0.6)}) == 1e-4
+
+
+def test_a_task_with_its_own_rate_is_not_searched_and_no_grid_changes_no_fingerprint(tmp_path, tiny_bert, tasks_dir):  # noqa: F811
+    cfg = make_cfg(tiny_bert, tasks_dir, GRID)
+    tasks = [t.model_copy(update={"lr": 1e-3}) if t.name == "cls" else t for t in cfg.finetune.tasks]
+    own = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"tasks": tasks})})
+    assert [t.name for t in recipe.searched_tasks(own)] == ["ner"]
+    assert task_lr(own, task_config(own, "cls")) == 1e-3
+
+    from domainbert.finetune.jobs import Job
+
+    plain = make_cfg(tiny_bert, tasks_dir)
+    job = Job("base", str(tiny_bert), "ner", 1, "finetune")
+    assert run_record(plain, job)[2] == run_record(cfg, job)[2]  # a grid with nothing chosen: the same run
+
+
+def test_plan_counts_the_search_runs(tmp_path, tiny_bert, tasks_dir, capsys):  # noqa: F811
+    args = cfg_overrides(tiny_bert, tasks_dir, GRID)
+    assert run_cli(["plan", "science", "--no-estimate", "--out", str(tmp_path / "run"), *args]) == 0
+    out = capsys.readouterr().out
+    assert "the learning-rate search first: 4 runs of the base (2 rates x 2 task(s), first seed), 4 to run" in out
