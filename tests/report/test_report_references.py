@@ -8,7 +8,7 @@ from pathlib import Path
 
 from report_fixtures import NER_TASK, write_ner_result
 
-from domainbert.report.references import arm_verdicts, control_sentences, reference_sentences
+from domainbert.report.references import arm_verdicts, control_sentences, reference_sentences, seed_warning
 from domainbert.report.results import best_reference, build_tables, default_compare_fn
 
 # misses out of 40 sentences per seed: the warm-up cost the encoder (base misses more than original); continued
@@ -68,3 +68,16 @@ def test_after_a_warm_up_the_report_expects_and_renders_the_original(science_run
     assert "Verdict: no adaptation arm beat the better reference (original) on any task" in md
     assert "the verdict's reference is the better of the two, original." in md
     assert "continued: did not differ significantly from the better reference on science-terms-ner (original: " in md
+
+
+def test_a_model_short_of_the_configured_seeds_is_named_as_missing_runs_not_as_too_few_seeds():
+    scores = [
+        {"model": "base", "task": "t", "n_seeds": 3},
+        {"model": "scratch", "task": "t", "n_seeds": 1},
+        {"model": "floor", "task": "t", "n_seeds": 1},
+    ]
+    (line,) = seed_warning(scores, configured=3)
+    assert line.startswith("Runs missing: scratch on t (1 of 3) seeds have results") and "give finetune.seeds" not in line
+    (line,) = seed_warning([{"model": "base", "task": "t", "n_seeds": 2}], configured=2)
+    assert "give finetune.seeds at least 3 values" in line
+    assert seed_warning(scores[:1], configured=3) == []

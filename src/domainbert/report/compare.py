@@ -267,6 +267,7 @@ def build_document(
                 list(cfg.finetune.extra_models),
                 _flags(cfg, arts),
                 out_dir,
+                len(cfg.finetune.seeds),
             ),
             intro,
             finetune_sections.summary_section(scores, comparisons),

@@ -311,9 +311,10 @@ def headline_section(
     extra: list[str],
     flags: list[str] | None = None,
     out_dir: Path | None = None,
+    seeds: int = 0,
 ) -> Section:
     """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
-    and its caveats; ``flags`` (``services.flags``) join the caveats."""
+    and its caveats; ``flags`` (``services.flags``) join the caveats; ``seeds``: how many the run configured."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -367,6 +368,6 @@ def headline_section(
         "Power:",
         power_sentences(scores, all_comparisons, arms) or ["No comparison with the reference had an interval."],
         "Caveats:",
-        seed_warning(scores) + caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []],
+        seed_warning(scores, seeds) + caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []],
     )
     return sec

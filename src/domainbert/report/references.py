@@ -147,12 +147,23 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
     return out
 
 
-def seed_warning(scores: list[dict[str, Any]]) -> list[str]:
-    """Fewer than 3 seeds for a model: its intervals cannot separate anything worth a claim."""
-    few = sorted({r["model"] for r in scores if r["model"] != "floor" and r["n_seeds"] < 3})
-    if not few:
-        return []
-    return [
-        f"Fewer than 3 seeds for {', '.join(few)}: with so few runs the seed variance is barely estimated and "
-        "the intervals cannot separate anything; give finetune.seeds at least 3 values."
-    ]
+def seed_warning(scores: list[dict[str, Any]], configured: int = 0) -> list[str]:
+    """Models with fewer than 3 seeds' results: missing runs when the configuration asks for more (say which),
+    else too few seeds configured for the intervals to separate anything worth a claim."""
+    few = [r for r in scores if r["model"] != "floor" and r["n_seeds"] < 3]
+    missing = sorted(
+        {f"{r['model']} on {r['task']} ({r['n_seeds']} of {configured})" for r in few if r["n_seeds"] < configured}
+    )
+    short = sorted({r["model"] for r in few if r["n_seeds"] >= configured})
+    out = []
+    if missing:
+        out.append(
+            f"Runs missing: {'; '.join(missing)} seeds have results, so their intervals cannot separate anything "
+            "yet; rerun the fine-tuning stage (finished runs are skipped) before reading them."
+        )
+    if short:
+        out.append(
+            f"Fewer than 3 seeds for {', '.join(short)}: with so few runs the seed variance is barely estimated and "
+            "the intervals cannot separate anything; give finetune.seeds at least 3 values."
+        )
+    return out
