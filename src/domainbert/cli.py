@@ -10,6 +10,7 @@ continues the run (``run_cli``, ``domainbert.core.signals``).
 
 from __future__ import annotations
 
+import dataclasses
 import gc
 import glob
 import logging
@@ -470,6 +471,14 @@ def push(
             help="A fine-tuned model to push, as MODEL/TASK (e.g. continued/science-subject): its best seed.",
         ),
     ] = None,
+    base_repo: Annotated[
+        str | None,
+        typer.Option(
+            "--base-repo",
+            help="With --finetuned: the Hub id its start was pushed as (an arm, the warmed-up base), named in the "
+            "card as base_model.",
+        ),
+    ] = None,
     overrides: OverridesArg = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
     out: OutOpt = None,
@@ -490,6 +499,21 @@ def push(
     from domainbert.hub import push_folder, push_plan
 
     plan = push_plan(cfg, layout, finetuned or arm or "")
+    if base_repo is not None:
+        if finetuned is None:
+            raise DomainbertError("--base-repo goes with --finetuned MODEL/TASK", field="--base-repo")
+        from domainbert.services.cards import with_base_model
+
+        plan = dataclasses.replace(plan, card=with_base_model(plan.card, base_repo))
+    elif finetuned is not None and "\nbase_model:" not in plan.card.split("\n---", 1)[0]:
+        model = finetuned.partition("/")[0]
+        first = (
+            f"push it first (domainbert push --arm {model} --repo ORG/NAME) and " if model in cfg.pretrain.arms else ""
+        )
+        typer.echo(
+            f"note: the card names no base_model ({model} has no Hub id): {first}give the repo it was pushed as "
+            "with --base-repo, so that the Hub places this model under it"
+        )
     paths = push_folder(plan.folder, repo, plan.card, repo_type=plan.repo_type, private=private, dry_run=dry_run)
     verb = "would upload" if dry_run else "uploaded"
     typer.echo(f"{verb} {len(paths)} files to {repo} (repo type {plan.repo_type}):")

@@ -82,6 +82,13 @@ def test_the_best_seed_is_kept_loads_with_stock_classes_and_predicts_its_runs_an
     assert "another configuration" in capsys.readouterr().err
     assert run_cli([*args[:3], "base", *args[4:], *cfg_overrides(tiny_bert, tasks_dir, *extra)]) == 2
     assert "MODEL/TASK" in capsys.readouterr().err
+    # The base here is a local folder with no Hub id: the card names none, and push says how to name one.
+    assert run_cli([*args, *cfg_overrides(tiny_bert, tasks_dir, *extra)]) == 0
+    assert "note: the card names no base_model (base has no Hub id)" in capsys.readouterr().out
+    assert run_cli([*args, "--base-repo", "org/base", *cfg_overrides(tiny_bert, tasks_dir, *extra)]) == 0
+    uploaded = capsys.readouterr().out.split("--- README.md (the card uploaded) ---\n", 1)[1]
+    data = ModelCard(uploaded.split("\n--- end of card ---", 1)[0]).data.to_dict()
+    assert (data["base_model"], data["base_model_relation"]) == ("org/base", "finetune") and "note:" not in uploaded
 
 
 def test_results_without_models_rerun_only_the_best_seed(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811

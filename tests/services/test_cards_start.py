@@ -56,3 +56,31 @@ def test_an_arm_that_began_from_the_warmed_base_records_and_names_its_warm_up(tm
     assert "140 steps, 286,720 tokens" in start_of(cfg, "extended", record)
     assert start_of(cfg, "extended", record).endswith("with its vocabulary extended by domain tokens")
     assert start_of(cfg, "continued") == "the base checkpoint `sentence-transformers/all-MiniLM-L6-v2`"
+
+
+def test_a_fine_tuned_card_names_what_it_was_fine_tuned_from_by_the_hubs_conventions(tmp_path):
+    """``base_model`` with ``base_model_relation: finetune`` (huggingface_hub's ModelCardData reads both back):
+    the checkpoint for ``original`` and an unwarmed ``base``; none for the warmed-up base or an arm until
+    ``push --base-repo`` names where it was pushed, which keeps the card's scores."""
+    from huggingface_hub import ModelCard
+
+    from domainbert.services.cards import with_base_model
+
+    cfg = load_domain("science")
+    labels = next(t for t in cfg.finetune.tasks if t.name == "science-subject").labels
+    checkpoint = "sentence-transformers/all-MiniLM-L6-v2"
+    for model, ref, expected in [
+        ("original", cfg.base_model.name_or_path, checkpoint),
+        ("base", cfg.base_model.name_or_path, checkpoint),
+        ("base", str(_warm_folder(tmp_path)), None),
+        ("continued", str(tmp_path / "pretrain" / "continued" / "model"), None),
+    ]:
+        data = ModelCard(finetuned_card(cfg, _result(model, ref), labels)).data
+        assert data.base_model == expected, model
+        assert data.to_dict().get("base_model_relation") == ("finetune" if expected else None), model
+    arm = finetuned_card(cfg, _result("continued", str(tmp_path)), labels)
+    pushed = ModelCard(with_base_model(arm, "my-org/science-continued"))
+    assert pushed.data.base_model == "my-org/science-continued"
+    assert pushed.data.to_dict()["base_model_relation"] == "finetune"
+    assert pushed.data.eval_results == ModelCard(arm).data.eval_results and pushed.data.eval_results
+    assert pushed.text == ModelCard(arm).text

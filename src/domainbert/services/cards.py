@@ -108,9 +108,9 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
         )
     if name == "base":
         warmup = _warmup_of(ref, cfg)
-        return base_model_id(cfg), warmed_base(
-            cfg, warmup
-        ) if warmup else f"the base checkpoint `{checkpoint_name(cfg)}`"
+        if warmup is not None:  # the warmed-up model, which has no Hub id until it is pushed
+            return None, warmed_base(cfg, warmup)
+        return base_model_id(cfg), f"the base checkpoint `{checkpoint_name(cfg)}`"
     if name in cfg.pretrain.arms:
         # An arm has no Hub id until it is pushed (``domainbert push --arm``), under a repository named then.
         hub_id = base_model_id(cfg)
@@ -119,6 +119,16 @@ def _finetune_start(cfg: DomainConfig, model: str, ref: str) -> tuple[str | None
         return None, f"the `{name}` arm (`domainbert-{cfg.name}-{name}`: {origin})"
     hub_id = hub_id_of(ref)
     return hub_id, f"`{hub_id or name}`"
+
+
+def with_base_model(card: str, base_model: str) -> str:
+    """``card`` naming ``base_model`` (the Hub id its model was fine-tuned from: a pushed arm or warmed-up base)
+    as its ``base_model``, with ``base_model_relation: finetune``."""
+    from huggingface_hub import ModelCard, ModelCardData
+
+    parsed = ModelCard(card)
+    data = {**parsed.data.to_dict(), "base_model": base_model, "base_model_relation": "finetune"}
+    return str(ModelCard(f"---\n{ModelCardData(**data).to_yaml()}\n---\n{parsed.text}"))
 
 
 def _warmup_of(ref: str, cfg: DomainConfig) -> dict[str, Any] | None:
@@ -159,6 +169,7 @@ def finetuned_card(
     name = f"domainbert-{cfg.name}-{result['model']}-{task.name}" + ("" if selection else f"-seed{result['seed']}")
     data = ModelCardData(
         base_model=start_id,
+        base_model_relation="finetune" if start_id else None,  # the Hub's model tree: a fine-tune of base_model
         datasets=[dataset] if dataset else None,
         language=list(cfg.language),
         license=cfg.hub.license,
