@@ -85,7 +85,8 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="A smoke check: 32 training examples, one epoch.")
     args = parser.parse_args()
     set_offline_env()
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logging.getLogger("domainbert.finetune.trainer").setLevel(logging.INFO)  # each evaluation: the run's progress
     from domainbert.config.domain import load_domain
 
     cfg = load_domain(args.domain, [f"finetune.only_tasks=[{args.task}]"], profile=args.profile)
