@@ -10,8 +10,21 @@ from domainbert.services.flags import budget_flags, passes, setting_flags
 
 
 @pytest.mark.parametrize("domain", ["science", "economics", "law", "tweets"])
-def test_the_shipped_offline_profiles_raise_no_setting_flag(domain):
-    assert setting_flags(load_domain(domain, [])) == []
+def test_the_shipped_offline_profiles_raise_no_setting_flag_but_a_from_scratch_arm_at_their_budgets(domain):
+    cfg = load_domain(domain, [])
+    flags = setting_flags(cfg)
+    if "scratch" in cfg.pretrain.arms:  # a few hundred thousand tokens: the arm cannot learn, and plan says so
+        (flag,) = flags
+        assert flag.startswith(f"pretrain: scratch from scratch on {cfg.pretrain.budget_tokens:,} tokens")
+    else:
+        assert flags == []
+    assert setting_flags(load_domain(domain, ["pretrain.budget_tokens=10000000"])) == []
+
+
+def test_a_from_scratch_arm_under_ten_million_tokens_is_flagged_and_a_checkpoint_arm_is_not():
+    small = ["pretrain.budget_tokens=9999999"]
+    assert any("from scratch on 9,999,999 tokens" in f for f in setting_flags(load_domain("law", small)))
+    assert setting_flags(load_domain("law", [*small, "pretrain.arms=[continued, extended]"])) == []
 
 
 def test_a_top_level_learning_rate_far_from_an_arms_default_is_named_with_its_source():
@@ -20,7 +33,8 @@ def test_a_top_level_learning_rate_far_from_an_arms_default_is_named_with_its_so
     assert len(flags) == 3  # continued, control and extended: 50 times their 1e-4
     assert all("5e-3" in f or "0.005" in f for f in flags) and all("set by pretrain.lr" in f for f in flags)
     # the same rate is ordinary for a from-scratch arm (5e-4 default, 10x = still flagged; 2e-3 is within 5x)
-    scratch = load_domain("science", ["pretrain.arms=[scratch]", "pretrain.arm_optim={scratch: {lr: 2.0e-3}}"])
+    scratch = load_domain("science", ["pretrain.arms=[scratch]", "pretrain.arm_optim={scratch: {lr: 2.0e-3}}",
+                                      "pretrain.budget_tokens=10000000"])
     assert setting_flags(scratch) == []
 
 

@@ -15,7 +15,8 @@ silent. The reference values and their sources:
 * masking rate: 0.15 (BERT, RoBERTa); flagged outside [0.1, 0.4] (Wettig et al. 2023 found up to 40% works);
 * sequence length: 128 to 512 (BERT's two phases); flagged below 64;
 * budget: below a tenth of one pass over the corpus, or above a hundred passes (TAPT's 100 epochs over task
-  text is the largest repetition the literature recommends).
+  text is the largest repetition the literature recommends); a from-scratch arm under 10 million tokens (the
+  BabyLM strict-small track's budget, the smallest at which small encoders are reported to learn).
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import json
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
-from domainbert.config.pretrain import DEFAULT_ARM_OPTIM, Arm
+from domainbert.config.pretrain import ARMS, DEFAULT_ARM_OPTIM, Arm
 from domainbert.core.errors import DomainbertError
 from domainbert.services.split_overlap import find_overlap
 from domainbert.services.tasks import load_task
@@ -34,6 +35,7 @@ WARMUP_MAX = 0.25
 MASK_RANGE = (0.10, 0.40)
 MIN_SEQ_LEN = 64
 MIN_PASSES, MAX_PASSES = 0.1, 100.0
+SCRATCH_MIN_TOKENS = 10_000_000
 
 
 def setting_flags(cfg: DomainConfig) -> list[str]:
@@ -63,6 +65,14 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
     shortest = min([p.seq_len, *(phase.seq_len for phase in p.seq_len_schedule)])
     if shortest < MIN_SEQ_LEN:
         out.append(f"pretrain: sequences of {shortest} tokens (BERT pretrains at 128 and 512)")
+    scratch = [arm for arm in p.arms if ARMS[arm].from_scratch]
+    if scratch and p.budget_tokens < SCRATCH_MIN_TOKENS:
+        out.append(
+            f"pretrain: {', '.join(scratch)} from scratch on {p.budget_tokens:,} tokens: a random encoder at that "
+            f"budget (no from-scratch arm has learnt at any budget run here, up to 300,000 tokens; the smallest "
+            f"budgets small encoders learn from in the literature are about {SCRATCH_MIN_TOKENS:,} tokens, "
+            "BabyLM's strict-small track): expect its runs to collapse, and compare it at a larger budget"
+        )
     return out
 
 
