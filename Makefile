@@ -23,8 +23,11 @@ setup: $(VENV)/.installed
 # constraints.txt pins the rest of the stack to the versions the suite passed with.
 # pip warns "Location 'file:///.../simple/<project>/' is ignored" for each project that a local file: index
 # in the machine's pip configuration (extra-index-url) does not hold: hundreds of lines on such a machine.
+# setuptools also prints a 10-line box on every editable install ("Editable installation ... folders with the
+# same name as your package"; the package lives under src/, so nothing shadows it).
 # PIP_QUIET drops those lines only; pip's other warnings, its errors and (pipefail) its exit status pass.
-PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; }
+PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; } \
+	| sed '/BuildBackendWarning: Editable installation/,/with strategy, WheelFile(/d'
 $(VENV)/.installed: SHELL := /bin/bash
 $(VENV)/.installed: .SHELLFLAGS := -o pipefail -c
 $(VENV)/.installed: pyproject.toml constraints.txt
