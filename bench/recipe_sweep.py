@@ -18,7 +18,6 @@ one), the floor (``domainbert finetune``), the test scores.
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import itertools
 import logging
 import time
@@ -59,7 +58,7 @@ def run_one(cfg: Any, task_name: str, model_ref: str, point: dict[str, Any], see
     ft = cfg.finetune.model_copy(update={k: v for k, v in point.items() if k in FINETUNE_KEYS})
     cfg = cfg.model_copy(update={"finetune": ft})
     data = load_task_data(cfg, task)
-    settings = dataclasses.replace(settings_for(cfg, seed, "finetune", task))
+    settings = settings_for(cfg, seed, "finetune", task)
     started = time.perf_counter()
     out = run_finetune(data, model_ref, settings, ft.max_length, ft.pooling)
     primary = PRIMARY[task.type]

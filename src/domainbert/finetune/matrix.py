@@ -72,6 +72,7 @@ def search_recipe(cfg: DomainConfig, layout: RunLayout) -> DomainConfig:
         )
         sub = recipe.search_layout(layout)
         finetune_one(run_cfg, sub, job.model_name, job.model_ref, job.task_name, job.seed, data=loaded[job.task_name])
-    for task in recipe.searched_tasks(cfg):
-        logger.info("%s", recipe.chosen_line(cfg, layout, task.name))
-    return recipe.applied(cfg, layout)
+    state = recipe.search_state(cfg, layout)  # read once: every search run is written by now
+    for task, results in state.items():
+        logger.info("%s", recipe.chosen_line(task, results))
+    return recipe.with_chosen(cfg, state)

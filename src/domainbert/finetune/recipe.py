@@ -89,16 +89,16 @@ def applied(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> Doma
     gets none); ``cfg`` itself when nothing is searched."""
     if not searched_tasks(cfg):
         return cfg
-    chosen = {
-        task: choose(results)  # type: ignore[arg-type]
-        for task, results in search_state(cfg, layout, planned).items()
-        if all(r is not None for r in results.values())
-    }
+    return with_chosen(cfg, search_state(cfg, layout, planned))
+
+
+def with_chosen(cfg: DomainConfig, state: dict[str, dict[float, Any]]) -> DomainConfig:
+    """``cfg`` with the rate each finished search in ``state`` (``search_state``) chose."""
+    chosen = {task: choose(results) for task, results in state.items() if all(r is not None for r in results.values())}
     return cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"lr_chosen": chosen})})
 
 
-def chosen_line(cfg: DomainConfig, layout: RunLayout, task: str) -> str:
+def chosen_line(task: str, results: dict[float, dict[str, Any]]) -> str:
     """One line: the task's chosen rate and every rate's validation score."""
-    results = search_state(cfg, layout)[task]
-    scores = ", ".join(f"{lr:g}: {r['validation'][r['primary_metric']]:.4f}" for lr, r in sorted(results.items()) if r)
-    return f"recipe {task}: lr {choose(results):g} chosen on validation ({scores})"  # type: ignore[arg-type]
+    scores = ", ".join(f"{lr:g}: {r['validation'][r['primary_metric']]:.4f}" for lr, r in sorted(results.items()))
+    return f"recipe {task}: lr {choose(results):g} chosen on validation ({scores})"
