@@ -81,7 +81,9 @@ def main() -> None:
         args.seeds = args.seeds or [1]
         args.override = [*(args.override or []), "pretrain.base_warmup.enabled=off", "finetune.epochs=0.1"]
     set_offline_env()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # progress on stderr
+    from domainbert.core import logs
+
+    logs.configure(logging.INFO)  # progress on stderr
     from domainbert.config.domain import load_domain
     from domainbert.core.errors import ConfigError
 

@@ -139,10 +139,11 @@ def child_main(spec_path: Path, out_path: Path) -> None:
 
     import torch
 
+    from domainbert.core import logs
     from domainbert.corpus.store import iter_texts
 
     # Timestamped stage logs land in bench/results/pretrain-work/logs/<contender>-r<repeat>.log.
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(logging.INFO)
 
     spec = json.loads(spec_path.read_text())
     name = spec["contender"]

@@ -43,7 +43,9 @@ def parse_grid(items: list[str]) -> dict[str, list[Any]]:
     for item in items:
         key, _, values = item.partition("=")
         if key not in TASK_KEYS + FINETUNE_KEYS or not values:
-            raise SystemExit(f"error: --grid/--set {item!r}: expected KEY=v1,v2 with KEY one of {TASK_KEYS + FINETUNE_KEYS}")
+            raise SystemExit(
+                f"error: --grid/--set {item!r}: expected KEY=v1,v2 with KEY one of {TASK_KEYS + FINETUNE_KEYS}"
+            )
         grid[key] = [_value(v) for v in values.split(",")]
     return grid
 
@@ -84,7 +86,9 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true", help="A smoke check: 32 training examples, one epoch.")
     args = parser.parse_args()
     set_offline_env()
-    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    from domainbert.core import logs
+
+    logs.configure(logging.WARNING)
     logging.getLogger("domainbert.finetune.trainer").setLevel(logging.INFO)  # each evaluation: the run's progress
     from domainbert.config.domain import load_domain
 

@@ -72,7 +72,9 @@ def main() -> None:
             "finetune.only_tasks=[science-subject]",
         ]
     set_offline_env()
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s: %(message)s")  # progress on stderr
+    from domainbert.core import logs
+
+    logs.configure(logging.INFO)  # progress on stderr
     from domainbert.config.domain import load_domain
     from domainbert.core.errors import ConfigError
 

@@ -524,9 +524,9 @@ def push(
 
 
 def main() -> None:
-    logging.basicConfig(
-        level=os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    from domainbert.core import logs
+
+    logs.configure(os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"))
     logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
     code = run_cli(None)
     # The interpreter's last garbage collection walks every object the run left (models, Prefect's clients):

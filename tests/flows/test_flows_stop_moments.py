@@ -63,7 +63,7 @@ MOMENTS: list[tuple[str, Callable[[str], bool]]] = [
     ("server-starting", lambda line: SERVER_STARTING in line),
     ("server-up", _server_up),
     ("flow-run-begun", lambda line: "Beginning flow run" in line),
-    ("after-last-stage", lambda line: "INFO prefect.flow_runs: report: " in line),
+    ("after-last-stage", lambda line: "| prefect.flow_runs - report: " in line),
     ("server-stopping", lambda line: "Stopping temporary server" in line),
 ]
 

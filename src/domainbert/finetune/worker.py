@@ -17,7 +17,7 @@ import sys
 from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
-from domainbert.core import signals
+from domainbert.core import logs, signals
 from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 from domainbert.core.paths import RunLayout
 
@@ -33,10 +33,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--mode", required=True, choices=["finetune", "frozen"])
     args = parser.parse_args(argv)
     rank = int(os.environ.get("RANK", "0"))
-    logging.basicConfig(
-        level=logging.INFO if rank == 0 else logging.WARNING,
-        format=f"%(asctime)s %(levelname)s rank {rank} %(name)s: %(message)s",
-    )
+    logs.configure(logging.INFO if rank == 0 else logging.WARNING, prefix=f"rank {rank} ")
     import torch.distributed as dist
 
     from domainbert.finetune.parallel import init_group

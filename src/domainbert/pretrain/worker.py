@@ -16,6 +16,7 @@ from pathlib import Path
 
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import ARMS
+from domainbert.core import logs
 from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
 from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
@@ -33,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    logs.configure(logging.INFO)
     from domainbert.pretrain.trainer import train_arm
 
     cfg = DomainConfig.model_validate(json.loads(args.config.read_text()))
