@@ -12,6 +12,7 @@ Stage loggers (``domainbert.*``) are forwarded to the Prefect log while a stage 
 from __future__ import annotations
 
 import logging
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 from pathlib import Path
@@ -22,6 +23,7 @@ from prefect.filesystems import RemoteFileSystem
 from prefect.tasks import exponential_backoff
 
 from domainbert.core.errors import DomainbertError
+from domainbert.core.logs import VERBOSE_ENV
 from domainbert.flows import caching
 from domainbert.flows.cancelling import cancellable_task, quiet_cancelled_tasks
 from domainbert.flows.launch import LAUNCH_LOG, follow_log
@@ -118,7 +120,9 @@ def stage_logs_to_prefect() -> Iterator[None]:
     if not any(isinstance(h, ProgressArtifacts) for h in target.handlers):
         added.append(ProgressArtifacts())
     old_level = target.level
-    if added and target.getEffectiveLevel() > logging.INFO:
+    if os.environ.get(VERBOSE_ENV):  # --verbose: the stage's DEBUG lines too, in this Dask worker's console
+        target.setLevel(logging.DEBUG)
+    elif added and target.getEffectiveLevel() > logging.INFO:
         target.setLevel(logging.INFO)
     for handler in added:
         target.addHandler(handler)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -52,3 +53,25 @@ def test_a_worker_rank_goes_before_the_logger_name() -> None:
     )
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert re.fullmatch(r"\d\d:\d\d:\d\d\.\d{3} \| WARNING \| rank 1 domainbert\.x - w\n", proc.stderr), proc.stderr
+
+
+def test_verbose_shows_domainberts_debug_lines_in_every_process_it_starts() -> None:
+    code = (
+        "import logging; from domainbert.core import logs; logs.configure(); "
+        "logging.getLogger('domainbert.finetune.ner').debug('3 repaired'); logging.getLogger('other').debug('no')"
+    )
+    quiet = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    env = {**os.environ, logs.VERBOSE_ENV: "1"}
+    verbose = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, env=env)
+    assert quiet.stderr == ""
+    assert re.fullmatch(r"\S+ \| DEBUG   \| domainbert\.finetune\.ner - 3 repaired\n", verbose.stderr), verbose.stderr
+
+
+def test_a_prefect_stage_shows_debug_lines_only_under_verbose(monkeypatch) -> None:
+    from domainbert.flows.tasks import stage_logs_to_prefect
+
+    target = logging.getLogger("domainbert")
+    for verbose, level in (("", logging.INFO), ("1", logging.DEBUG)):
+        monkeypatch.setenv(logs.VERBOSE_ENV, verbose)
+        with stage_logs_to_prefect():
+            assert target.getEffectiveLevel() == level

@@ -101,9 +101,10 @@ def _main(
 ) -> None:
     """Domain-adaptive pretraining for BERT-style encoders."""
     if verbose:
-        from domainbert.core.models import VERBOSE_ENV
+        from domainbert.core.logs import VERBOSE_ENV, show_debug
 
         os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
+        show_debug()
     else:
         from domainbert.core.models import quiet_libraries
 

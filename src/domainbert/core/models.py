@@ -27,13 +27,13 @@ from typing import TYPE_CHECKING, Any
 
 from domainbert.core.artifacts import verify_folder
 from domainbert.core.errors import ModelError
+from domainbert.core.logs import VERBOSE_ENV
 
 if TYPE_CHECKING:
     from torch import nn
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 PACKAGE_PREFIX = "package:"
-VERBOSE_ENV = "DOMAINBERT_VERBOSE"  # set by ``domainbert --verbose``; inherited by the command's processes
 _quiet_lock = threading.Lock()
 _quiet_depth = 0  # loads under way in this process's threads: the first silences transformers, the last restores
 _quiet_saved: tuple[int, bool] = (0, True)  # transformers' verbosity and progress bars before the first
