@@ -73,10 +73,6 @@ COMMANDS: dict[str, How] = {
     "make setup": How(SKIP, NETWORK),
     "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
     "make typecheck": How(SLOW, "mypy over the package"),
-    (
-        'domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" '
-        '"pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"'
-    ): How(LONG, DEMO_RUN),
     "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
     ".venv/bin/domainbert plan science --detect 1.0": How(
         SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
