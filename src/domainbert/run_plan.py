@@ -77,8 +77,14 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     retrained = {
         p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ") and p.status != "up to date"
     }
-    todo = [r["task"] for r in states if r["state"] != "current" or r["model"] in retrained]
     search = _search_plan(cfg, layout, warm_pending)
+    # the search's run at the chosen rate becomes base's first seed (matrix.adopt): not trained twice
+    adopted = {("base", task, cfg.finetune.seeds[0]) for task in search.get("searched", [])}
+    todo = [
+        r["task"]
+        for r in states
+        if (r["state"] != "current" or r["model"] in retrained) and (r["model"], r["task"], r["seed"]) not in adopted
+    ]
     todo += search.get("todo_tasks", [])
     ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states) + search.get('runs', 0)}"
     ft_status += f" (after {upstream})" if upstream and todo else ""
@@ -108,7 +114,14 @@ def _search_plan(cfg: DomainConfig, layout: RunLayout, warm_pending: str | None)
         return {}
     runs = [(task, result) for task, results in state.items() for result in results.values()]
     todo = [task for task, result in runs if result is None or warm_pending is not None]
-    return {"runs": len(runs), "rates": len(cfg.finetune.lr_grid), "tasks": len(state), "todo_tasks": todo}
+    searched = list(state)
+    return {
+        "runs": len(runs),
+        "rates": len(cfg.finetune.lr_grid),
+        "tasks": len(state),
+        "todo_tasks": todo,
+        "searched": searched,
+    }
 
 
 def _arm_upstream(
@@ -335,7 +348,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
                 search = d["search"]
                 sizes += (
                     f"; the learning-rate search first: {search['runs']} runs of the base ({search['rates']} rates x "
-                    f"{search['tasks']} task(s), first seed), {len(search['todo_tasks'])} to run"
+                    f"{search['tasks']} task(s), first seed; the chosen rate's run is base's first seed), "
+                    f"{len(search['todo_tasks'])} to run"
                 )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{est}")

@@ -5,6 +5,7 @@ it (its results record it); a rerun searches nothing again, and a task with its 
 from __future__ import annotations
 
 import json
+import re
 
 from test_finetune_stage import cfg_overrides, make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
@@ -39,6 +40,17 @@ def test_the_rate_best_on_validation_is_every_models_rate(tmp_path, tiny_bert, t
         folder = layout.finetune(r["model"], r["task"], r["seed"])
         assert json.loads((folder / "_domainbert.json").read_text())["config"]["chosen_lr"] == 3e-3
     assert any("recipe ner: lr 0.003 chosen on validation" in m for m in caplog.messages)
+    # The search's run at the chosen rate is base's first seed (the same computation), not trained again.
+    search = recipe.search_layout(layout)
+    for task in ("cls", "ner"):
+        first = json.loads((layout.finetune("base", task, 1) / "result.json").read_text())
+        source = json.loads((search.finetune("lr-0.003", task, 1) / "result.json").read_text())
+        assert first["adopted_from"] == f"recipe/finetune/lr-0.003/{task}/seed-1"
+        assert (first["model"], first["test"], first["pred"]) == ("base", source["test"], source["pred"])
+        assert (layout.finetuned_model("base", task) / "config.json").is_file()  # a model kept, whichever seed won
+    trained = [m for m in caplog.messages if "fine-tuning " in m and " on " in m]
+    assert not [m for m in trained if "fine-tuning base (" in m and m.endswith("seed 1")], trained
+    assert len(trained) == 2 * 2 + 3 * 2, trained  # per task: the search's 2 rates, then base 2, other 1 and 2
     # The search's runs are out of the comparison's folders.
     assert not any(p.name.startswith("lr-") for p in (layout.root / "finetune").iterdir())
 
@@ -74,4 +86,9 @@ def test_plan_counts_the_search_runs(tmp_path, tiny_bert, tasks_dir, capsys):  #
     args = cfg_overrides(tiny_bert, tasks_dir, GRID)
     assert run_cli(["plan", "science", "--no-estimate", "--out", str(tmp_path / "run"), *args]) == 0
     out = capsys.readouterr().out
-    assert "the learning-rate search first: 4 runs of the base (2 rates x 2 task(s), first seed), 4 to run" in out
+    line = next(line for line in out.splitlines() if line.startswith("finetune "))
+    search = "the learning-rate search first: 4 runs of the base (2 rates x 2 task(s), first seed; the chosen rate's"
+    assert search in line and "run is base's first seed), 4 to run" in line, line
+    # base's first seed of each task is the search's run: 2 fewer to train than the matrix and the search hold
+    total, runs = re.search(r"will run (\d+) of (\d+)", line).groups(), re.search(r"(\d+) runs \+", line).group(1)
+    assert int(total[1]) == int(runs) + 4 and int(total[0]) == int(runs) + 4 - 2, line

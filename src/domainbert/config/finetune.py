@@ -120,7 +120,8 @@ class FinetuneConfig(StrictModel):
         default_factory=list,
         description="Learning rates to choose from, per task on validation: the base model is fine-tuned once at "
         "each (the first seed) and every model of the comparison then trains at the one that scored best "
-        "(recipe/ in the run folder). Empty: finetune.lr. A task with its own lr is not searched.",
+        "(recipe/ in the run folder); the run at that rate is base's first seed, not trained again. Empty: "
+        "finetune.lr. A task with its own lr is not searched.",
     )
     lr_chosen: dict[str, float] = Field(
         default_factory=dict,

@@ -1,21 +1,30 @@
 """The whole fine-tuning matrix in one process (``domainbert finetune``): each task's learning-rate search
 first (``recipe``), then every run of ``jobs.run_list`` at the chosen rates, through ``stage.finetune_one``.
 
-The Prefect flow runs the same two steps as tasks of its own; this module is the command's loop, and holds no
-training code of its own.
+The search's run at the chosen rate is the same computation as ``base``'s first seed (the reference, the first
+seed, that rate), so ``search_recipe`` writes it as that run (``adopt``: its scores and model under base's own
+record) instead of training it twice. The Prefect flow runs the same two steps as tasks of its own; this module
+is the command's loop, and holds no training code of its own.
 """
 
 from __future__ import annotations
 
+import json
 import logging
+import os
+import shutil
+from pathlib import Path
 from typing import Any
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.paths import RunLayout
 from domainbert.finetune import recipe
+from domainbert.finetune.best_model import group_fingerprints
 from domainbert.finetune.expectations import write_expected
-from domainbert.finetune.jobs import load_task_data, run_list, task_config
-from domainbert.finetune.stage import finetune_one
+from domainbert.finetune.export import MODEL
+from domainbert.finetune.jobs import RESULT, Job, load_task_data, only_models, run_list, run_record, task_config
+from domainbert.finetune.stage import finetune_one, has_model, run_current, settings_for, write_result
+from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.services.tasks import TaskData
 
 logger = logging.getLogger(__name__)
@@ -64,15 +73,55 @@ def search_recipe(cfg: DomainConfig, layout: RunLayout) -> DomainConfig:
     choice, and return ``cfg`` with the chosen rates (``recipe.applied``)."""
     jobs = recipe.search_jobs(cfg, layout)
     loaded: dict[str, TaskData] = {}
+    sub = recipe.search_layout(layout)
     for i, (_, run_cfg, job) in enumerate(jobs, 1):
         if job.task_name not in loaded:
             loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}
         logger.info(
             "recipe search %d/%d: %s at lr %s", i, len(jobs), job.task_name, job.model_name.removeprefix("lr-")
         )
-        sub = recipe.search_layout(layout)
         finetune_one(run_cfg, sub, job.model_name, job.model_ref, job.task_name, job.seed, data=loaded[job.task_name])
     state = recipe.search_state(cfg, layout)  # read once: every search run is written by now
     for task, results in state.items():
         logger.info("%s", recipe.chosen_line(task, results))
-    return recipe.with_chosen(cfg, state)
+    chosen = recipe.with_chosen(cfg, state)
+    compared = "base" in only_models(cfg, {"base": ""})  # a run that compares the arms alone has no base to fill
+    for lr, _, job in jobs:
+        if compared and chosen.finetune.lr_chosen.get(job.task_name) == lr:
+            first = Job("base", job.model_ref, job.task_name, job.seed, "finetune")
+            if job.task_name not in loaded:
+                loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}
+            adopt(chosen, layout, first, sub.finetune(job.model_name, job.task_name, job.seed), loaded[job.task_name])
+    return chosen
+
+
+def adopt(cfg: DomainConfig, layout: RunLayout, job: Job, source: Path, data: TaskData) -> bool:
+    """Write ``job``'s run from ``source``, a finished run of the same computation: its result (named for the
+    job, with ``adopted_from``), its tracked curve and, where ``finetune.save_models`` keeps models, its model,
+    under the job's own record. Nothing is written (False) when the job is current already, or when it must
+    save a model and ``source`` holds none (a search run from before search runs kept theirs): it trains."""
+    fps = group_fingerprints(cfg, job, data.data_hash)
+    if run_current(cfg, layout, job, fps):
+        return False
+    saving = cfg.finetune.save_models != "none"
+    if saving and not has_model(source):
+        return False
+    result = {**json.loads((source / RESULT).read_text()), "model": job.model_name}
+    result["adopted_from"] = source.relative_to(layout.root).as_posix()
+    run_cfg, inputs, fp = run_record(cfg, job, data.data_hash)
+    final = layout.finetune(job.model_name, job.task_name, job.seed)
+    staging = final.with_name(f"{final.name}.model-tmp-{os.getpid()}") if saving else None
+    if staging is not None:
+        shutil.rmtree(staging, ignore_errors=True)
+        shutil.copytree(source / MODEL, staging)
+    settings = settings_for(cfg, job.seed, job.mode, task_config(cfg, job.task_name))
+    tracker = open_tracker(cfg, layout, job, settings, fp)
+    write_result(cfg, layout, job, result, (run_cfg, inputs, fps), staging, data.label_list)
+    if tracker:
+        send_run(tracker, result)
+    logger.info("%s/%s/seed-%d is the search's run at its chosen rate: %s", *job_key(job), result["adopted_from"])
+    return True
+
+
+def job_key(job: Job) -> tuple[str, str, int]:
+    return job.model_name, job.task_name, job.seed

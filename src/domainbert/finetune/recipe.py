@@ -7,8 +7,9 @@ weights score best on validation (runs that collapsed on validation last; a tie 
 becomes the task's rate for every model, ``base`` included. The test split plays no part.
 
 The search's runs are ordinary fine-tuning runs (their own records and fingerprints) in ``recipe/finetune/
-lr-<rate>/<task>/seed-<seed>/`` of the run folder, out of the comparison's reach; the fine-tuning stage runs
-the missing ones first, and ``applied`` reads them back into ``finetune.lr_chosen`` so that every stage (the matrix, the
+lr-<rate>/<task>/seed-<seed>/`` of the run folder, out of the comparison's reach (each with its model when the
+run keeps models); the fine-tuning stage runs the missing ones first, writes the chosen rate's run as ``base``'s
+first seed (the same computation: ``matrix.adopt``), and ``applied`` reads them back into ``finetune.lr_chosen`` so that every stage (the matrix, the
 report's expected runs, ``plan``) sees one recipe. A task whose search is incomplete keeps no chosen rate.
 This module trains nothing; it decides nothing about the models compared.
 """
@@ -45,7 +46,10 @@ def _at_rate(cfg: DomainConfig, task_name: str, lr: float) -> DomainConfig:
     """``cfg`` with ``task_name`` at ``lr`` (its own rate) and nothing chosen: the config a search run records,
     the same whether or not a search has been applied to ``cfg``."""
     tasks = [t.model_copy(update={"lr": lr}) if t.name == task_name else t for t in cfg.finetune.tasks]
-    ft = cfg.finetune.model_copy(update={"tasks": tasks, "lr_chosen": {}, "save_models": "none", "mode": "finetune"})
+    # Each rate's model is kept in its run folder when the comparison keeps models: the chosen rate's run becomes
+    # base's first seed (``matrix.adopt``), model included.
+    save = "none" if cfg.finetune.save_models == "none" else "all"
+    ft = cfg.finetune.model_copy(update={"tasks": tasks, "lr_chosen": {}, "save_models": save, "mode": "finetune"})
     return cfg.model_copy(update={"finetune": ft})
 
 

@@ -156,7 +156,7 @@ def finetune_one(
         **out,
     }
     if writer:
-        _write(cfg, layout, job, result, (run_cfg, inputs, fps), staging, data.label_list)
+        write_result(cfg, layout, job, result, (run_cfg, inputs, fps), staging, data.label_list)
     return result
 
 
@@ -208,7 +208,7 @@ def _tracked_train(
     return out
 
 
-def _write(
+def write_result(
     cfg: DomainConfig,
     layout: RunLayout,
     job: Job,
