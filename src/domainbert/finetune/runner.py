@@ -20,12 +20,13 @@ import torch
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
 from domainbert.core.models import embedding_rows, load_tokenizer, loading, quiet_transformers, resolve_model_ref
+from domainbert.finetune.batching import predict_logits
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier, head_pooler
-from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
+from domainbert.finetune.trainer import TrainSettings, fit
 from domainbert.services.tasks import TaskData
 
 if TYPE_CHECKING:
