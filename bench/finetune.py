@@ -49,9 +49,9 @@ def trainer_recipe(data: Any, model_ref: str, batch_size: int, lr: float, epochs
     import torch
     from transformers import DataCollatorForTokenClassification, Trainer, TrainingArguments
 
+    from domainbert.finetune.batching import predict_logits
     from domainbert.finetune.ner import decode_ner, ner_metrics
     from domainbert.finetune.runner import _encode, _load_tokenizer, load_task_model
-    from domainbert.finetune.trainer import predict_logits
 
     tok = _load_tokenizer(model_ref, data)
     torch.manual_seed(seed)

@@ -31,6 +31,7 @@ from domainbert.core.paths import machine_cache
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
     from domainbert.config.finetune import TaskConfig
+    from domainbert.config.pretrain import PretrainConfig
 
 CACHE = "plan-calibration"
 STEPS = 3  # timed steps per probe, after one warm-up step
@@ -133,6 +134,18 @@ def _base_config(cfg: DomainConfig) -> Any:
     return AutoConfig.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
 
 
+def _step_settings(p: PretrainConfig, arm: str | None) -> tuple[PretrainConfig, str, int, int]:
+    """The settings a pretraining step of ``arm`` (None: the base warm-up) runs with: its masking settings,
+    precision, batch size and sequence length."""
+    if arm is None:  # the warm-up masks as BERT did, whatever the arms do
+        from domainbert.pretrain.warmup_training import warmup_masking
+
+        warmup = p.base_warmup
+        return warmup_masking(p), warmup.precision, warmup.batch_size, warmup.seq_len
+    pcfg = p.for_arm(arm)
+    return pcfg, pcfg.precision, pcfg.batch_size, pcfg.seq_len
+
+
 def pretrain_rate(cfg: DomainConfig, arm: str | None, head_only: bool = False) -> Rate:
     """Seconds per token of a pretraining step of ``arm`` (None: the base warm-up) as its stage runs it."""
     import torch
@@ -142,18 +155,9 @@ def pretrain_rate(cfg: DomainConfig, arm: str | None, head_only: bool = False) -
 
     config = _base_config(cfg)
     p = cfg.pretrain
-    if arm is None:  # the warm-up masks as BERT did, whatever the arms do
-        from domainbert.pretrain.warmup_training import warmup_masking
-
-        pcfg = warmup_masking(p)
-    else:
-        pcfg = p.for_arm(arm)
-    precision = p.base_warmup.precision if arm is None else pcfg.precision
+    pcfg, precision, batch, seq_len = _step_settings(p, arm)
     resolved = resolve_precision(precision, torch.device("cpu"))
     objective = pcfg.objective(arm) if arm else "mlm"
-    batch, seq_len = (
-        (p.base_warmup.batch_size, p.base_warmup.seq_len) if arm is None else (pcfg.batch_size, pcfg.seq_len)
-    )
     shape = {
         "probe": "pretrain",
         "config": config.to_dict(),

@@ -231,6 +231,34 @@ def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
     return n_train * epochs, max(1, evals) * n_val + n_test
 
 
+def _finetune_seconds(
+    cfg: DomainConfig, todo: list[str], workers: int, calibrate: bool, guess: float, how: list[str]
+) -> float:
+    """Seconds the fine-tuning runs of the ``todo`` tasks take over ``workers`` processes: each run its setup,
+    training and scored examples at the rates a short real run of its task measured here (noted in ``how``), or
+    without ``calibrate`` every example at ``max_length`` at ``guess`` seconds per training token."""
+    from domainbert import plan_timing as timing
+
+    per_run = {}
+    together = max(1, min(workers, len(todo)))  # runs that train side by side
+    for task in cfg.finetune.tasks:
+        if task.name not in todo:
+            continue
+        train, scored = _finetune_examples(cfg, task)
+        if calibrate:
+            r = timing.run_rates(cfg, task, together)
+            how.append(
+                f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
+                f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
+                "to score (timed now)"
+            )
+            per_run[task.name] = r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
+        else:  # every example at max_length, a third of a training token's cost to score one
+            width = cfg.finetune.max_length
+            per_run[task.name] = (train + scored / 3) * width * guess
+    return sum(per_run[t] for t in todo) / max(1, workers)
+
+
 def estimate(
     cfg: DomainConfig, plans: list[StagePlan], workers: int = 1, calibrate: bool = True
 ) -> TimeEstimate | None:
@@ -279,24 +307,7 @@ def estimate(
             out[p.name] = tokens * watch * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
-        per_run = {}
-        together = max(1, min(workers, len(ft.detail["todo_tasks"])))  # runs that train side by side
-        for task in cfg.finetune.tasks:
-            if task.name not in ft.detail["todo_tasks"]:
-                continue
-            train, scored = _finetune_examples(cfg, task)
-            if calibrate:
-                r = timing.run_rates(cfg, task, together)
-                how.append(
-                    f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
-                    f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
-                    "to score (timed now)"
-                )
-                per_run[task.name] = r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
-            else:  # every example at max_length, a third of a training token's cost to score one
-                width = cfg.finetune.max_length
-                per_run[task.name] = (train + scored / 3) * width * guess
-        out["finetune"] = sum(per_run[t] for t in ft.detail["todo_tasks"]) / max(1, workers)
+        out["finetune"] = _finetune_seconds(cfg, ft.detail["todo_tasks"], workers, calibrate, guess, how)
     if not calibrate:
         how.append(
             f"uncalibrated guess: 6 FLOPs per parameter and token ({params / 1e6:.1f}M parameters) at "

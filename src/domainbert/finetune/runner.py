@@ -20,12 +20,13 @@ import torch
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
 from domainbert.core.models import embedding_rows, load_tokenizer, loading, quiet_transformers, resolve_model_ref
+from domainbert.finetune.batching import predict_logits
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
 from domainbert.finetune.collapse import diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier, head_pooler
-from domainbert.finetune.trainer import TrainSettings, fit, predict_logits
+from domainbert.finetune.trainer import TrainSettings, fit
 from domainbert.services.tasks import TaskData
 
 if TYPE_CHECKING:
@@ -235,6 +236,17 @@ def _score_test(
     out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
 
+def _with_class_weights(settings: TrainSettings, data: TaskData, train: list[dict[str, Any]]) -> TrainSettings:
+    """``settings`` with the loss's class weights of the training features where the task asks for balanced
+    ones; as they were otherwise."""
+    if data.config.class_weights != "balanced":
+        return settings
+    from domainbert.finetune.class_weights import balanced_weights
+
+    weights = balanced_weights(train, len(data.label_list))
+    return dataclasses.replace(settings, class_weights=weights)
+
+
 def run_finetune(
     data: TaskData,
     model_ref: str,
@@ -264,11 +276,7 @@ def run_finetune(
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
     """
     model, tok, feats = prepare_run(data, model_ref, settings.seed, pooling, max_length)
-    if data.config.class_weights == "balanced":
-        from domainbert.finetune.class_weights import balanced_weights
-
-        weights = balanced_weights(feats["train"], len(data.label_list))
-        settings = dataclasses.replace(settings, class_weights=weights)
+    settings = _with_class_weights(settings, data, feats["train"])
     pad_id = int(tok.pad_token_id)
     primary = PRIMARY[data.config.type]
     val_gold = gold_of(data, "validation")

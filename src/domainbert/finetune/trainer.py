@@ -4,12 +4,8 @@ Why our own loop rather than ``transformers.Trainer``: on CPU the per-step overh
 accelerate wrapping, metric gathering) is a visible share of a tiny model's step, and we need exact control of
 the data order. What it does:
 
-- Batches: each epoch, a seeded permutation of the training examples is cut into windows of
-  ``batch_size * length_group_size`` examples; each window is sorted by length and cut into batches, and the
-  batches are shuffled (the scheme of transformers' ``group_by_length``). The lengths are given by the caller
-  and are tokenizer-independent (words per example), so every model sees the SAME batches in the SAME order
-  for a given seed; differences between models come from the models.
-- Padding: each batch is padded to its own longest sequence (dynamic padding).
+- Batches and padding: length-grouped batches, the same for every model for a given seed, each padded to its
+  own longest sequence (``batching.py``).
 - Optimisation: AdamW (fused kernel where torch has one; no decay on biases and LayerNorm weights), linear warmup then linear decay, gradient
   clipping. In frozen (feature-based) mode only the task head trains; the encoder stays in eval mode.
 - Early stopping: validation is scored ``evals_per_epoch`` times per epoch; the best weights (by the task's
@@ -52,6 +48,7 @@ from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
 from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
 from domainbert.core.progress import ProgressLine, current_tag, duration
+from domainbert.finetune.batching import collate, length_grouped_batches, to_device
 from domainbert.finetune.class_weights import weighted_loss
 from domainbert.finetune.parallel import agree_step, broadcast, rank_share, wrap
 from domainbert.finetune.pooling import head_pooler
@@ -82,69 +79,6 @@ class TrainSettings:
     device: str = "cpu"
     precision: str = "fp32"
     class_weights: tuple[float, ...] | None = None  # per label, for the loss (``balanced_weights``); None: alike
-
-
-def _to(batch: dict[str, torch.Tensor], dev: torch.device) -> dict[str, torch.Tensor]:
-    return batch if dev.type == "cpu" else {k: v.to(dev, non_blocking=True) for k, v in batch.items()}
-
-
-def length_grouped_batches(
-    lengths: list[int], batch_size: int, group_size: int, rng: np.random.Generator
-) -> list[list[int]]:
-    """One epoch of batches of example indices, grouped by length within shuffled windows (see module doc)."""
-    order = rng.permutation(len(lengths))
-    window = batch_size * group_size
-    batches: list[list[int]] = []
-    for start in range(0, len(order), window):
-        chunk = sorted(order[start : start + window].tolist(), key=lambda i: -lengths[i])  # stable sort
-        batches += [chunk[j : j + batch_size] for j in range(0, len(chunk), batch_size)]
-    return [batches[i] for i in rng.permutation(len(batches))]
-
-
-def collate(features: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tensor]:
-    """Pad a batch to its longest sequence: ids with ``pad_id``, masks and type ids with 0, token labels -100."""
-    width = max(len(f["input_ids"]) for f in features)
-    batch: dict[str, torch.Tensor] = {}
-    pads = {"input_ids": pad_id, "attention_mask": 0, "token_type_ids": 0}
-    for key, pad in pads.items():
-        if key in features[0]:
-            batch[key] = torch.tensor([f[key] + [pad] * (width - len(f[key])) for f in features], dtype=torch.long)
-    labels = [f["labels"] for f in features]
-    if isinstance(labels[0], list) and labels[0] and isinstance(labels[0][0], float):
-        batch["labels"] = torch.tensor(labels, dtype=torch.float)  # multi-hot (multi-label classification)
-    elif isinstance(labels[0], list):
-        batch["labels"] = torch.tensor([row + [-100] * (width - len(row)) for row in labels], dtype=torch.long)
-    else:
-        batch["labels"] = torch.tensor(labels, dtype=torch.long)
-    return batch
-
-
-@torch.no_grad()
-def predict_logits(
-    model: torch.nn.Module,
-    features: list[dict[str, Any]],
-    batch_size: int,
-    pad_id: int,
-    dtype: torch.dtype | None = None,
-) -> list[np.ndarray]:
-    """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order, on
-    the model's device under autocast to ``dtype`` (None: fp32).
-
-    Examples are batched by length (sorted) so that padding is small; the order of the output is restored.
-    """
-    model.eval()
-    dev = next(model.parameters()).device
-    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
-    out: list[np.ndarray | None] = [None] * len(features)
-    for start in range(0, len(order), batch_size):
-        idx = order[start : start + batch_size]
-        batch = collate([features[i] for i in idx], pad_id)
-        batch.pop("labels")
-        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
-            logits = model(**_to(batch, dev)).logits.float().cpu().numpy()
-        for row, i in zip(logits, idx, strict=True):
-            out[i] = row[: len(features[i]["input_ids"])] if row.ndim == 2 else row
-    return out  # type: ignore[return-value]
 
 
 @dataclass
@@ -371,6 +305,30 @@ def _evaluate(
         logger.info("early stopping: no improvement in %d evaluations", state.bad)
 
 
+def _train_step(
+    run: Optimisation,
+    model: PreTrainedModel | MeanPoolClassifier,
+    train: list[dict[str, Any]],
+    batch_idx: list[int],
+    state: FitState,
+    s: TrainSettings,
+    pad_id: int,
+    rank: int,
+    world: int,
+) -> None:
+    """One optimisation step on the examples ``batch_idx`` (this rank's share of them with several processes),
+    counted in ``state`` with its loss left unread."""
+    if world == 1:  # SIGTERM/SIGUSR1: stop here, nothing is written (several ranks: agree_step)
+        signals.check(f"at fine-tuning step {state.step}")
+    t0, c0 = time.perf_counter(), time.process_time()
+    run.net.train()
+    if s.frozen:
+        model.base_model.eval()
+    mine, weight = rank_share(batch_idx, train, rank, world) if world > 1 else (batch_idx, 1.0)
+    value = run.step(to_device(collate([train[i] for i in mine], pad_id), run.dev), weight, world, state.step, s)
+    state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
+
+
 def fit(
     model: PreTrainedModel | MeanPoolClassifier,
     train: list[dict[str, Any]],
@@ -410,15 +368,7 @@ def fit(
     lines = ProgressLine(state.total)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while state.step < state.total and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
-            if world == 1:  # SIGTERM/SIGUSR1: stop here, nothing is written (several ranks: agree_step)
-                signals.check(f"at fine-tuning step {state.step}")
-            t0, c0 = time.perf_counter(), time.process_time()
-            run.net.train()
-            if s.frozen:
-                model.base_model.eval()
-            mine, weight = rank_share(batch_idx, train, rank, world) if world > 1 else (batch_idx, 1.0)
-            value = run.step(_to(collate([train[i] for i in mine], pad_id), run.dev), weight, world, state.step, s)
-            state.add_loss(value, len(batch_idx), time.perf_counter() - t0, time.process_time() - c0)
+            _train_step(run, model, train, batch_idx, state, s, pad_id, rank, world)
             step, total = state.step, state.total
             progress, evaluating = lines.due(step) or step % state.window == 0, step % eval_every == 0 or step == total
             if progress or evaluating:

@@ -118,19 +118,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         model.base_model.forward = torch.compile(model.base_model.forward)
     objective = build_objective(pcfg, arm, model, autocast_dtype(pcfg.precision, device))
     objective.to(device)
-    stream: PairStream | TokenStream
-    if pcfg.next_sentence_prediction:
-        stream = PairStream(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
-    else:  # read from the split's token ids, tokenized once per corpus and tokenizer (token_store.py)
-        stream = TokenStream(
-            tokenizer,
-            data_dir(layout, arm),
-            "train",
-            packing=pcfg.packing,
-            shuffle_seed=pcfg.seed,
-            encode_workers=default_workers(device),
-            blocks=stored_reader(tokenizer, data_dir(layout, arm), "train", shuffle_seed=pcfg.seed),
-        )
+    stream = _train_stream(pcfg, tokenizer, data_dir(layout, arm), device)
     return ArmSetup(
         arm=arm,
         pcfg=pcfg,
@@ -150,6 +138,24 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         watch=watch_sets(evals, pcfg.watch_points, pcfg.watch_share, plan.planned_tokens),
         attention=attention,
         flops_per_token=objective_flops(objective, plan.phases[0].seq_len, pcfg),
+    )
+
+
+def _train_stream(
+    pcfg: PretrainConfig, tokenizer: PreTrainedTokenizerBase, folder: Path, device: torch.device
+) -> PairStream | TokenStream:
+    """The training split's stream: sentence pairs with next-sentence prediction, else blocks read from the
+    split's token ids, tokenized once per corpus and tokenizer (token_store.py)."""
+    if pcfg.next_sentence_prediction:
+        return PairStream(tokenizer, folder, "train", shuffle_seed=pcfg.seed, seed=pcfg.seed)
+    return TokenStream(
+        tokenizer,
+        folder,
+        "train",
+        packing=pcfg.packing,
+        shuffle_seed=pcfg.seed,
+        encode_workers=default_workers(device),
+        blocks=stored_reader(tokenizer, folder, "train", shuffle_seed=pcfg.seed),
     )
 
 

@@ -29,7 +29,7 @@ from domainbert.core.progress import ProgressLine, duration
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
-from domainbert.pretrain.masking import apply_mask, step_generator
+from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, prediction_head
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
@@ -164,6 +164,68 @@ def _step(
     return round(float(loss.detach()), 5)
 
 
+def _warmup_engine(
+    p: PretrainConfig, model: PreTrainedModel, objective: MLMObjective
+) -> tuple[TorchEngine, Anchor | None]:
+    """The warm-up's engine (its own peak rate, the encoder's discriminative rate when the whole model trains,
+    a rate constant after its warmup) and its L2-SP anchor (None: no penalty)."""
+    hw = p.base_warmup
+    own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
+    engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
+    gentle = hw.train == "full"  # the head alone never moves the encoder
+    if gentle and hw.encoder_lr_scale < 1:
+        discriminative_optimizer(engine, model, p, hw.encoder_lr_scale)
+    anchor = Anchor.of(model, hw.l2sp) if gentle else None
+    # The stop is the curve's: a rate that decays over the cap flattens the curve by itself (a 200-step warm-up
+    # then stopped at 180 steps as "converged"), so after its warmup the rate stays at the peak.
+    engine.scheduler = linear_warmup_constant(engine.optimizer, int(WARMUP_RATIO * hw.steps))
+    return engine, anchor
+
+
+def _run_steps(
+    p: PretrainConfig,
+    engine: TorchEngine,
+    objective: MLMObjective,
+    model: PreTrainedModel,
+    data: Batch,
+    spec: MaskingSpec,
+    general: Batch | None,
+    anchor: Anchor | None,
+    device: torch.device,
+) -> tuple[int, list[list[float]], Convergence]:
+    """The warm-up's steps until the step cap or convergence on ``general``: the steps taken, ``[step, loss]``
+    per step and the general-perplexity curve's watch."""
+    hw = p.base_warmup
+    n = data.input_ids.shape[0]
+    losses: list[list[float]] = []
+    watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
+    step, lines = 0, ProgressLine(hw.steps)
+    while step < hw.steps and not watch.converged:
+        # A stop (Ctrl-C, SIGTERM, a cancel) ends the warm-up at the next step, not after it: it keeps no
+        # checkpoint (its steps take minutes, not hours), so the rerun warms up again.
+        signals.check(f"in the base warm-up at step {step} of at most {hw.steps} (not kept: a rerun warms up again)")
+        rows = torch.arange(step * hw.batch_size, (step + 1) * hw.batch_size) % n
+        inputs, labels = apply_mask(
+            data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
+        )
+        step += 1
+        losses.append([step, _step(engine, objective, model, hw.train, inputs, labels, anchor)])
+        if step % hw.eval_every == 0 and step < hw.steps and general is not None:
+            watch.add(step, evaluate(engine, general, spec, p.seed, device)["perplexity"])
+            log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
+        if lines.due(step):  # as the arms do: a line (and the Prefect progress bar) every 30 s or so
+            log.info(
+                "base warm-up: step %d/%d (%.0f%%), loss %.4f, ETA %s (at the step cap)",
+                step,
+                hw.steps,
+                100 * step / hw.steps,
+                losses[-1][1],
+                duration(lines.eta_s(step)),
+                extra={"progress": (step, hw.steps, "pretrain base-warmup")},
+            )
+    return step, losses, watch
+
+
 def train_warmup(
     cfg: DomainConfig,
     model: PreTrainedModel,
@@ -184,44 +246,10 @@ def train_warmup(
     loaded = model.config._attn_implementation
     attention = training_attention(model, device, autocast_dtype(hw.precision))
     objective = MLMObjective(model, sparse=p.sparse_prediction, autocast_dtype=autocast_dtype(hw.precision))
-    own = {"lr": hw.peak_lr, "warmup_ratio": WARMUP_RATIO, "grad_accum": 1, "precision": hw.precision}
-    engine = TorchEngine(objective, p.model_copy(update=own), hw.steps)
-    gentle = hw.train == "full"  # the head alone never moves the encoder
-    if gentle and hw.encoder_lr_scale < 1:
-        discriminative_optimizer(engine, model, p, hw.encoder_lr_scale)
-    anchor = Anchor.of(model, hw.l2sp) if gentle else None
-    # The stop is the curve's: a rate that decays over the cap flattens the curve by itself (a 200-step warm-up
-    # then stopped at 180 steps as "converged"), so after its warmup the rate stays at the peak.
-    engine.scheduler = linear_warmup_constant(engine.optimizer, int(WARMUP_RATIO * hw.steps))
+    engine, anchor = _warmup_engine(p, model, objective)
     with torch_threads(p.torch_threads):
-        t0, n, losses = time.perf_counter(), data.input_ids.shape[0], []
-        watch = Convergence(hw.min_improvement, warmup_steps=int(WARMUP_RATIO * hw.steps))
-        step, lines = 0, ProgressLine(hw.steps)
-        while step < hw.steps and not watch.converged:
-            # A stop (Ctrl-C, SIGTERM, a cancel) ends the warm-up at the next step, not after it: it keeps no
-            # checkpoint (its steps take minutes, not hours), so the rerun warms up again.
-            signals.check(
-                f"in the base warm-up at step {step} of at most {hw.steps} (not kept: a rerun warms up again)"
-            )
-            rows = torch.arange(step * hw.batch_size, (step + 1) * hw.batch_size) % n
-            inputs, labels = apply_mask(
-                data.input_ids[rows], data.special[rows], data.word_start[rows], spec, step_generator(p.seed, step)
-            )
-            step += 1
-            losses.append([step, _step(engine, objective, model, hw.train, inputs, labels, anchor)])
-            if step % hw.eval_every == 0 and step < hw.steps and general is not None:
-                watch.add(step, evaluate(engine, general, spec, p.seed, device)["perplexity"])
-                log.info("base warm-up: step %d of at most %d, general perplexity %.1f", step, hw.steps, watch.last)
-            if lines.due(step):  # as the arms do: a line (and the Prefect progress bar) every 30 s or so
-                log.info(
-                    "base warm-up: step %d/%d (%.0f%%), loss %.4f, ETA %s (at the step cap)",
-                    step,
-                    hw.steps,
-                    100 * step / hw.steps,
-                    losses[-1][1],
-                    duration(lines.eta_s(step)),
-                    extra={"progress": (step, hw.steps, "pretrain base-warmup")},
-                )
+        t0, n = time.perf_counter(), data.input_ids.shape[0]
+        step, losses, watch = _run_steps(p, engine, objective, model, data, spec, general, anchor, device)
         seconds, threads = time.perf_counter() - t0, torch.get_num_threads()
     for q in model.parameters():
         q.requires_grad_(True)

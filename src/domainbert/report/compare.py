@@ -176,58 +176,6 @@ def _flags(cfg: DomainConfig, arts: RunArtifacts) -> list[str]:
     return setting_flags(cfg) + budget_flags(cfg, corpus)
 
 
-def _method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Section:
-    """How the comparison is made: metrics, intervals (with what one comparison drew), verdicts, floors, collapse."""
-    resampled = next((c["resampled"] for c in comparisons if c.get("resampled") and c["reference"] == "base"), None)
-    method = Section("How the comparison is made").add(
-        [
-            "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
-            "classification. Mean and sample standard deviation are over the seeds each model ran.",
-            f"Each difference is model minus reference with a {round(100 * cfg.compare.confidence)}% interval that "
-            "includes test-set sampling, fine-tuning seeds and, with pretraining replicates, the replicates "
-            f"(at least {cfg.compare.bootstrap_samples} draws, seed {cfg.compare.seed})"
-            + (f": {resampled}" if resampled else "")
-            + ".",
-            "Paired: a fine-tuning seed fixes the head's initialisation, the data order and dropout for every model, "
-            "and moves every model's score together, so two models with runs under the same seeds are compared on "
-            "their per-seed differences (r is their correlation across seeds); with pretraining replicates the "
-            "replicates are the units and the seeds nest inside them (the Multi-Bootstrap of MultiBERTs, Sellam et "
-            "al. 2022). The units' mean is drawn from Student-t at their degrees of freedom: 3 seeds give 2, and "
-            "a difference then needs 5.7 standard errors to be found with 80% power in one comparison, 18 at "
-            "Holm's first step over 10, so only more seeds make a small difference visible. The floor, one deterministic run, is compared unpaired (Welch's seed term from the model's "
-            "own seeds), each mean kept inside the metric's range.",
-            "p-values count the draws on the far side of 0 as (k + 1) / (B + 1), so none is 0; a comparison whose "
-            "p-value is near a Holm threshold draws until the page's smallest threshold is resolved.",
-            "Verdict: 'better' or 'worse' when the comparison survives Holm's correction over every comparison on the "
-            "page, else 'no significant difference'. Beside the unadjusted interval stands the one the verdict uses, "
-            "at Holm's threshold for the row (not a simultaneous interval); counted on the draws as the p-value is, "
-            "it excludes 0 exactly when the verdict is 'better' or 'worse'.",
-            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion, not corrected "
-            "for the page's comparisons: eps_min is an upper confidence bound on how far the model falls short of "
-            "stochastically dominating its reference; below 0.2 it is almost stochastically better (uncorrected). "
-            "With a few seeds the bound reads 1.0 unless one model wins on every seed: 'cannot tell', not 'worse'.",
-            "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
-            "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
-            "word features for NER.",
-            "A run is marked collapsed when its predictions are degenerate in either direction (one answer for "
-            "nearly every example, answers distributed far from gold's, no entity, an entity on nearly every token or "
-            "one span per sentence) or its training loss did not fall; "
-            "a run whose validation predictions collapsed is run once more at another learning rate, and the report "
-            "counts those retries.",
-            "Every number on this page is read from the run's artifacts; re-rendering needs no retraining.",
-        ]
-    )
-    if cfg.finetune.lr_chosen:
-        grid = ", ".join(f"{lr:g}" for lr in cfg.finetune.lr_grid)
-        chosen = "; ".join(f"{task} {lr:g}" for task, lr in cfg.finetune.lr_chosen.items())
-        method.add(
-            f"Each task's learning rate was chosen on validation from {grid}, by one run of base per rate (the "
-            f"first seed; recipe/ in the run folder), and every model trained at it: {chosen}. The test split "
-            "played no part in the choice."
-        )
-    return method
-
-
 def build_document(
     cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
 ) -> tuple[Document, list[dict], list[dict]]:
@@ -255,7 +203,7 @@ def build_document(
             + ", ".join(f"finetune/{m}/{t}/best (seed {seed})" for m, t, seed in kept)
             + "."
         )
-    method = _method_section(cfg, comparisons)
+    method = finetune_sections.method_section(cfg, comparisons)
     doc = Document(
         f"domainbert report: {cfg.name}",
         [

@@ -303,6 +303,30 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     return [text]
 
 
+def _verdict_lead(
+    scores: list[dict[str, Any]],
+    comparisons: list[dict[str, Any]],
+    arms: list[str],
+    adequacy: dict[str, str],
+    incomplete: list[str],
+) -> str:
+    """The verdict's first sentence: the arms that beat the better reference on a task, or why none did
+    (``arms`` and ``comparisons``: those judged, on complete results and tasks that can separate the arms)."""
+    winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
+    refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
+    reference = " or ".join(refs) if refs else "the base model"
+    two_references = {r["model"] for r in scores} >= set(REFERENCES)
+    which = f"the better reference ({reference})" if two_references else "the base model"
+    if winners:
+        return f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
+    if adequacy and len(adequacy) == len({r["task"] for r in scores}):
+        return "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
+    if incomplete and not arms:
+        return "Verdict: withheld: no adaptation arm has all its results."
+    judged = " with complete results" if incomplete else ""
+    return f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
+
+
 def headline_section(
     scores: list[dict[str, Any]],
     comparisons: list[dict[str, Any]],
@@ -347,20 +371,7 @@ def headline_section(
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )
-    winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
-    refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
-    reference = " or ".join(refs) if refs else "the base model"
-    two_references = {r["model"] for r in scores} >= set(REFERENCES)
-    which = f"the better reference ({reference})" if two_references else "the base model"
-    if winners:
-        lead = f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
-    elif adequacy and len(adequacy) == len({r["task"] for r in scores}):
-        lead = "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
-    elif incomplete and not arms:
-        lead = "Verdict: withheld: no adaptation arm has all its results."
-    else:
-        judged = " with complete results" if incomplete else ""
-        lead = f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
+    lead = _verdict_lead(scores, comparisons, arms, adequacy, incomplete)
     lead += " " + floor_lead(scores, all_comparisons)
     sec.add(
         lead.strip(),

@@ -224,12 +224,7 @@ def compare_models(
     scores = RunScores(runs_a + runs_b, metric, seed, n_samples)
     metric = scores.metric
     full_a, full_b = scores.full[: len(runs_a)], scores.full[len(runs_a) :]
-    pair = pairing(runs_a, runs_b) if seed_noise is None else None
-    drawer: PairedDraws | UnpairedDraws
-    if pair is not None:
-        drawer = PairedDraws(pair, scores, len(runs_a), seed)
-    else:
-        drawer = UnpairedDraws(scores, (runs_a, runs_b), seed_noise, seed)
+    drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise, seed)
     stat = _adaptive(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
     sizes = (len(runs_a), len(runs_b))
@@ -248,6 +243,21 @@ def compare_models(
         "_draws": stat,
         **out,
     }
+
+
+def _drawer(
+    scores: RunScores,
+    runs_a: list[dict[str, Any]],
+    runs_b: list[dict[str, Any]],
+    seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None,
+    seed: int,
+) -> tuple[PairedDraws | UnpairedDraws, Pairing | None]:
+    """The draws of a comparison and its pairing: paired where the two sides' runs pair (``pairing``) and no
+    seed noise is given, else unpaired (pairing None)."""
+    pair = pairing(runs_a, runs_b) if seed_noise is None else None
+    if pair is not None:
+        return PairedDraws(pair, scores, len(runs_a), seed), pair
+    return UnpairedDraws(scores, (runs_a, runs_b), seed_noise, seed), None
 
 
 def _adaptive(drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float, family: int) -> np.ndarray:

@@ -16,7 +16,7 @@ from domainbert.config.pretrain import ARMS
 from domainbert.core.models import PACKAGE_PREFIX
 
 if TYPE_CHECKING:
-    from huggingface_hub import EvalResult
+    from huggingface_hub import EvalResult, ModelCardData
 
     from domainbert.config.corpus import SourceConfig
     from domainbert.config.domain import DomainConfig
@@ -158,7 +158,7 @@ def finetuned_card(
         selection: for the model kept per model and task (``best_model.offer``): ``seed``, ``validation``,
             ``metric``, ``seeds_compared`` and ``seeds_configured``.
     """
-    from huggingface_hub import ModelCard, ModelCardData
+    from huggingface_hub import ModelCard
 
     task = next(t for t in cfg.finetune.tasks if t.name == result["task"])
     pipeline, title = TASK_TYPES[result["task_type"]]
@@ -167,18 +167,7 @@ def finetuned_card(
     scores = {k: v for k, v in result["test"].items() if isinstance(v, int | float) and not isinstance(v, bool)}
     evals = _run_evals(pipeline, title, dataset, task.name, scores)
     name = f"domainbert-{cfg.name}-{result['model']}-{task.name}" + ("" if selection else f"-seed{result['seed']}")
-    data = ModelCardData(
-        base_model=start_id,
-        base_model_relation="finetune" if start_id else None,  # the Hub's model tree: a fine-tune of base_model
-        datasets=[dataset] if dataset else None,
-        language=list(cfg.language),
-        license=cfg.hub.license,
-        library_name="transformers",
-        pipeline_tag=pipeline,
-        tags=["domainbert", cfg.name, task.name, *cfg.hub.tags],
-        model_name=name,
-        eval_results=evals or None,
-    )
+    data = _finetuned_card_data(cfg, task.name, name, start_id, dataset, pipeline, evals)
     how = "Only the task head trained, the encoder frozen" if result["mode"] == "frozen" else "All weights trained"
     lines = [
         f"# {name}",
@@ -209,6 +198,33 @@ def finetuned_card(
         lines += [f"This run's test predictions collapsed: {'; '.join(result['collapse'].get('reasons', []))}.", ""]
     lines += _use_lines(name, result["task_type"], custom_code)
     return str(ModelCard(f"---\n{data.to_yaml()}\n---\n\n" + "\n".join(lines)))
+
+
+def _finetuned_card_data(
+    cfg: DomainConfig,
+    task: str,
+    name: str,
+    start_id: str | None,
+    dataset: str | None,
+    pipeline: str,
+    evals: list[EvalResult],
+) -> ModelCardData:
+    """A fine-tuned model card's Hub metadata: the model it started from (``start_id``), the task's Hub dataset,
+    language, license, tags and the run's test scores (``evals``)."""
+    from huggingface_hub import ModelCardData
+
+    return ModelCardData(
+        base_model=start_id,
+        base_model_relation="finetune" if start_id else None,  # the Hub's model tree: a fine-tune of base_model
+        datasets=[dataset] if dataset else None,
+        language=list(cfg.language),
+        license=cfg.hub.license,
+        library_name="transformers",
+        pipeline_tag=pipeline,
+        tags=["domainbert", cfg.name, task, *cfg.hub.tags],
+        model_name=name,
+        eval_results=evals or None,
+    )
 
 
 def _length_line(max_length: int, chunks: int) -> str:

@@ -1,163 +1,28 @@
-"""The ``domainbert`` command: one subcommand per stage, ``run`` for the whole pipeline, ``compare`` for the
-cross-domain page over finished runs.
+"""The ``domainbert`` subcommands: ``validate``, one command per stage (``corpus``, ``vocab``, ``pretrain``,
+``finetune``, ``report``), ``compare`` across domains, ``run`` for the whole pipeline, ``plan`` and ``push``.
 
-Every subcommand takes a domain (a name from ``domains/`` or a path to a YAML file), optional
-``dotted.key=value`` overrides, ``--profile`` (``offline`` by default) and ``--out`` (``runs/<domain>/``).
-User errors (``DomainbertError``) print one line on stderr and exit with status 2, without a traceback;
-Ctrl-C, SIGTERM and SIGUSR1 stop any command with status 130/143/138 and one line naming the command that
-continues the run (``run_cli``, ``domainbert.core.signals``).
+Each command reads its arguments and calls its stage; what the stages do lives in their packages, and what the
+commands share (the app, the arguments, the set-up of a run folder) in ``common.py``.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import gc
 import glob
-import logging
-import os
-import shlex
-import signal
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from domainbert import __version__
-from domainbert.config.domain import (
-    DEFAULT_PROFILE,
-    DomainConfig,
-    load_domain,
-    recorded_invocation,
-    save_resolved_config,
-)
+from domainbert.cli.common import DomainArg, OutOpt, OverridesArg, ProfileOpt, app, echo_answer, flags, set_up, stage
+from domainbert.config.domain import DEFAULT_PROFILE, DomainConfig, load_domain, recorded_invocation
 from domainbert.core import signals
-from domainbert.core.errors import ConfigError, DomainbertError, os_error_line
-from domainbert.core.paths import RunLayout, available_domains, default_run_dir, resolve_domain_file
+from domainbert.core.errors import ConfigError, DomainbertError
+from domainbert.core.paths import available_domains, default_run_dir, resolve_domain_file
 from domainbert.core.runlock import run_lock
 
-app = typer.Typer(
-    no_args_is_help=True, pretty_exceptions_enable=False, help="Domain-adaptive pretraining for BERT-style encoders."
-)
-
-
-def _complete_domain(incomplete: str) -> list[str]:
-    return [name for name in available_domains() if name.startswith(incomplete)]
-
-
-def _complete_profile(ctx: typer.Context, incomplete: str) -> list[str]:
-    """The profiles the domain on the command line defines (offline and full when it cannot be read)."""
-    import yaml
-
-    from domainbert.core.paths import resolve_domain_file
-
-    names = ["full", "offline"]
-    try:
-        data = yaml.safe_load(resolve_domain_file(str(ctx.params.get("domain") or "")).read_text(encoding="utf-8"))
-        names = sorted((data or {}).get("profiles") or names)
-    except Exception:  # noqa: BLE001 - completion must never fail
-        pass
-    return [name for name in names if name.startswith(incomplete)]
-
-
-DomainArg = Annotated[
-    str, typer.Argument(help="Domain name (e.g. science) or path to a domain YAML.", autocompletion=_complete_domain)
-]
-OverridesArg = Annotated[list[str] | None, typer.Argument(help="Overrides such as pretrain.max_steps=50.")]
-ProfileOpt = Annotated[
-    str,
-    typer.Option(
-        "--profile",
-        "-p",
-        autocompletion=_complete_profile,
-        help="A profile the domain YAML defines under profiles: (offline: the "
-        "shipped samples; full: the real data); checked against the file.",
-    ),
-]
-OutOpt = Annotated[Path | None, typer.Option("--out", "-o", help="Run directory (default runs/<domain>/).")]
-
-
-def _print_version(value: bool) -> None:
-    if value:
-        typer.echo(f"domainbert {__version__}")
-        raise typer.Exit()
-
-
-@app.callback()
-def _main(
-    version: Annotated[
-        bool, typer.Option("--version", callback=_print_version, is_eager=True, help="Print the version and exit.")
-    ] = False,
-    verbose: Annotated[
-        bool,
-        typer.Option(
-            "--verbose",
-            help="Show transformers' loading reports and progress bars, Dask's INFO lines and DeepSpeed's "
-            "no-GPU warning (expected, so hidden by default).",
-        ),
-    ] = False,
-) -> None:
-    """Domain-adaptive pretraining for BERT-style encoders."""
-    if verbose:
-        from domainbert.core.logs import VERBOSE_ENV, show_debug
-
-        os.environ[VERBOSE_ENV] = "1"  # the command's other processes (Dask workers, launchers) inherit it
-        show_debug()
-    else:
-        from domainbert.core.models import quiet_libraries
-
-        quiet_libraries()
-        # Prefect's Dask runner announces a dashboard the run's cluster is started without (dashboard_address None)
-        logging.getLogger("prefect.task_runner.dask").setLevel(logging.WARNING)
-
-
-def _setup(
-    domain: str,
-    overrides: list[str] | None,
-    profile: str,
-    out: Path | None,
-    create: bool = True,
-    writes: bool = True,
-) -> tuple[DomainConfig, RunLayout]:
-    """The config and the run's folders; the folder is created (``create``) and checked to be writable
-    (unless the command ``writes`` nothing there: ``plan`` reads an archived, read-only run as it is)."""
-    cfg = load_domain(domain, overrides or [], profile=profile)
-    # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
-    logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
-    layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
-    if cfg.finetune.lr_grid:  # the learning rates the run's searches chose, where they are done
-        from domainbert.finetune import recipe
-
-        cfg = recipe.applied(cfg, layout)
-    if not writes:
-        return cfg, layout
-    if not create and not layout.root.exists():
-        return cfg, layout  # a command that only reads a run refuses a missing folder itself, leaving no trace
-    try:
-        layout.root.mkdir(parents=True, exist_ok=True)
-        probe = layout.root / f".write-test-{os.getpid()}"
-        probe.touch()
-        probe.unlink()
-    except OSError as exc:  # a file, a read-only folder or file system, no space
-        raise ConfigError(
-            f"cannot write to the run folder: {exc.strerror or exc}", file=layout.root, field="--out"
-        ) from None
-    return cfg, layout
-
-
-@contextmanager
-def _stage(
-    command: str, domain: str, overrides: list[str] | None, profile: str, out: Path | None
-) -> Iterator[tuple[DomainConfig, RunLayout]]:
-    """``_setup``, then the run folder's lock, and only under it the record of the profile and overrides the
-    stage runs with (as ``run`` does): a command refused by the lock leaves the run it was refused from as it
-    was, ``config.resolved.json`` included."""
-    cfg, layout = _setup(domain, overrides, profile, out)
-    with run_lock(layout.root, f"domainbert {command} {domain}"):
-        save_resolved_config(layout.root, domain, profile, list(overrides or []), cfg)
-        yield cfg, layout
+if TYPE_CHECKING:
+    from domainbert.hub import PushPlan
 
 
 @app.command()
@@ -186,7 +51,7 @@ def validate(
         for line in found:
             typer.echo(f"error: {line}", err=True)
         problems += len(found)
-        for line in _flags(cfg, default_run_dir(cfg.name) / "corpus"):
+        for line in flags(cfg, default_run_dir(cfg.name) / "corpus"):
             typer.echo(f"warning: {line}", err=True)
         if not found:
             typer.echo(
@@ -196,15 +61,6 @@ def validate(
             )
     if problems:
         raise typer.Exit(2)
-
-
-def _flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
-    """Settings far from the literature's, a budget far from one pass over the corpus (before it exists, over
-    the most its source files can hold), tasks whose splits share examples (``services.flags``): warnings."""
-    from domainbert.corpus.source_check import source_tokens_at_most
-    from domainbert.services.flags import all_flags
-
-    return all_flags(cfg, corpus_dir, source_tokens_at_most(cfg.corpus.sources))
 
 
 def _check_inputs(cfg: DomainConfig) -> list[str]:
@@ -254,7 +110,7 @@ def corpus(
     """Build the cleaned, deduplicated, decontaminated and sharded corpus."""
     from domainbert.corpus.build import build_corpus
 
-    with _stage("corpus", domain, overrides, profile, out) as (cfg, layout):
+    with stage("corpus", domain, overrides, profile, out) as (cfg, layout):
         build_corpus(cfg, layout)
     typer.echo(f"corpus: {layout.corpus}")
 
@@ -266,7 +122,7 @@ def vocab(
     """Train the domain tokenizer, measure its fit with the reference vocabularies, build the extended model."""
     from domainbert.vocab.stage import run_vocab
 
-    with _stage("vocab", domain, overrides, profile, out) as (cfg, layout):
+    with stage("vocab", domain, overrides, profile, out) as (cfg, layout):
         run_vocab(cfg, layout)
     typer.echo(f"vocab: {layout.vocab}")
 
@@ -284,7 +140,7 @@ def pretrain(
     """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
     from domainbert.pretrain.stage import pretrain_arm
 
-    with _stage("pretrain", domain, overrides, profile, out) as (cfg, layout):
+    with stage("pretrain", domain, overrides, profile, out) as (cfg, layout):
         for name in arm or cfg.pretrain.arms:
             pretrain_arm(cfg, name, layout)
             typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
@@ -297,7 +153,7 @@ def finetune(
     """Fine-tune every model on every task over the configured seeds."""
     from domainbert.finetune.matrix import finetune_all
 
-    with _stage("finetune", domain, overrides, profile, out) as (cfg, layout):
+    with stage("finetune", domain, overrides, profile, out) as (cfg, layout):
         finetune_all(cfg, layout)
     typer.echo(f"finetune: {layout.root / 'finetune'}")
 
@@ -318,23 +174,13 @@ def report(
         typer.echo(
             f"report: as the run was made: profile {recorded[0]}, overrides {recorded[1] or 'none'}{on_top}", err=True
         )
-    cfg, layout = _setup(domain, overrides, profile, out, create=False)
+    cfg, layout = set_up(domain, overrides, profile, out, create=False)
     from domainbert.report.compare import render_report, require_run_outputs
 
     require_run_outputs(cfg, layout)
     with run_lock(layout.root, f"domainbert report {domain}"):
         path = render_report(cfg, layout)
-    _echo_answer(path)
-
-
-def _echo_answer(path: str | Path) -> None:
-    """The report's answer (headline table, verdict, power) in plain text, then where the page is."""
-    from domainbert.report.compare import read_answer
-
-    answer = read_answer(Path(path))
-    if answer:
-        typer.echo("\n" + answer.rstrip())
-    typer.echo(f"report: {path}")
+    echo_answer(path)
 
 
 @app.command()
@@ -381,7 +227,7 @@ def run(
     ] = 0,
 ) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = set_up(domain, overrides, profile, out)
     from domainbert.flows.cancelling import stops_recorded_in_the_engine
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline
@@ -400,7 +246,7 @@ def run(
                 execution=ExecutionOptions(dask_local_workers=workers),
             )
         signals.check("as the run finished")  # recorded after the last stage: every output is complete
-    _echo_answer(path)
+    echo_answer(path)
 
 
 @app.command()
@@ -430,7 +276,7 @@ def plan(
 ) -> None:
     """Show what `domainbert run` would do: stages to run or skip (and why), steps, tokens and FLOPs per arm,
     fine-tuning runs, and an estimated time on this machine. Runs nothing."""
-    cfg, layout = _setup(domain, overrides, profile, out, writes=False)
+    cfg, layout = set_up(domain, overrides, profile, out, writes=False)
     if verify:
         from domainbert.core.artifacts import verify_everything
 
@@ -454,7 +300,7 @@ def plan(
             typer.echo(line)
     if estimate and timed is None:
         typer.echo(f"no time estimate: the base model {cfg.base_model.name_or_path} is not reachable from here")
-    for line in _flags(cfg, layout.corpus):
+    for line in flags(cfg, layout.corpus):
         typer.echo(f"warning: {line}")
 
 
@@ -496,25 +342,10 @@ def push(
         raise DomainbertError("push takes one of --arm ARM (or corpus) and --finetuned MODEL/TASK", field="--arm")
     if finetuned is not None and finetuned.count("/") != 1:
         raise DomainbertError(f"--finetuned takes MODEL/TASK, not {finetuned!r}", field="--finetuned")
-    cfg, layout = _setup(domain, overrides, profile, out)
+    cfg, layout = set_up(domain, overrides, profile, out)
     from domainbert.hub import push_folder, push_plan
 
-    plan = push_plan(cfg, layout, finetuned or arm or "")
-    if base_repo is not None:
-        if finetuned is None:
-            raise DomainbertError("--base-repo goes with --finetuned MODEL/TASK", field="--base-repo")
-        from domainbert.services.cards import with_base_model
-
-        plan = dataclasses.replace(plan, card=with_base_model(plan.card, base_repo))
-    elif finetuned is not None and "\nbase_model:" not in plan.card.split("\n---", 1)[0]:
-        model = finetuned.partition("/")[0]
-        first = (
-            f"push it first (domainbert push --arm {model} --repo ORG/NAME) and " if model in cfg.pretrain.arms else ""
-        )
-        typer.echo(
-            f"note: the card names no base_model ({model} has no Hub id): {first}give the repo it was pushed as "
-            "with --base-repo, so that the Hub places this model under it"
-        )
+    plan = _with_base_repo(push_plan(cfg, layout, finetuned or arm or ""), cfg, finetuned, base_repo)
     paths = push_folder(plan.folder, repo, plan.card, repo_type=plan.repo_type, private=private, dry_run=dry_run)
     verb = "would upload" if dry_run else "uploaded"
     typer.echo(f"{verb} {len(paths)} files to {repo} (repo type {plan.repo_type}):")
@@ -524,64 +355,23 @@ def push(
         typer.echo(f"--- README.md (the card uploaded) ---\n{plan.card.rstrip()}\n--- end of card ---")
 
 
-def main() -> None:
-    from domainbert.core import logs
+def _with_base_repo(plan: PushPlan, cfg: DomainConfig, finetuned: str | None, base_repo: str | None) -> PushPlan:
+    """``plan`` with its card naming ``base_repo`` as its base_model (``--base-repo``, with ``--finetuned`` only);
+    without one, a fine-tuned model's card that names no base_model is pushed as it is, after a note saying how
+    to name one."""
+    if base_repo is not None:
+        if finetuned is None:
+            raise DomainbertError("--base-repo goes with --finetuned MODEL/TASK", field="--base-repo")
+        from domainbert.services.cards import with_base_model
 
-    logs.configure(os.environ.get("DOMAINBERT_LOG_LEVEL", "INFO"))
-    logging.getLogger("httpx").setLevel(logging.WARNING)  # else every Prefect API request is logged
-    code = run_cli(None)
-    # The interpreter's last garbage collection walks every object the run left (models, Prefect's clients):
-    # seconds on a busy machine, after a stop too. Nothing left needs a finalizer run by it.
-    gc.freeze()
-    sys.exit(code)
-
-
-def run_cli(argv: list[str] | None) -> int:
-    """Run the CLI on ``argv`` (None: ``sys.argv``) and return the exit status; user errors print one line.
-
-    Exit status: 0 done; 2 a user error (``DomainbertError``: config, data, model folder, run folder locked) or
-    an OS error (a full disk, a permission: one line naming the path);
-    128 + the signal number after a stop by Ctrl-C (130), SIGTERM (143) or SIGUSR1 (138): one INFO line names
-    the command to rerun to continue.
-    """
-    command = shlex.join(["domainbert", *(sys.argv[1:] if argv is None else argv)])
-    try:
-        with signals.stoppable():
-            app(args=argv, prog_name="domainbert")  # click exits through SystemExit, usage errors included
-    except SystemExit as exc:
-        return exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
-    except signals.StopRequested as exc:
-        return _stopped(command, exc.signum, exc.where)
-    except DomainbertError as exc:
-        typer.echo(f"error: {exc}", err=True)
-        return 2
-    except OSError as exc:  # a full disk, a permission: the machine's state, not a bug (unless a stop caused it)
-        if not signals.stop_requested():
-            typer.echo(f"error: {os_error_line(exc)}", err=True)
-            return 2
-        return _stopped(command)
-    except BaseException:
-        # A stop can surface as another exception: a flow ends Cancelled through Prefect's Abort, Prefect's
-        # engine raises its own on SIGTERM.
-        if signals.stop_requested():
-            return _stopped(command)
-        raise
-    return 0
-
-
-def _stopped(command: str, signum: int | None = None, where: str = "") -> int:
-    """One INFO line: what stopped, where, and the command that continues the run."""
-    signum = signum or signals.requested_signal() or signal.SIGTERM
-    at = f" {where}" if where and "second signal" not in where else ""
-    line = f"stopped by {signal.Signals(signum).name}{at}; to continue, rerun: {command}"
-    root = logging.getLogger()
-    if root.handlers and root.isEnabledFor(logging.INFO):
-        # Through the root's handlers alone: Prefect's API handler on "domainbert" has no flow run to log to.
-        root.handle(root.makeRecord("domainbert", logging.INFO, __file__, 0, "%s", (line,), None))
-    else:  # no logging set up (run_cli called from Python): the line still shows
-        typer.echo(f"INFO {line}", err=True)
-    return signals.exit_code(signum)
-
-
-if __name__ == "__main__":
-    main()
+        return dataclasses.replace(plan, card=with_base_model(plan.card, base_repo))
+    if finetuned is not None and "\nbase_model:" not in plan.card.split("\n---", 1)[0]:
+        model = finetuned.partition("/")[0]
+        first = (
+            f"push it first (domainbert push --arm {model} --repo ORG/NAME) and " if model in cfg.pretrain.arms else ""
+        )
+        typer.echo(
+            f"note: the card names no base_model ({model} has no Hub id): {first}give the repo it was pushed as "
+            "with --base-repo, so that the Hub places this model under it"
+        )
+    return plan
