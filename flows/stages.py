@@ -303,7 +303,12 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
                 finetune_task, execution, layout.root, refresh=not caching.finetune_state(cfg, layout, job).current
             )
             futures.append(runner.submit(run, {"spec": spec, **dataclasses.asdict(job)}))
-        return results_or_stop(futures, "while fine-tuning")
+        results = results_or_stop(futures, "while fine-tuning")
+    from domainbert.finetune.ner import repair_lines
+
+    for line in repair_lines(results):  # one line a task; each run's count is a DEBUG line (--verbose)
+        get_run_logger().info(line)
+    return results
 
 
 @flow(name="domainbert-report", log_prints=True)

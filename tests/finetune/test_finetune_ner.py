@@ -7,7 +7,7 @@ import random
 import numpy as np
 import pytest
 
-from domainbert.finetune.ner import IGNORE, decode_ner, encode_ner, ner_metrics
+from domainbert.finetune.ner import IGNORE, decode_ner, encode_ner, ner_metrics, repair_lines
 from domainbert.services.tasks import NerExample
 
 LABELS = ["O", "B-TERM", "I-TERM", "B-LANG", "I-LANG"]
@@ -72,3 +72,25 @@ def test_perfect_and_empty_predictions():
     gold = [["B-TERM", "I-TERM", "O", "B-LANG"]]
     assert ner_metrics(gold, gold)["f1"] == 1.0
     assert ner_metrics(gold, [["O"] * 4])["f1"] == 0.0
+
+
+def test_repaired_predictions_are_counted_per_run_and_summed_per_task(caplog):
+    labels = ["O", "B-X", "I-X"]
+    logits = [np.eye(3)[[0, 2, 2, 0, 2]], np.eye(3)[[2, 0]]]  # O I I O I | I O: three I-X start an entity
+    features = [{"word_index": [0, 1, 2, 3, 4], "first_positions": [0, 1, 2, 3, 4]},
+                {"word_index": [0, 1], "first_positions": [0, 1]}]
+    examples = [NerExample(tokens=list("abcde"), tags=["O"] * 5), NerExample(tokens=list("ab"), tags=["O"] * 2)]
+    repairs = [4]  # a counter already holding another split's repairs: this call adds its own
+    caplog.set_level("DEBUG", logger="domainbert.finetune.ner")
+    pred = decode_ner(logits, features, examples, labels, repairs)
+    assert pred == [["O", "B-X", "I-X", "O", "B-X"], ["B-X", "O"]] and repairs == [7]
+    assert [r.getMessage() for r in caplog.records] == [
+        "3 predicted 'I-X' tags not continuing an X entity repaired to 'B-X'"
+    ] and caplog.records[0].levelname == "DEBUG"
+    runs = [{"task": "t", "model": "base", "seed": 1, "predicted_repairs": 3},
+            {"task": "t", "model": "arm", "seed": 2, "predicted_repairs": 1200},
+            {"task": "c", "model": "base", "seed": 1}]  # a classification run counts nothing
+    assert repair_lines(runs) == [
+        "t: 1,203 predicted 'I-X' tags not continuing an X entity repaired to 'B-X' over 2 run(s)' test answers "
+        "(most: 1,200, arm/seed-2)"
+    ]

@@ -23,6 +23,7 @@ from domainbert.finetune.best_model import group_fingerprints
 from domainbert.finetune.expectations import write_expected
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import RESULT, Job, load_task_data, only_models, run_list, run_record, task_config
+from domainbert.finetune.ner import repair_lines
 from domainbert.finetune.stage import finetune_one, has_model, run_current, settings_for, write_result
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.services.tasks import TaskData
@@ -65,6 +66,8 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
                 data=loaded[job.task_name],
             )
         )
+    for line in repair_lines(results):
+        logger.info("%s", line)
     return results
 
 

@@ -62,21 +62,44 @@ def encode_ner(
 
 
 def decode_ner(
-    logits: list[np.ndarray], features: list[dict[str, Any]], examples: list[NerExample], id2label: list[str]
+    logits: list[np.ndarray],
+    features: list[dict[str, Any]],
+    examples: list[NerExample],
+    id2label: list[str],
+    repairs: list[int] | None = None,
 ) -> list[list[str]]:
     """Word-level IOB2 predictions from per-sentence token logits (each ``[seq, labels]``), ill-formed
-    ``I-`` tags repaired."""
+    ``I-`` tags repaired (and added to ``repairs[0]`` when given)."""
     out = []
-    repairs = [0]
+    repairs = repairs if repairs is not None else [0]
+    before = repairs[0]
     for sent_logits, feat, ex in zip(logits, features, examples, strict=True):
         row = sent_logits.argmax(-1)
         tags = ["O"] * len(ex.tokens)
         for wid, pos in zip(feat["word_index"], feat["first_positions"], strict=True):
             tags[wid] = id2label[int(row[pos])]
         out.append(to_iob2(tags, "IOB2", repairs))
-    if repairs[0]:
-        log.debug("%d predicted 'I-X' tags not continuing an X entity repaired to 'B-X'", repairs[0])
+    if repairs[0] > before:
+        log.debug("%d predicted 'I-X' tags not continuing an X entity repaired to 'B-X'", repairs[0] - before)
     return out
+
+
+def repair_lines(results: list[dict[str, Any]]) -> list[str]:
+    """One line per NER task: the predicted ``I-X`` tags its runs' test answers had repaired to ``B-X`` (each
+    run's count is in its result, ``predicted_repairs``; the per-run lines are DEBUG, ``--verbose``)."""
+    by_task: dict[str, list[tuple[int, str]]] = {}
+    for r in results:
+        if r.get("predicted_repairs") is not None:
+            by_task.setdefault(r["task"], []).append((int(r["predicted_repairs"]), f"{r['model']}/seed-{r['seed']}"))
+    lines = []
+    for task, counts in by_task.items():
+        most, where = max(counts)
+        total = sum(n for n, _ in counts)
+        lines.append(
+            f"{task}: {total:,} predicted 'I-X' tags not continuing an X entity repaired to 'B-X' over {len(counts)} "
+            f"run(s)' test answers (most: {most:,}, {where})"
+        )
+    return lines
 
 
 def ner_metrics(gold: list[list[str]], pred: list[list[str]]) -> dict[str, Any]:

@@ -132,10 +132,12 @@ def predict(
     batch_size: int,
     pad_id: int,
     dtype: Any = None,
+    repairs: list[int] | None = None,
 ) -> list[Any]:
+    """The model's answers on ``split`` (NER: each ill-formed ``I-X`` repaired, counted in ``repairs``)."""
     logits = predict_logits(model, features, batch_size, pad_id, dtype)
     if data.config.type == "ner":
-        return decode_ner(logits, features, data.splits[split], data.label_list)
+        return decode_ner(logits, features, data.splits[split], data.label_list, repairs)
     pred = decode_classification(np.stack(logits), data.label_list, data.config.multi_label)
     return [sorted(p) for p in pred] if data.config.multi_label else pred
 
@@ -294,12 +296,15 @@ def run_finetune(
     if rank > 0:
         return broadcast(None)
     gold = gold_of(data, "test")
-    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id, dtype)
+    repairs = [0]
+    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id, dtype, repairs)
     # The kept weights are those of the best evaluation, so its validation predictions are theirs.
     steps = [entry["step"] for entry in out["history"]]
     val_pred = val_preds[steps.index(out["best_step"])]
     out["validation"] = out.pop("best")
     _score_test(out, data, (gold, pred), (val_gold, val_pred), model)
+    if data.config.type == "ner":
+        out["predicted_repairs"] = repairs[0]  # summed per task by ner.repair_lines: one line, not one per run
     logger.info("test %s %.4f", primary, out["test"][primary])
     if save_to is not None:
         from domainbert.finetune.export import save_task_model
