@@ -51,6 +51,7 @@ def _arch(cfg: DomainConfig) -> PreTrainedModel | None:
 
 def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
+    from domainbert.finetune import recipe
     from domainbert.finetune.jobs import FLOOR
     from domainbert.finetune.stage import expected_results
     from domainbert.stage_state import corpus_state, status, vocab_state
@@ -77,7 +78,7 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     retrained = {
         p.name.removeprefix("pretrain ") for p in plans if p.name.startswith("pretrain ") and p.status != "up to date"
     }
-    search = _search_plan(cfg, layout, warm_pending)
+    search = recipe.plan_counts(cfg, layout, warm_pending is not None)
     # the search's run at the chosen rate becomes base's first seed (matrix.adopt): not trained twice
     adopted = {("base", task, cfg.finetune.seeds[0]) for task in search.get("searched", [])}
     todo = [
@@ -102,26 +103,6 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
         )
     )
     return plans
-
-
-def _search_plan(cfg: DomainConfig, layout: RunLayout, warm_pending: str | None) -> dict[str, Any]:
-    """The learning-rate searches (``finetune.lr_grid``): their runs, and the tasks of those still to run (all
-    of them when the base model is still to be warmed up)."""
-    from domainbert.finetune import recipe
-
-    state = recipe.search_state(cfg, layout, planned=True)
-    if not state:
-        return {}
-    runs = [(task, result) for task, results in state.items() for result in results.values()]
-    todo = [task for task, result in runs if result is None or warm_pending is not None]
-    searched = list(state)
-    return {
-        "runs": len(runs),
-        "rates": len(cfg.finetune.lr_grid),
-        "tasks": len(state),
-        "todo_tasks": todo,
-        "searched": searched,
-    }
 
 
 def _arm_upstream(

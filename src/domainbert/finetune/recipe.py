@@ -11,7 +11,8 @@ lr-<rate>/<task>/seed-<seed>/`` of the run folder, out of the comparison's reach
 run keeps models); the fine-tuning stage runs the missing ones first, writes the chosen rate's run as ``base``'s
 first seed (the same computation: ``matrix.adopt``), and ``applied`` reads them back into ``finetune.lr_chosen`` so that every stage (the matrix, the
 report's expected runs, ``plan``) sees one recipe. A task whose search is incomplete keeps no chosen rate.
-This module trains nothing; it decides nothing about the models compared.
+``plan_counts`` says what `plan` counts of them. This module trains nothing; it decides nothing about the models
+compared.
 """
 
 from __future__ import annotations
@@ -106,3 +107,20 @@ def chosen_line(task: str, results: dict[float, dict[str, Any]]) -> str:
     """One line: the task's chosen rate and every rate's validation score."""
     scores = ", ".join(f"{lr:g}: {r['validation'][r['primary_metric']]:.4f}" for lr, r in sorted(results.items()))
     return f"recipe {task}: lr {choose(results):g} chosen on validation ({scores})"
+
+
+def plan_counts(cfg: DomainConfig, layout: RunLayout, base_pending: bool) -> dict[str, Any]:
+    """What ``plan`` says of the searches: their runs, rates and tasks, the tasks of the runs still to run (all
+    of them when the base model is still to be made: ``base_pending``) and the tasks searched; {} for none."""
+    state = search_state(cfg, layout, planned=True)
+    if not state:
+        return {}
+    runs = [(task, result) for task, results in state.items() for result in results.values()]
+    todo = [task for task, result in runs if result is None or base_pending]
+    return {
+        "runs": len(runs),
+        "rates": len(cfg.finetune.lr_grid),
+        "tasks": len(state),
+        "todo_tasks": todo,
+        "searched": list(state),
+    }

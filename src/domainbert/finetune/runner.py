@@ -223,12 +223,17 @@ def timed_short_run(
 def _score_test(
     out: dict[str, Any],
     data: TaskData,
-    test: tuple[list[Any], list[Any]],
-    validation: tuple[list[Any], list[Any]],
     model: torch.nn.Module,
+    test: tuple[list[dict[str, Any]], int, int, Any],
+    validation: tuple[list[Any], list[Any]],
 ) -> None:
-    """Test metrics, the answers, both collapse diagnoses and the parameter counts, into ``out``."""
-    gold, pred = test
+    """The test split predicted (``test``: its features, the batch size, the pad id, the dtype) and scored: its
+    metrics, the answers, both collapse diagnoses, the parameter counts and, for NER, the count of predicted
+    ``I-X`` tags repaired (``predicted_repairs``: summed per task by ``ner.repair_lines``), into ``out``."""
+    repairs = [0]
+    gold, pred = gold_of(data, "test"), predict(model, data, "test", *test, repairs)
+    if data.config.type == "ner":
+        out["predicted_repairs"] = repairs[0]
     out["test"] = score(data, gold, pred)
     out["gold"], out["pred"] = gold, pred
     kind, multi, losses = data.config.type, data.config.multi_label, (out["loss_start"], out["loss_end"])
@@ -295,16 +300,10 @@ def run_finetune(
     rank, world = dist_info()
     if rank > 0:
         return broadcast(None)
-    gold = gold_of(data, "test")
-    repairs = [0]
-    pred = predict(model, data, "test", feats["test"], settings.eval_batch_size, pad_id, dtype, repairs)
     # The kept weights are those of the best evaluation, so its validation predictions are theirs.
-    steps = [entry["step"] for entry in out["history"]]
-    val_pred = val_preds[steps.index(out["best_step"])]
+    val_pred = val_preds[[entry["step"] for entry in out["history"]].index(out["best_step"])]
     out["validation"] = out.pop("best")
-    _score_test(out, data, (gold, pred), (val_gold, val_pred), model)
-    if data.config.type == "ner":
-        out["predicted_repairs"] = repairs[0]  # summed per task by ner.repair_lines: one line, not one per run
+    _score_test(out, data, model, (feats["test"], settings.eval_batch_size, pad_id, dtype), (val_gold, val_pred))
     logger.info("test %s %.4f", primary, out["test"][primary])
     if save_to is not None:
         from domainbert.finetune.export import save_task_model
