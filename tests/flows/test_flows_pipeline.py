@@ -72,7 +72,22 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
     with api_client(url) as client:
         published = client.read_artifacts(artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=["cross-domain-tiny"])))
     assert published and published[0].type == "markdown"
-    print(f"flow test: first run {first:.1f} s, rerun {rerun:.1f} s, compare_domains {time.time() - third_start:.1f} s")
+    compared = time.time() - third_start
+
+    # A learning-rate search through the flows: its task runs base at each rate first, and the run at the chosen
+    # rate is base's first seed (written once, under base's own record), so base's seed 1 trains no more.
+    fourth_start = time.time()
+    grid = ["finetune.lr=1e-4", "finetune.lr_grid=[1e-4, 3e-3]"]
+    run_logged([domainbert, "run", str(tiny_domain), *grid, "--out", str(out)], env, tmp_path / "run4.log")
+    assert task_states(url, fourth_start).get("recipe-search") == ["Completed"]
+    first_seed = sorted((out / "finetune" / "base").glob("*/seed-*"))[0]
+    result = json.loads((first_seed / "result.json").read_text())
+    assert result["adopted_from"].startswith("recipe/finetune/lr-"), result.get("adopted_from")
+    source = json.loads((out / result["adopted_from"] / "result.json").read_text())
+    assert (result["model"], result["pred"], result["test"]) == ("base", source["pred"], source["test"])
+    log = (tmp_path / "run4.log").read_text()
+    assert f"base/{first_seed.parent.name}/{first_seed.name} is the search's run at its chosen rate" in log, log[-3000:]
+    print(f"flow test: first run {first:.1f} s, rerun {rerun:.1f} s, compare_domains {compared:.1f} s")
 
 
 COMPARE_SCRIPT = """
