@@ -231,7 +231,7 @@ def _finetune_seconds(
             how.append(
                 f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
                 f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
-                "to score (timed now)"
+                "ms an example to score (timed now)"
             )
             per_run[task.name] = r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
         else:  # every example at max_length, a third of a training token's cost to score one

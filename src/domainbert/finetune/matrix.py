@@ -122,9 +122,11 @@ def adopt(cfg: DomainConfig, layout: RunLayout, job: Job, source: Path, data: Ta
     write_result(cfg, layout, job, result, (run_cfg, inputs, fps), staging, data.label_list)
     if tracker:
         send_run(tracker, result)
-    logger.info("%s/%s/seed-%d is the search's run at its chosen rate: %s", *job_key(job), result["adopted_from"])
+    logger.info(
+        "%s/%s/seed-%d is the search's run at its chosen rate: %s",
+        job.model_name,
+        job.task_name,
+        job.seed,
+        result["adopted_from"],
+    )
     return True
-
-
-def job_key(job: Job) -> tuple[str, str, int]:
-    return job.model_name, job.task_name, job.seed
