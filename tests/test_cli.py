@@ -69,7 +69,7 @@ def test_unknown_profile_lists_the_profiles_the_file_defines(tmp_path):
     path = tmp_path / "science.yaml"
     path.write_text(yaml.safe_dump(data))
     proc = run_cli("corpus", str(path), "--profile", "ofline", "--out", str(tmp_path / "run"))
-    assert_user_error(proc, "unknown profile 'ofline'", "this domain has: full, gpu, offline")
+    assert_user_error(proc, "unknown profile 'ofline'", "this domain has: full, gpu, offline, scratch-study")
     assert len(proc.stderr.strip().splitlines()) == 1
     assert "unknown profile" not in run_cli("validate", str(path), "--profile", "gpu").stderr  # a name it has
 
