@@ -45,10 +45,10 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
-# The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 24.6 M tokens),
-# against continued at the same budget, both science tasks, five seeds (domains/science.yaml, profile
-# scratch-study): about 45 min of from-scratch and 1 h 45 min of continued pretraining on 2 idle bf16 cores,
-# then 30 fine-tuning runs. A study, not the demo; its own run folder.
+# The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 12.3 M tokens)
+# against continued (786,432 tokens from the warmed base), both science tasks, five seeds (domains/science.yaml,
+# profile scratch-study; bench/README.md says what it measured and how long it took). A study, not the demo;
+# its own run folder.
 scratch-study: setup
 	$(BIN)/domainbert run science --profile scratch-study --workers 2 --out runs/science-scratch-study
 

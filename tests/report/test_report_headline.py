@@ -306,3 +306,16 @@ def test_the_control_s_falling_general_perplexity_is_not_called_a_head_still_lea
     arts = SimpleNamespace(pretrain={"continued": {**fell, "data": "corpus"}, "control": {**fell, "data": "general"}})
     (line,) = head_training_caveats(arts, ["continued", "control"])  # type: ignore[arg-type]
     assert line.startswith("continued: general-text perplexity fell too")
+
+
+def test_arms_with_their_own_budgets_are_each_named_and_the_caveat_weighs_the_smallest() -> None:
+    from domainbert.report.headline import budget_caveats
+    from domainbert.report.inputs import RunArtifacts
+
+    arts = RunArtifacts(Path("run"), pretrain={
+        "continued": {"tokens_consumed": 86016, "data": "corpus"},
+        "scratch": {"tokens_consumed": 24_576_000, "data": "corpus"}})
+    [line] = budget_caveats(arts, ["continued", "scratch"])
+    assert line.startswith("Pretraining budgets differ by arm (continued 86,016, scratch 24,576,000 tokens")
+    assert "not at equal compute" in line and "the smallest: 86,016 tokens" in line
+    assert "too small to conclude" in line  # 86,016 tokens is far under every published budget

@@ -3,6 +3,8 @@ are named; the shipped profiles' settings are not."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from domainbert.config.domain import load_domain
@@ -124,3 +126,27 @@ def test_validate_and_plan_warn_of_an_absurd_budget_before_the_corpus_exists(tmp
     out = tmp_path / "run"
     assert run_cli(["plan", "science", "pretrain.budget_tokens=1000000000000000", "--no-estimate", "--out", str(out)]) == 0
     assert "warning: pretrain.budget_tokens 1,000,000,000,000,000 is at least" in capsys.readouterr().out
+
+
+def test_an_arms_own_budget_is_what_it_trains_and_is_weighed_and_the_control_follows_continued():
+    from domainbert.core.paths import RunLayout
+    from domainbert.pretrain.stage import arm_fingerprint
+
+    own = "pretrain.arm_optim={scratch: {budget_tokens: 24576000}, continued: {budget_tokens: 172032}}"
+    cfg = load_domain("science", ["pretrain.arms=[continued, control, scratch]", "pretrain.budget_tokens=86016", own])
+    p = cfg.pretrain
+    assert [p.for_arm(a).budget_tokens for a in ("continued", "control", "scratch")] == [172032, 172032, 24576000]
+    assert setting_flags(cfg) == []  # scratch's own 24.6 M tokens is over the 10 M the check asks for
+    flags = budget_flags(cfg, 800_000)  # 30.7 passes and 0.215: neither flagged
+    assert flags == []
+    [flag] = budget_flags(cfg, 200_000)  # scratch's budget: 123 passes
+    assert flag.startswith("pretrain.arm_optim.scratch.budget_tokens 24,576,000 is 123 passes")
+    # the budget is part of what the arm's result depends on; another arm's budget is not
+    layout = RunLayout(Path("run"))
+    fp = arm_fingerprint(cfg, "continued", layout)
+    more = load_domain("science", ["pretrain.arms=[continued, control, scratch]", "pretrain.budget_tokens=86016",
+                                   own.replace("172032", "172033")])
+    other = load_domain("science", ["pretrain.arms=[continued, control, scratch]", "pretrain.budget_tokens=86016",
+                                    own.replace("24576000", "12288000")])
+    assert arm_fingerprint(more, "continued", layout) != fp
+    assert arm_fingerprint(other, "continued", layout) == fp

@@ -144,6 +144,10 @@ class ArmOptimConfig(StrictModel):
     """This arm's peak learning rate."""
     warmup_ratio: float | None = Field(None, ge=0, lt=1)
     """This arm's share of steps spent warming the learning rate up."""
+    budget_tokens: int | None = Field(None, ge=1)
+    """This arm's token budget (unset: ``pretrain.budget_tokens``; the control arm: continued's). From scratch
+    needs far more tokens than continued pretraining (SciBERT trained from scratch on 3.2B tokens, BioBERT
+    continued on 4.5B after BERT's own 3.3B); the report then names each arm's budget."""
 
 
 # Literature defaults. Continued pretraining: BERT's own peak rate, as BioBERT (Lee et al. 2020) used, with
@@ -199,8 +203,8 @@ class PretrainConfig(StrictModel):
     """The arms to train, each compared with the base model (docs/pipeline.md)."""
     budget_tokens: int = Field(
         ge=1,
-        description="Tokens each corpus arm trains on (equal budgets keep arms comparable); the task-text arms "
-        "train tapt.epochs passes over the task text instead.",
+        description="Tokens each corpus arm trains on (equal budgets keep arms comparable; an arm's own: "
+        "arm_optim.<arm>.budget_tokens); the task-text arms train tapt.epochs passes over the task text instead.",
     )
     max_steps: int | None = Field(None, ge=1, description="Cap on optimizer steps (tests and smoke runs).")
     seq_len: int = Field(128, ge=8)
@@ -220,7 +224,8 @@ class PretrainConfig(StrictModel):
     )
     warmup_ratio: float | None = Field(None, ge=0, lt=1, description="Warmup share of steps; None: per-arm default.")
     arm_optim: dict[Arm, ArmOptimConfig] = Field(
-        default_factory=dict, description="Per-arm lr / warmup_ratio; wins over lr and warmup_ratio."
+        default_factory=dict,
+        description="Per-arm lr / warmup_ratio / budget_tokens; wins over the stage's own values.",
     )
     base_warmup: BaseWarmupConfig = BaseWarmupConfig()
     tapt: TaptConfig = TaptConfig()
@@ -325,11 +330,11 @@ class PretrainConfig(StrictModel):
         return [*self.arms, *extra]
 
     def for_arm(self, arm: str, replicate: int = 1) -> PretrainConfig:
-        """This config with ``lr`` and ``warmup_ratio`` resolved for one arm (arm_optim, then lr/warmup_ratio,
-        then the literature default), which is what the arm trains and is fingerprinted with; for replicate
-        ``r`` of it, with the seed ``seed + REPLICATE_SEED_STRIDE (r - 1)`` (its data order and masking)."""
-        # ``arm`` comes as a plain name (CLI, flows); the keys are the ``Arm`` literal, so compare by value
-        own = next((optim for name, optim in self.arm_optim.items() if name == arm), None)
+        """This config with ``lr``, ``warmup_ratio`` and ``budget_tokens`` resolved for one arm (arm_optim, then
+        the stage's own values, then the literature default), which is what the arm trains and is fingerprinted
+        with; for replicate ``r`` of it, with the seed ``seed + REPLICATE_SEED_STRIDE (r - 1)`` (its data order
+        and masking)."""
+        own = self._own_optim(arm)
         default = DEFAULT_ARM_OPTIM[arm]
         lr = (own.lr if own and own.lr is not None else None) or self.lr or default["lr"]
         warmup = own.warmup_ratio if own and own.warmup_ratio is not None else self.warmup_ratio
@@ -337,9 +342,22 @@ class PretrainConfig(StrictModel):
             update={
                 "lr": lr,
                 "warmup_ratio": default["warmup_ratio"] if warmup is None else warmup,
+                "budget_tokens": self.arm_budget(arm),
                 "seed": self.seed + REPLICATE_SEED_STRIDE * (replicate - 1),
             }
         )
+
+    def _own_optim(self, arm: str) -> ArmOptimConfig | None:
+        # ``arm`` comes as a plain name (CLI, flows); the keys are the ``Arm`` literal, so compare by value
+        return next((optim for name, optim in self.arm_optim.items() if name == arm), None)
+
+    def arm_budget(self, arm: str) -> int:
+        """The tokens a corpus arm trains on: its own ``arm_optim`` budget, else ``budget_tokens``; the control
+        arm, unless it has its own, trains continued's (the equal-token control)."""
+        own = self._own_optim(arm)
+        if own is not None and own.budget_tokens is not None:
+            return own.budget_tokens
+        return self.arm_budget("continued") if arm == "control" else self.budget_tokens
 
     @property
     def peak_lr(self) -> float:

@@ -285,12 +285,20 @@ def _tapt_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
 
 
 def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
-    tokens = [t for a, s in arts.pretrain.items() if a in arms and (t := s.get("tokens_consumed"))]
-    if not tokens:
+    """The corpus arms' budget against the corpus and the published ones; where the arms' budgets differ
+    (``arm_optim.<arm>.budget_tokens``: from scratch given more), each arm's, and the caveat on the smallest."""
+    by_arm = {a: t for a, s in arts.pretrain.items() if a in arms and (t := s.get("tokens_consumed"))}
+    if not by_arm:
         return []
-    budget = max(tokens)
+    budget = min(by_arm.values())
     corpus = ((arts.manifest or {}).get("splits") or {}).get("train", {}).get("estimated_tokens")
     text = f"Pretraining budget: {budget:,} tokens per arm"
+    if len(set(by_arm.values())) > 1:
+        each = ", ".join(f"{a} {t:,}" for a, t in by_arm.items())
+        text = (
+            f"Pretraining budgets differ by arm ({each} tokens: a comparison of two of them is not at equal "
+            f"compute); the smallest: {budget:,} tokens"
+        )
     if corpus:
         text += f" ({budget / corpus:.2f} passes over the {corpus:,}-token training corpus)"
     name, published = smallest_published()

@@ -65,10 +65,11 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
     shortest = min([p.seq_len, *(phase.seq_len for phase in p.seq_len_schedule)])
     if shortest < MIN_SEQ_LEN:
         out.append(f"pretrain: sequences of {shortest} tokens (BERT pretrains at 128 and 512)")
-    scratch = [arm for arm in p.arms if ARMS[arm].from_scratch]
-    if scratch and p.budget_tokens < SCRATCH_MIN_TOKENS:
+    scratch = [arm for arm in p.arms if ARMS[arm].from_scratch and p.arm_budget(arm) < SCRATCH_MIN_TOKENS]
+    if scratch:
+        budget = min(p.arm_budget(arm) for arm in scratch)
         out.append(
-            f"pretrain: {', '.join(scratch)} from scratch on {p.budget_tokens:,} tokens: a random encoder at that "
+            f"pretrain: {', '.join(scratch)} from scratch on {budget:,} tokens: a random encoder at that "
             f"budget (no from-scratch arm has learnt at any budget run here, up to 300,000 tokens; the smallest "
             f"budgets small encoders learn from in the literature are about {SCRATCH_MIN_TOKENS:,} tokens, "
             "BabyLM's strict-small track): expect its runs to collapse, and compare it at a larger budget"
@@ -81,28 +82,43 @@ def _lr_source(cfg: DomainConfig, arm: Arm) -> str:
     return f"pretrain.arm_optim.{arm}.lr" if own and own.lr is not None else "pretrain.lr"
 
 
+def corpus_budgets(cfg: DomainConfig) -> dict[str, int]:
+    """Each distinct budget of the corpus arms -> the setting that gives it (``pretrain.budget_tokens`` or an
+    arm's ``arm_optim.<arm>.budget_tokens``); the stage's own when no corpus arm is configured."""
+    p, out = cfg.pretrain, {}
+    for arm in p.arms:
+        if not ARMS[arm].on_task_text:
+            own = p.arm_optim.get(arm)
+            setting = (
+                f"pretrain.arm_optim.{arm}.budget_tokens" if own and own.budget_tokens else "pretrain.budget_tokens"
+            )
+            out.setdefault(setting, p.arm_budget(arm))
+    return out or {"pretrain.budget_tokens": p.budget_tokens}
+
+
 def passes(cfg: DomainConfig, corpus_tokens: int) -> float:
-    """How many times each arm's budget goes over the corpus."""
-    return cfg.pretrain.budget_tokens / max(corpus_tokens, 1)
+    """How many times the largest corpus arm's budget goes over the corpus."""
+    return max(corpus_budgets(cfg).values()) / max(corpus_tokens, 1)
 
 
 def budget_flags(cfg: DomainConfig, corpus_tokens: int | None) -> list[str]:
-    """Sentences when the pretraining budget is under a tenth of a pass or over a hundred passes."""
+    """Sentences when a corpus arm's budget is under a tenth of a pass or over a hundred passes."""
     if corpus_tokens is None or corpus_tokens <= 0:
         return []
-    n = passes(cfg, corpus_tokens)
-    budget = cfg.pretrain.budget_tokens
-    if n < MIN_PASSES:
-        return [
-            f"pretrain.budget_tokens {budget:,} is {n:.3g} passes over the {corpus_tokens:,}-token corpus: most "
-            "of the corpus is never seen, so the arms measure the budget more than the domain"
-        ]
-    if n > MAX_PASSES:
-        return [
-            f"pretrain.budget_tokens {budget:,} is {n:,.0f} passes over the {corpus_tokens:,}-token corpus (more "
-            f"than {MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"
-        ]
-    return []
+    out = []
+    for setting, budget in corpus_budgets(cfg).items():
+        n = budget / corpus_tokens
+        if n < MIN_PASSES:
+            out.append(
+                f"{setting} {budget:,} is {n:.3g} passes over the {corpus_tokens:,}-token corpus: most of the "
+                "corpus is never seen, so the arms measure the budget more than the domain"
+            )
+        elif n > MAX_PASSES:
+            out.append(
+                f"{setting} {budget:,} is {n:,.0f} passes over the {corpus_tokens:,}-token corpus (more than "
+                f"{MAX_PASSES:g}): the arms would memorise the corpus; add text or lower the budget"
+            )
+    return out
 
 
 def source_budget_flags(cfg: DomainConfig, tokens_at_most: int | None) -> list[str]:
@@ -114,8 +130,9 @@ def source_budget_flags(cfg: DomainConfig, tokens_at_most: int | None) -> list[s
     n = passes(cfg, tokens_at_most)
     if n <= MAX_PASSES:
         return []
+    setting, budget = max(corpus_budgets(cfg).items(), key=lambda item: item[1])
     return [
-        f"pretrain.budget_tokens {cfg.pretrain.budget_tokens:,} is at least {int(n):,} passes over the corpus: its "
+        f"{setting} {budget:,} is at least {int(n):,} passes over the corpus: its "
         f"source files hold at most {tokens_at_most:,} tokens by their sizes (the corpus is not built yet); more "
         f"than {MAX_PASSES:g} passes would memorise the corpus: add text or lower the budget"
     ]
