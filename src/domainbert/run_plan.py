@@ -147,6 +147,10 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "objective": pcfg.objective(arm),
         "estimated": estimated,
     }
+    if model is not None and kind.from_scratch:
+        from domainbert.plan_timing import scratch_model
+
+        model = scratch_model(cfg)
     if model is not None:
         from domainbert.pretrain.objective import detection_flops, flops_per_token
 
@@ -159,7 +163,7 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         detail["flops"] = per_token * plan.planned_tokens
         from domainbert.pretrain.checkpoint import disk_needed
 
-        # The base architecture's size: an extended vocabulary or a scratch model differ by a few percent.
+        # The base architecture's size (an extended vocabulary differs by a few percent) or the scratch model's.
         one, peak = disk_needed(sum(p.numel() for p in model.parameters()), pcfg.keep_checkpoints)
         detail["disk"] = {"checkpoint": one, "peak": peak, "checkpoints": pcfg.keep_checkpoints + 1}
     folder = layout.pretrained_model(name)
@@ -284,7 +288,7 @@ def estimate(
             arm = split_replicate(p.name.removeprefix("pretrain "))[0]
             pcfg = cfg.pretrain.for_arm(arm)
             watch = 1 + (pcfg.watch_share if pcfg.watch_points else 0.0)  # the perplexity curve's budget
-            key = f"pretrain {pcfg.objective(arm)}"
+            key = f"pretrain {pcfg.objective(arm)}" + (" from scratch" if ARMS[arm].from_scratch else "")
             out[p.name] = tokens * watch * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:

@@ -156,3 +156,16 @@ def test_the_short_runs_of_several_workers_run_at_once(base_model, layout, monke
     import torch
 
     assert torch.empty(1).device.type == "cpu" and torch.nn.Linear(2, 2).weight.device.type == "cpu"
+
+
+def test_a_from_scratch_arm_is_timed_and_sized_as_its_own_architecture_not_the_bases() -> None:
+    from domainbert.config.domain import load_domain
+    from domainbert.plan_timing import architecture, scratch_model
+
+    cfg = load_domain("science", ["pretrain.scratch_size=mini", "tokenizer.vocab_size=8000"])
+    base, scratch = architecture(cfg, "continued"), architecture(cfg, "scratch")
+    assert (base.num_hidden_layers, base.hidden_size) == (6, 384)  # the packaged MiniLM
+    assert (scratch.num_hidden_layers, scratch.hidden_size, scratch.vocab_size) == (4, 256, 8000)
+    assert architecture(cfg, None).to_dict() == base.to_dict()  # the warm-up trains the base
+    params = sum(p.numel() for p in scratch_model(cfg).parameters())
+    assert 4e6 < params < 6e6  # 8,000 x 256 embeddings and four 256-wide layers, not the base's 22 M
