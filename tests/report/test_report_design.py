@@ -11,7 +11,9 @@ from report_fixtures import NER_TASK, write_ner_result
 from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
 from domainbert.report.design import design_power, solve_design
-from domainbert.report.power import PRIORS, design_se, detectable_difference
+from domainbert.report.power import design_se, detectable_difference, task_prior
+
+SCORES = Path(__file__).resolve().parents[2] / "bench" / "scores"
 
 
 def config(*overrides: str, max_test: int | None = None):
@@ -33,7 +35,11 @@ def test_the_detectable_difference_shrinks_when_the_test_split_seeds_or_replicat
     assert small.test_examples == 200 and whole.test_examples > 1000
     assert whole.detectable < small.detectable
     assert more_seeds.detectable < whole.detectable
-    assert whole.source.startswith("prior") and whole.df == pytest.approx(design_se(PRIORS, 3, 1, whole.test_examples)[1])
+    ner = task_prior("ner", whole.test_examples)
+    assert whole.source.startswith("prior for ner") and (whole.se, whole.df) == pytest.approx(
+        design_se(ner, 3, 1, whole.test_examples)
+    )
+    assert "(prior for ner, measured on science-terms-ner's 1,952 test examples" in whole.line()
     assert f"power {NER_TASK}: {whole.test_examples:,} test examples, 3 seed(s) x 1" in whole.line()
     assert "about this checkpoint, not the procedure" in whole.line()
     assert replicated.replicates == 4 and "not the procedure" not in replicated.line()
@@ -69,13 +75,60 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
 
 
 def test_solve_design_finds_the_fewest_seeds_for_each_replicate_count() -> None:
-    designs = solve_design(0.02, [1952], family=10, alpha=0.05)
+    ner = task_prior("ner", 1952)
+    designs = solve_design(0.02, [(ner, 1952)], family=10, alpha=0.05)
     assert designs and designs[0].replicates == 1
     for d in designs:
         assert d.detectable <= 0.02
-        fewer = detectable_difference(*design_se(PRIORS, d.seeds - 1, d.replicates, 1952), 0.05, 10)
+        fewer = detectable_difference(*design_se(ner, d.seeds - 1, d.replicates, 1952), 0.05, 10)
         assert d.seeds == 2 or fewer > 0.02  # one seed fewer would not reach the target
-    assert solve_design(1e-4, [1952], family=10, alpha=0.05) == []
+    assert solve_design(1e-4, [(ner, 1952)], family=10, alpha=0.05) == []
+    assert solve_design(0.02, [], family=10, alpha=0.05) == []
+
+
+def test_solve_design_sizes_every_task_by_its_own_prior_and_the_weakest_decides(monkeypatch) -> None:
+    """A 2,000-sentence NER task and a 375-example classification task: the classification task's prior is the
+    wider, so it decides, though its split is not the only thing that differs (one replicate: a quick search)."""
+    monkeypatch.setattr("domainbert.report.design.MAX_REPLICATES", 1)
+    ner, subject = (task_prior("ner", 2000), 2000), (task_prior("classification", 375), 375)
+    both = solve_design(0.08, [ner, subject], family=1, alpha=0.05)
+    assert both == solve_design(0.08, [subject], family=1, alpha=0.05)
+    assert both[0].seeds > solve_design(0.08, [ner], family=1, alpha=0.05)[0].seeds
+    # the same split size under the NER prior would have been sized far too small
+    assert both[0].seeds > solve_design(0.08, [(task_prior("ner", 375), 375)], family=1, alpha=0.05)[0].seeds
+
+
+def test_plan_s_prior_for_manpages_fr_section_is_near_what_its_report_measured() -> None:
+    """Study 0's committed runs (4 seeds of base, continued and control on the 304-window macro-F1): the report's
+    detectable difference, rescored here with the report's own code, against plan's figure for the same design
+    under the task's stated prior; under science-terms-ner's prior (the one prior plan had before) it said under a
+    third of it."""
+    from domainbert.report.references import against_best_reference
+    from domainbert.report.results import build_tables, default_compare_fn
+    from domainbert.report.score_files import read_scores
+
+    _, runs = read_scores(SCORES / "study-0-manpages-fr-recipe.json.gz")
+    scores, rows = build_tables(runs, [], ["continued", "control"], [], default_compare_fn(1000, 0.95, 0), 0.95)
+    reported = min(
+        r["detectable"] for arm in ("continued", "control") for r in against_best_reference(scores, rows, arm)
+    )
+    family = rows[0]["comparisons"]
+    assert family == 6 and reported == pytest.approx(0.226, abs=0.002)  # bench/README, study 0's second design
+    planned = detectable_difference(*design_se(task_prior("classification", 304), 4, 1, 304), 0.05, family)
+    assert 1 / 1.5 < planned / reported < 1.5
+    blind = detectable_difference(*design_se(task_prior("ner", 1952), 4, 1, 304), 0.05, family)
+    assert reported / blind > 3
+
+
+def test_plan_gives_each_task_the_prior_of_its_type(tmp_path: Path) -> None:
+    cfg = load_domain("science", ["pretrain.arms=[continued]"])
+    by_task = {p.task: p for p in design_power(cfg, RunLayout(tmp_path / "run"))}
+    ner, subject = by_task["science-terms-ner"], by_task["science-subject"]
+    assert ner.source.startswith("prior for ner") and subject.source.startswith("prior for classification")
+    assert f"manpages-fr-section's 304 test examples, scaled to {subject.test_examples:,}" in subject.line()
+    expected = design_se(task_prior("classification", subject.test_examples), 3, 1, subject.test_examples)
+    assert (subject.se, subject.df) == pytest.approx(expected)
+    assert subject.detectable > ner.detectable
 
 
 def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregistered_claim(tmp_path: Path) -> None:
@@ -84,14 +137,30 @@ def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregiste
     cfg = config("pretrain.arms=[continued, control]")
     lines = detect_lines(cfg, RunLayout(tmp_path / "run"), 0.02, (60.0, 30.0))
     text = "\n".join(lines)
-    assert lines[0].startswith("detect 2.0 points with 80% power (prior")
+    assert lines[0] == "detect 2.0 points with 80% power on every task (the weakest decides):"
+    assert lines[1].startswith(f" {NER_TASK}, 2,000 test examples (prior for ner, measured on science-terms-ner's")
     page, one = text.split(" as one preregistered comparison:")
     assert "over the report's" in page and "a verdict about one checkpoint" in one
     first = next(line for line in one.splitlines() if "replicate(s) x" in line)
     seeds = int(first.split(" x ")[1].split(" seeds")[0])
     # the design it names reaches the target alone, and one seed fewer would not
-    assert detectable_difference(*design_se(PRIORS, seeds, 1, 2000), 0.05, 1) <= 0.02
-    assert detectable_difference(*design_se(PRIORS, seeds - 1, 1, 2000), 0.05, 1) > 0.02
+    ner = task_prior("ner", 2000)
+    assert detectable_difference(*design_se(ner, seeds, 1, 2000), 0.05, 1) <= 0.02
+    assert detectable_difference(*design_se(ner, seeds - 1, 1, 2000), 0.05, 1) > 0.02
     runs = seeds * 4  # base, original and the two arms
     assert f"{runs} fine-tuning runs" in first and f"about {(60 + runs * 30) / 3600:.1f} h" in first
     assert '"finetune.seeds=[1, 2, ' in one and '"pretrain.replicates=1"' in one
+
+
+def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparisons(tmp_path: Path, monkeypatch) -> None:
+    from domainbert.report.design import detect_lines
+
+    monkeypatch.setattr("domainbert.report.design.MAX_REPLICATES", 1)  # a quick search: the prior is what is tested
+
+    run = tmp_path / "run"
+    for seed, (base, cont) in {1: (20, 14), 2: (23, 13), 3: (22, 17), 4: (25, 15)}.items():
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "continued", NER_TASK, seed, cont)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    lines = detect_lines(cfg, RunLayout(run), 0.05, None)
+    assert lines[1].startswith(f" {NER_TASK}, 2,000 test examples (measured on this run's 1 paired comparison(s)")

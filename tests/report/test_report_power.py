@@ -6,7 +6,15 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from domainbert.report.power import PRIORS, DesignPrior, apply_holm, design_se, detectable_difference, holm
+from domainbert.report.power import (
+    TASK_PRIORS,
+    DesignPrior,
+    apply_holm,
+    design_se,
+    detectable_difference,
+    holm,
+    task_prior,
+)
 
 
 def holm_rejections(p: list[float], alpha: float) -> set[int]:
@@ -58,7 +66,7 @@ def test_a_lone_p_of_0_012_among_six_comparisons_is_not_significant() -> None:
 
 
 def design(seeds: int, examples: int, replicates: int = 1) -> float:
-    return detectable_difference(*design_se(PRIORS, seeds, replicates, examples), 0.05, 6)
+    return detectable_difference(*design_se(task_prior("ner", examples), seeds, replicates, examples), 0.05, 6)
 
 
 def test_the_detectable_difference_shrinks_with_test_size_seeds_and_replicates() -> None:
@@ -80,6 +88,23 @@ def test_the_detectable_difference_is_the_noncentral_t_power_of_the_standard_tab
     assert 5.5 < d < 5.8
     # the same design at Holm's first step over 10 comparisons: far more, which is why 3 seeds cannot answer
     assert detectable_difference(1.0, 2, 0.05, 10) > 2.5 * d
+
+
+def test_the_prior_depends_on_the_task_type_and_its_test_split() -> None:
+    ner = task_prior("ner", 1952)
+    # science-terms-ner's measured figures, as they were measured
+    assert (ner.pair_sd, ner.replicate_sd) == (pytest.approx(0.014), pytest.approx(0.004))
+    assert ner.source == "prior for ner, measured on science-terms-ner's 1,952 test examples"
+    section = task_prior("classification", 304)
+    assert section.pair_sd == pytest.approx(TASK_PRIORS["classification"].pair_sd)
+    # a 304-example macro-F1 is far noisier than a 1,952-sentence NER F1: wider prior, larger detectable difference
+    assert section.pair_sd > 3 * ner.pair_sd and section.example_var / 304 > ner.example_var / 1952
+    assert design_se(section, 4, 1, 304)[0] > 3 * design_se(ner, 4, 1, 1952)[0]
+    # scaled to another test split by sqrt(measured n / n), and saying so
+    small = task_prior("ner", 488)
+    assert small.pair_sd == pytest.approx(2 * ner.pair_sd) and small.replicate_sd == pytest.approx(2 * 0.004)
+    assert small.source == "prior for ner, measured on science-terms-ner's 1,952 test examples, scaled to 488"
+    assert task_prior("classification", 1216).pair_sd == pytest.approx(section.pair_sd / 2)
 
 
 def test_the_prior_design_is_exactly_a_paired_t_over_seeds_plus_test_sampling() -> None:

@@ -7,20 +7,23 @@ df, at Holm's first threshold over every comparison the report will make). What 
 * where this run folder already holds results of the task, the report's own comparisons of them
   (``compare.compare_tables``: paired se and df), so that ``plan`` and the report say the same for the same
   design; the smallest of the arms' comparisons with the better reference, as the report's power line;
-* else the stated prior (``power.PRIORS``, measured on the shipped science-terms-ner) through ``power.design_se``.
+* else the task's stated prior (``power.task_prior``: its type's noise measured on a shipped task, scaled to its
+  test split) through ``power.design_se``.
 
-``solve_design`` finds the fewest seeds x replicates whose detectable difference is at most a target (``plan
---detect``). This module trains nothing and reads no model.
+``solve_design`` finds the fewest seeds x replicates whose detectable difference is at most a target on every
+task, each with its own prior, the weakest deciding (``plan --detect``). This module trains nothing and reads no
+model.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from domainbert.finetune.expectations import expected_runs
-from domainbert.report.power import PRIORS, DesignPrior, design_se, detectable_difference
+from domainbert.report.power import DesignPrior, design_se, detectable_difference, task_prior
 from domainbert.report.references import against_best_reference
 from domainbert.report.results import comparison_pairs, model_order
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
@@ -28,6 +31,7 @@ from domainbert.services.tasks import load_task
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
+    from domainbert.config.finetune import TaskConfig
     from domainbert.core.paths import RunLayout
 
 MAX_SEEDS, MAX_REPLICATES = 50, 8  # where solve_design stops looking
@@ -101,18 +105,26 @@ def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, 
     return out
 
 
-def design_power(cfg: DomainConfig, layout: RunLayout, prior: DesignPrior = PRIORS) -> list[TaskPower]:
-    """Per task, the design's detectable difference (a task whose files cannot be read here is left out)."""
+def _test_sizes(cfg: DomainConfig) -> list[tuple[TaskConfig, int]]:
+    """Each task with its test split's size; a task whose files cannot be read here is left out."""
+    out: list[tuple[TaskConfig, int]] = []
+    for task in cfg.finetune.tasks:
+        try:
+            out.append((task, len(load_task(task).splits["test"])))
+        except Exception:  # noqa: BLE001 - a hub task offline: plan says nothing of it rather than failing
+            continue
+    return out
+
+
+def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
+    """Per task, the design's detectable difference: the report's where this run holds results of the task, else
+    from the task's prior (a task whose files cannot be read here is left out)."""
     family = planned_family(cfg, layout)
     alpha = 1 - cfg.compare.confidence
     seeds, replicates = len(cfg.finetune.seeds), cfg.pretrain.replicates
     measured = _measured(cfg, layout)
     out = []
-    for task in cfg.finetune.tasks:
-        try:
-            n_test = len(load_task(task).splits["test"])
-        except Exception:  # noqa: BLE001 - a hub task offline: plan says nothing rather than failing
-            continue
+    for task, n_test in _test_sizes(cfg):
         rows = measured.get(task.name, [])
         if rows:
             found = [(detectable_difference(r["se"], r["df"], alpha, family), r) for r in rows]
@@ -120,6 +132,7 @@ def design_power(cfg: DomainConfig, layout: RunLayout, prior: DesignPrior = PRIO
             source = f"measured: {row['model']} vs {row['reference']} in this run"
             out.append(TaskPower(task.name, n_test, seeds, replicates, row["se"], row["df"], source, family, detect))
             continue
+        prior = task_prior(task.type, n_test)
         se, df = design_se(prior, seeds, replicates, n_test)
         detect = detectable_difference(se, df, alpha, family)
         out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, _prior_text(prior), family, detect))
@@ -142,56 +155,67 @@ class Design:
     detectable: float
 
 
-def solve_design(
-    target: float, test_examples: list[int], family: int, alpha: float, prior: DesignPrior = PRIORS
-) -> list[Design]:
-    """For each replicate count, the fewest seeds whose detectable difference (every task, the smallest test
-    split deciding) is at most ``target``; empty when none up to ``MAX_SEEDS`` x ``MAX_REPLICATES`` does."""
-    n = min(test_examples) if test_examples else 1
-    out = []
+def solve_design(target: float, tasks: Sequence[tuple[DesignPrior, int]], family: int, alpha: float) -> list[Design]:
+    """For each replicate count, the fewest seeds whose detectable difference is at most ``target`` on every task
+    (``tasks``: each one's prior and test examples; the weakest task decides); empty when none up to
+    ``MAX_SEEDS`` x ``MAX_REPLICATES`` does, or when there is no task."""
+    out: list[Design] = []
+    if not tasks:
+        return out
+    per_se: dict[float, float] = {}  # the detectable difference is se times a factor of the df alone
     for replicates in range(1, MAX_REPLICATES + 1):
         for seeds in range(2, MAX_SEEDS + 1):
-            detect = detectable_difference(*design_se(prior, seeds, replicates, n), alpha, family)
+            # one df for every task (it is the design's), so the largest se is the weakest task
+            se, df = max((design_se(prior, seeds, replicates, n) for prior, n in tasks), key=lambda x: x[0])
+            if df not in per_se:
+                per_se[df] = detectable_difference(1.0, df, alpha, family)
+            detect = per_se[df] * se
             if detect <= target:
                 out.append(Design(seeds, replicates, detect))
                 break
     return out
 
 
-def measured_prior(cfg: DomainConfig, layout: RunLayout) -> DesignPrior | None:
-    """A prior from this run's own paired comparisons of arms with the better reference (the median over them of
-    the per-seed differences' sd and of the test sampling left); the replicate sd stays the stated prior's."""
-    rows = [r for rows in _measured(cfg, layout).values() for r in rows if r.get("pairing") == "seed"]
-    if not rows:
-        return None
-    pair_sd = float(sorted(r["unit_sd"] for r in rows)[len(rows) // 2])
-    examples = sorted(max(r["se"] ** 2 - r["unit_sd"] ** 2 / r["units"], 0.0) * r["n_examples"] for r in rows)
-    source = f"measured on this run's {len(rows)} paired comparison(s)"
-    return DesignPrior(pair_sd, PRIORS.replicate_sd, float(examples[len(examples) // 2]), source)
+def measured_priors(
+    cfg: DomainConfig, layout: RunLayout, tasks: list[tuple[TaskConfig, int]]
+) -> dict[str, DesignPrior]:
+    """Per task of ``tasks`` (with its test examples) that has results in this run, a prior from its own paired
+    comparisons of arms with the better reference (the median over them of the per-seed differences' sd and of
+    the test sampling left); the replicate sd stays the task's stated prior's."""
+    sizes = {task.name: (task, n) for task, n in tasks}
+    out: dict[str, DesignPrior] = {}
+    for name, found in _measured(cfg, layout).items():
+        rows = [r for r in found if r.get("pairing") == "seed" and r.get("unit_sd") is not None]
+        if not rows or name not in sizes:
+            continue
+        pair_sd = float(sorted(r["unit_sd"] for r in rows)[len(rows) // 2])
+        examples = sorted(max(r["se"] ** 2 - r["unit_sd"] ** 2 / r["units"], 0.0) * r["n_examples"] for r in rows)
+        stated = task_prior(sizes[name][0].type, sizes[name][1])
+        source = f"measured on this run's {len(rows)} paired comparison(s)"
+        out[name] = DesignPrior(pair_sd, stated.replicate_sd, float(examples[len(examples) // 2]), source)
+    return out
 
 
 def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:
     """What ``plan --detect`` prints: per replicate count, the fewest seeds that detect ``target`` on every task,
-    with what it costs here (``run_plan.design_costs``: seconds per replicate of the arms, per fine-tuning run);
-    once at the report's family-wise level, once for a single preregistered comparison (a study's one claim)."""
+    each task with its own prior (this run's measurement where it has results, else the stated one; the weakest
+    task decides), with what it costs here (``run_plan.design_costs``: seconds per replicate of the arms, per
+    fine-tuning run); once at the report's family-wise level, once for a single preregistered comparison."""
     family, alpha = planned_family(cfg, layout), 1 - cfg.compare.confidence
-    tests = []
-    for task in cfg.finetune.tasks:
-        try:
-            tests.append(len(load_task(task).splits["test"]))
-        except Exception:  # noqa: BLE001 - a hub task offline: sized by the others
-            continue
-    prior = measured_prior(cfg, layout) or PRIORS
-    lines = [
-        f"detect {100 * target:.1f} points with 80% power ({_prior_text(prior)}; the smallest test split, "
-        f"{min(tests, default=0):,} examples, decides):"
-    ]
+    sizes = _test_sizes(cfg)
+    measured = measured_priors(cfg, layout, sizes)
+    tasks = [(task.name, n, measured.get(task.name) or task_prior(task.type, n)) for task, n in sizes]
+    lines = [f"detect {100 * target:.1f} points with 80% power on every task (the weakest decides):"]
+    lines += [f" {name}, {n:,} test examples ({_prior_text(prior)})" for name, n, prior in tasks]
     for m, what in ((family, f"over the report's {family} comparisons"), (1, "as one preregistered comparison")):
-        designs = solve_design(target, tests, m, alpha, prior)
+        designs = solve_design(target, [(prior, n) for _, n, prior in tasks], m, alpha)
         lines.append(f" {what}:")
         if not designs:
             lines.append(
-                f"  none up to {MAX_SEEDS} seeds x {MAX_REPLICATES} replicates: more seeds, fewer comparisons or a larger test split would"
+                f"  none up to {MAX_SEEDS} seeds x {MAX_REPLICATES} replicates: more seeds, fewer comparisons or "
+                "a larger test split would"
+                if tasks
+                else "  no task's test split can be read here"
             )
             continue
         lines += [_design_line(cfg, layout, d, costs) for d in designs]

@@ -15,8 +15,9 @@ Holm's first threshold ``alpha / m``, two-sided: a noncentral t at the compariso
 1988; with 3 paired seeds, df 2, a difference needs 5.7 standard errors for one comparison and 18 at Holm's first
 step over 10; with infinite df 2.8 and 4.0).
 ``se`` and ``df`` are the draws' (``stats.compare_models``) in the report, and ``design_se`` builds them for a
-design before it runs, from the run's own results where they exist, else from ``PRIORS`` (``report.design``).
-This module renders nothing.
+design before it runs, from the run's own results where they exist, else from the task's stated prior
+(``task_prior``: ``TASK_PRIORS``, measured per task type on the shipped tasks, scaled to the task's test split;
+``report.design``). This module renders nothing.
 """
 
 from __future__ import annotations
@@ -50,12 +51,54 @@ class DesignPrior:
     source: str
 
 
-# Measured on the shipped science-terms-ner, make demo's design with six seeds (bench/scores/, bench/README.md
-# "Paired comparisons"): the per-seed differences of the six model pairs had sd 0.7 to 2.3 points (median 1.4,
-# taken); the example draws, once the flips the seeds' spread holds are taken out, se 0.04 to 0.22 points over
-# 1,952 sentences (0.15 taken); continued's 4 pretraining replicates' mean scores, sd 0.41 points (0.4 taken;
-# less than their 6 seeds' own noise makes, so the replicate effect itself is not resolved).
-PRIORS = DesignPrior(pair_sd=0.014, replicate_sd=0.004, example_var=0.0015**2 * 1952, source="prior")
+@dataclass(frozen=True)
+class TypePrior:
+    """A task type's measured noise, at the test split it was measured on (in the metric's units):
+    ``pair_sd``, the per-seed paired differences' sd; ``example_se``, the se of the test sampling left in a
+    paired comparison once the seeds' spread is taken out."""
+
+    task: str
+    test_examples: int
+    pair_sd: float
+    example_se: float
+
+
+# Measured on the committed per-run scores (bench/scores/, bench/README.md "Paired comparisons", the table of
+# paired sd per shipped task): every model-vs-model comparison paired by seed (not the floor; none with a
+# collapsed run), the median over them.
+# ner: science-terms-ner, 1,952 test sentences, 7 pairs (make demo's 6 seeds and study 1's 22): sd 0.7 to 3.1
+# points (median 1.4 taken); the test sampling left, se 0.0 to 0.3 points (0.15 taken).
+# classification: manpages-fr-section, 304 test windows, 4 pairs (study 0's 3 and 4 seeds): sd 2.0 to 6.3 points
+# (median 5.0 taken); the test sampling left, se 0.0 to 1.3 points (0.6 taken).
+# Elsewhere the pair sd is scaled by sqrt(measured n / n): the noise of a test score as test sampling makes it
+# (one task per type measured, so the scaling itself is assumed, not fitted).
+TASK_PRIORS = {
+    "ner": TypePrior("science-terms-ner", 1952, pair_sd=0.014, example_se=0.0015),
+    "classification": TypePrior("manpages-fr-section", 304, pair_sd=0.050, example_se=0.006),
+}
+# continued's 4 pretraining replicates on science-terms-ner: their mean scores' sd 0.41 points against the pair
+# sd's 1.4 (less than their 6 seeds' own noise makes, so the replicate effect is not resolved); the same share of
+# the pair sd is taken for every task.
+REPLICATE_SHARE = 0.4 / 1.4
+
+
+def task_prior(task_type: str, test_examples: int) -> DesignPrior:
+    """The stated prior of a task of ``task_type`` ("ner" or "classification") with ``test_examples`` test
+    examples: its type's measured pair sd scaled by ``sqrt(measured n / n)``, the test sampling's variance per
+    example as measured, the replicate sd ``REPLICATE_SHARE`` of the pair sd."""
+    kind = "ner" if task_type == "ner" else "classification"
+    measured = TASK_PRIORS[kind]
+    n = max(test_examples, 1)
+    pair_sd = measured.pair_sd * math.sqrt(measured.test_examples / n)
+    where = f"measured on {measured.task}'s {measured.test_examples:,} test examples"
+    if n != measured.test_examples:
+        where += f", scaled to {n:,}"
+    return DesignPrior(
+        pair_sd=pair_sd,
+        replicate_sd=pair_sd * REPLICATE_SHARE,
+        example_var=measured.example_se**2 * measured.test_examples,
+        source=f"prior for {kind}, {where}",
+    )
 
 
 def holm(p_values: Sequence[float | None]) -> list[float | None]:

@@ -100,7 +100,18 @@ def test_score(result: dict[str, Any], metric: str) -> float:
 
 
 # What a comparison row keeps of how it was drawn (stats.compare_models): its design and the figures power uses.
-DESIGN_KEYS = ("paired", "pairing", "units", "seed_correlation", "replicates", "se", "df", "n_samples")
+DESIGN_KEYS = (
+    "paired",
+    "pairing",
+    "units",
+    "seed_correlation",
+    "replicates",
+    "se",
+    "df",
+    "n_samples",
+    "unit_sd",
+    "n_examples",
+)
 
 
 def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
