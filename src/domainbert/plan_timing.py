@@ -156,7 +156,8 @@ def architecture(cfg: DomainConfig, arm: str | None) -> Any:
         return base
     from domainbert.pretrain.model import scratch_config
 
-    return scratch_config(cfg, _PlannedVocabulary(cfg.tokenizer.vocab_size or base.vocab_size))
+    vocabulary: Any = _PlannedVocabulary(cfg.tokenizer.vocab_size or base.vocab_size)  # read as a tokenizer
+    return scratch_config(cfg, vocabulary)
 
 
 def scratch_model(cfg: DomainConfig) -> Any:

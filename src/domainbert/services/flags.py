@@ -85,7 +85,7 @@ def _lr_source(cfg: DomainConfig, arm: Arm) -> str:
 def corpus_budgets(cfg: DomainConfig) -> dict[str, int]:
     """Each distinct budget of the corpus arms -> the setting that gives it (``pretrain.budget_tokens`` or an
     arm's ``arm_optim.<arm>.budget_tokens``); the stage's own when no corpus arm is configured."""
-    p, out = cfg.pretrain, {}
+    p, out = cfg.pretrain, dict[str, int]()
     for arm in p.arms:
         if not ARMS[arm].on_task_text:
             own = p.arm_optim.get(arm)
