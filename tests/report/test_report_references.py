@@ -81,3 +81,23 @@ def test_a_model_short_of_the_configured_seeds_is_named_as_missing_runs_not_as_t
     (line,) = seed_warning([{"model": "base", "task": "t", "n_seeds": 2}], configured=2)
     assert "give finetune.seeds at least 3 values" in line
     assert seed_warning(scores[:1], configured=3) == []
+
+
+def test_when_continued_and_scratch_both_ran_the_verdict_answers_which_did_better(tmp_path: Path) -> None:
+    from domainbert.report.references import scratch_sentences
+
+    misses = {"base": (10, 11, 12), "continued": (9, 10, 11), "scratch": (30, 31, 33)}
+    results = []
+    for model, counts in misses.items():
+        for seed, m in zip((1, 2, 3), counts, strict=True):
+            write_ner_result(tmp_path, model, NER_TASK, seed, m)
+            results.append(json.loads((tmp_path / "finetune" / model / NER_TASK / f"seed-{seed}" / "result.json").read_text()))
+    scores, comparisons = build_tables(
+        results, [NER_TASK], ["continued", "scratch"], [], default_compare_fn(400, 0.95, 0), 0.95
+    )
+    (line,) = scratch_sentences(comparisons, ["continued", "scratch"])
+    assert line.startswith("Further-pretrained or from scratch on science-terms-ner (continued - scratch): +")
+    assert line.endswith("continued pretraining did better.")
+    # without both arms there is no such question
+    assert scratch_sentences(comparisons, ["continued"]) == []
+    assert scratch_sentences(comparisons, ["scratch"]) == []

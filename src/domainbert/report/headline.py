@@ -24,6 +24,7 @@ from domainbert.report.references import (
     control_sentences,
     power_sentences,
     reference_sentences,
+    scratch_sentences,
     seed_warning,
 )
 from domainbert.report.results import FLOOR_MODEL, REFERENCES, best_reference, model_order
@@ -376,6 +377,7 @@ def headline_section(
     verdict = (
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
+        + scratch_sentences(comparisons, arms)
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )

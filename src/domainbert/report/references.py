@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from domainbert.config.pretrain import ARMS
 from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
 from domainbert.report.summary import ci_text, holm_text, metric_label, points, signed_points
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
@@ -114,6 +115,25 @@ def control_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, 
             out.append(
                 f"Domain effect of {arm} on {task} ({arm} - control, the same tokens of general text): "
                 f"{difference(row)}: {reading}."
+            )
+    return out
+
+
+def scratch_sentences(comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """Further-pretrained or from scratch? Continued against each from-scratch arm on every task where both
+    ran (the page's own comparison, paired and Holm-corrected), when the run trained both."""
+    scratch = [a for a in arms if a in ARMS and ARMS[a].from_scratch]
+    out = []
+    for other in scratch if "continued" in arms else []:
+        for row in (c for c in comparisons if (c["model"], c["reference"]) == ("continued", other)):
+            if row["diff"] is None:
+                continue
+            reading = {"better": "continued pretraining did better", "worse": f"{other} did better"}.get(
+                row["verdict"], "no significant difference"
+            )
+            out.append(
+                f"Further-pretrained or from scratch on {row['task']} (continued - {other}): {difference(row)}: "
+                f"{reading}."
             )
     return out
 
