@@ -140,6 +140,9 @@ def test_an_arms_own_budget_is_what_it_trains_and_is_weighed_and_the_control_fol
     flags = budget_flags(cfg, 800_000)  # 30.7 passes and 0.215: neither flagged
     assert flags == []
     [flag] = budget_flags(cfg, 200_000)  # scratch's budget: 123 passes
+    # continued's (and so the control's) 172,032 tokens under a tenth of a pass: one flag, named by its setting
+    [flag_small] = budget_flags(cfg, 2_000_000)
+    assert flag_small.startswith("pretrain.arm_optim.continued.budget_tokens 172,032 is 0.086 passes")
     assert flag.startswith("pretrain.arm_optim.scratch.budget_tokens 24,576,000 is 123 passes")
     # the budget is part of what the arm's result depends on; another arm's budget is not
     layout = RunLayout(Path("run"))

@@ -88,12 +88,16 @@ def corpus_budgets(cfg: DomainConfig) -> dict[str, int]:
     p, out = cfg.pretrain, dict[str, int]()
     for arm in p.arms:
         if not ARMS[arm].on_task_text:
-            own = p.arm_optim.get(arm)
-            setting = (
-                f"pretrain.arm_optim.{arm}.budget_tokens" if own and own.budget_tokens else "pretrain.budget_tokens"
-            )
-            out.setdefault(setting, p.arm_budget(arm))
+            out.setdefault(_budget_setting(cfg, arm), p.arm_budget(arm))
     return out or {"pretrain.budget_tokens": p.budget_tokens}
+
+
+def _budget_setting(cfg: DomainConfig, arm: str) -> str:
+    """The setting an arm's budget comes from (``PretrainConfig.arm_budget``: the control follows continued)."""
+    own = cfg.pretrain.arm_optim.get(arm)  # type: ignore[call-overload]
+    if own is not None and own.budget_tokens is not None:
+        return f"pretrain.arm_optim.{arm}.budget_tokens"
+    return _budget_setting(cfg, "continued") if arm == "control" else "pretrain.budget_tokens"
 
 
 def passes(cfg: DomainConfig, corpus_tokens: int) -> float:
