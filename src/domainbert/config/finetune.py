@@ -181,7 +181,8 @@ class FinetuneConfig(StrictModel):
         3.0,
         gt=0,
         description="A run whose validation predictions collapsed (one class, no entities, a loss that "
-        "did not fall) is run again once with its learning rate times this factor, recorded in result.json. Above "
+        "did not fall) is run again once with its learning rate times this factor; the attempt that did better on "
+        "validation is kept, and both are recorded in result.json. Above "
         "1 (the default) for runs stuck on the majority answer, which is how small fine-tuning budgets fail; below "
         "1 for runs that diverge. None: no retry.",
     )

@@ -6,7 +6,8 @@ the encoder it started from; comparing it with another model reports the collaps
 ``diagnose`` looks at one split's predictions and the run's loss curve and returns a small verdict the stage
 stores in ``result.json`` (``collapse``: ``collapsed``, ``reasons`` and the figures behind them). The stage
 uses the VALIDATION diagnosis to decide on a retry (so the test set never steers training) and reports the
-TEST diagnosis. This module does not retry anything and does not compare models.
+TEST diagnosis. ``kept_attempt`` says which of a run's two attempts the stage keeps, from validation alone. This
+module does not retry anything and does not compare models.
 """
 
 from __future__ import annotations
@@ -140,3 +141,22 @@ def diagnose(
     out["collapsed"] = bool(reasons)
     out["reasons"] = reasons
     return out
+
+
+def kept_attempt(first: dict[str, Any], retry: dict[str, Any], metric: str) -> str:
+    """``first`` or ``retry``: the attempt a run keeps after a retry, decided on validation alone.
+
+    An attempt whose validation predictions did not collapse wins; between two that both collapsed (or neither),
+    the higher validation ``metric`` wins, and a tie keeps the retry. A retry is no cure by itself: on a task the
+    encoder cannot read (a model at chance) the first attempt's loss may not fall while its predictions stay
+    mixed, and the retry's higher rate can push it to one class, a worse run (bench/README.md, study 0).
+
+    Args:
+        first, retry: each attempt's ``collapse_validation`` and ``validation`` scores, as ``run_finetune`` returns.
+        metric: the task's primary metric.
+    """
+
+    def rank(attempt: dict[str, Any]) -> tuple[bool, float]:
+        return (not attempt["collapse_validation"]["collapsed"], float(attempt["validation"][metric]))
+
+    return "first" if rank(first) > rank(retry) else "retry"

@@ -17,8 +17,9 @@ evaluation), ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``t
 torchrun; floors have none), ``wall_seconds`` and ``cpu_seconds`` (the
 whole run, loading and evaluation included; CPU time over all threads), ``collapse`` / ``collapse_validation``
 (``collapse.diagnose`` of the test / validation predictions), ``collapsed`` (the test diagnosis), ``lr`` (the
-learning rate of the kept run) and ``retry`` (None, or the first attempt's figures when its validation
-predictions collapsed and the seed was run again at ``lr * collapse_retry_lr_factor``).
+learning rate of the kept run) and ``retry`` (None, or, when the first attempt's validation predictions
+collapsed and the seed was run again at ``lr * collapse_retry_lr_factor``, both attempts' figures and which one
+was ``kept``: ``collapse.kept_attempt``, on validation).
 
 ``finetune.save_models`` keeps fine-tuned models: by default (``best``) each run's model is offered to
 ``finetune/<model>/<task>/best/`` and kept there when it is the group's best seed on validation
@@ -33,7 +34,6 @@ This module does not compare models; ``stats.compare_models`` and the report do.
 
 from __future__ import annotations
 
-import dataclasses
 import json
 import logging
 import os
@@ -51,6 +51,7 @@ from domainbert.core.distributed import dist_info
 from domainbert.core.fingerprints import Fingerprint, portable
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
+from domainbert.finetune.attempts import train_attempts
 from domainbert.finetune.best_model import current_results, group_fingerprints, model_missing, offer
 from domainbert.finetune.expectations import expected_runs, result_state
 from domainbert.finetune.export import MODEL
@@ -65,7 +66,7 @@ from domainbert.finetune.jobs import (
     task_lr,
 )
 from domainbert.finetune.parallel import launch_run, launches
-from domainbert.finetune.runner import PRIMARY, run_finetune
+from domainbert.finetune.runner import PRIMARY
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
 from domainbert.services.tasks import TaskData, task_data_hash
@@ -196,7 +197,7 @@ def _tracked_train(
     settings = settings_for(cfg, job.seed, job.mode, task_config(cfg, job.task_name))
     tracker = open_tracker(cfg, layout, job, settings, fp) if writer else None  # before training: see track_run
     try:
-        out = _train(cfg, data, job.model_ref, settings, job, staging)
+        out = train_attempts(cfg, data, job.model_ref, settings, job, staging)
     except BaseException:
         if tracker:
             tracker.close("FAILED")
@@ -264,39 +265,6 @@ def run_current(
     if save == "all" and not has_model(folder):
         return False
     return not model_missing(layout, job, fps, group_results)
-
-
-def _train(
-    cfg: DomainConfig, data: TaskData, model_ref: str, settings: TrainSettings, job: Job, save_to: Path | None = None
-) -> dict[str, Any]:
-    """``run_finetune``, run once more at a lower learning rate when validation predictions collapsed; the model
-    of the kept attempt is saved to ``save_to`` (when given)."""
-    model_name, task_name, seed = job.model_name, job.task_name, job.seed
-    out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, save_to)
-    out["retry"] = None
-    factor = cfg.finetune.collapse_retry_lr_factor
-    if out["collapse_validation"]["collapsed"] and factor:
-        # Decided on validation only, so the test set never steers which run is kept.
-        first = {
-            "lr": settings.lr,
-            "reasons": out["collapse_validation"]["reasons"],
-            "validation": out["validation"],
-            "test": out["test"],
-        }
-        settings = dataclasses.replace(settings, lr=settings.lr * factor)
-        logger.warning(
-            "%s/%s/seed-%d collapsed on validation (%s); retrying at lr %g",
-            model_name,
-            task_name,
-            seed,
-            "; ".join(first["reasons"]),
-            settings.lr,
-        )
-        out = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, save_to)
-        out["retry"] = {"first": first, "lr": settings.lr}
-    out["lr"] = settings.lr
-    out["collapsed"] = bool(out["collapse"]["collapsed"])
-    return out
 
 
 def expected_results(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> list[dict[str, Any]]:
