@@ -164,3 +164,19 @@ def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparis
     cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
     lines = detect_lines(cfg, RunLayout(run), 0.05, None)
     assert lines[1].startswith(f" {NER_TASK}, 2,000 test examples (measured on this run's 1 paired comparison(s)")
+
+
+def test_plan_projects_a_run_s_measured_noise_to_a_design_with_more_seeds(tmp_path: Path) -> None:
+    """Results of 4 seeds, a config of 8: plan does not print the 4-seed figure as the 8-seed design's; it takes
+    the measured per-seed noise to 8 seeds, so the detectable difference shrinks, and says whence."""
+    run = tmp_path / "run"
+    for seed, (base, cont, orig) in {1: (20, 14, 30), 2: (23, 13, 29), 3: (22, 17, 25), 4: (25, 15, 31)}.items():
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "continued", NER_TASK, seed, cont)
+        write_ner_result(run, "original", NER_TASK, seed, orig)
+    write_ner_result(run, "floor", NER_TASK, 0, 35)
+    (four,) = design_power(config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]"), RunLayout(run))
+    (eight,) = design_power(config("compare.bootstrap_samples=300", f"finetune.seeds={list(range(1, 9))}"),
+                            RunLayout(run))
+    assert four.source.startswith("measured: ") and eight.source == "continued vs base's noise in this run, at this design"
+    assert eight.seeds == 8 and eight.df > four.df and eight.detectable < four.detectable

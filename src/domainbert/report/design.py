@@ -4,9 +4,12 @@ that the configured seeds, pretraining replicates and test split can detect, for
 One formula serves ``plan`` and the report (``power.detectable_difference``: a noncentral t at the comparison's
 df, at Holm's first threshold over every comparison the report will make). What goes into it:
 
-* where this run folder already holds results of the task, the report's own comparisons of them
-  (``compare.compare_tables``: paired se and df), so that ``plan`` and the report say the same for the same
-  design; the smallest of the arms' comparisons with the better reference, as the report's power line;
+* where this run folder already holds results of the task under the configured seeds and replicates, the
+  report's own comparisons of them (``compare.compare_tables``: paired se and df), so that ``plan`` and the
+  report say the same for the same design; the smallest of the arms' comparisons with the better reference, as
+  the report's power line;
+* where it holds results of another design (say, 5 seeds where the config now asks for 10), their measured
+  noise (``measured_priors``) through ``power.design_se`` at the configured seeds and replicates;
 * else the task's stated prior (``power.task_prior``: its type's noise measured on a shipped task, scaled to its
   test split) through ``power.design_se``.
 
@@ -126,17 +129,36 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
     out = []
     for task, n_test in _test_sizes(cfg):
         rows = measured.get(task.name, [])
-        if rows:
+        if rows and all(_same_design(r, seeds, replicates) for r in rows):
             found = [(detectable_difference(r["se"], r["df"], alpha, family), r) for r in rows]
             detect, row = min(found, key=lambda x: x[0])
             source = f"measured: {row['model']} vs {row['reference']} in this run"
             out.append(TaskPower(task.name, n_test, seeds, replicates, row["se"], row["df"], source, family, detect))
             continue
-        prior = task_prior(task.type, n_test)
+        stated = task_prior(task.type, n_test)
+        # results of another design (fewer seeds, say): each comparison's own noise at the configured seeds and
+        # replicates, the smallest detectable difference kept as above
+        projected = [(_row_prior(r, stated), r) for r in rows if _row_prior(r, stated) is not None]
+        if projected:
+            found = [(detectable_difference(*design_se(pr, seeds, replicates, n_test), alpha, family), pr, r)
+                     for pr, r in projected]  # fmt: skip
+            detect, prior, row = min(found, key=lambda x: x[0])
+            se, df = design_se(prior, seeds, replicates, n_test)
+            source = f"{row['model']} vs {row['reference']}'s noise in this run, at this design"
+            out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, source, family, detect))
+            continue
+        prior = stated
         se, df = design_se(prior, seeds, replicates, n_test)
         detect = detectable_difference(se, df, alpha, family)
         out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, _prior_text(prior), family, detect))
     return out
+
+
+def _same_design(row: dict[str, Any], seeds: int, replicates: int) -> bool:
+    """Whether a measured comparison (an arm against a reference) ran the configured seeds and replicates: the
+    arm's runs are seeds x replicates, the reference's (one checkpoint) the seeds; then its se is the design's."""
+    runs = row.get("runs") or {}
+    return runs.get(row["model"]) == seeds * replicates and runs.get(row["reference"]) == seeds
 
 
 def _prior_text(prior: DesignPrior) -> str:
@@ -185,15 +207,26 @@ def measured_priors(
     sizes = {task.name: (task, n) for task, n in tasks}
     out: dict[str, DesignPrior] = {}
     for name, found in _measured(cfg, layout).items():
-        rows = [r for r in found if r.get("pairing") == "seed" and r.get("unit_sd") is not None]
-        if not rows or name not in sizes:
+        if name not in sizes:
             continue
-        pair_sd = float(sorted(r["unit_sd"] for r in rows)[len(rows) // 2])
-        examples = sorted(max(r["se"] ** 2 - r["unit_sd"] ** 2 / r["units"], 0.0) * r["n_examples"] for r in rows)
         stated = task_prior(sizes[name][0].type, sizes[name][1])
-        source = f"measured on this run's {len(rows)} paired comparison(s)"
-        out[name] = DesignPrior(pair_sd, stated.replicate_sd, float(examples[len(examples) // 2]), source)
+        priors = [p for p in (_row_prior(r, stated) for r in found) if p is not None]
+        if not priors:
+            continue
+        pair_sd = sorted(p.pair_sd for p in priors)[len(priors) // 2]
+        examples = sorted(p.example_var for p in priors)[len(priors) // 2]
+        source = f"measured on this run's {len(priors)} paired comparison(s)"
+        out[name] = DesignPrior(pair_sd, stated.replicate_sd, examples, source)
     return out
+
+
+def _row_prior(row: dict[str, Any], stated: DesignPrior) -> DesignPrior | None:
+    """A seed-paired comparison's own noise as a prior (its per-seed differences' sd, the test sampling left);
+    the replicate sd is ``stated``'s. None for a comparison not paired by seed."""
+    if row.get("pairing") != "seed" or row.get("unit_sd") is None:
+        return None
+    examples = max(row["se"] ** 2 - row["unit_sd"] ** 2 / row["units"], 0.0) * row["n_examples"]
+    return DesignPrior(float(row["unit_sd"]), stated.replicate_sd, float(examples), "measured")
 
 
 def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:
