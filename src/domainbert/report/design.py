@@ -136,15 +136,9 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
             out.append(TaskPower(task.name, n_test, seeds, replicates, row["se"], row["df"], source, family, detect))
             continue
         stated = task_prior(task.type, n_test)
-        # results of another design (fewer seeds, say): each comparison's own noise at the configured seeds and
-        # replicates, the smallest detectable difference kept as above
-        projected = [(_row_prior(r, stated), r) for r in rows if _row_prior(r, stated) is not None]
-        if projected:
-            found = [(detectable_difference(*design_se(pr, seeds, replicates, n_test), alpha, family), pr, r)
-                     for pr, r in projected]  # fmt: skip
-            detect, prior, row = min(found, key=lambda x: x[0])
-            se, df = design_se(prior, seeds, replicates, n_test)
-            source = f"{row['model']} vs {row['reference']}'s noise in this run, at this design"
+        projected = _projected(rows, stated, (seeds, replicates, n_test), alpha, family)
+        if projected is not None:
+            se, df, detect, source = projected
             out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, source, family, detect))
             continue
         prior = stated
@@ -152,6 +146,24 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
         detect = detectable_difference(se, df, alpha, family)
         out.append(TaskPower(task.name, n_test, seeds, replicates, se, df, _prior_text(prior), family, detect))
     return out
+
+
+def _projected(
+    rows: list[dict[str, Any]], stated: DesignPrior, design: tuple[int, int, int], alpha: float, family: int
+) -> tuple[float, float, float, str] | None:
+    """Results of another design (fewer seeds, say): each seed-paired comparison's own noise taken to ``design``
+    (seeds, replicates, test examples); the smallest detectable difference, as for the run's own design, with its
+    se, df and whence. None where no comparison is paired by seed."""
+    best: tuple[float, float, float, str] | None = None
+    for row in rows:
+        prior = _row_prior(row, stated)
+        if prior is None:
+            continue
+        se, df = design_se(prior, *design)
+        detect = detectable_difference(se, df, alpha, family)
+        if best is None or detect < best[2]:
+            best = (se, df, detect, f"{row['model']} vs {row['reference']}'s noise in this run, at this design")
+    return best
 
 
 def _same_design(row: dict[str, Any], seeds: int, replicates: int) -> bool:
