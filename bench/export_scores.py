@@ -1,0 +1,57 @@
+"""Write a finished run's fine-tuning results as a score file under ``bench/scores/`` (per-run scores, no model),
+so that a clone rechecks the study's tables with ``bench/rescore.py``.
+
+    python bench/export_scores.py runs/study-0-order4 bench/scores/study-0-manpages-fr-order4.json.gz \
+        --study "0, the fourth design" --command "domainbert run ..." [--tasks manpages-fr-order] [--note "..."]
+
+Reads the run as the report does (``report.inputs.finetune_results``: complete, undamaged results, collapse judged
+by today's rule) and records what the study point was (``about``: the study, the run's domain and profile, the
+commit, the command, this machine's CPU). Prints the file's path and the runs it holds as JSON. Trains nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from common import git_revision, machine_info
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run", type=Path, help="the run folder (its finetune/ results and config.resolved.json)")
+    parser.add_argument("out", type=Path, help="the score file to write (.json.gz)")
+    parser.add_argument("--study", required=True, help="which study point (bench/README.md's name for it)")
+    parser.add_argument("--command", required=True, help="the command that made the run")
+    parser.add_argument("--tasks", nargs="*", help="only these tasks (default: every task with results)")
+    parser.add_argument("--note", default="", help="anything a reader of the scores needs to know")
+    args = parser.parse_args()
+    from domainbert.core.paths import RunLayout
+    from domainbert.report.inputs import finetune_results
+    from domainbert.report.score_files import write_scores
+
+    results = [r for _, r in finetune_results(RunLayout(args.run))]
+    if args.tasks:
+        results = [r for r in results if r["task"] in args.tasks]
+    if not results:
+        raise SystemExit(f"{args.run}: no finished fine-tuning result to export")
+    resolved = args.run / "config.resolved.json"
+    config = json.loads(resolved.read_text()) if resolved.is_file() else {}
+    machine = machine_info()
+    about = {
+        "study": args.study,
+        "domain": (config.get("config") or {}).get("name"),
+        "profile": config.get("profile"),
+        "overrides": config.get("overrides"),
+        "revision": git_revision(),
+        "command": args.command,
+        "machine": f"{machine.get('cpu_model')}, {machine.get('cpu_count')} cores",
+        "note": args.note,
+    }
+    path = write_scores(results, args.out, about)
+    print(json.dumps({"path": str(path), "runs": len(results), "tasks": sorted({r["task"] for r in results})}))
+
+
+if __name__ == "__main__":
+    main()
