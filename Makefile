@@ -26,16 +26,21 @@ setup: $(VENV)/.installed
 # setuptools also prints a 10-line box on every editable install ("Editable installation ... folders with the
 # same name as your package"; the package lives under src/, so nothing shadows it).
 # PIP_QUIET drops those lines only; pip's other warnings, its errors and (pipefail) its exit status pass.
+# Each step prints one line of its own (the commands themselves are not echoed).
 PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; } \
 	| sed '/BuildBackendWarning: Editable installation/,/with strategy, WheelFile(/d'
 $(VENV)/.installed: SHELL := /bin/bash
 $(VENV)/.installed: .SHELLFLAGS := -o pipefail -c
 $(VENV)/.installed: pyproject.toml constraints.txt
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_QUIET)
-	$(BIN)/python -m pip install --quiet torch==2.13.0 $(PIP_QUIET)
-	$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" $(PIP_QUIET)
-	touch $@
+	@echo "setup: a virtual environment in $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "setup: pip"
+	@$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_QUIET)
+	@echo "setup: torch==2.13.0 (the CPU wheel)"
+	@$(BIN)/python -m pip install --quiet torch==2.13.0 $(PIP_QUIET)
+	@echo "setup: domainbert and its pinned dependencies (constraints.txt)"
+	@$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" $(PIP_QUIET)
+	@touch $@
 
 # The science NER task and the two corpus arms (continued and its equal-token control), against both references
 # (the warmed base and the checkpoint before it) and the floor: 20 minutes on a 2-core CPU without bf16 left

@@ -38,6 +38,9 @@ STEPS = 3  # timed steps per probe, after one warm-up step
 # Real examples a fine-tuning probe trains on (8 steps at batch 16) and scores: fewer let a run's fixed costs
 # (its first steps, each evaluation's setup) weigh on every example (bench/README.md, "plan_accuracy.py").
 SAMPLE = (128, 256)
+# Rounds of the fine-tuning probe: the median of three reads through a burst of load that one probe takes whole
+# (four single probes within four minutes gave 77-171 ms an example under a changing load).
+ROUNDS = 3
 MAX_AGE_S = 24 * 3600
 GUESS_FLOPS = 5e10  # the uncalibrated guess: a 2020s CPU core pair in fp32, order of magnitude only
 clock = time.perf_counter  # what a probe's steps are timed with (tests put a clock of their own here)
@@ -251,8 +254,9 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     """A fine-tuning run of ``task`` on the base cut short and timed with the run's own code
     (``runner.timed_short_run``: the task loaded and encoded, one epoch on ``SAMPLE[0]`` training examples drawn
     at random, ``SAMPLE[1]`` validation examples predicted and scored), ``together`` such runs at once in threads
-    (``--workers``), the median of each part. Timing three synthetic steps at the mean length missed half of a
-    run: its padding, its loop, decoding and the task's metrics. Not cached: it reads the task's files."""
+    (``--workers``), ``ROUNDS`` times, the median of each part. Timing three synthetic steps at the mean length
+    missed half of a run: its padding, its loop, decoding and the task's metrics. Not cached: it reads the task's
+    files."""
     from concurrent.futures import ThreadPoolExecutor
 
     from domainbert.finetune.runner import timed_short_run
@@ -269,9 +273,12 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
         with torch_threads(f.torch_threads), ThreadPoolExecutor(together) as pool:
             one_load = threading.Lock()  # loads one at a time (``timed_short_run``), the runs side by side
             args = (data, cfg.base_model.name_or_path, settings, f.max_length, f.pooling, SAMPLE, clock, one_load)
-            parts = list(pool.map(lambda _: timed_short_run(*args), range(together)))
+            parts = [
+                part for _ in range(ROUNDS) for part in pool.map(lambda _: timed_short_run(*args), range(together))
+            ]
     finally:
         quiet.setLevel(level)
     setup, train, score = (statistics.median(p[k] for p in parts) for k in range(3))
     threads = f"{f.torch_threads or 'default'} thread(s)" + (f", {together} runs at once" if together > 1 else "")
-    return RunRates(setup, train, score, f"{SAMPLE[0]} examples trained and {SAMPLE[1]} scored, {threads}")
+    what = f"{SAMPLE[0]} examples trained and {SAMPLE[1]} scored, {threads}, the median of {ROUNDS} rounds"
+    return RunRates(setup, train, score, what)

@@ -9,9 +9,8 @@ The time estimate is a calibration, not a promise: a few real forward and backwa
 architecture (random weights, this machine, ``torch_threads``; pretraining's own objective with sparse
 prediction, the encoder frozen for a head-only base warm-up) give seconds per token at the pretraining and the
 fine-tuning lengths, multiplied by the tokens each stage will train on (every sequence counted at full length;
-evaluation passes and the floors not included). Corpus and vocabulary time is not estimated (it depends on the input
-files, not on the model). This module trains nothing that is kept.
-"""
+evaluation passes, the floors and collapse retries not included). Corpus and vocabulary time is not estimated (it
+depends on the input files, not on the model). This module trains nothing that is kept."""
 
 from __future__ import annotations
 
@@ -293,6 +292,12 @@ def estimate(
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
         out["finetune"] = _finetune_seconds(cfg, ft.detail["todo_tasks"], workers, calibrate, guess, how)
+        if factor := cfg.finetune.collapse_retry_lr_factor:  # a retry is a whole run again; how many, unknown
+            how.append(
+                f"not in it: collapse retries (finetune.collapse_retry_lr_factor {factor:g}): each run whose "
+                f"validation predictions collapse trains once more, up to ~{out['finetune'] / 60:.1f} min more if "
+                "every one did"
+            )
     if not calibrate:
         how.append(
             f"uncalibrated guess: 6 FLOPs per parameter and token ({params / 1e6:.1f}M parameters) at "

@@ -153,3 +153,17 @@ def test_an_arms_own_budget_is_what_it_trains_and_is_weighed_and_the_control_fol
                                     own.replace("24576000", "12288000")])
     assert arm_fingerprint(more, "continued", layout) != fp
     assert arm_fingerprint(other, "continued", layout) == fp
+
+
+def test_validate_takes_run_s_overrides_and_warns_of_a_from_scratch_arm_it_would_run(capsys):
+    """`validate science "pretrain.arms=[continued,scratch]"`: the overrides apply (they are not domain names),
+    and the warning is the one `plan` gives for such an arm."""
+    from domainbert.cli import run_cli
+
+    assert run_cli(["validate", "science", "pretrain.arms=[continued,scratch]"]) == 0
+    captured = capsys.readouterr()
+    assert "unknown domain" not in captured.err and "ok  science (offline)" in captured.out
+    assert "arms continued, scratch" in captured.out
+    assert "warning: pretrain: scratch from scratch on" in captured.err, captured.err
+    assert run_cli(["validate", "science", "pretrain.max_stpes=5"]) == 2
+    assert "pretrain.max_stpes" in capsys.readouterr().err

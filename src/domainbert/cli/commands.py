@@ -27,10 +27,14 @@ if TYPE_CHECKING:
 
 @app.command()
 def validate(
-    domains: Annotated[list[str] | None, typer.Argument(help="Domains to check (default: all).")] = None,
+    domains: Annotated[
+        list[str] | None,
+        typer.Argument(help="Domains to check (default: all), and overrides (key=value) applied to each, as `run`'s."),
+    ] = None,
     profile: ProfileOpt = DEFAULT_PROFILE,
 ) -> None:
-    """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files.
+    """Validate domain YAMLs (all of domains/ by default), their local corpus sources and task files, under the
+    overrides given (so that `validate science "pretrain.arms=[continued,scratch]"` checks what `run` would run).
 
     Each local corpus file is read on a sample by the corpus stage's reader: an empty file, one that is not
     UTF-8 or not in its format is an error naming the file and line.
@@ -40,9 +44,11 @@ def validate(
     any problem exits with status 2.
     """
     problems = 0
-    for name in domains or available_domains():
+    overrides = [d for d in domains or [] if "=" in d]
+    names = [d for d in domains or [] if "=" not in d]
+    for name in names or available_domains():
         try:
-            cfg = load_domain(name, profile=profile)
+            cfg = load_domain(name, overrides, profile=profile)
         except DomainbertError as exc:
             typer.echo(f"error: {exc}", err=True)
             problems += 1

@@ -176,7 +176,7 @@ def _same_design(row: dict[str, Any], seeds: int, replicates: int) -> bool:
 def _prior_text(prior: DesignPrior) -> str:
     return (
         f"{prior.source}: paired sd {100 * prior.pair_sd:.1f} points per seed, replicate sd "
-        f"{100 * prior.replicate_sd:.1f}"
+        f"{100 * prior.replicate_sd:.1f} points"
     )
 
 
