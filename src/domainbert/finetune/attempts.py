@@ -67,7 +67,12 @@ def _retry(
         settings.lr,
     )
     retry_to = save_to.with_name(f"{save_to.name}-retry") if save_to is not None else None
-    second = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, retry_to)
+    try:
+        second = run_finetune(data, model_ref, settings, cfg.finetune.max_length, cfg.finetune.pooling, retry_to)
+    except BaseException:  # a full disk or a stop mid-retry: no half-saved model is left beside the run
+        if retry_to is not None:
+            shutil.rmtree(retry_to, ignore_errors=True)
+        raise
     second["lr"] = settings.lr
     kept = kept_attempt(first, second, PRIMARY[data.config.type])
     out = second if kept == "retry" else first
