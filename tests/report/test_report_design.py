@@ -50,6 +50,17 @@ def test_a_design_too_weak_for_the_published_gains_says_it_cannot_answer(tmp_pat
     assert not weak.can_answer and "this design cannot answer" in weak.line() and "plan --detect" in weak.line()
 
 
+def _four_seed_run(tmp_path: Path) -> Path:
+    """A run folder with base, continued and original on 4 seeds of the NER task, and its floor."""
+    run = tmp_path / "run"
+    for seed, (base, cont, orig) in {1: (20, 14, 30), 2: (23, 13, 29), 3: (22, 17, 25), 4: (25, 15, 31)}.items():
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "continued", NER_TASK, seed, cont)
+        write_ner_result(run, "original", NER_TASK, seed, orig)
+    write_ner_result(run, "floor", NER_TASK, 0, 35)
+    return run
+
+
 def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_results(tmp_path: Path) -> None:
     """Once results exist, plan's figure is the report's: the same paired se and df, the same formula, the same
     family of comparisons."""
@@ -57,12 +68,7 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     from domainbert.report.inputs import load_run
     from domainbert.report.references import power_sentences
 
-    run = tmp_path / "run"
-    for seed, (base, cont, orig) in {1: (20, 14, 30), 2: (23, 13, 29), 3: (22, 17, 25), 4: (25, 15, 31)}.items():
-        write_ner_result(run, "base", NER_TASK, seed, base)
-        write_ner_result(run, "continued", NER_TASK, seed, cont)
-        write_ner_result(run, "original", NER_TASK, seed, orig)
-    write_ner_result(run, "floor", NER_TASK, 0, 35)
+    run = _four_seed_run(tmp_path)
     cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
     (planned,) = design_power(cfg, RunLayout(run))
     assert planned.source.startswith("measured")
@@ -169,12 +175,7 @@ def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparis
 def test_plan_projects_a_run_s_measured_noise_to_a_design_with_more_seeds(tmp_path: Path) -> None:
     """Results of 4 seeds, a config of 8: plan does not print the 4-seed figure as the 8-seed design's; it takes
     the measured per-seed noise to 8 seeds, so the detectable difference shrinks, and says whence."""
-    run = tmp_path / "run"
-    for seed, (base, cont, orig) in {1: (20, 14, 30), 2: (23, 13, 29), 3: (22, 17, 25), 4: (25, 15, 31)}.items():
-        write_ner_result(run, "base", NER_TASK, seed, base)
-        write_ner_result(run, "continued", NER_TASK, seed, cont)
-        write_ner_result(run, "original", NER_TASK, seed, orig)
-    write_ner_result(run, "floor", NER_TASK, 0, 35)
+    run = _four_seed_run(tmp_path)
     (four,) = design_power(config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]"), RunLayout(run))
     (eight,) = design_power(config("compare.bootstrap_samples=300", f"finetune.seeds={list(range(1, 9))}"),
                             RunLayout(run))
