@@ -68,6 +68,7 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
                 runner = stack.enter_context(_runner(opts, threads))
                 if local_dask:
                     runner.client  # noqa: B018 - starts the cluster now (Prefect's runner starts it at first use)
+                    stack.callback(_close_local_workers, runner)  # before the runner closes its cluster (LIFO)
             try:
                 yield runner
             except BaseException as exc:
@@ -78,6 +79,30 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     finally:
         os.environ.clear()
         os.environ.update(saved)
+
+
+WORKER_EXIT_S = 30.0  # the time a local worker process is given to exit when the runner closes
+
+
+def _close_local_workers(runner: Any) -> None:
+    """Close each local Dask worker with ``WORKER_EXIT_S`` to exit, before the cluster closes them itself.
+
+    distributed gives a worker process 4 s (0.8 of its nanny's 5) and then kills it, logging "Worker process
+    still alive after 4.0 seconds, killing" and the worker's failed heartbeat; a worker that has imported torch,
+    transformers and datasets can take longer than that to exit on a busy 2-core machine. Once closed here, the
+    cluster's own close finds nothing left to kill."""
+    import asyncio
+
+    client = runner.client
+    cluster = getattr(client, "cluster", None)
+    if cluster is None:
+        return
+
+    async def close_all() -> None:
+        await asyncio.gather(*(worker.close(timeout=WORKER_EXIT_S) for worker in list(cluster.workers.values())))
+
+    with contextlib.suppress(Exception):  # a cluster already closing: its own close does the rest
+        client.sync(close_all)
 
 
 @contextlib.contextmanager

@@ -207,3 +207,40 @@ def test_corpus_shards_on_a_local_dask_cluster_match_the_plain_build(
     assert dask_manifest["documents"] == plain["documents"]
     states = task_states(url, start)
     assert len(states.get("corpus-shard", [])) == 5 and set(states["corpus-shard"]) == {"Completed"}, states
+
+
+SLOW_EXIT_SCRIPT = """
+import atexit, time
+from prefect import flow, task
+from domainbert.flows.options import ExecutionOptions
+from domainbert.flows.stages import task_runner
+
+@task
+def slow_to_exit():
+    atexit.register(time.sleep, 6)  # this worker process takes 6 s to exit, as a heavy one on a busy machine
+    return 1
+
+@flow
+def closes():
+    with task_runner(ExecutionOptions(dask_local_workers=2), threads=1) as runner:
+        [future.result() for future in [runner.submit(slow_to_exit, parameters={}) for _ in range(2)]]
+        start = time.monotonic()
+    print(f"CLOSED after {time.monotonic() - start:.1f} s")
+
+if __name__ == "__main__":
+    closes()
+"""
+
+
+def test_local_dask_workers_slow_to_exit_are_waited_for_not_killed(
+        sqlite_server: tuple[str, Path], tmp_path: Path) -> None:
+    """distributed gives a worker process 4 s to exit, then kills it and logs 'killing'; the runner closes its
+    local workers first with time to exit, so a worker that needs 6 s ends on its own."""
+    url, home = sqlite_server
+    script = tmp_path / "slow_exit.py"
+    script.write_text(SLOW_EXIT_SCRIPT)
+    run_logged([sys.executable, str(script)], base_env(home, url), tmp_path / "slow_exit.log")
+    log = (tmp_path / "slow_exit.log").read_text()
+    closed = float(log.split("CLOSED after ")[1].split(" s")[0])
+    assert closed >= 6.0, log  # the workers' 6 s exit was waited for
+    assert "killing" not in log and "still alive" not in log, log
