@@ -53,3 +53,21 @@ def test_the_report_reads_a_replicate_s_runs_as_its_arm_s():
     grouped = group_results(runs)["t"]
     assert sorted(grouped) == ["base", "continued"]
     assert [(r.get("replicate", 1), r["seed"]) for r in grouped["continued"]] == [(1, 1), (1, 2), (2, 1), (2, 2)]
+
+
+def test_the_pretrain_command_trains_every_replicate(headless_base, layout):
+    """``domainbert pretrain`` (the stage command a machine without Prefect runs) trains the replicates too, as
+    ``domainbert run`` does: it once trained the arms alone, and the report then found the replicates missing."""
+    from typer.testing import CliRunner
+
+    from domainbert.cli import app
+
+    overrides = ["pretrain.arms=[continued]", f"base_model.name_or_path={headless_base}", "pretrain.seq_len=32",
+                 "pretrain.batch_size=4", "pretrain.budget_tokens=640", "pretrain.eval_documents=10",
+                 "pretrain.checkpoint_every=4", *SMALL_WARMUP, "pretrain.base_warmup.steps=8",
+                 "pretrain.replicates=2"]
+    result = CliRunner().invoke(app, ["pretrain", "science", *overrides, "--out", str(layout.root)])
+    assert result.exit_code == 0, result.output
+    for arm in ("continued", "continued@r2"):
+        assert (layout.root / "pretrain" / arm / "model" / "model.safetensors").is_file()
+        assert f"pretrain {arm}:" in result.output

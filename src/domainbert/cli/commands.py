@@ -140,14 +140,16 @@ def pretrain(
     profile: ProfileOpt = DEFAULT_PROFILE,
     out: OutOpt = None,
     arm: Annotated[
-        list[str] | None, typer.Option("--arm", help="Arm(s) to train (default: all in the config).")
+        list[str] | None,
+        typer.Option("--arm", help="Arm(s) to train, <arm>@r<r> for a replicate (default: every arm and replicate)."),
     ] = None,
 ) -> None:
-    """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget."""
+    """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget, and of each
+    arm's pretraining replicates (``pretrain.replicates``), as ``domainbert run`` trains them."""
     from domainbert.pretrain.stage import pretrain_arm
 
     with stage("pretrain", domain, overrides, profile, out) as (cfg, layout):
-        for name in arm or cfg.pretrain.arms:
+        for name in arm or cfg.pretrain.replicate_names():
             pretrain_arm(cfg, name, layout)
             typer.echo(f"pretrain {name}: {layout.pretrained_model(name)}")
 
