@@ -95,6 +95,9 @@ class PretrainSummary(Artifact):
     loss_curve: list[list[float]] = Field(description="[step, loss] pairs.")
     domain_perplexity_before: float | None
     domain_perplexity: float | None
+    unigram_perplexity: float | None = Field(
+        None, description="The domain set under a unigram model of the training split (pretrain.evaluation)."
+    )
     general_perplexity_before: float | None
     general_perplexity: float | None
     wall_seconds: float = Field(ge=0)

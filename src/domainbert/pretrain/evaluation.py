@@ -5,7 +5,8 @@ general set (forgetting) comes from ``pretrain.general_eval_corpus``. Masks are 
 apart from training's, so every evaluation of a run (step 0, every ``pretrain.eval_every`` steps, the end)
 masks the same tokens, and evaluating draws nothing from the training RNG. The curve between them
 (``watch_sets``) evaluates the first rows of the same sets at ``pretrain.watch_points`` steps, sized to a share
-of training's compute. This module does not train.
+of training's compute. ``unigram_bar`` is the bar a perplexity is read against: the domain set under a model
+that knows only how often each token occurs in the training split. This module does not train.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ import math
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import numpy as np
 import torch
 
 from domainbert.config.pretrain import PretrainConfig
@@ -21,6 +23,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
 from domainbert.pretrain.engine import Engine, objective_of
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
+from domainbert.pretrain.token_store import ensure_token_store
 
 if TYPE_CHECKING:
     from transformers import PreTrainedTokenizerBase
@@ -157,3 +160,31 @@ def _first_rows(batch: Batch, rows: int) -> Batch:
         token_type_ids=cut(batch.token_type_ids),
         next_sentence_label=cut(batch.next_sentence_label),
     )
+
+
+COUNT_CHUNK = 1 << 24  # stored ids counted this many at a time: a billion-token split is not widened at once
+
+
+def unigram_perplexity(counts: np.ndarray, held_out: np.ndarray) -> float:
+    """exp of the mean negative log-probability of the ``held_out`` token ids under the unigram model of
+    ``counts`` (one count per vocabulary entry), add-one smoothed over the vocabulary."""
+    probs = (counts + 1.0) / (float(counts.sum()) + len(counts))
+    return float(np.exp(-np.log(probs[held_out]).mean()))
+
+
+def unigram_bar(tokenizer: PreTrainedTokenizerBase, corpus_dir: Path, domain: Batch | None) -> float | None:
+    """The domain set's perplexity under a unigram model of the corpus's training split, both read with the
+    arm's tokenizer: what an encoder that has learnt token frequencies and nothing else scores (masked positions
+    are drawn uniformly over the real tokens, so it is the expected perplexity of a unigram guess there). None
+    without a domain set or stored token ids (a slow tokenizer)."""
+    if domain is None:
+        return None
+    store = ensure_token_store(tokenizer, corpus_dir, "train")
+    if store is None:
+        return None
+    counts = np.zeros(len(tokenizer), dtype=np.int64)
+    for start in range(0, len(store.ids), COUNT_CHUNK):
+        chunk = np.bincount(np.asarray(store.ids[start : start + COUNT_CHUNK]), minlength=len(tokenizer))
+        counts[: len(chunk)] += chunk[: len(counts)]
+    real = ~domain.special if domain.attention_mask is None else ~domain.special & domain.attention_mask.bool()
+    return unigram_perplexity(counts, domain.input_ids[real].numpy())

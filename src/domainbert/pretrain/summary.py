@@ -1,5 +1,5 @@
 """What an arm's ``summary.json`` records at the end of its training (``trainer.train_arm`` writes it): budget and
-tokens, speed, perplexities before and after, the settings as run (precision, engine, attention, threads), the
+tokens, speed, perplexities before and after with their unigram bar, the settings as run (precision, engine, attention, threads), the
 task text of a task-adaptive arm, the objective's own figures and the start it came from. The report and the
 benchmarks read these fields; this module computes none of them, it gathers them."""
 
@@ -13,6 +13,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.distributed import resolve_precision
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.engine import DeepSpeedEngine, objective_of
+from domainbert.pretrain.evaluation import unigram_bar
 from domainbert.pretrain.objective import count_parameters
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective
 from domainbert.pretrain.setup import ArmSetup
@@ -57,6 +58,7 @@ def arm_summary(
         "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,
         "domain_perplexity": after.get("domain"),
         "domain_perplexity_before": state.before.get("domain"),
+        "unigram_perplexity": unigram_bar(setup.tokenizer, layout.corpus, setup.evals.get("domain")),
         "general_perplexity": after.get("general"),
         "general_perplexity_before": state.before.get("general"),
         "flops_per_token": setup.flops_per_token,

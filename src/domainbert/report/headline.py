@@ -28,6 +28,7 @@ from domainbert.report.references import (
     seed_warning,
 )
 from domainbert.report.results import FLOOR_MODEL, REFERENCES, best_reference, model_order
+from domainbert.report.scratch_curve import scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
 from domainbert.services.published import smallest_published, too_small
 
@@ -378,6 +379,7 @@ def headline_section(
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
         + scratch_sentences(comparisons, arms)
+        + scratch_curve_sentences(arts.pretrain, arts.metrics)
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )
