@@ -90,13 +90,21 @@ def _close_local_workers(runner: Any) -> None:
     distributed gives a worker process 4 s (0.8 of its nanny's 5) and then kills it, logging "Worker process
     still alive after 4.0 seconds, killing" and the worker's failed heartbeat; a worker that has imported torch,
     transformers and datasets can take longer than that to exit on a busy 2-core machine. Once closed here, the
-    cluster's own close finds nothing left to kill."""
+    cluster's own close finds nothing left to kill. The results the flow's futures still hold are released
+    first: a worker closed with results in its memory makes the scheduler warn that it lost "already computed
+    task(s), which will be recomputed elsewhere", about results every task's caller has already read."""
     import asyncio
+
+    from distributed import Future
 
     client = runner.client
     cluster = getattr(client, "cluster", None)
     if cluster is None:
         return
+    with contextlib.suppress(Exception):
+        held = [Future(key, client) for key in list(client.futures)]
+        if held:
+            client.cancel(held, force=True)
 
     async def close_all() -> None:
         await asyncio.gather(*(worker.close(timeout=WORKER_EXIT_S) for worker in list(cluster.workers.values())))

@@ -223,9 +223,11 @@ def slow_to_exit():
 @flow
 def closes():
     with task_runner(ExecutionOptions(dask_local_workers=2), threads=1) as runner:
-        [future.result() for future in [runner.submit(slow_to_exit, parameters={}) for _ in range(2)]]
+        futures = [runner.submit(slow_to_exit, parameters={}) for _ in range(2)]  # held through the close, as a flow's
+        [future.result() for future in futures]
         start = time.monotonic()
     print(f"CLOSED after {time.monotonic() - start:.1f} s")
+    print(f"held {len(futures)} futures")
 
 if __name__ == "__main__":
     closes()
@@ -235,7 +237,8 @@ if __name__ == "__main__":
 def test_local_dask_workers_slow_to_exit_are_waited_for_not_killed(
         sqlite_server: tuple[str, Path], tmp_path: Path) -> None:
     """distributed gives a worker process 4 s to exit, then kills it and logs 'killing'; the runner closes its
-    local workers first with time to exit, so a worker that needs 6 s ends on its own."""
+    local workers first with time to exit, so a worker that needs 6 s ends on its own. A flow still holds its
+    futures then: their results are released first, so the scheduler does not warn that it lost them."""
     url, home = sqlite_server
     script = tmp_path / "slow_exit.py"
     script.write_text(SLOW_EXIT_SCRIPT)
@@ -244,3 +247,5 @@ def test_local_dask_workers_slow_to_exit_are_waited_for_not_killed(
     closed = float(log.split("CLOSED after ")[1].split(" s")[0])
     assert closed >= 6.0, log  # the workers' 6 s exit was waited for
     assert "killing" not in log and "still alive" not in log, log
+    # the results were taken: closing a worker loses nothing the scheduler would run again elsewhere
+    assert "held 2 futures" in log and "lose already computed" not in log, log
