@@ -102,7 +102,7 @@ def _close_local_workers(runner: Any) -> None:
     if cluster is None:
         return
     with contextlib.suppress(Exception):
-        held = [Future(key, client) for key in list(client.futures)]
+        held: list[Future[Any]] = [Future(key, client) for key in list(client.futures)]
         if held:
             client.cancel(held, force=True)
 
