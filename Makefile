@@ -47,10 +47,8 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # no room for the TAPT arm's fine-tuning runs (`domainbert run science` trains it; bench/README.md, "demo_time.py").
 # Five seeds: compared in pairs, an arm's difference from the reference has 4 degrees of freedom; with three (2)
 # no arm could detect less than 5 points at the page's Holm level (bench/README.md, "Paired comparisons").
-# DEMO_SEEDS: the fine-tuning seeds; more seeds in the same folder add only the new runs (README, "What you get")
-DEMO_SEEDS ?= 1,2,3,4,5
 demo: setup
-	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[$(DEMO_SEEDS)]"
+	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
 # The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 12.3 M tokens)
 # against continued (786,432 tokens from the warmed base), both science tasks, five seeds (domains/science.yaml,

@@ -67,7 +67,6 @@ HUB = "a Hugging Face token and the network, and a finished run's models (`domai
 COMMANDS: dict[str, How] = {
     # README.md
     "make demo": How(LONG, DEMO_RUN),
-    "make demo DEMO_SEEDS=1,2,3,4,5,6,7,8": How(LONG, DEMO_RUN + "; after `make demo`, three more seeds' runs"),
     "make test": How(SKIP, SUITE),
     "make test-fast": How(SKIP, SUITE),
     'make test PYTEST_ARGS="-m \'not slow\'"': How(SKIP, SUITE),
