@@ -112,11 +112,12 @@ def test_the_shipped_budgets_are_in_range_of_their_source_files(domain):
     assert source_budget_flags(cfg, source_tokens_at_most(cfg.corpus.sources)) == []
 
 
-def test_validate_and_plan_warn_of_an_absurd_budget_before_the_corpus_exists(tmp_path, capsys):
+def test_validate_and_plan_warn_of_an_absurd_budget_before_the_corpus_exists(tmp_path, capsys, monkeypatch):
     from domainbert.cli import run_cli
     from domainbert.core.paths import project_root
 
     root = project_root()
+    monkeypatch.chdir(tmp_path)  # validate reads runs/science/ under the working folder: a demo run's corpus there
     text = (root / "domains" / "science.yaml").read_text().replace("../corpora", str(root / "corpora"))
     domain = tmp_path / "science.yaml"
     domain.write_text(text.replace("budget_tokens: 86016", "budget_tokens: 1000000000000000"))
