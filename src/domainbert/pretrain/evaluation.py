@@ -184,7 +184,6 @@ def unigram_bar(tokenizer: PreTrainedTokenizerBase, corpus_dir: Path, domain: Ba
         return None
     counts = np.zeros(len(tokenizer), dtype=np.int64)
     for start in range(0, len(store.ids), COUNT_CHUNK):
-        chunk = np.bincount(np.asarray(store.ids[start : start + COUNT_CHUNK]), minlength=len(tokenizer))
-        counts[: len(chunk)] += chunk[: len(counts)]
+        counts += np.bincount(np.asarray(store.ids[start : start + COUNT_CHUNK]), minlength=len(counts))
     real = ~domain.special if domain.attention_mask is None else ~domain.special & domain.attention_mask.bool()
     return unigram_perplexity(counts, domain.input_ids[real].numpy())
