@@ -173,13 +173,14 @@ def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:
     cfg = spec.config()
     layout = spec.layout(cfg)
     layout.root.mkdir(parents=True, exist_ok=True)
-    cfg = recipe.applied(cfg, layout)  # the learning rates the run's searches chose, where they are done
+    cfg = recipe.applied(cfg, layout)  # the recipe the run's searches chose, where they are done
     return _with_recipe(spec, cfg), cfg, layout
 
 
 def _with_recipe(spec: RunSpec, cfg: Any) -> RunSpec:
-    """``spec`` carrying ``cfg``'s chosen learning rates (``finetune.lr_chosen``) to every task it is given to."""
-    if spec.resolved_config is None or not cfg.finetune.lr_chosen:
+    """``spec`` carrying ``cfg``'s chosen recipe (``finetune.lr_chosen``, ``finetune.stop_chosen``) to every task
+    it is given to."""
+    if spec.resolved_config is None or not (cfg.finetune.lr_chosen or cfg.finetune.stop_chosen):
         return spec
     return spec.model_copy(update={"resolved_config": resolved_dict(cfg)})
 
@@ -318,9 +319,9 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
     unless_cancelled(configured(models_task, execution, layout.root)(spec))  # the models, recorded in the UI
-    if recipe.searched_tasks(cfg):  # each task's rate chosen on the reference before any model trains at it
+    if recipe.searched_tasks(cfg):  # each task's recipe chosen on the reference before any model trains at it
         chosen = unless_cancelled(configured(recipe_task, execution, layout.root)(spec))
-        cfg = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"lr_chosen": chosen})})
+        cfg = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update=chosen)})
         spec = _with_recipe(spec, cfg)
     from domainbert.finetune.jobs import run_list
 

@@ -246,13 +246,15 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 
 @task(name="recipe-search", tags=["cpu"], **COMMON)
 @cancellable_task
-def recipe_task(spec: RunSpec) -> dict[str, float]:
-    """Each task's learning-rate search (``finetune.lr_grid``): its missing runs, then the rate chosen per task."""
+def recipe_task(spec: RunSpec) -> dict[str, dict]:
+    """Each task's recipe search on the reference (``finetune.recipe``): its missing runs, then what it chose:
+    ``lr_chosen`` and ``stop_chosen`` (``finetune``'s fields)."""
     from domainbert.finetune.matrix import search_recipe
 
     cfg = spec.config()
     with stage_logs_to_prefect():
-        return dict(search_recipe(cfg, spec.layout(cfg)).finetune.lr_chosen)
+        ft = search_recipe(cfg, spec.layout(cfg)).finetune
+        return {"lr_chosen": dict(ft.lr_chosen), "stop_chosen": dict(ft.stop_chosen)}
 
 
 @task(name="finetune", cache_key_fn=caching.finetune_key, tags=["cpu"], **COMMON)

@@ -265,7 +265,9 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     from domainbert.services.tasks import load_task
 
     f, data = cfg.finetune, load_task(task)
-    settings = settings_for(cfg, 0, "finetune", task)
+    # a short run timed on its own: it stops on nothing, so no stopping step chosen by the reference is needed
+    each_run = cfg.model_copy(update={"finetune": f.model_copy(update={"early_stopping": "each_run"})})
+    settings = settings_for(each_run, 0, "finetune", task)
     quiet = logging.getLogger("domainbert.finetune")  # the short run's progress lines are not the plan's
     level = quiet.level
     quiet.setLevel(logging.WARNING)

@@ -202,7 +202,8 @@ class TimeEstimate:
 
 def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
     """Examples one fine-tuning run of ``task`` trains on (every epoch) and scores (validation
-    ``evals_per_epoch`` times an epoch, the test split once); early stopping not foreseen."""
+    ``evals_per_epoch`` times an epoch, or once where runs stop at the reference's step, and the test split
+    once); early stopping not foreseen, nor the reference's own epoch-by-epoch run."""
     import math
 
     from domainbert.services.tasks import load_task
@@ -212,6 +213,8 @@ def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
     epochs = task.epochs or f.epochs
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
     evals = math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
+    if f.early_stopping == "reference":
+        evals = 1
     return n_train * epochs, max(1, evals) * n_val + n_test
 
 
@@ -347,9 +350,11 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
             )
             if "search" in d:
                 search = d["search"]
+                what = "the learning-rate search" if search["rates"] > 1 else "the reference's stopping step"
+                stops = "; its kept step is every run's stop" if search.get("stops") else ""
                 sizes += (
-                    f"; the learning-rate search first: {search['runs']} runs of the base ({search['rates']} rates x "
-                    f"{search['tasks']} task(s), first seed; the chosen rate's run is base's first seed), "
+                    f"; {what} first: {search['runs']} runs of the base ({search['rates']} rate{'s' if search['rates'] > 1 else ''} x "
+                    f"{search['tasks']} task(s), first seed; the chosen rate's run is base's first seed{stops}), "
                     f"{len(search['todo_tasks'])} to run"
                 )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""

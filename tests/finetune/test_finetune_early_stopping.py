@@ -4,6 +4,8 @@ the training loss is still falling (a tagger at F1 0 that is learning to leave O
 
 from __future__ import annotations
 
+import dataclasses
+
 import torch
 from test_finetune_host_reads import _classifier, _examples
 
@@ -56,3 +58,36 @@ def test_fit_leaves_the_model_holding_the_weights_of_its_best_evaluation():
     kept, later = snapshots[1], snapshots[3]
     assert all(torch.equal(v, kept[k]) for k, v in model.state_dict().items())
     assert not all(torch.equal(v, later[k]) for k, v in model.state_dict().items())
+
+
+def test_a_run_stopped_at_the_references_step_ends_with_the_weights_the_reference_kept_there():
+    """``stop_step`` (``finetune.early_stopping: reference``): the run trains to the step on the whole schedule,
+    validates once there and keeps those weights, the same as an early-stopping run that kept that step."""
+    reference, scores, kept = _classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
+
+    def scripted() -> dict:
+        kept.append({k: v.detach().clone() for k, v in reference.state_dict().items()})
+        return {"acc": next(scores)}
+
+    train = _examples(20)
+    lengths = [len(f["input_ids"]) for f in train]
+    settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
+    chosen = trainer.fit(reference, train, lengths, scripted, "acc", settings, pad_id=0)
+    assert chosen["best_step"] == 10
+
+    model, calls = _classifier(), []
+
+    def evaluate() -> dict:
+        calls.append(1)
+        return {"acc": 0.1}  # worse than anything: a run at the chosen step keeps its weights regardless
+
+    stopped = dataclasses.replace(settings, stop_step=chosen["best_step"])
+    out = trainer.fit(model, train, lengths, evaluate, "acc", stopped, pad_id=0)
+    assert out["steps"] == 10 and out["best_step"] == 10 and len(calls) == 1 and not out["stopped_early"]
+    assert [h["step"] for h in out["history"]] == [10]
+    assert all(torch.equal(v, kept[1][k]) for k, v in model.state_dict().items())
+    # Stopped at step 10 of a 30-step schedule, not trained on a 10-step one: the rate had not decayed to 0.
+    other = _classifier()
+    short = trainer.fit(other, train, lengths, evaluate, "acc", dataclasses.replace(settings, epochs=2), 0)
+    assert short["steps"] == 10
+    assert not all(torch.equal(v, kept[1][k]) for k, v in other.state_dict().items())

@@ -57,9 +57,9 @@ def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatc
         reads.step = index + 1
         return step_fn(self, batch, weight, world, index, s)
 
-    def log_progress(state, lines):
+    def log_progress(state, *args):
         logged.add(state.step)
-        return log_fn(state, lines)
+        return log_fn(state, *args)
 
     def evaluate(state, *args):
         logged.add(state.step)

@@ -92,3 +92,65 @@ def test_plan_counts_the_search_runs(tmp_path, tiny_bert, tasks_dir, capsys):  #
     # base's first seed of each task is the search's run: 2 fewer to train than the matrix and the search hold
     total, runs = re.search(r"will run (\d+) of (\d+)", line).groups(), re.search(r"(\d+) runs \+", line).group(1)
     assert int(total[1]) == int(runs) + 4 and int(total[0]) == int(runs) + 4 - 2, line
+
+
+REFERENCE = "finetune.early_stopping=reference"
+
+
+def test_every_model_stops_at_the_step_the_reference_kept(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
+    """``early_stopping: reference``: base's first seed stops early on validation (a search of its one rate,
+    recipe/), and every other run trains to the step it kept on the same schedule, validated there once."""
+    extra = (REFERENCE, "finetune.seeds=[1, 2]", f"finetune.extra_models={{other: {tiny_bert}}}", "finetune.floor=false")
+    cfg = make_cfg(tiny_bert, tasks_dir, *extra)
+    layout = RunLayout(tmp_path / "run")
+    caplog.set_level("INFO", logger="domainbert")
+    results = finetune_all(cfg, layout)
+
+    state = recipe.search_state(cfg, layout)
+    assert {task: sorted(s) for task, s in state.items()} == {"ner": [3e-3], "cls": [3e-3]}  # its one rate each
+    stops = recipe.applied(cfg, layout).finetune.stop_chosen
+    assert stops == {task: by_rate[3e-3]["best_step"] for task, by_rate in state.items()}
+    assert all(len(by_rate[3e-3]["history"]) > 1 for by_rate in state.values())  # the reference validated per epoch
+    assert len(results) == 8
+    for r in results:
+        folder = layout.finetune(r["model"], r["task"], r["seed"])
+        record = json.loads((folder / "_domainbert.json").read_text())["config"]
+        assert record["stop_step"] == stops[r["task"]] and "chosen_lr" not in record  # no grid: no rate chosen
+        assert r["best_step"] == stops[r["task"]]
+        if (r["model"], r["seed"]) != ("base", 1):  # trained to the step, validated once there
+            assert r["steps"] == stops[r["task"]] and [h["step"] for h in r["history"]] == [stops[r["task"]]], r
+    for task in ("cls", "ner"):  # the reference's own run is base's first seed: the same computation
+        first = json.loads((layout.finetune("base", task, 1) / "result.json").read_text())
+        assert first["adopted_from"] == f"recipe/finetune/lr-0.003/{task}/seed-1"
+    assert any("every model's run stops at step" in m for m in caplog.messages), caplog.messages
+    trained = [m for m in caplog.messages if "fine-tuning " in m and " on " in m]
+    assert len(trained) == 2 * (1 + 3), trained  # per task: the reference's run, then base 2, other 1 and 2
+
+    caplog.clear()
+    finetune_all(cfg, layout)  # a rerun: nothing searched or trained again
+    assert not any("fine-tuning " in m and " on " in m for m in caplog.messages), caplog.messages
+
+
+def test_a_run_stopping_on_the_reference_refuses_to_train_before_its_choice(tiny_bert, tasks_dir):  # noqa: F811
+    from domainbert.core.errors import ConfigError
+    from domainbert.finetune.stage import settings_for
+
+    cfg = make_cfg(tiny_bert, tasks_dir, REFERENCE)
+    task = task_config(cfg, "ner")
+    try:
+        settings_for(cfg, 1, "finetune", task)
+    except ConfigError as err:
+        assert "stopping step is not chosen yet" in str(err)
+    else:
+        raise AssertionError("a run trained with no stopping step chosen")
+    assert settings_for(cfg, 1, "frozen", task).stop_step is None  # a frozen run trains its head at its own rate
+    chosen = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"stop_chosen": {"ner": 24}})})
+    assert settings_for(chosen, 1, "finetune", task).stop_step == 24
+
+
+def test_plan_counts_the_references_stopping_run(tmp_path, tiny_bert, tasks_dir, capsys):  # noqa: F811
+    args = cfg_overrides(tiny_bert, tasks_dir, REFERENCE)
+    assert run_cli(["plan", "science", "--no-estimate", "--out", str(tmp_path / "run"), *args]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune "))
+    assert "the reference's stopping step first: 2 runs of the base (1 rate x 2 task(s)" in line, line
+    assert "its kept step is every run's stop" in line, line

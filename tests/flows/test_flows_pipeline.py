@@ -75,9 +75,10 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
     compared = time.time() - third_start
 
     # A learning-rate search through the flows: its task runs base at each rate first, and the run at the chosen
-    # rate is base's first seed (written once, under base's own record), so base's seed 1 trains no more.
+    # rate is base's first seed (written once, under base's own record), so base's seed 1 trains no more; with
+    # early_stopping: reference, every other run trains to the step that run kept and validates there once.
     fourth_start = time.time()
-    grid = ["finetune.lr=1e-4", "finetune.lr_grid=[1e-4, 3e-3]"]
+    grid = ["finetune.lr=1e-4", "finetune.lr_grid=[1e-4, 3e-3]", "finetune.early_stopping=reference"]
     run_logged([domainbert, "run", str(tiny_domain), *grid, "--out", str(out)], env, tmp_path / "run4.log")
     assert task_states(url, fourth_start).get("recipe-search") == ["Completed"]
     first_seed = sorted((out / "finetune" / "base").glob("*/seed-*"))[0]
@@ -87,6 +88,10 @@ def test_pipeline_end_to_end_then_rerun_recomputes_only_what_changed(
     assert (result["model"], result["pred"], result["test"]) == ("base", source["pred"], source["test"])
     log = (tmp_path / "run4.log").read_text()
     assert f"base/{first_seed.parent.name}/{first_seed.name} is the search's run at its chosen rate" in log, log[-3000:]
+    others = [f for f in (out / "finetune").glob("*/*/seed-*/result.json") if f.parent != first_seed]
+    others = [json.loads(f.read_text()) for f in others if not f.parts[-4] == "floor"]
+    assert others and all(len(r["history"]) == 1 and r["steps"] == r["best_step"] for r in others), others
+    assert {r["best_step"] for r in others if r["task"] == result["task"]} == {result["best_step"]}
     print(f"flow test: first run {first:.1f} s, rerun {rerun:.1f} s, compare_domains {compared:.1f} s")
 
 

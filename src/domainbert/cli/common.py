@@ -112,7 +112,7 @@ def set_up(
     # Which file a name resolved to (./domains/ first, then DOMAINBERT_HOME, then the installed checkout).
     logging.getLogger("domainbert").info("domain file: %s (profile %s)", resolve_domain_file(domain), profile)
     layout = RunLayout((out or default_run_dir(cfg.name)).resolve())
-    if cfg.finetune.lr_grid:  # the learning rates the run's searches chose, where they are done
+    if cfg.finetune.lr_grid or cfg.finetune.early_stopping == "reference":  # the recipe its searches chose
         from domainbert.finetune import recipe
 
         cfg = recipe.applied(cfg, layout)

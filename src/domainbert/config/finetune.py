@@ -128,6 +128,20 @@ class FinetuneConfig(StrictModel):
         description="Per task, the learning rate its search chose: filled in by the run from recipe/, so that "
         "every stage reads one recipe; a value given here is replaced by the search's.",
     )
+    early_stopping: Literal["each_run", "reference"] = Field(
+        "each_run",
+        description="each_run: every run keeps its own best validation evaluation (and stops after "
+        "early_stopping_patience worse ones). reference: the reference chooses for all, as it chooses the rate: "
+        "base, first seed, stops early on validation (recipe/ in the run folder), and every model of the "
+        "comparison then trains to the step it kept on the same schedule, validated once at that step: one "
+        "stopping point for every model, no per-run choice made on validation noise, and a validation pass "
+        "per run instead of one per epoch.",
+    )
+    stop_chosen: dict[str, int] = Field(
+        default_factory=dict,
+        description="Per task, the step the reference's run kept (early_stopping: reference): filled in by the "
+        "run from recipe/, as lr_chosen is; a value given here is replaced by the search's.",
+    )
     batch_size: int = Field(16, ge=1)
     """Examples per optimizer step."""
     max_length: int = Field(128, ge=8)

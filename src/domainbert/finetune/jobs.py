@@ -132,6 +132,30 @@ def task_lr(cfg: DomainConfig, task: TaskConfig) -> float:
     return task.lr or cfg.finetune.lr_chosen.get(task.name) or cfg.finetune.lr
 
 
+def stops_on_reference(cfg: DomainConfig, mode: str) -> bool:
+    """Whether runs of ``mode`` stop at the step the reference chose (``finetune.early_stopping: reference``):
+    fine-tuning runs do; frozen runs (another rate, a head alone) and floors do not."""
+    return cfg.finetune.early_stopping == "reference" and mode == "finetune"
+
+
+def chosen_stop(cfg: DomainConfig, task: TaskConfig, mode: str) -> int | None:
+    """The step a run of ``task`` stops at, chosen on the reference (``stops_on_reference``); None where each
+    run stops on its own validation.
+
+    Raises:
+        ConfigError: the reference's choice for the task is not made yet (its recipe search has not run).
+    """
+    if not stops_on_reference(cfg, mode):
+        return None
+    if task.name not in cfg.finetune.stop_chosen:
+        raise ConfigError(
+            f"task {task.name!r}: the reference's stopping step is not chosen yet (its recipe search runs first: "
+            "domainbert finetune or domainbert run)",
+            field="finetune.stop_chosen",
+        )
+    return cfg.finetune.stop_chosen[task.name]
+
+
 def model_input_hash(ref: str) -> str:
     """A model's identity: a local folder's content (the hash its record holds, else one over its files), else
     the reference itself (a hub id, or one that does not resolve: the run reports it)."""
@@ -192,6 +216,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                     "save_models",
                     "lr_grid",
                     "lr_chosen",
+                    "early_stopping",
+                    "stop_chosen",
                 },
             ),
             "task": _task_identity(task),
@@ -204,6 +230,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
             del run_cfg["finetune"]["pooling"]
         if task.lr is None and task.name in cfg.finetune.lr_chosen:  # the rate it trains at, not the grid's
             run_cfg["chosen_lr"] = cfg.finetune.lr_chosen[task.name]
+        if stops_on_reference(cfg, job.mode):  # trained to the reference's kept step, validated there only
+            run_cfg["stop_step"] = cfg.finetune.stop_chosen.get(task.name, "not chosen yet")
         identity, legacy_identity, local = _model_identity(job.model_ref)
         legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
         if local:

@@ -1,5 +1,5 @@
-"""The whole fine-tuning matrix in one process (``domainbert finetune``): each task's learning-rate search
-first (``recipe``), then every run of ``jobs.run_list`` at the chosen rates, through ``stage.finetune_one``.
+"""The whole fine-tuning matrix in one process (``domainbert finetune``): each task's recipe search first
+(``recipe``), then every run of ``jobs.run_list`` with the chosen recipe, through ``stage.finetune_one``.
 
 The search's run at the chosen rate is the same computation as ``base``'s first seed (the reference, the first
 seed, that rate), so ``search_recipe`` writes it as that run (``adopt``: its scores and model under base's own
@@ -72,8 +72,8 @@ def finetune_all(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
 
 
 def search_recipe(cfg: DomainConfig, layout: RunLayout) -> DomainConfig:
-    """Run the missing runs of each task's learning-rate search (``finetune.lr_grid``; ``recipe``), log each
-    choice, and return ``cfg`` with the chosen rates (``recipe.applied``)."""
+    """Run the missing runs of each task's recipe search (``finetune.lr_grid``, ``finetune.early_stopping``;
+    ``recipe``), log each choice, and return ``cfg`` with what was chosen (``recipe.applied``)."""
     jobs = recipe.search_jobs(cfg, layout)
     loaded: dict[str, TaskData] = {}
     sub = recipe.search_layout(layout)
@@ -85,12 +85,13 @@ def search_recipe(cfg: DomainConfig, layout: RunLayout) -> DomainConfig:
         )
         finetune_one(run_cfg, sub, job.model_name, job.model_ref, job.task_name, job.seed, data=loaded[job.task_name])
     state = recipe.search_state(cfg, layout)  # read once: every search run is written by now
+    stops = cfg.finetune.early_stopping == "reference"
     for task, results in state.items():
-        logger.info("%s", recipe.chosen_line(task, results))
-    chosen = recipe.with_chosen(cfg, state)
+        logger.info("%s", recipe.chosen_line(task, results, stops))
+    chosen, rates = recipe.with_chosen(cfg, state), recipe.chosen_rates(state)
     compared = "base" in only_models(cfg, {"base": ""})  # a run that compares the arms alone has no base to fill
     for lr, _, job in jobs:
-        if compared and chosen.finetune.lr_chosen.get(job.task_name) == lr:
+        if compared and rates.get(job.task_name) == lr:
             first = Job("base", job.model_ref, job.task_name, job.seed, "finetune")
             if job.task_name not in loaded:
                 loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}

@@ -60,6 +60,7 @@ from domainbert.finetune.jobs import (
     FLOOR_SEED,
     RESULT,
     Job,
+    chosen_stop,
     load_task_data,
     run_record,
     task_config,
@@ -95,6 +96,7 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
         frozen=mode == "frozen",
         device=ft.device,
         precision=ft.precision,
+        stop_step=chosen_stop(cfg, task, mode) if task is not None else None,
     )
 
 

@@ -11,6 +11,9 @@ the data order. What it does:
 - Early stopping: validation is scored ``evals_per_epoch`` times per epoch; the best weights (by the task's
   primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
   without improvement. The test split is never seen here.
+- A stopping step chosen elsewhere (``stop_step``: the reference's kept step, ``finetune.early_stopping:
+  reference``): the run trains to it on the schedule of its whole ``epochs`` (the steps the reference took
+  to it) and validates once, there; those are the weights it keeps.
 
 - Device and precision: ``resolve_device`` picks the GPU when there is one (``finetune.device: auto``) and the
   loop runs the forward pass under ``torch.autocast`` in bf16 or fp16 (``finetune.precision``; fp16 with a
@@ -79,6 +82,7 @@ class TrainSettings:
     device: str = "cpu"
     precision: str = "fp32"
     class_weights: tuple[float, ...] | None = None  # per label, for the loss (``balanced_weights``); None: alike
+    stop_step: int | None = None  # train to this step of the schedule, validate there only; None: early stopping
 
 
 @dataclass
@@ -251,7 +255,7 @@ def fresh_head_in_encoder(model: PreTrainedModel | MeanPoolClassifier) -> list[n
 
 def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
     logger.info(
-        "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s",
+        "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s%s",
         examples,
         state.total,
         s.epochs,
@@ -259,11 +263,12 @@ def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
         s.batch_size,
         s.lr,
         ", frozen encoder" if s.frozen else "",
+        "" if s.stop_step is None else f", to step {s.stop_step} (the reference's kept step)",
     )
 
 
-def _log_progress(state: FitState, lines: ProgressLine) -> None:
-    step, total = state.step, state.total
+def _log_progress(state: FitState, lines: ProgressLine, total: int) -> None:
+    step = state.step
     logger.info(
         "step %d/%d loss %.4f (%.1f examples/s, ETA %s)",
         step,
@@ -364,17 +369,19 @@ def fit(
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
+    end = state.total if s.stop_step is None else max(1, min(s.stop_step, state.total))  # the schedule is total's
     _log_start(len(train), state, s)
-    lines = ProgressLine(state.total)  # a line every tenth of the run, and at least every 30 s (progress.py)
-    while state.step < state.total and not state.stopped:
+    lines = ProgressLine(end)  # a line every tenth of the run, and at least every 30 s (progress.py)
+    while state.step < end and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
             _train_step(run, model, train, batch_idx, state, s, pad_id, rank, world)
-            step, total = state.step, state.total
-            progress, evaluating = lines.due(step) or step % state.window == 0, step % eval_every == 0 or step == total
+            step, total = state.step, end
+            progress = lines.due(step) or step % state.window == 0
+            evaluating = step == end if s.stop_step is not None else step % eval_every == 0 or step == end
             if progress or evaluating:
                 state.read()  # the only read of the device: where the loop logs
             if progress:
-                _log_progress(state, lines)
+                _log_progress(state, lines, end)
             if evaluating:
                 _evaluate(state, evaluate, primary, model, s.patience, rank, world)
             if step >= total or state.stopped:
