@@ -64,9 +64,7 @@ def cfg_overrides(model: Path, tasks_dir: Path, *extra: str) -> list[str]:
              {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
               "labels": ["tech", "plain"]}]
     return [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks), "finetune.seeds=[1]",
-            "finetune.epochs=4", "finetune.lr=0.003", "finetune.batch_size=8", "finetune.max_length=24",
-            # a run on its own: each stops on its own validation (the science profile's runs stop at base's step)
-            "finetune.early_stopping=each_run", *extra]
+            "finetune.epochs=4", "finetune.lr=0.003", "finetune.batch_size=8", "finetune.max_length=24", *extra]
 
 
 def make_cfg(model: Path, tasks_dir: Path, *extra: str):

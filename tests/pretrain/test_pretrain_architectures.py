@@ -52,8 +52,7 @@ def test_scratch_arm_in_another_family_trains_saves_reloads_and_fine_tunes(base_
     tasks = _tasks(tmp_path, random.Random(0))
     cfg = make_cfg(base_model, "pretrain.arms=[scratch]", "pretrain.budget_tokens=256",
                    f"pretrain.scratch_model={json.dumps(FAMILIES[family])}", "finetune.tasks=" + json.dumps(tasks),
-                   "finetune.seeds=[1]", "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24",
-                   "finetune.early_stopping=each_run")  # one run, no reference to stop at its step
+                   "finetune.seeds=[1]", "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24")
     summary = pretrain_arm(cfg, "scratch", layout)
     assert summary["steps"] == 2 and summary["vocab_size"] == 400
     assert summary["domain_perplexity"] < summary["domain_perplexity_before"]
@@ -108,8 +107,7 @@ def test_continued_and_extended_arms_from_a_base_of_another_family(layout, texts
                    f"base_model.lowercase={str(not unigram).lower()}", "tokenizer.vocab_size=300",
                    "vocab.curve_sizes=[150, 300]", "vocab.heldout_documents=10", "vocab.extension.num_tokens=5",
                    "vocab.extension.min_count=2", "finetune.tasks=" + json.dumps(tasks), "finetune.seeds=[1]",
-                   "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24",
-                   "finetune.early_stopping=each_run")  # one run, no reference to stop at its step
+                   "finetune.epochs=1", "finetune.batch_size=8", "finetune.max_length=24")
     report = run_vocab(cfg, layout)
     assert report["extension"]["num_tokens"] == 5
     for arm in ("continued", "extended"):

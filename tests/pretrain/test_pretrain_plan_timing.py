@@ -125,6 +125,11 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     assert f"up to ~{est.seconds['finetune'] / 60:.1f} min more" in retries
     none = estimate(_cfg(base_model, "finetune.collapse_retry_lr_factor=null"), plans, workers=1)
     assert not [h for h in none.how if "collapse retries" in h]
+    # Runs that stop at the reference's step validate once; the probe times a short run of its own, no stop needed.
+    ref = _cfg(base_model, "finetune.early_stopping=reference")
+    assert _finetune_examples(ref, task) == (train, len(data.splits["validation"]) + len(data.splits["test"]))
+    assert scored > _finetune_examples(ref, task)[1]
+    assert estimate(ref, stage_plans(ref, layout), workers=1).seconds["finetune"] > 0
 
 
 def test_the_fine_tuning_probe_is_the_median_of_its_rounds(base_model, layout, monkeypatch):

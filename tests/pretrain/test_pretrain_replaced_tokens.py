@@ -67,7 +67,6 @@ def test_a_deberta_v3_scratch_arm_trains_with_rtd_and_saves_the_discriminator_on
     for split in ("train", "validation", "test"):
         (ner / f"{split}.conll").write_text("".join("unix\tB-TERM\nof\tO\nlisp\tB-TERM\n\n" for _ in range(6)))
     cfg = make_cfg(base_model, *RTD, "finetune.seeds=[1]", "finetune.epochs=1", "finetune.batch_size=4",
-                   "finetune.early_stopping=each_run",  # one run, no reference to stop at its step
                    "finetune.max_length=16", "finetune.tasks=" + json.dumps([{
                        "name": "ner", "type": "ner", "format": "conll", "path": str(ner),
                        "labels": ["O", "B-TERM", "I-TERM"]}]))

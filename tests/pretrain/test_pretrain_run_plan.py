@@ -31,9 +31,7 @@ def test_plan_follows_the_recorded_fingerprints_and_counts_budget_and_flops(base
     assert plans["corpus"].status == "will run"  # a corpus folder without the stage's record
     assert plans["vocab"].status == plans["pretrain continued"].status == "after corpus"
     runs = len(cfg.finetune.seeds) * len(cfg.finetune.tasks) * 2  # base and continued
-    # and the reference's stopping run per task (the profile's early_stopping: reference), base's first seed
-    search = len(cfg.finetune.tasks)
-    assert plans["finetune"].status == f"will run {runs} of {runs + search} (after corpus)"
+    assert plans["finetune"].status == f"will run {runs} of {runs} (after corpus)"
     pcfg = cfg.pretrain.for_arm("continued")
     plan = make_plan(pcfg)
     detail = plans["pretrain continued"].detail
