@@ -18,14 +18,19 @@ from domainbert.finetune.matrix import finetune_all
 GRID = "finetune.lr_grid=[0.00001, 0.003]"  # far apart: the tiny tasks learn only at the second
 
 
-def test_the_rate_best_on_validation_is_every_models_rate(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
-    extra = (GRID, "finetune.seeds=[1, 2]", f"finetune.extra_models={{other: {tiny_bert}}}", "finetune.floor=false")
+def _matrix(setting: str, tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
+    """The whole matrix (base and another model, seeds 1 and 2, no floor) under ``setting``: (cfg, layout,
+    results, the search's state)."""
+    extra = (setting, "finetune.seeds=[1, 2]", f"finetune.extra_models={{other: {tiny_bert}}}", "finetune.floor=false")
     cfg = make_cfg(tiny_bert, tasks_dir, *extra)
     layout = RunLayout(tmp_path / "run")
     caplog.set_level("INFO", logger="domainbert")
     results = finetune_all(cfg, layout)
+    return cfg, layout, results, recipe.search_state(cfg, layout)
 
-    state = recipe.search_state(cfg, layout)
+
+def test_the_rate_best_on_validation_is_every_models_rate(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
+    cfg, layout, results, state = _matrix(GRID, tmp_path, tiny_bert, tasks_dir, caplog)
     assert sorted(state) == ["cls", "ner"] and all(sorted(s) == [1e-5, 3e-3] for s in state.values())
     for task, by_rate in state.items():
         scores = {lr: r["validation"][r["primary_metric"]] for lr, r in by_rate.items()}
@@ -100,13 +105,7 @@ REFERENCE = "finetune.early_stopping=reference"
 def test_every_model_stops_at_the_step_the_reference_kept(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811
     """``early_stopping: reference``: base's first seed stops early on validation (a search of its one rate,
     recipe/), and every other run trains to the step it kept on the same schedule, validated there once."""
-    extra = (REFERENCE, "finetune.seeds=[1, 2]", f"finetune.extra_models={{other: {tiny_bert}}}", "finetune.floor=false")
-    cfg = make_cfg(tiny_bert, tasks_dir, *extra)
-    layout = RunLayout(tmp_path / "run")
-    caplog.set_level("INFO", logger="domainbert")
-    results = finetune_all(cfg, layout)
-
-    state = recipe.search_state(cfg, layout)
+    cfg, layout, results, state = _matrix(REFERENCE, tmp_path, tiny_bert, tasks_dir, caplog)
     assert {task: sorted(s) for task, s in state.items()} == {"ner": [3e-3], "cls": [3e-3]}  # its one rate each
     stops = recipe.applied(cfg, layout).finetune.stop_chosen
     assert stops == {task: by_rate[3e-3]["best_step"] for task, by_rate in state.items()}
