@@ -350,7 +350,10 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
             )
             if "search" in d:
                 search = d["search"]
-                what = "the learning-rate search" if search["rates"] > 1 else "the reference's stopping step"
+                what = {
+                    (True, True): "the learning-rate search and the reference's stopping step",
+                    (False, True): "the reference's stopping step",
+                }.get((search["rates"] > 1, bool(search.get("stops"))), "the learning-rate search")
                 stops = "; its kept step is every run's stop" if search.get("stops") else ""
                 sizes += (
                     f"; {what} first: {search['runs']} runs of the base ({search['rates']} rate{'s' if search['rates'] > 1 else ''} x "

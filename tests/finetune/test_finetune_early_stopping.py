@@ -91,3 +91,16 @@ def test_a_run_stopped_at_the_references_step_ends_with_the_weights_the_referenc
     short = trainer.fit(other, train, lengths, evaluate, "acc", dataclasses.replace(settings, epochs=2), 0)
     assert short["steps"] == 10
     assert not all(torch.equal(v, kept[1][k]) for k, v in other.state_dict().items())
+
+
+def test_a_run_stopped_in_the_first_tenth_of_its_schedule_compares_its_own_first_and_last_steps():
+    """The loss windows of the collapse check are tenths of the steps run, not of the schedule: stopped at step 5
+    of 50, tenths of the schedule would make the first and last windows the same five steps (a loss that
+    "did not fall", read as a collapse)."""
+    train = _examples(20)
+    settings = trainer.TrainSettings(
+        epochs=10, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1, stop_step=5
+    )
+    out = trainer.fit(_classifier(), train, [len(f["input_ids"]) for f in train], lambda: {"acc": 0.0}, "acc",
+                      settings, pad_id=0)
+    assert out["steps"] == 5 and out["loss_start"] != out["loss_end"]

@@ -153,3 +153,29 @@ def test_plan_counts_the_references_stopping_run(tmp_path, tiny_bert, tasks_dir,
     line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune "))
     assert "the reference's stopping step first: 2 runs of the base (1 rate x 2 task(s)" in line, line
     assert "its kept step is every run's stop" in line, line
+    both = cfg_overrides(tiny_bert, tasks_dir, REFERENCE, GRID)
+    assert run_cli(["plan", "science", "--no-estimate", "--out", str(tmp_path / "run"), *both]) == 0
+    line = next(line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune "))
+    assert "the learning-rate search and the reference's stopping step first: 4 runs of the base (2 rates" in line
+
+
+def test_a_search_run_that_kept_its_retry_is_not_adopted_as_base(tmp_path, tiny_bert, tasks_dir, monkeypatch, caplog):  # noqa: F811
+    """A search run that collapsed and kept its retry trained at the rate times the retry factor: not the run base's
+    first seed makes at the chosen rate, so base's first seed trains on its own."""
+    from domainbert.finetune import matrix
+
+    cfg = make_cfg(tiny_bert, tasks_dir, REFERENCE, "finetune.only_tasks=[ner]")
+    run = {"validation": {"f1": 0.5}, "primary_metric": "f1", "best_step": 8, "history": [{"step": 8, "epoch": 1.0}]}
+    kept = {"ner": {3e-3: {**run, "retry": {"kept": "retry"}}}}
+    adopted = []
+    monkeypatch.setattr(matrix, "finetune_one", lambda *a, **k: None)
+    monkeypatch.setattr(matrix.recipe, "search_state", lambda *a, **k: kept)
+    monkeypatch.setattr(matrix, "adopt", lambda *a, **k: adopted.append(a))
+    caplog.set_level("INFO", logger="domainbert")
+    chosen = matrix.search_recipe(cfg, RunLayout(tmp_path / "run"))
+    assert chosen.finetune.stop_chosen == {"ner": 8} and not adopted
+    assert any("kept its retry; base's first seed trains on its own" in m for m in caplog.messages)
+    first = {"ner": {3e-3: {**run, "retry": {"kept": "first"}}}}
+    monkeypatch.setattr(matrix.recipe, "search_state", lambda *a, **k: first)
+    matrix.search_recipe(cfg, RunLayout(tmp_path / "run"))
+    assert len(adopted) == 1

@@ -21,3 +21,6 @@ def test_the_method_names_the_chosen_rate_and_the_references_stopping_step():
     assert "from 0.0001, 0.0003" in text and "science-subject 0.0003" in text
     assert "chosen on validation by the reference" in text
     assert "science-terms-ner step 57; science-subject step 32" in text
+    # a stop given in the file while each run stops on its own: no run stopped there, and the page says nothing
+    each = chosen.model_copy(update={"finetune": chosen.finetune.model_copy(update={"early_stopping": "each_run"})})
+    assert "stopping point" not in _text(each) and "science-subject 0.0003" in _text(each)

@@ -92,6 +92,10 @@ def search_recipe(cfg: DomainConfig, layout: RunLayout) -> DomainConfig:
     compared = "base" in only_models(cfg, {"base": ""})  # a run that compares the arms alone has no base to fill
     for lr, _, job in jobs:
         if compared and rates.get(job.task_name) == lr:
+            if (state[job.task_name][lr].get("retry") or {}).get("kept") == "retry":
+                # kept at lr x the retry factor: not the computation base's first seed makes at the chosen rate
+                logger.info("%s: the search's run kept its retry; base's first seed trains on its own", job.task_name)
+                continue
             first = Job("base", job.model_ref, job.task_name, job.seed, "finetune")
             if job.task_name not in loaded:
                 loaded = {job.task_name: load_task_data(cfg, task_config(cfg, job.task_name))}

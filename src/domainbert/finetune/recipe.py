@@ -112,8 +112,8 @@ def choose(results: dict[float, dict[str, Any]]) -> float:
 
 
 def applied(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -> DomainConfig:
-    """``cfg`` with ``finetune.lr_chosen`` read from the finished searches (a task whose search is incomplete
-    gets none); ``cfg`` itself when nothing is searched."""
+    """``cfg`` with ``finetune.lr_chosen`` and ``finetune.stop_chosen`` read from the finished searches (a task
+    whose search is incomplete gets none); ``cfg`` itself when nothing is searched."""
     if not searched_tasks(cfg):
         return cfg
     return with_chosen(cfg, search_state(cfg, layout, planned))

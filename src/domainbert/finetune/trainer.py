@@ -91,6 +91,7 @@ class FitState:
 
     total: int
     steps_per_epoch: int
+    end: int = 0  # the step the run stops at when it is not the schedule's last (``stop_step``); 0: ``total``
     step: int = 0
     seen: int = 0
     train_seconds: float = 0.0
@@ -109,7 +110,9 @@ class FitState:
 
     @property
     def window(self) -> int:
-        return max(1, self.total // 10)
+        """A tenth of the steps the run takes (not of the schedule: a run stopped early would compare its loss
+        with itself and read as one whose loss did not fall)."""
+        return max(1, (self.end or self.total) // 10)
 
     def add_loss(self, value: torch.Tensor | float, examples: int, seconds: float, cpu: float) -> None:
         """Count a finished step; its loss (a detached device scalar, or a float already read) stays unread."""
@@ -370,6 +373,7 @@ def fit(
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
     end = state.total if s.stop_step is None else max(1, min(s.stop_step, state.total))  # the schedule is total's
+    state.end = end
     _log_start(len(train), state, s)
     lines = ProgressLine(end)  # a line every tenth of the run, and at least every 30 s (progress.py)
     while state.step < end and not state.stopped:

@@ -267,7 +267,7 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
     Raises:
         DataError: an artifact exists but cannot be read.
     """
-    cfg = recipe.applied(cfg, layout)  # the learning rates the run chose (finetune.lr_grid), as its runs did
+    cfg = recipe.applied(cfg, layout)  # the recipe the run chose (rates, the reference's step), as its runs did
     arts = checked_run(cfg, layout)
     config = _report_config(cfg, arts)
     fp = fingerprint(config, arts.input_hashes, __version__)

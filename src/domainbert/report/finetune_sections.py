@@ -236,12 +236,12 @@ def method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sect
             f"first seed; recipe/ in the run folder), and every model trained at it: {chosen}. The test split "
             "played no part in the choice."
         )
-    if cfg.finetune.stop_chosen:
+    if cfg.finetune.early_stopping == "reference" and cfg.finetune.stop_chosen:
         stops = "; ".join(f"{task} step {step}" for task, step in cfg.finetune.stop_chosen.items())
         method.add(
             "Each task's stopping point was chosen on validation by the reference: base's run at the chosen rate "
-            "(the first seed; recipe/ in the run folder) kept its best validation evaluation, and every model "
-            f"trained to that step on the same schedule and was scored there: {stops}. No run chose its own "
-            "epoch, so none kept one by validation noise; the test split played no part."
+            "(the first seed; recipe/ in the run folder) kept its best validation evaluation, and every "
+            f"fine-tuned model trained to that step on the same schedule and was scored there: {stops}. No "
+            "fine-tuning run chose its own epoch; the test split played no part."
         )
     return method
