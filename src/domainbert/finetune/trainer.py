@@ -270,8 +270,8 @@ def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
     )
 
 
-def _log_progress(state: FitState, lines: ProgressLine, total: int) -> None:
-    step = state.step
+def _log_progress(state: FitState, lines: ProgressLine) -> None:
+    step, total = state.step, state.end or state.total
     logger.info(
         "step %d/%d loss %.4f (%.1f examples/s, ETA %s)",
         step,
@@ -379,16 +379,16 @@ def fit(
     while state.step < end and not state.stopped:
         for batch_idx in length_grouped_batches(lengths, s.batch_size, s.length_group_size, rng):
             _train_step(run, model, train, batch_idx, state, s, pad_id, rank, world)
-            step, total = state.step, end
+            step = state.step
             progress = lines.due(step) or step % state.window == 0
             evaluating = step == end if s.stop_step is not None else step % eval_every == 0 or step == end
             if progress or evaluating:
                 state.read()  # the only read of the device: where the loop logs
             if progress:
-                _log_progress(state, lines, end)
+                _log_progress(state, lines)
             if evaluating:
                 _evaluate(state, evaluate, primary, model, s.patience, rank, world)
-            if step >= total or state.stopped:
+            if step >= end or state.stopped:
                 break
     state.read()  # a stop between logging steps leaves losses unread
     if state.best_state is not None:
