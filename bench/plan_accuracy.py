@@ -72,7 +72,9 @@ def recorded_stages(run: Path, workers: int = 1) -> tuple[list[Any], dict[str, d
     runs = [_read(p) for p in sorted((run / "finetune").glob("*/*/seed-*/result.json"))]
     runs = [r for r in runs if r and r.get("mode") != "floor" and "wall_seconds" in r]
     tasks = [r["task"] for r in runs]
-    plans.append(StagePlan("finetune", "will run", {"todo_tasks": tasks}))
+    # a run that validated once (stopped at the reference's step, or a one-epoch schedule): estimated so
+    once = [len(r.get("history", [])) == 1 for r in runs]
+    plans.append(StagePlan("finetune", "will run", {"todo_tasks": tasks, "todo_validate_once": once}))
     if runs:
         real["finetune"] = {"stage": sum(r["wall_seconds"] for r in runs) / workers, "runs": len(runs)}
     return plans, real

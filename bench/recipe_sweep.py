@@ -57,7 +57,10 @@ def run_one(cfg: Any, task_name: str, model_ref: str, point: dict[str, Any], see
     from domainbert.finetune.stage import settings_for
 
     task = task_config(cfg, task_name).model_copy(update={k: v for k, v in point.items() if k in TASK_KEYS})
-    ft = cfg.finetune.model_copy(update={k: v for k, v in point.items() if k in FINETUNE_KEYS})
+    # a sweep compares recipes on validation, so each of its runs stops on its own validation, whatever the
+    # profile's early_stopping (under reference, settings_for would refuse a run before the reference's choice)
+    update = {k: v for k, v in point.items() if k in FINETUNE_KEYS} | {"early_stopping": "each_run"}
+    ft = cfg.finetune.model_copy(update=update)
     cfg = cfg.model_copy(update={"finetune": ft})
     data = load_task_data(cfg, task)
     settings = settings_for(cfg, seed, "finetune", task)

@@ -51,7 +51,7 @@ def _arch(cfg: DomainConfig) -> PreTrainedModel | None:
 def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
     from domainbert.finetune import recipe
-    from domainbert.finetune.jobs import FLOOR
+    from domainbert.finetune.jobs import FLOOR, stops_on_reference
     from domainbert.finetune.stage import expected_results
     from domainbert.stage_state import corpus_state, status, vocab_state
 
@@ -80,12 +80,15 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     search = recipe.plan_counts(cfg, layout, warm_pending is not None)
     # the search's run at the chosen rate becomes base's first seed (matrix.adopt): not trained twice
     adopted = {("base", task, cfg.finetune.seeds[0]) for task in search.get("searched", [])}
-    todo = [
-        r["task"]
+    pending = [
+        r
         for r in states
         if (r["state"] != "current" or r["model"] in retrained) and (r["model"], r["task"], r["seed"]) not in adopted
     ]
-    todo += search.get("todo_tasks", [])
+    todo = [r["task"] for r in pending] + search.get("todo_tasks", [])
+    # which of them validate once, at the reference's step; frozen runs and the search's own runs validate
+    # every epoch
+    once = [stops_on_reference(cfg, r["mode"]) for r in pending] + [False] * len(search.get("todo_tasks", []))
     ft_status = "up to date" if not todo else f"will run {len(todo)} of {len(states) + search.get('runs', 0)}"
     ft_status += f" (after {upstream})" if upstream and todo else ""
     plans.append(
@@ -96,6 +99,7 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
                 "runs": len(states),
                 "floors": len(cfg.finetune.tasks),
                 "todo_tasks": todo,
+                "todo_validate_once": once,
                 **counts,
                 **({"search": search} if search else {}),
             },
@@ -200,10 +204,10 @@ class TimeEstimate:
     calibrated: bool
 
 
-def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
+def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float, float]:
     """Examples one fine-tuning run of ``task`` trains on (every epoch) and scores (validation
-    ``evals_per_epoch`` times an epoch, or once where runs stop at the reference's step, and the test split
-    once); early stopping not foreseen, nor the reference's own epoch-by-epoch run."""
+    ``evals_per_epoch`` times an epoch, or just once for a run that stops at the reference's step: ``once``, and
+    the test split once); early stopping not foreseen."""
     import math
 
     from domainbert.services.tasks import load_task
@@ -212,38 +216,45 @@ def _finetune_examples(cfg: DomainConfig, task: Any) -> tuple[float, float]:
     n_train, n_val, n_test = (len(data.splits[s]) for s in ("train", "validation", "test"))
     epochs = task.epochs or f.epochs
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
-    evals = math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
-    if f.early_stopping == "reference":
-        evals = 1
+    evals = 1 if once else math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
     return n_train * epochs, max(1, evals) * n_val + n_test
 
 
 def _finetune_seconds(
-    cfg: DomainConfig, todo: list[str], workers: int, calibrate: bool, guess: float, how: list[str]
+    cfg: DomainConfig,
+    todo: list[str],
+    once: list[bool],
+    workers: int,
+    calibrate: bool,
+    guess: float,
+    how: list[str],
 ) -> float:
-    """Seconds the fine-tuning runs of the ``todo`` tasks take over ``workers`` processes: each run its setup,
-    training and scored examples at the rates a short real run of its task measured here (noted in ``how``), or
-    without ``calibrate`` every example at ``max_length`` at ``guess`` seconds per training token."""
+    """Seconds the fine-tuning runs of the ``todo`` tasks take over ``workers`` processes (``once``: which of them
+    validate once, at the reference's step): each run its setup, training and scored examples at the rates a
+    short real run of its task measured here (noted in ``how``), or without ``calibrate`` every example at
+    ``max_length`` at ``guess`` seconds per training token."""
     from domainbert import plan_timing as timing
 
-    per_run = {}
+    rates: dict[str, Any] = {}
     together = max(1, min(workers, len(todo)))  # runs that train side by side
     for task in cfg.finetune.tasks:
-        if task.name not in todo:
-            continue
-        train, scored = _finetune_examples(cfg, task)
-        if calibrate:
-            r = timing.run_rates(cfg, task, together)
+        if task.name in todo and calibrate:
+            rates[task.name] = r = timing.run_rates(cfg, task, together)
             how.append(
                 f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
                 f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
                 "ms an example to score (timed now)"
             )
-            per_run[task.name] = r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
+    tasks = {t.name: t for t in cfg.finetune.tasks}
+    total = 0.0
+    for name, validates_once in zip(todo, once, strict=True):
+        train, scored = _finetune_examples(cfg, tasks[name], validates_once)
+        if name in rates:
+            r = rates[name]
+            total += r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
         else:  # every example at max_length, a third of a training token's cost to score one
-            width = cfg.finetune.max_length
-            per_run[task.name] = (train + scored / 3) * width * guess
-    return sum(per_run[t] for t in todo) / max(1, workers)
+            total += (train + scored / 3) * cfg.finetune.max_length * guess
+    return total / max(1, workers)
 
 
 def estimate(
@@ -294,7 +305,10 @@ def estimate(
             out[p.name] = tokens * watch * per_token(key, lambda a=arm: timing.pretrain_rate(cfg, a))
     ft = next(p for p in plans if p.name == "finetune")
     if ft.detail["todo_tasks"]:
-        out["finetune"] = _finetune_seconds(cfg, ft.detail["todo_tasks"], workers, calibrate, guess, how)
+        detail = ft.detail
+        out["finetune"] = _finetune_seconds(
+            cfg, detail["todo_tasks"], detail["todo_validate_once"], workers, calibrate, guess, how
+        )
         if factor := cfg.finetune.collapse_retry_lr_factor:  # a retry is a whole run again; how many, unknown
             how.append(
                 f"not in it: collapse retries (finetune.collapse_retry_lr_factor {factor:g}): each run whose "

@@ -9,6 +9,7 @@ from pretrain_fixtures import make_cfg
 
 from domainbert import plan_timing
 from domainbert.core.paths import machine_cache
+from domainbert.finetune.expectations import expected_runs
 from domainbert.run_plan import estimate, render, stage_plans
 
 ARM = "pretrain continued"
@@ -116,7 +117,7 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     data = load_task(task)
     picked = min(plan_timing.SAMPLE[0], len(data.splits["train"]))
     held = min(plan_timing.SAMPLE[1], len(data.splits["validation"]))
-    train, scored = _finetune_examples(cfg, task)
+    train, scored = _finetune_examples(cfg, task, once=False)
     runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
     assert math.isclose(est.seconds["finetune"], runs * (1 + train / picked + scored / held))
     [line] = [h for h in est.how if h.startswith(task.name)]
@@ -127,9 +128,24 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     assert not [h for h in none.how if "collapse retries" in h]
     # Runs that stop at the reference's step validate once; the probe times a short run of its own, no stop needed.
     ref = _cfg(base_model, "finetune.early_stopping=reference")
-    assert _finetune_examples(ref, task) == (train, len(data.splits["validation"]) + len(data.splits["test"]))
-    assert scored > _finetune_examples(ref, task)[1]
+    assert _finetune_examples(ref, task, once=True) == (train, len(data.splits["validation"]) + len(data.splits["test"]))
+    assert scored > _finetune_examples(ref, task, once=True)[1]
     assert estimate(ref, stage_plans(ref, layout), workers=1).seconds["finetune"] > 0
+
+
+def test_under_the_reference_only_the_runs_that_stop_at_its_step_are_counted_validating_once(base_model, layout):
+    """The reference's own search run and frozen runs (another rate, a head alone) validate every epoch."""
+    cfg = _cfg(base_model, "finetune.early_stopping=reference", "finetune.mode=both")
+    detail = next(p for p in stage_plans(cfg, layout) if p.name == "finetune").detail
+    runs = [r for r in expected_runs(cfg, layout, planned=True) if r.mode != "floor"]
+    modes = sorted(r.mode for r in runs)
+    assert "frozen" in modes and "finetune" in modes
+    # every planned run but base's first fine-tuning seed (the search's run, adopted), then the search's run
+    assert len(detail["todo_tasks"]) == len(detail["todo_validate_once"]) == len(runs)
+    assert detail["todo_validate_once"][-1] is False  # the search's own run
+    assert sum(detail["todo_validate_once"]) == modes.count("finetune") - 1
+    each = _cfg(base_model, "finetune.mode=both")
+    assert not any(next(p for p in stage_plans(each, layout) if p.name == "finetune").detail["todo_validate_once"])
 
 
 def test_the_fine_tuning_probe_is_the_median_of_its_rounds(base_model, layout, monkeypatch):

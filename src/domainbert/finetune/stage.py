@@ -287,7 +287,7 @@ def expected_results(cfg: DomainConfig, layout: RunLayout, planned: bool = False
             read[key] = current_results(layout, job, groups[key])
         if state == "current" and not run_current(cfg, layout, job, groups[key], read[key]):
             state = "no model"
-        out.append({"model": run.model, "task": run.task, "seed": run.seed, "state": state})
+        out.append({"model": run.model, "task": run.task, "seed": run.seed, "mode": run.mode, "state": state})
     return out
 
 
