@@ -50,7 +50,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
-# The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 12.3 M tokens)
+# The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 18.4 M tokens, an hour)
 # against continued (786,432 tokens from the warmed base), both science tasks, five seeds (domains/science.yaml,
 # profile scratch-study; bench/README.md says what it measured and how long it took). A study, not the demo;
 # its own run folder.

@@ -34,3 +34,19 @@ def test_a_discriminator_above_its_floor_is_not_called_untrained():
     row = _row({**ECONOMICS_SCRATCH, "discriminator_accuracy": 0.93})
     assert row[0].endswith("calling every token original 85.4% -> 86.1%)")
     assert _row({**ECONOMICS_SCRATCH, "objective": "mlm"})[0] == "scratch"
+
+
+def test_the_table_says_when_the_arms_had_their_own_budgets(tmp_path):
+    """Study 3's design: scratch and continued each on its own budget, so the page must not call it one."""
+    from domainbert.core.document import Table
+    from domainbert.report.pretrain_sections import pretrain_section
+
+    def caption(tokens: dict[str, int]) -> str:
+        pretrain = {arm: {**ECONOMICS_SCRATCH, "objective": "mlm", "tokens_consumed": n} for arm, n in tokens.items()}
+        section = pretrain_section(RunArtifacts(Path("run"), pretrain=pretrain), list(pretrain), tmp_path)
+        [table] = [b for b in section.blocks if isinstance(b, Table)]
+        return table.caption or ""
+
+    assert caption({"continued": 786432, "control": 786432}).startswith("MLM pretraining of each arm on the same")
+    own = caption({"continued": 786432, "scratch": 18432000})
+    assert "its own token budget" in own and "not at equal compute" in own

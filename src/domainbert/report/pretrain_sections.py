@@ -36,8 +36,8 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
                 "general perplexity (before -> after)",
             ],
             rows,
-            "MLM pretraining of each arm on the same token budget; perplexity on fixed masked sequences "
-            "under each model's own tokenizer",
+            _budget_caption(arts.pretrain)
+            + "; perplexity on fixed masked sequences under each model's own tokenizer",
         )
     )
     if warm:
@@ -60,6 +60,15 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
             )
         )
     return sec
+
+
+def _budget_caption(pretrain: dict[str, dict]) -> str:
+    """What the arms' budgets were, as they were recorded: one budget for all, or each arm its own (then the
+    comparison is not at equal compute, and the caption says so)."""
+    budgets = {s.get("tokens_consumed") for s in pretrain.values()}
+    if len(budgets) <= 1:
+        return "MLM pretraining of each arm on the same token budget"
+    return "MLM pretraining of each arm on its own token budget (the tokens column): the arms are not at equal compute"
 
 
 def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
