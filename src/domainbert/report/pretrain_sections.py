@@ -36,8 +36,7 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
                 "general perplexity (before -> after)",
             ],
             rows,
-            _budget_caption(arts.pretrain)
-            + "; perplexity on fixed masked sequences under each model's own tokenizer",
+            _budget_caption(arts.pretrain) + "; perplexity on fixed masked sequences under each model's own tokenizer",
         )
     )
     if warm:
