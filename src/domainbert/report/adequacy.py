@@ -5,7 +5,9 @@ Two ways a task says nothing about pretraining, whatever the intervals show:
 * underfit: every model's mean sits under the floor (a bag-of-words or CRF baseline trained on the same
   examples). Fine-tuning has not learned what the floor learned; differences between the arms are then
   differences in how badly they underfit. Recommended: more training examples, more epochs, or a larger
-  learning rate (the results say which the task had).
+  learning rate (the results say which the task had); where runs stopped early on validation, the sentence
+  counts them and names the patience first (a metric that rises slowly and unevenly, such as macro-F1 over
+  rare classes, stops a short patience on a plateau: bench/README.md, study 8).
 * saturated: the floor already reaches ``CEILING`` or every model is within ``NEAR_CEILING`` of a perfect
   score. No arm can do measurably better.
 
@@ -34,6 +36,18 @@ def _budget(task: str, results: list[dict[str, Any]]) -> str:
     return " (" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
 
 
+def _stopped_early(task: str, results: list[dict[str, Any]]) -> str:
+    """How many of the task's model runs early stopping ended before their last epoch ("" for none)."""
+    runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL]
+    stopped = sum(bool(r.get("stopped_early")) for r in runs)
+    if not stopped:
+        return ""
+    return (
+        f"{stopped} of {len(runs)} runs stopped early on validation before their last epoch, so a longer "
+        "early-stopping patience (finetune.early_stopping_patience), "
+    )
+
+
 def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, str]:
     """Task -> why it cannot separate the arms at this fine-tuning budget (informative tasks are absent)."""
     out: dict[str, str] = {}
@@ -57,7 +71,8 @@ def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -
             out[task] = (
                 f"{task} cannot separate the arms at this fine-tuning budget{_budget(task, results)}: every model "
                 f"is under the floor (best {best['model']} {points(best['mean'])} against {points(floor['mean'])}), "
-                "so fine-tuning has not learned what a bag of words learns from the same examples; more training "
-                "examples or epochs (or a larger learning rate) would make it informative."
+                "so fine-tuning has not learned what a bag of words learns from the same examples; "
+                f"{_stopped_early(task, results)}more training examples or epochs (or a larger learning rate) would "
+                "make it informative."
             )
     return out
