@@ -57,5 +57,9 @@ def test_a_scratch_arm_level_with_continued_or_without_a_curve():
     assert scratch_curve_sentences(pretrain, metrics)[0].endswith("as well as continued does.")
     pretrain, metrics = _run(scratch_share=0.4, evaluations=2)
     assert "too few held-out evaluations" in scratch_curve_sentences(pretrain, metrics)[0]
-    del pretrain["continued"]["unigram_perplexity"]  # a run recorded before the bar: nothing said
+    del pretrain["continued"]["unigram_perplexity"]  # continued reused from a run recorded before the bar
+    (sentence,) = scratch_curve_sentences(pretrain, metrics)
+    assert "0.40 of a unigram model's 1,000" in sentence and "continued's summary records no unigram bar" in sentence
+    assert "catch up with it is not said" in sentence and "tokens, " not in sentence.split("vocabulary")[1]
+    del pretrain["continued"]  # no continued arm: nothing to place scratch against
     assert scratch_curve_sentences(pretrain, metrics) == []

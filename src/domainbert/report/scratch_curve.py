@@ -59,10 +59,11 @@ def _tokens(n: float) -> str:
 def scratch_curve_sentences(
     pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dict[str, Any]]]
 ) -> list[str]:
-    """One sentence per from-scratch arm (first replicate) when ``continued`` ran too and both have a bar."""
-    reference = unigram_share(pretrain.get("continued") or {})
-    if reference is None:
+    """One sentence per from-scratch arm (first replicate) with a bar when ``continued`` ran too; where
+    continued's summary has no bar (recorded before there was one, and reused), the sentence says so."""
+    if "continued" not in pretrain:
         return []
+    reference = unigram_share(pretrain["continued"])
     out = []
     for arm, summary in pretrain.items():
         name, replicate = split_replicate(arm)
@@ -72,8 +73,15 @@ def scratch_curve_sentences(
         text = (
             f"Masked-LM fit: {arm} ended at a held-out perplexity of {summary['domain_perplexity']:,.0f} after "
             f"{_tokens(summary['tokens_consumed'])} tokens, {share:.2f} of a unigram model's "
-            f"{summary['unigram_perplexity']:,.0f} on its vocabulary; continued, {reference:.2f} of its own"
+            f"{summary['unigram_perplexity']:,.0f} on its vocabulary"
         )
+        if reference is None:
+            out.append(
+                text + "; continued's summary records no unigram bar (it was written before runs recorded one), "
+                "so where this arm would catch up with it is not said: training continued again records it."
+            )
+            continue
+        text += f"; continued, {reference:.2f} of its own"
         if share <= reference:
             out.append(text + ": it fits the domain's text as well as continued does.")
             continue
