@@ -245,15 +245,18 @@ def _finetune_seconds(
                 f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
                 "ms an example to score (timed now)"
             )
+    from collections import Counter
+
     tasks = {t.name: t for t in cfg.finetune.tasks}
     total = 0.0
-    for name, validates_once in zip(todo, once, strict=True):
+    # each kind of run sized once (a task's files are read once or twice, not once per run)
+    for (name, validates_once), runs in Counter(zip(todo, once, strict=True)).items():
         train, scored = _finetune_examples(cfg, tasks[name], validates_once)
         if name in rates:
             r = rates[name]
-            total += r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example
+            total += runs * (r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example)
         else:  # every example at max_length, a third of a training token's cost to score one
-            total += (train + scored / 3) * cfg.finetune.max_length * guess
+            total += runs * (train + scored / 3) * cfg.finetune.max_length * guess
     return total / max(1, workers)
 
 
