@@ -207,17 +207,18 @@ class TimeEstimate:
 def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float, float]:
     """Examples one fine-tuning run of ``task`` trains on (every epoch) and scores (validation
     ``evals_per_epoch`` times an epoch, or just once for a run that stops at the reference's step: ``once``, and
-    the test split once); early stopping not foreseen."""
+    the test split once) over its schedule (its epochs, at least ``finetune.min_steps`` updates); early stopping
+    not foreseen."""
     import math
 
     from domainbert.services.tasks import load_task
 
     f, data = cfg.finetune, load_task(task)
     n_train, n_val, n_test = (len(data.splits[s]) for s in ("train", "validation", "test"))
-    epochs = task.epochs or f.epochs
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
-    evals = 1 if once else math.ceil(epochs * steps_per_epoch) // max(1, steps_per_epoch // f.evals_per_epoch)
-    return n_train * epochs, max(1, evals) * n_val + n_test
+    steps = max(math.ceil((task.epochs or f.epochs) * steps_per_epoch), f.min_steps)  # the trainer's schedule
+    evals = 1 if once else steps // max(1, steps_per_epoch // f.evals_per_epoch)
+    return n_train * steps / steps_per_epoch, max(1, evals) * n_val + n_test
 
 
 def _finetune_seconds(

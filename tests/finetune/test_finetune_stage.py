@@ -16,9 +16,9 @@ import pytest
 from domainbert.config.domain import load_domain
 from domainbert.core.errors import ModelError
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.jobs import models_to_compare
+from domainbert.finetune.jobs import models_to_compare, task_config
 from domainbert.finetune.matrix import finetune_all
-from domainbert.finetune.stage import finetune_one
+from domainbert.finetune.stage import finetune_one, settings_for
 from domainbert.finetune.trainer import length_grouped_batches
 from domainbert.report.stats import compare_models
 
@@ -176,9 +176,6 @@ def test_length_grouped_batches_are_a_seeded_permutation():
 
 
 def test_a_task_can_set_its_own_lr_and_epochs(tiny_bert, tasks_dir):
-    from domainbert.finetune.jobs import task_config
-    from domainbert.finetune.stage import settings_for
-
     tasks = [{"name": "ner", "type": "ner", "format": "conll", "path": str(tasks_dir / "ner"),
               "labels": ["O", "B-TERM", "I-TERM"], "lr": 3e-4, "epochs": 5},
              {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
@@ -235,6 +232,12 @@ def test_bf16_autocast_trains_and_device_is_a_speed_setting(tmp_path, tiny_bert,
     on_cpu = make_cfg(tiny_bert, tasks_dir, "finetune.device=cpu")
     assert run_record(on_cpu, job)[2] == run_record(make_cfg(tiny_bert, tasks_dir), job)[2]  # device: speed only
     assert run_record(bf16, job)[2] != run_record(fp32, job)[2]  # precision changes the numbers
+    # min_steps: left out of the record at 0 (runs stored before it existed stay current), in it when set
+    assert "min_steps" not in run_record(fp32, job)[0]["finetune"]
+    longer = make_cfg(tiny_bert, tasks_dir, "finetune.epochs=1", "finetune.precision=fp32", "finetune.min_steps=50")
+    assert run_record(longer, job)[0]["finetune"]["min_steps"] == 50
+    assert run_record(longer, job)[2] != run_record(fp32, job)[2]
+    assert settings_for(longer, 1, "finetune", task_config(longer, "ner")).min_steps == 50
 
 
 def test_a_gpu_that_is_not_there_or_fp16_on_cpu_is_one_clear_error(tmp_path, tiny_bert, tasks_dir):

@@ -131,6 +131,16 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     assert _finetune_examples(ref, task, once=True) == (train, len(data.splits["validation"]) + len(data.splits["test"]))
     assert scored > _finetune_examples(ref, task, once=True)[1]
     assert estimate(ref, stage_plans(ref, layout), workers=1).seconds["finetune"] > 0
+    # finetune.min_steps stretches a short schedule: the plan counts the updates the trainer will take
+    n_train, n_val = len(data.splits["train"]), len(data.splits["validation"])
+    per_epoch = math.ceil(n_train / cfg.finetune.batch_size)
+    steps = 7 * per_epoch + 3
+    assert steps > math.ceil(cfg.finetune.epochs * per_epoch)
+    longer = _cfg(base_model, f"finetune.min_steps={steps}")
+    stretched, scored_more = _finetune_examples(longer, task, once=False)
+    assert math.isclose(stretched, n_train * steps / per_epoch)
+    assert scored_more == steps // per_epoch * n_val + len(data.splits["test"])
+    assert _finetune_examples(_cfg(base_model, "finetune.min_steps=1"), task, once=False) == (train, scored)
 
 
 def test_under_the_reference_only_the_runs_that_stop_at_its_step_are_counted_validating_once(base_model, layout):

@@ -57,11 +57,16 @@ def test_saturation_by_every_model_near_the_ceiling() -> None:
 def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> None:
     """Study 8: 6 of 10 runs stopped on a plateau of their macro-F1; the sentence says so from their results."""
     scores = [{"task": "t", "model": m, "mean": v, "metric": "macro_f1"} for m, v in (("base", 0.50), ("floor", 0.68))]
-    runs = [{"task": "t", "model": "base", "seed": s, "lr": 3e-4, "stopped_early": s in (2, 4, 5)} for s in range(1, 6)]
-    runs.append({"task": "t", "model": "floor", "seed": 0, "stopped_early": True})  # a floor never counts
+    runs = [
+        {"task": "t", "model": "base", "seed": s, "lr": 3e-4, "steps": 130 if s in (1, 3) else 13 * s,
+         "stopped_early": s in (2, 4, 5)}
+        for s in range(1, 6)
+    ]
+    runs.append({"task": "t", "model": "floor", "seed": 0, "steps": 0, "stopped_early": True})  # never counts
     sentence = task_adequacy(scores, runs)["t"]
     assert "3 of 5 runs stopped early on validation before their last epoch" in sentence
-    assert "a longer early-stopping patience (finetune.early_stopping_patience), more training examples" in sentence
+    assert "at most 130 updates" in sentence  # the longest run's, whichever seed came first
+    assert "(finetune.min_steps), a longer patience (finetune.early_stopping_patience), more training" in sentence
     for run in runs:
         run["stopped_early"] = False
     assert "stopped early" not in task_adequacy(scores, runs)["t"]

@@ -149,6 +149,15 @@ class FinetuneConfig(StrictModel):
     """Tokens per example: longer ones are truncated (or read in windows, see chunks)."""
     early_stopping_patience: int = Field(2, ge=1)
     """Validation checks without improvement before a run stops."""
+    min_steps: int = Field(
+        0,
+        ge=0,
+        description="The fewest optimizer updates a run takes (0: epochs alone). A task whose epochs give fewer "
+        "trains more epochs (the schedule stretches to this many updates), and early stopping may end a run only "
+        "after them. Fine-tuning fails on small training sets for want of updates, not epochs (Mosbach et al., "
+        "'On the stability of fine-tuning BERT', 2021): 10 epochs of 200 examples are 130 updates, and patience 2 "
+        "ended 6 of 10 such runs on a plateau of their macro-F1 (bench/README.md, study 8).",
+    )
     mode: Literal["finetune", "frozen", "both"] = Field(
         "finetune",
         description="finetune: train all weights; frozen: train only the head on frozen features "

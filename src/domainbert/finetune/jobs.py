@@ -228,6 +228,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
         }
         if task.type == "ner":  # a token classifier pools nothing: the sequence head is not what it trains
             del run_cfg["finetune"]["pooling"]
+        if not cfg.finetune.min_steps:  # epochs alone, as before the setting existed: stored runs stay current
+            del run_cfg["finetune"]["min_steps"]
         if task.lr is None and task.name in cfg.finetune.lr_chosen:  # the rate it trains at, not the grid's
             run_cfg["chosen_lr"] = cfg.finetune.lr_chosen[task.name]
         if stops_on_reference(cfg, job.mode):  # trained to the reference's kept step, validated there only

@@ -196,7 +196,7 @@ def timed_short_run(
     picked = sorted(rng.sample(range(len(feats["train"])), min(sample[0], len(feats["train"]))))
     lengths = _lengths(data, "train")
     primary = PRIMARY[data.config.type]
-    short = dataclasses.replace(settings, epochs=1, evals_per_epoch=1)
+    short = dataclasses.replace(settings, epochs=1, evals_per_epoch=1, min_steps=0)  # one pass of the sample
     fit(
         model,
         [feats["train"][i] for i in picked],

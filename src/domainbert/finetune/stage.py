@@ -97,6 +97,7 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
         device=ft.device,
         precision=ft.precision,
         stop_step=chosen_stop(cfg, task, mode) if task is not None else None,
+        min_steps=ft.min_steps,
     )
 
 

@@ -10,7 +10,9 @@ the data order. What it does:
   clipping. In frozen (feature-based) mode only the task head trains; the encoder stays in eval mode.
 - Early stopping: validation is scored ``evals_per_epoch`` times per epoch; the best weights (by the task's
   primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
-  without improvement. The test split is never seen here.
+  without improvement, but never before ``min_steps`` updates (Lightning's ``min_steps``, Keras'
+  ``start_from_epoch``): a run whose epochs give fewer updates trains more epochs, its schedule stretched to
+  them. The test split is never seen here.
 - A stopping step chosen elsewhere (``stop_step``: the reference's kept step, ``finetune.early_stopping:
   reference``): the run trains to it on the schedule of its whole ``epochs`` (the steps the reference took
   to it) and validates once, there; those are the weights it keeps.
@@ -83,6 +85,11 @@ class TrainSettings:
     precision: str = "fp32"
     class_weights: tuple[float, ...] | None = None  # per label, for the loss (``balanced_weights``); None: alike
     stop_step: int | None = None  # train to this step of the schedule, validate there only; None: early stopping
+    min_steps: int = 0  # the fewest updates a run takes: the schedule stretches to them, no early stop before
+
+    def total_steps(self, steps_per_epoch: int) -> int:
+        """The schedule's length in updates: ``epochs`` of ``steps_per_epoch``, at least ``min_steps``."""
+        return max(1, math.ceil(self.epochs * steps_per_epoch), self.min_steps)
 
 
 @dataclass
@@ -149,8 +156,11 @@ class FitState:
                 self.curve.append(value)
             self.tail = (self.tail + [value])[-self.window :]
 
-    def add_evaluation(self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int) -> dict[str, Any]:
-        """Record an evaluation, keep the weights when it is the best so far, decide early stopping."""
+    def add_evaluation(
+        self, metrics: dict[str, Any], primary: str, model: nn.Module, patience: int, min_steps: int = 0
+    ) -> dict[str, Any]:
+        """Record an evaluation, keep the weights when it is the best so far, decide early stopping (not before
+        ``min_steps``: a slow metric's plateau early in a short run is not its end)."""
         loss = float(np.mean(self.losses))
         entry = {
             "step": self.step,
@@ -165,7 +175,7 @@ class FitState:
             self.best_state = {k: v.detach().clone() for k, v in model.state_dict().items()}
         else:
             self.bad += 1
-        self.stopped = self.bad >= patience
+        self.stopped = self.bad >= patience and self.step >= min_steps
         return entry
 
     def _improves(self, score: float, loss: float, primary: str) -> bool:
@@ -182,7 +192,7 @@ class FitState:
             "best": self.best,
             "best_step": self.best_step,
             "steps": self.step,
-            "stopped_early": self.stopped,
+            "stopped_early": self.stopped and self.step < (self.end or self.total),  # not at the schedule's end
             "loss_start": float(np.mean(self.curve)) if self.curve else None,
             "loss_end": float(np.mean(self.tail)) if self.tail else None,
             "train_seconds": self.train_seconds,
@@ -261,7 +271,7 @@ def _log_start(examples: int, state: FitState, s: TrainSettings) -> None:
         "training %d examples, %d steps (%.3g epochs of %d), batch %d, lr %g%s%s",
         examples,
         state.total,
-        s.epochs,
+        state.total / state.steps_per_epoch if s.min_steps else s.epochs,
         state.steps_per_epoch,
         s.batch_size,
         s.lr,
@@ -291,12 +301,13 @@ def _evaluate(
     patience: int,
     rank: int,
     world: int,
+    min_steps: int = 0,
 ) -> None:
     """Score validation (rank 0; the others take its metrics), keep the best weights, decide early stopping."""
     metrics = evaluate() if rank == 0 else {}
     if world > 1:
         metrics = broadcast(metrics)  # every rank takes rank 0's decision
-    entry = state.add_evaluation(metrics, primary, model, patience)
+    entry = state.add_evaluation(metrics, primary, model, patience, min_steps)
     assert state.best is not None
     logger.info(
         "step %d/%d epoch %.2f loss %.4f validation %s %.4f (best %.4f at step %d)",
@@ -367,7 +378,7 @@ def fit(
     """
     rank, world = dist_info()
     steps_per_epoch = math.ceil(len(train) / s.batch_size)
-    state = FitState(total=max(1, math.ceil(s.epochs * steps_per_epoch)), steps_per_epoch=steps_per_epoch)
+    state = FitState(total=s.total_steps(steps_per_epoch), steps_per_epoch=steps_per_epoch)
     run = _set_up(model, s, state.total, world)
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
@@ -387,7 +398,7 @@ def fit(
             if progress:
                 _log_progress(state, lines)
             if evaluating:
-                _evaluate(state, evaluate, primary, model, s.patience, rank, world)
+                _evaluate(state, evaluate, primary, model, s.patience, rank, world, s.min_steps)
             if step >= end or state.stopped:
                 break
     state.read()  # a stop between logging steps leaves losses unread

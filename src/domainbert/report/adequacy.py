@@ -5,9 +5,10 @@ Two ways a task says nothing about pretraining, whatever the intervals show:
 * underfit: every model's mean sits under the floor (a bag-of-words or CRF baseline trained on the same
   examples). Fine-tuning has not learned what the floor learned; differences between the arms are then
   differences in how badly they underfit. Recommended: more training examples, more epochs, or a larger
-  learning rate (the results say which the task had); where runs stopped early on validation, the sentence
-  counts them and names the patience first (a metric that rises slowly and unevenly, such as macro-F1 over
-  rare classes, stops a short patience on a plateau: bench/README.md, study 8).
+  learning rate (the results say which the task had, and the longest run's updates); where runs stopped early
+  on validation, the sentence counts them and names ``finetune.min_steps`` and the patience first (a metric
+  that rises slowly and unevenly, such as macro-F1 over rare classes, stops a short patience on a plateau:
+  bench/README.md, study 8).
 * saturated: the floor already reaches ``CEILING`` or every model is within ``NEAR_CEILING`` of a perfect
   score. No arm can do measurably better.
 
@@ -32,7 +33,13 @@ def _budget(task: str, results: list[dict[str, Any]]) -> str:
     if run is None:
         return ""
     examples = (run.get("num_examples") or {}).get("train")
-    parts = [f"{examples} training examples" if examples else None, f"lr {run['lr']:g}" if run.get("lr") else None]
+    runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL and r.get("steps")]
+    updates = max((r["steps"] for r in runs), default=None)  # the longest run's: early stopping ends others sooner
+    parts = [
+        f"{examples} training examples" if examples else None,
+        f"at most {updates} updates" if updates else None,
+        f"lr {run['lr']:g}" if run.get("lr") else None,
+    ]
     return " (" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
 
 
@@ -43,8 +50,9 @@ def _stopped_early(task: str, results: list[dict[str, Any]]) -> str:
     if not stopped:
         return ""
     return (
-        f"{stopped} of {len(runs)} runs stopped early on validation before their last epoch, so a longer "
-        "early-stopping patience (finetune.early_stopping_patience), "
+        f"{stopped} of {len(runs)} runs stopped early on validation before their last epoch, so more updates "
+        "before early stopping may end a run (finetune.min_steps), a longer patience "
+        "(finetune.early_stopping_patience), "
     )
 
 
