@@ -221,6 +221,26 @@ def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float,
     return n_train * steps / steps_per_epoch, max(1, evals) * n_val + n_test
 
 
+def _mean_tokens(cfg: DomainConfig, task: Any) -> float:
+    """Tokens the base's tokenizer makes of an example of ``task``'s training split, on average, each capped at
+    ``max_length`` (a run pads each batch to its own longest; a long document's further windows, ``chunks``,
+    are not counted)."""
+    from transformers import AutoTokenizer
+
+    from domainbert.core.models import resolve_model_ref
+    from domainbert.services.tasks import load_task
+
+    tok = AutoTokenizer.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
+    train = load_task(task).splits["train"]
+    if task.type == "ner":
+        ids = tok([ex.tokens for ex in train], is_split_into_words=True)["input_ids"]
+    else:
+        pairs = [ex.text_pair for ex in train]
+        texts = [ex.text for ex in train]
+        ids = (tok(texts, [p or "" for p in pairs]) if any(pairs) else tok(texts))["input_ids"]
+    return sum(min(len(i), cfg.finetune.max_length) for i in ids) / max(1, len(ids))
+
+
 def _finetune_seconds(
     cfg: DomainConfig,
     todo: list[str],
@@ -232,8 +252,8 @@ def _finetune_seconds(
 ) -> float:
     """Seconds the fine-tuning runs of the ``todo`` tasks take over ``workers`` processes (``once``: which of them
     validate once, at the reference's step): each run its setup, training and scored examples at the rates a
-    short real run of its task measured here (noted in ``how``), or without ``calibrate`` every example at
-    ``max_length`` at ``guess`` seconds per training token."""
+    short real run of its task measured here (noted in ``how``), or without ``calibrate`` every example at its
+    task's mean length (``_mean_tokens``) at ``guess`` seconds per training token."""
     from domainbert import plan_timing as timing
 
     rates: dict[str, Any] = {}
@@ -256,8 +276,8 @@ def _finetune_seconds(
         if name in rates:
             r = rates[name]
             total += runs * (r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example)
-        else:  # every example at max_length, a third of a training token's cost to score one
-            total += runs * (train + scored / 3) * cfg.finetune.max_length * guess
+        else:  # every example at its task's mean length, a third of a training token's cost to score one
+            total += runs * (train + scored / 3) * _mean_tokens(cfg, tasks[name]) * guess
     return total / max(1, workers)
 
 
@@ -279,6 +299,8 @@ def estimate(
         return None
     params = sum(p.numel() for p in model.parameters())
     guess = 6 * params / timing.GUESS_FLOPS  # seconds per training token; a third of it to score one
+    # a classifier reads its word embeddings, it does not multiply by them (a masked LM's tied decoder does)
+    encoder = params - model.get_input_embeddings().weight.numel()
     how: list[str] = []
     seen: dict[str, Any] = {}  # one probe per shape, whichever stages share it
 
@@ -311,7 +333,13 @@ def estimate(
     if ft.detail["todo_tasks"]:
         detail = ft.detail
         out["finetune"] = _finetune_seconds(
-            cfg, detail["todo_tasks"], detail["todo_validate_once"], workers, calibrate, guess, how
+            cfg,
+            detail["todo_tasks"],
+            detail["todo_validate_once"],
+            workers,
+            calibrate,
+            6 * encoder / timing.GUESS_FLOPS,
+            how,
         )
         if factor := cfg.finetune.collapse_retry_lr_factor:  # a retry is a whole run again; how many, unknown
             how.append(
@@ -321,8 +349,9 @@ def estimate(
             )
     if not calibrate:
         how.append(
-            f"uncalibrated guess: 6 FLOPs per parameter and token ({params / 1e6:.1f}M parameters) at "
-            f"{timing.GUESS_FLOPS:.0e} FLOP/s; drop --no-calibrate to time this machine"
+            f"uncalibrated guess: 6 FLOPs per parameter and token ({params / 1e6:.1f}M parameters; "
+            f"fine-tuning {encoder / 1e6:.1f}M, without the word embeddings, each example at its task's mean "
+            f"length) at {timing.GUESS_FLOPS:.0e} FLOP/s; drop --no-calibrate to time this machine"
         )
     return TimeEstimate(out, how, calibrate)
 

@@ -92,6 +92,21 @@ def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp
     assert not (machine_cache() / plan_timing.CACHE).exists()
     assert "an uncalibrated guess" in render(plans, guess.seconds, guess)
     assert any(h.startswith("uncalibrated guess: 6 FLOPs per parameter") for h in guess.how)
+    # fine-tuning: the encoder without its word embeddings, each example at its task's mean length (a sentence
+    # is shorter than max_length: counting max_length put the demo's fine-tuning at 186 minutes, against 11)
+    from transformers import AutoModelForMaskedLM
+
+    from domainbert.run_plan import _finetune_examples, _mean_tokens
+
+    [task] = cfg.finetune.tasks
+    mean = _mean_tokens(cfg, task)
+    assert 2 < mean < cfg.finetune.max_length
+    model = AutoModelForMaskedLM.from_pretrained(base_model)
+    encoder = sum(p.numel() for p in model.parameters()) - model.get_input_embeddings().weight.numel()
+    train, scored = _finetune_examples(cfg, task, once=False)
+    runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
+    expected = runs * (train + scored / 3) * mean * 6 * encoder / plan_timing.GUESS_FLOPS
+    assert math.isclose(guess.seconds["finetune"], expected, rel_tol=1e-9)
 
 
 class _Ticks:
@@ -128,7 +143,10 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     assert not [h for h in none.how if "collapse retries" in h]
     # Runs that stop at the reference's step validate once; the probe times a short run of its own, no stop needed.
     ref = _cfg(base_model, "finetune.early_stopping=reference")
-    assert _finetune_examples(ref, task, once=True) == (train, len(data.splits["validation"]) + len(data.splits["test"]))
+    assert _finetune_examples(ref, task, once=True) == (
+        train,
+        len(data.splits["validation"]) + len(data.splits["test"]),
+    )
     assert scored > _finetune_examples(ref, task, once=True)[1]
     assert estimate(ref, stage_plans(ref, layout), workers=1).seconds["finetune"] > 0
     # finetune.min_steps stretches a short schedule: the plan counts the updates the trainer will take
