@@ -300,7 +300,7 @@ def estimate(
     params = sum(p.numel() for p in model.parameters())
     guess = 6 * params / timing.GUESS_FLOPS  # seconds per training token; a third of it to score one
     # a classifier reads its word embeddings, it does not multiply by them (a masked LM's tied decoder does)
-    encoder = params - model.get_input_embeddings().weight.numel()
+    encoder = params - sum(p.numel() for p in model.get_input_embeddings().parameters())
     how: list[str] = []
     seen: dict[str, Any] = {}  # one probe per shape, whichever stages share it
 
