@@ -106,7 +106,7 @@ def test_a_run_stopped_in_the_first_tenth_of_its_schedule_compares_its_own_first
     assert out["steps"] == 5 and out["loss_start"] != out["loss_end"]
 
 
-def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them():
+def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them(caplog):
     """``min_steps`` (study 8): a plateau in a run's first updates does not end it, and a task whose epochs give
     fewer updates trains more epochs, on a schedule that long (the rate decays over all of it)."""
     state, model = _state(), torch.nn.Linear(2, 2)
@@ -117,6 +117,7 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them()
         assert state.stopped == (state.step >= 40)
     assert state.step == 40 and state.best_step == 10
 
+    caplog.set_level("INFO", logger="domainbert.finetune.trainer")
     train = _examples(20)  # 5 steps an epoch at batch 4
     lengths = [len(f["input_ids"]) for f in train]
     scores = iter([0.9] + [0.1] * 20)  # best at the first epoch, then worse at every one
@@ -128,9 +129,11 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them()
     # evaluations at 5, 10, 15, 20 (epochs) and 23 (the schedule's end): the whole schedule ran, its best kept
     assert [h["step"] for h in out["history"]] == [5, 10, 15, 20, 23] and out["steps"] == 23
     assert out["best_step"] == 5 and not out["stopped_early"]
+    assert "early stopping" not in caplog.text  # patience was spent at the last step: not an early stop
     # a task whose epochs already give more updates is not shortened, and stops at its first evaluation past
     # min_steps once patience is spent (at 15 without min_steps)
     longer = dataclasses.replace(settings, epochs=6, min_steps=17)
     again = iter([0.9] + [0.1] * 20)
     out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(again)}, "acc", longer, pad_id=0)
     assert [h["step"] for h in out["history"]] == [5, 10, 15, 20] and out["stopped_early"]
+    assert "early stopping: no improvement in 3 evaluations" in caplog.text

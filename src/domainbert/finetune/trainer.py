@@ -320,7 +320,7 @@ def _evaluate(
         state.best[primary],
         state.best_step,
     )
-    if state.stopped:
+    if state.stopped and state.step < (state.end or state.total):  # at the schedule's end it is not early
         logger.info("early stopping: no improvement in %d evaluations", state.bad)
 
 
