@@ -85,6 +85,19 @@ def test_bold_marks_only_a_mean_significantly_above_every_other_model() -> None:
     assert rows["continued"] == ["40.0 ± 1.0", "40.0 ± 1.0"]  # a cannot separate the arms: nothing in bold
 
 
+def test_a_run_that_fine_tuned_no_arm_says_so_rather_than_that_none_beat_the_base() -> None:
+    """Study 9 ran the checkpoint alone (finetune.only_models=[original]); its page said no arm beat the base."""
+    from domainbert.report.headline import _verdict_lead
+
+    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("original", 0.85), ("floor", 0.68))]
+    assert _verdict_lead(scores, [], [], {}, []) == (
+        "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
+    )
+    scores.append({"task": "t", "model": "continued", "mean": 0.84})
+    lead = _verdict_lead(scores, [], ["continued"], {}, [])
+    assert lead == "Verdict: no adaptation arm beat the base model on any task at this budget."
+
+
 def test_above_the_floor_says_for_which_models_significantly() -> None:
     from domainbert.report.summary import above_floor
 
