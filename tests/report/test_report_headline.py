@@ -90,9 +90,10 @@ def test_a_run_that_fine_tuned_no_arm_says_so_rather_than_that_none_beat_the_bas
     from domainbert.report.headline import _verdict_lead
 
     scores = [{"task": "t", "model": m, "mean": v} for m, v in (("original", 0.85), ("floor", 0.68))]
-    assert _verdict_lead(scores, [], [], {}, []) == (
-        "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
-    )
+    for arms in ([], ["continued"]):  # a configured arm that only_models left out has no scores
+        assert _verdict_lead(scores, [], arms, {}, []) == (
+            "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
+        )
     scores.append({"task": "t", "model": "continued", "mean": 0.84})
     lead = _verdict_lead(scores, [], ["continued"], {}, [])
     assert lead == "Verdict: no adaptation arm beat the base model on any task at this budget."

@@ -333,7 +333,7 @@ def _verdict_lead(
         return "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
     if incomplete and not arms:
         return "Verdict: withheld: no adaptation arm has all its results."
-    if not arms:  # finetune.only_models left every arm out: a study of the references, not of adaptation
+    if not {r["model"] for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
         return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
     judged = " with complete results" if incomplete else ""
     return f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
