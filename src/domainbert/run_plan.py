@@ -269,6 +269,7 @@ def _finetune_seconds(
     from collections import Counter
 
     tasks = {t.name: t for t in cfg.finetune.tasks}
+    lengths: dict[str, float] = {}  # per task, tokenized once whatever kinds of run it has
     total = 0.0
     # each kind of run sized once (a task's files are read once or twice, not once per run)
     for (name, validates_once), runs in Counter(zip(todo, once, strict=True)).items():
@@ -277,7 +278,9 @@ def _finetune_seconds(
             r = rates[name]
             total += runs * (r.setup_s + train * r.train_s_per_example + scored * r.score_s_per_example)
         else:  # every example at its task's mean length, a third of a training token's cost to score one
-            total += runs * (train + scored / 3) * _mean_tokens(cfg, tasks[name]) * guess
+            if name not in lengths:
+                lengths[name] = _mean_tokens(cfg, tasks[name])
+            total += runs * (train + scored / 3) * lengths[name] * guess
     return total / max(1, workers)
 
 

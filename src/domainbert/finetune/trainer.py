@@ -116,6 +116,11 @@ class FitState:
     stopped: bool = False
 
     @property
+    def stopped_early(self) -> bool:
+        """Stopped by its patience before the last step it was to take (at that step it is not early)."""
+        return self.stopped and self.step < (self.end or self.total)
+
+    @property
     def window(self) -> int:
         """A tenth of the steps the run takes (not of the schedule: a run stopped early would compare its loss
         with itself and read as one whose loss did not fall)."""
@@ -192,7 +197,7 @@ class FitState:
             "best": self.best,
             "best_step": self.best_step,
             "steps": self.step,
-            "stopped_early": self.stopped and self.step < (self.end or self.total),  # not at the schedule's end
+            "stopped_early": self.stopped_early,
             "loss_start": float(np.mean(self.curve)) if self.curve else None,
             "loss_end": float(np.mean(self.tail)) if self.tail else None,
             "train_seconds": self.train_seconds,
@@ -320,7 +325,7 @@ def _evaluate(
         state.best[primary],
         state.best_step,
     )
-    if state.stopped and state.step < (state.end or state.total):  # at the schedule's end it is not early
+    if state.stopped_early:
         logger.info("early stopping: no improvement in %d evaluations", state.bad)
 
 
