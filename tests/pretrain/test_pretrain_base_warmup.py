@@ -4,6 +4,7 @@ optimisation settings, and the pooler the arms keep."""
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pytest
@@ -58,8 +59,6 @@ def test_the_warmup_stops_once_general_perplexity_stops_falling(headless_base, l
 
 
 def test_a_warmup_that_reaches_its_cap_says_it_did_not_converge(headless_base, layout, caplog, monkeypatch):
-    import logging
-
     monkeypatch.setenv("DOMAINBERT_PROGRESS_SECONDS", "0")  # a progress line at every step
     caplog.set_level(logging.INFO, logger="domainbert.pretrain.warmup_training")
     summary_path = ensure_base_warmup(_cfg(headless_base), layout).parent / "summary.json"
@@ -158,13 +157,14 @@ def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(
 
 
 def test_full_warmup_trains_the_encoder_and_every_run_on_the_machine_reuses_it(
-    headless_base, tmp_path, texts, monkeypatch
+    headless_base, tmp_path, texts, monkeypatch, caplog
 ):
     from pretrain_fixtures import write_corpus
 
     from domainbert.core.paths import RunLayout
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
+    caplog.set_level(logging.INFO, logger="domainbert.pretrain.base_warmup")
     cfg = _cfg(headless_base)
     assert cfg.pretrain.base_warmup.train == "full" and cfg.pretrain.base_warmup.peak_lr == 5e-4
     first, second = RunLayout(tmp_path / "a"), RunLayout(tmp_path / "elsewhere" / "b")
@@ -180,11 +180,17 @@ def test_full_warmup_trains_the_encoder_and_every_run_on_the_machine_reuses_it(
     assert summary["general_perplexity"] < summary["general_perplexity_random_head"]
     cached = list((tmp_path / "cache" / "domainbert" / "base-warmup").iterdir())
     assert len(cached) == 1
+    # the screen says, before the first step, what the warm-up is and that this machine pays it once
+    first_line = next(r.getMessage() for r in caplog.records if "paid once on this machine" in r.getMessage())
+    assert "the whole encoder" in first_line and str(cached[0]) in first_line
+    caplog.clear()
     # another run folder on this machine: the same weights, copied from the cache, not trained again
     monkeypatch.setattr("domainbert.pretrain.base_warmup.train_warmup", _must_not_train)
     again = ensure_base_warmup(cfg, second)
     served = json.loads((again.parent / "summary.json").read_text())
     assert served["from_machine_cache"] is True and served["steps"] == summary["steps"]
+    assert not any("paid once" in r.getMessage() for r in caplog.records)
+    assert any("reusing this machine's cached result" in r.getMessage() for r in caplog.records)
     assert served["general_perplexity"] == pytest.approx(summary["general_perplexity"], rel=1e-6)
     assert load_file(str(again / "model.safetensors")).keys() == warm.keys()
     assert all(torch.equal(t, load_file(str(again / "model.safetensors"))[k]) for k, t in warm.items())

@@ -228,7 +228,16 @@ def _cached_or_trained(
     if served:
         log.info("base warm-up: reusing this machine's cached result (%s)", cached)
         return load_mlm_model(str(cached / "model")), json.loads((cached / "training.json").read_text())
-    log.info("base warm-up (%s): at most %d steps on %d file(s)", hw.train, hw.steps, len(files))
+    # Said before the first step, because on a CPU it is minutes that no later run or domain pays again.
+    log.info(
+        "base warm-up (%s): the base is trained as a masked LM on general text before any arm starts from it, "
+        "at most %d steps on %d file(s); paid once on this machine, then reused by every run and domain with "
+        "this base from %s",
+        "the whole encoder" if hw.train == "full" else "its MLM head alone",
+        hw.steps,
+        len(files),
+        cached,
+    )
     # the stop is decided on general text packed at the warm-up's own length, so every domain shares it
     general = eval_sets(tokenizer, layout, cfg.pretrain, hw.seq_len).get("general")
     training = train_warmup(cfg, model, tokenizer, files, general)
