@@ -9,7 +9,7 @@ machine gets a slower rate. Its results are cached under ``machine_cache()/plan-
 probe's shape, the torch version and the CPU; a cached rate is reused while the load is near the one it was
 measured at (within half the CPU count) and for a day; one plan probes a shape once. A fine-tuning probe is a
 real run of the task on the base cut short (``run_rates``), as many at once as ``--workers`` trains side by
-side, timed each plan. Without calibration ``run_plan.estimate`` guesses instead, instantly: 6 FLOPs per
+side, timed each plan. Without calibration ``plan_estimate.estimate`` guesses instead, instantly: 6 FLOPs per
 parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed (they depend on the input files).
 """
 

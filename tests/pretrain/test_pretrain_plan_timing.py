@@ -10,7 +10,8 @@ from pretrain_fixtures import make_cfg
 from domainbert import plan_timing
 from domainbert.core.paths import machine_cache
 from domainbert.finetune.expectations import expected_runs
-from domainbert.run_plan import estimate, render, stage_plans
+from domainbert.plan_estimate import estimate
+from domainbert.run_plan import render, stage_plans
 
 ARM = "pretrain continued"
 
@@ -96,7 +97,7 @@ def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp
     # is shorter than max_length: counting max_length put the demo's fine-tuning at 186 minutes, against 11)
     from transformers import AutoModelForMaskedLM
 
-    from domainbert.run_plan import _finetune_examples, _mean_tokens
+    from domainbert.plan_estimate import _finetune_examples, _mean_tokens
 
     [task] = cfg.finetune.tasks
     mean = _mean_tokens(cfg, task)
@@ -121,7 +122,7 @@ class _Ticks:
 
 
 def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_costs(base_model, layout, monkeypatch):
-    from domainbert.run_plan import _finetune_examples
+    from domainbert.plan_estimate import _finetune_examples
     from domainbert.services.tasks import load_task
 
     monkeypatch.setattr(plan_timing, "clock", _Ticks())  # each part of the short run takes 1 s

@@ -289,7 +289,7 @@ def plan(
         from domainbert.core.artifacts import verify_everything
 
         verify_everything()
-    from domainbert.run_plan import estimate as estimate_time
+    from domainbert.plan_estimate import estimate as estimate_time
     from domainbert.run_plan import render, stage_plans
 
     plans = stage_plans(cfg, layout)
@@ -300,8 +300,8 @@ def plan(
     for task_power in design_power(cfg, layout):
         typer.echo(task_power.line())
     if detect is not None:
+        from domainbert.plan_estimate import design_costs
         from domainbert.report.design import detect_lines
-        from domainbert.run_plan import design_costs
 
         costs = design_costs(cfg, workers, calibrate) if estimate else None
         for line in detect_lines(cfg, layout, detect / 100, costs):

@@ -244,7 +244,7 @@ def _row_prior(row: dict[str, Any], stated: DesignPrior) -> DesignPrior | None:
 def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:
     """What ``plan --detect`` prints: per replicate count, the fewest seeds that detect ``target`` on every task,
     each task with its own prior (this run's measurement where it has results, else the stated one; the weakest
-    task decides), with what it costs here (``run_plan.design_costs``: seconds per replicate of the arms, per
+    task decides), with what it costs here (``plan_estimate.design_costs``: seconds per replicate of the arms, per
     fine-tuning run); once at the report's family-wise level, once for a single preregistered comparison."""
     family, alpha = planned_family(cfg, layout), 1 - cfg.compare.confidence
     sizes = _test_sizes(cfg)
