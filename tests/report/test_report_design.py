@@ -80,6 +80,34 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     assert planned.comparisons == rows[0]["comparisons"]
 
 
+def test_a_task_no_arm_ran_on_takes_its_noise_from_the_references_own_paired_comparison(tmp_path: Path) -> None:
+    """A run of the two references only (study 10's R8): plan and the report's power line both read the task's
+    noise from base - original, paired by seed, not from the stated prior; where the seed moves the two apart,
+    that is far more than the prior says."""
+    from domainbert.report.compare import compare_tables
+    from domainbert.report.inputs import load_run
+    from domainbert.report.references import power_sentences
+
+    run = tmp_path / "run"
+    for seed, (base, orig) in {1: (20, 29), 2: (30, 21), 3: (22, 27), 4: (28, 23)}.items():  # seeds pull apart
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "original", NER_TASK, seed, orig)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    (planned,) = design_power(cfg, RunLayout(run))
+    assert planned.source == "measured: base vs original in this run"
+    scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
+    (line,) = power_sentences(scores, rows, ["continued"])
+    assert "no arm was compared here; the references' own comparison (base - original; paired over 4 seeds" in line
+    refs = next(r for r in rows if (r["model"], r["reference"]) == ("base", "original"))
+    assert f"detects {100 * refs['detectable']:.1f} points" in line
+    # the same paired se and df; plan sizes the configured run's family (its arm's comparisons too), the page its own
+    assert (planned.se, planned.df) == pytest.approx((refs["se"], refs["df"]), rel=1e-9)
+    assert planned.comparisons > refs["comparisons"] and planned.detectable > refs["detectable"]
+    assert detectable_difference(planned.se, planned.df, 0.05, refs["comparisons"]) == pytest.approx(refs["detectable"])
+    stated = power(tmp_path / "empty", "finetune.seeds=[1, 2, 3, 4]")
+    assert stated.source.startswith("prior for ner") and planned.detectable > 2 * stated.detectable
+
+
 def test_solve_design_finds_the_fewest_seeds_for_each_replicate_count() -> None:
     ner = task_prior("ner", 1952)
     designs = solve_design(0.02, [(ner, 1952)], family=10, alpha=0.05)

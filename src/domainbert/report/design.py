@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any
 
 from domainbert.finetune.expectations import expected_runs
 from domainbert.report.power import DesignPrior, design_se, detectable_difference, task_prior
-from domainbert.report.references import against_best_reference
+from domainbert.report.references import against_best_reference, references_row
 from domainbert.report.results import comparison_pairs, model_order
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 from domainbert.services.tasks import load_task
@@ -86,7 +86,8 @@ def planned_family(cfg: DomainConfig, layout: RunLayout) -> int:
 
 
 def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, Any]]]:
-    """Per task, the report's comparisons of the arms with the better reference over this run's results."""
+    """Per task, the report's comparisons of the arms with the better reference over this run's results; for a
+    task without one, the references' own comparison (base - original)."""
     from domainbert.report.compare import compare_tables
     from domainbert.report.inputs import finetune_results
 
@@ -105,6 +106,12 @@ def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, 
         for row in against_best_reference(scores, rows, arm):
             if row.get("se") is not None and row.get("paired"):
                 out.setdefault(row["task"], []).append(row)
+    # A task no arm ran on: the references' own comparison, paired over the same seeds, measured its noise
+    # (on R8 the seed moved base and original apart, and a stated prior said a third of what it measured).
+    for task in dict.fromkeys(r["task"] for r in scores):
+        refs = references_row(rows, task)
+        if task not in out and refs is not None and refs.get("se") is not None and refs.get("paired"):
+            out[task] = [refs]
     return out
 
 
@@ -214,8 +221,9 @@ def measured_priors(
     cfg: DomainConfig, layout: RunLayout, tasks: list[tuple[TaskConfig, int]]
 ) -> dict[str, DesignPrior]:
     """Per task of ``tasks`` (with its test examples) that has results in this run, a prior from its own paired
-    comparisons of arms with the better reference (the median over them of the per-seed differences' sd and of
-    the test sampling left); the replicate sd stays the task's stated prior's."""
+    comparisons of arms with the better reference, or where no arm ran, of its two references (the median over
+    them of the per-seed differences' sd and of the test sampling left); the replicate sd stays the task's stated
+    prior's."""
     sizes = {task.name: (task, n) for task, n in tasks}
     out: dict[str, DesignPrior] = {}
     for name, found in _measured(cfg, layout).items():

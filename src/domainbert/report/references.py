@@ -15,7 +15,7 @@ from typing import Any
 
 from domainbert.config.pretrain import ARMS
 from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
-from domainbert.report.summary import ci_text, holm_text, metric_label, points, signed_points
+from domainbert.report.summary import ci_text, holm_text, metric_label, pairing_text, points, signed_points
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 
 CONTROL = "control"
@@ -85,11 +85,16 @@ def arm_verdicts(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]
     return out
 
 
+def references_row(comparisons: list[dict[str, Any]], task: str) -> dict[str, Any] | None:
+    """The two references' own comparison on ``task`` (base - original: what the warm-up did), if both ran."""
+    return _row(comparisons, task, BASE_MODEL, ORIGINAL_MODEL)
+
+
 def reference_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
     """Which reference each task's verdict uses, and what the base warm-up cost the encoder (base - original)."""
     out = []
     for task in dict.fromkeys(r["task"] for r in scores):
-        row = _row(comparisons, task, BASE_MODEL, ORIGINAL_MODEL)
+        row = references_row(comparisons, task)
         if row is None:
             continue
         ref = best_reference(scores, task)
@@ -139,13 +144,22 @@ def scratch_sentences(comparisons: list[dict[str, Any]], arms: list[str]) -> lis
 
 
 def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
-    """Per task, the smallest difference the arms' comparisons with the reference could detect; when it exceeds
+    """Per task, the smallest difference the arms' comparisons with the reference could detect (where no arm ran
+    on a task, the references' own comparison, the same seeds paired: the task's noise, measured); when it exceeds
     the gains the literature reports, the design cannot answer the question it asks."""
     out = []
     low, high = PUBLISHED_GAINS
     for task in dict.fromkeys(r["task"] for r in scores):
         rows = [c for a in arms for c in against_best_reference(scores, comparisons, a) if c["task"] == task]
         found = [c["detectable"] for c in rows if c.get("detectable") is not None]
+        refs = references_row(comparisons, task)
+        if not found and refs is not None and refs.get("detectable") is not None:
+            out.append(
+                f"{task}: no arm was compared here; the references' own comparison (base - original"
+                f"{pairing_text(refs)}) detects {points(refs['detectable'])} points with 80% power over the page's "
+                f"{refs['comparisons']} comparisons, about what an arm's comparison at this design would."
+            )
+            continue
         if not found:
             continue
         smallest = min(found)
