@@ -157,7 +157,8 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             out.append(
                 f"{task}: no arm was compared here; the references' own comparison (base - original"
                 f"{pairing_text(refs)}) detects {points(refs['detectable'])} points with 80% power over the page's "
-                f"{refs['comparisons']} comparisons, about what an arm's comparison at this design would."
+                f"{refs['comparisons']} comparisons: the task's own noise at this design (an arm that starts "
+                "from base may move with it more closely)."
             )
             continue
         if not found:
