@@ -189,8 +189,10 @@ def test_full_warmup_trains_the_encoder_and_every_run_on_the_machine_reuses_it(
     again = ensure_base_warmup(cfg, second)
     served = json.loads((again.parent / "summary.json").read_text())
     assert served["from_machine_cache"] is True and served["steps"] == summary["steps"]
-    assert not any("paid once" in r.getMessage() for r in caplog.records)
-    assert any("reusing this machine's cached result" in r.getMessage() for r in caplog.records)
+    assert not any("paid once on this machine, then reused" in r.getMessage() for r in caplog.records)
+    # ... and says what it reused, and from where
+    reused = next(r.getMessage() for r in caplog.records if "reused now from its cache" in r.getMessage())
+    assert "the whole encoder" in reused and "masked LM on general text" in reused and str(cached[0]) in reused
     assert served["general_perplexity"] == pytest.approx(summary["general_perplexity"], rel=1e-6)
     assert load_file(str(again / "model.safetensors")).keys() == warm.keys()
     assert all(torch.equal(t, load_file(str(again / "model.safetensors"))[k]) for k, t in warm.items())

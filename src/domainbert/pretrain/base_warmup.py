@@ -225,15 +225,21 @@ def _cached_or_trained(
     """(warmed model, its training summary): this machine's cached result when ``served``, else trained now
     and cached."""
     hw, cached = cfg.pretrain.base_warmup, cache_folder(fp)
+    what = "the whole encoder" if hw.train == "full" else "its MLM head alone"
     if served:
-        log.info("base warm-up: reusing this machine's cached result (%s)", cached)
+        log.info(
+            "base warm-up (%s): the base as a masked LM on general text, which every arm starts from; paid "
+            "once on this machine and reused now from its cache (%s)",
+            what,
+            cached,
+        )
         return load_mlm_model(str(cached / "model")), json.loads((cached / "training.json").read_text())
     # Said before the first step, because on a CPU it is minutes that no later run or domain pays again.
     log.info(
         "base warm-up (%s): the base is trained as a masked LM on general text before any arm starts from it, "
         "at most %d steps on %d file(s); paid once on this machine, then reused by every run and domain with "
         "this base from %s",
-        "the whole encoder" if hw.train == "full" else "its MLM head alone",
+        what,
         hw.steps,
         len(files),
         cached,
