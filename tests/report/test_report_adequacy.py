@@ -28,6 +28,7 @@ def test_models_under_the_floor_get_the_underfit_sentence_and_no_best(science_ru
     headline, summary = _render(science_run)
     assert f"{NER_TASK} cannot separate the arms at this fine-tuning budget" in headline
     assert "every model is under the floor" in headline and "more training examples or epochs" in headline
+    assert "what a CRF over word, affix and shape features learns" in headline  # the NER task's floor, by name
     assert "Verdict: none: no task can separate the arms" in headline
     assert "**" not in headline  # no bold "best"
     assert "Highest mean" not in summary and "cannot separate the arms" in summary
@@ -64,6 +65,7 @@ def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> N
     ]
     runs.append({"task": "t", "model": "floor", "seed": 0, "steps": 0, "stopped_early": True})  # never counts
     sentence = task_adequacy(scores, runs)["t"]
+    assert "what the floor learns" in sentence  # a floor result without its task type: not guessed
     assert "3 of 5 runs stopped early on validation before their last epoch" in sentence
     assert "at most 130 updates" in sentence  # the longest run's, whichever seed came first
     assert "(finetune.min_steps), a longer patience (finetune.early_stopping_patience), more training" in sentence

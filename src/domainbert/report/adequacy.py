@@ -43,6 +43,16 @@ def _budget(task: str, results: list[dict[str, Any]]) -> str:
     return " (" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
 
 
+def _floor_kind(task: str, results: list[dict[str, Any]]) -> str:
+    """What the task's floor is, in a few words, from its result's task type ("the floor" when unknown)."""
+    floor = next((r for r in results if r["task"] == task and r.get("model") == FLOOR_MODEL), None)
+    kind = (floor or {}).get("task_type")
+    # a CRF reads capitals, affixes and word shapes; an uncased encoder sees none of the first
+    return {"ner": "a CRF over word, affix and shape features", "classification": "a bag of words"}.get(
+        kind, "the floor"
+    )
+
+
 def _stopped_early(task: str, results: list[dict[str, Any]]) -> str:
     """How many of the task's model runs early stopping ended before their last epoch ("" for none)."""
     runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL]
@@ -79,8 +89,8 @@ def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -
             out[task] = (
                 f"{task} cannot separate the arms at this fine-tuning budget{_budget(task, results)}: every model "
                 f"is under the floor (best {best['model']} {points(best['mean'])} against {points(floor['mean'])}), "
-                "so fine-tuning has not learned what a bag of words learns from the same examples; "
-                f"{_stopped_early(task, results)}more training examples or epochs (or a larger learning rate) would "
+                f"so fine-tuning has not learned what {_floor_kind(task, results)} learns from the same examples; "
+                f"{_stopped_early(task, results)}more training examples or epochs (or a larger learning rate) may "
                 "make it informative."
             )
     return out
