@@ -46,7 +46,7 @@ def _budget(task: str, results: list[dict[str, Any]]) -> str:
 def _floor_kind(task: str, results: list[dict[str, Any]]) -> str:
     """What the task's floor is, in a few words, from its result's task type ("the floor" when unknown)."""
     floor = next((r for r in results if r["task"] == task and r.get("model") == FLOOR_MODEL), None)
-    kind = (floor or {}).get("task_type")
+    kind = str((floor or {}).get("task_type") or "")
     # a CRF reads capitals, affixes and word shapes; an uncased encoder sees none of the first
     return {"ner": "a CRF over word, affix and shape features", "classification": "a bag of words"}.get(
         kind, "the floor"
