@@ -96,7 +96,26 @@ def test_a_run_that_fine_tuned_no_arm_says_so_rather_than_that_none_beat_the_bas
         )
     scores.append({"task": "t", "model": "continued", "mean": 0.84})
     lead = _verdict_lead(scores, [], ["continued"], {}, [])
-    assert lead == "Verdict: no adaptation arm beat the base model on any task at this budget."
+    assert lead == "Verdict: no adaptation arm beat the original checkpoint on any task at this budget."
+    scores.append({"task": "t", "model": "base", "mean": 0.83})
+    lead = _verdict_lead(scores, [], ["continued"], {}, [])
+    assert lead == "Verdict: no adaptation arm beat the better reference (original) on any task at this budget."
+
+
+def test_a_run_that_fine_tuned_no_reference_says_so_rather_than_that_no_arm_beat_the_base() -> None:
+    """Study 12 fine-tuned the from-scratch arm alone (finetune.only_models=[scratch]); its page said no arm beat
+    the base model, which it had not run."""
+    from domainbert.report.headline import _verdict_lead
+
+    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("scratch", 0.71), ("floor", 0.69))]
+    assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
+        "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared with "
+        "one; the page compares the models it ran with the floor."
+    )
+    scores.append({"task": "t", "model": "base", "mean": 0.70})
+    assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
+        "Verdict: no adaptation arm beat the base model on any task at this budget."
+    )
 
 
 def test_above_the_floor_says_for_which_models_significantly() -> None:

@@ -27,7 +27,7 @@ from domainbert.report.references import (
     scratch_sentences,
     seed_warning,
 )
-from domainbert.report.results import FLOOR_MODEL, REFERENCES, best_reference, model_order
+from domainbert.report.results import FLOOR_MODEL, ORIGINAL_MODEL, REFERENCES, best_reference, model_order
 from domainbert.report.scratch_curve import scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
 from domainbert.services.published import smallest_published, too_small
@@ -324,9 +324,11 @@ def _verdict_lead(
     (``arms`` and ``comparisons``: those judged, on complete results and tasks that can separate the arms)."""
     winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
     refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
-    reference = " or ".join(refs) if refs else "the base model"
-    two_references = {r["model"] for r in scores} >= set(REFERENCES)
-    which = f"the better reference ({reference})" if two_references else "the base model"
+    present = {r["model"] for r in scores} & set(REFERENCES)
+    if len(present) == 2:
+        which = f"the better reference ({' or '.join(refs)})"
+    else:  # only_models kept one reference (or none): name the one the arms were compared with
+        which = "the original checkpoint" if present == {ORIGINAL_MODEL} else "the base model"
     if winners:
         return f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
     if adequacy and len(adequacy) == len({r["task"] for r in scores}):
@@ -335,6 +337,11 @@ def _verdict_lead(
         return "Verdict: withheld: no adaptation arm has all its results."
     if not {r["model"] for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
         return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
+    if not present:  # only_models left both references out: no arm was compared with one
+        return (
+            "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared "
+            "with one; the page compares the models it ran with the floor."
+        )
     judged = " with complete results" if incomplete else ""
     return f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
 
