@@ -323,9 +323,9 @@ def _verdict_lead(
     """The verdict's first sentence: the arms that beat the better reference on a task, or why none did
     (``arms`` and ``comparisons``: those judged, on complete results and tasks that can separate the arms)."""
     winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
-    refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
     present = {r["model"] for r in scores} & set(REFERENCES)
     if len(present) == 2:
+        refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
         which = f"the better reference ({' or '.join(refs)})"
     else:  # only_models kept one reference (or none): name the one the arms were compared with
         which = "the original checkpoint" if present == {ORIGINAL_MODEL} else "the base model"
