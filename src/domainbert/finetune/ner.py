@@ -103,12 +103,15 @@ def repair_lines(results: list[dict[str, Any]]) -> list[str]:
 
 
 def ner_metrics(gold: list[list[str]], pred: list[list[str]]) -> dict[str, Any]:
-    """seqeval strict IOB2 metrics: micro precision/recall/F1, macro F1 and per-type P/R/F1/support."""
-    from seqeval.metrics import classification_report, f1_score, precision_score, recall_score
+    """seqeval strict IOB2 metrics: micro precision/recall/F1, macro F1 and per-type P/R/F1/support.
+
+    One ``classification_report`` holds all of them (its ``micro avg`` and ``macro avg`` rows are what
+    ``f1_score`` and friends return): each seqeval call extracts every entity again, and a run scores its
+    validation split once an epoch."""
+    from seqeval.metrics import classification_report
     from seqeval.scheme import IOB2
 
-    kw = {"mode": "strict", "scheme": IOB2, "zero_division": 0}
-    report = classification_report(gold, pred, output_dict=True, **kw)
+    report = classification_report(gold, pred, output_dict=True, mode="strict", scheme=IOB2, zero_division=0)
     per_type = {
         k: {
             "precision": float(v["precision"]),
@@ -119,10 +122,11 @@ def ner_metrics(gold: list[list[str]], pred: list[list[str]]) -> dict[str, Any]:
         for k, v in report.items()
         if not k.endswith(" avg")
     }
+    micro, macro = report["micro avg"], report["macro avg"]
     return {
-        "f1": float(f1_score(gold, pred, average="micro", **kw)),
-        "precision": float(precision_score(gold, pred, average="micro", **kw)),
-        "recall": float(recall_score(gold, pred, average="micro", **kw)),
-        "macro_f1": float(f1_score(gold, pred, average="macro", **kw)),
+        "f1": float(micro["f1-score"]),
+        "precision": float(micro["precision"]),
+        "recall": float(micro["recall"]),
+        "macro_f1": float(macro["f1-score"]),
         "per_type": per_type,
     }
