@@ -155,6 +155,21 @@ def test_only_models_runs_and_expects_only_the_named_models(tmp_path, tiny_bert,
     assert {r.model: r.fingerprint for r in expected_runs(only, layout)} == {k: both[k] for k in ("floor", "continued")}
 
 
+def test_only_models_naming_a_model_the_run_lacks_is_refused_before_any_run(tmp_path, tiny_bert, tasks_dir):
+    from domainbert.core.errors import ConfigError
+
+    layout = RunLayout(tmp_path / "run")
+    # no warm-up in this run: the checkpoint is `base`, so there is no `original` to fine-tune
+    original = make_cfg(tiny_bert, tasks_dir, "finetune.only_models=[original]")
+    with pytest.raises(ConfigError, match="original is the checkpoint before a base warm-up") as err:
+        models_to_compare(original, layout)
+    assert err.value.field == "finetune.only_models" and "it has base" in str(err.value)
+    unpretrained = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]", "finetune.only_models=[continued]")
+    with pytest.raises(ConfigError, match="continued is an arm with no pretrained model at .*continued"):
+        finetune_all(unpretrained, layout)
+    assert not (layout.root / "finetune").exists()  # not even the floor ran
+
+
 def test_model_folder_without_tokenizer_is_a_model_error(tmp_path, tiny_bert, tasks_dir):
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -104,10 +104,30 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
             )
         models[name] = ref
     chosen = only_models(cfg, models)
+    _require_only_models(cfg, layout, models)
     for name in cfg.finetune.extra_models:
         if name in chosen and Path(chosen[name]).is_dir():
             require_safetensors(Path(chosen[name]))  # refused before any run, not when its turn comes
     return chosen
+
+
+def _require_only_models(cfg: DomainConfig, layout: RunLayout, models: dict[str, str]) -> None:
+    """A ``finetune.only_models`` name this run has no model for is refused, not skipped: a run that trains
+    nothing but the floor looks finished."""
+    names = {split_replicate(name)[0] for name in models} | set(models)
+    missing = [m for m in cfg.finetune.only_models or [] if m not in names]
+    if not missing:
+        return
+    why = {
+        ORIGINAL: "the checkpoint before a base warm-up; this run has no warm-up, so the checkpoint is `base`",
+    }
+    reasons = "; ".join(
+        f"{m} is {why.get(m, f'an arm with no pretrained model at {layout.pretrained_model(m)} yet')}" for m in missing
+    )
+    raise ConfigError(
+        f"names a model this run does not have ({reasons}); it has {', '.join(models)}",
+        field="finetune.only_models",
+    )
 
 
 def only_models(cfg: DomainConfig, models: dict[str, str]) -> dict[str, str]:
