@@ -1,6 +1,13 @@
 """Recheck a study's tables from its committed per-run scores (``bench/scores/*.json.gz``), with no model.
 
     python bench/rescore.py bench/scores/science-demo-6seeds.json.gz [--seeds 1 2 3] [--pair continued control]
+    python bench/rescore.py bench/scores/study-2-law.json.gz bench/scores/study-13-law-original.json.gz \
+        --rename study-2-law.json.gz:base=original
+
+Several score files are read as one run (a study continued on another day): a run present in two of them
+(the same task, model, seed and replicate, a refitted floor) is kept once where its test scores agree, and a
+task scored on different test splits in two of them stops the command. ``--rename FILE:OLD=NEW`` names a
+file's model as another file does (study 2 called the packaged checkpoint ``base``).
 
 Prints JSON: per task and model the mean, sd and per-seed scores, and every comparison the report would make
 over these runs (paired by seed where both models have the seeds; Holm over the page), through the report's
@@ -23,26 +30,62 @@ def _row(c: dict[str, Any]) -> dict[str, Any]:
     return {k: c.get(k) for k in keys}
 
 
+def _renamed(runs: list[dict[str, Any]], path: Path, renames: list[str]) -> list[dict[str, Any]]:
+    for rename in renames:
+        name, _, pair = rename.partition(":")
+        old, _, new = pair.partition("=")
+        if not (name and old and new):
+            raise SystemExit(f"rescore: --rename {rename!r}: expected FILE:OLD=NEW")
+        if name == path.name:
+            runs = [{**r, "model": new} if r["model"] == old else r for r in runs]
+    return runs
+
+
+def merged_runs(paths: list[Path], renames: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """Every file's ``about`` and their runs as one list (see the module doc)."""
+    from domainbert.core.errors import DataError
+    from domainbert.report.score_files import read_scores
+
+    abouts: list[dict[str, Any]] = []
+    kept: dict[tuple[Any, ...], tuple[dict[str, Any], Path]] = {}
+    test_sets: dict[str, tuple[Any, Path]] = {}
+    for path in paths:
+        try:
+            about, runs = read_scores(path)
+        except DataError as exc:
+            raise SystemExit(f"rescore: {exc}") from None
+        abouts.append({"file": path.name, **about})
+        for run in _renamed(runs, path, renames):
+            seen = test_sets.setdefault(run["task"], (run.get("test_set"), path))
+            if seen[0] != run.get("test_set"):
+                raise SystemExit(f"rescore: {run['task']} was scored on another test split in {path} than in {seen[1]}")
+            key = (run["task"], run["model"], run["seed"], run.get("replicate", 1))
+            if key in kept and kept[key][0]["test"] != run["test"]:
+                raise SystemExit(f"rescore: {'/'.join(map(str, key))} scores differently in {path} and {kept[key][1]}")
+            kept.setdefault(key, (run, path))
+    return abouts, [run for run, _ in kept.values()]
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("scores", type=Path)
+    parser.add_argument("scores", type=Path, nargs="+")
+    parser.add_argument("--rename", action="append", default=[], metavar="FILE:OLD=NEW")
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--pair", nargs=2, metavar=("A", "B"))
     parser.add_argument("--samples", type=int, default=1000)
     args = parser.parse_args()
     from domainbert.report.results import build_tables, default_compare_fn, group_results
-    from domainbert.report.score_files import read_scores
     from domainbert.report.stats import compare_models
 
-    about, runs = read_scores(args.scores)
+    abouts, runs = merged_runs(args.scores, args.rename)
     if args.seeds:
         runs = [r for r in runs if r["seed"] in args.seeds or r["model"] == "floor"]
     arms = [m for m in ("continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "control")
             if any(r["model"] == m for r in runs)]
     scores, comparisons = build_tables(runs, [], arms, [], default_compare_fn(args.samples, 0.95, 0), 0.95)
     out: dict[str, Any] = {
-        "scores_file": str(args.scores),
-        "about": about,
+        "scores_file": " ".join(map(str, args.scores)),
+        "about": abouts[0] if len(abouts) == 1 else abouts,
         "scores": [{k: s[k] for k in ("task", "model", "n_seeds", "mean", "std", "values", "collapsed")}
                    for s in scores],
         "comparisons": [_row(c) for c in comparisons],
@@ -55,7 +98,7 @@ def main() -> None:
                       "per_seed", "n_samples")}
             for by in grouped.values() if args.pair[0] in by and args.pair[1] in by
         ]
-    emit(out, f"rescore-{args.scores.name.split('.')[0]}")
+    emit(out, "rescore-" + "+".join(p.name.split(".")[0] for p in args.scores))
 
 
 if __name__ == "__main__":

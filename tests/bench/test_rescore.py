@@ -53,3 +53,43 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
     empty = subprocess.run([sys.executable, str(ROOT / "bench" / "export_scores.py"), str(tmp_path / "none"),
                             str(out), "--study", "x", "--command", "y"], capture_output=True, text=True, env=env)
     assert empty.returncode != 0 and "no finished fine-tuning result" in empty.stderr and "Traceback" not in empty.stderr
+
+
+def _write_scores(path: Path, about: dict, runs: list[dict]) -> Path:
+    import gzip
+
+    with gzip.open(path, "wt", encoding="utf-8") as f:
+        json.dump({"format": 1, "about": about, "runs": runs}, f)
+    return path
+
+
+def test_several_score_files_are_one_run_with_a_model_renamed_and_a_refitted_floor_kept_once(tmp_path: Path) -> None:
+    import gzip
+
+    law = ROOT / "bench" / "scores" / "study-2-law.json.gz"
+    first = json.load(gzip.open(law, "rt", encoding="utf-8"))
+    base_runs = [r for r in first["runs"] if r["model"] == "base"]
+    floor = next(r for r in first["runs"] if r["model"] == "floor")
+    later = [{**base_runs[0], "model": "original", "seed": seed, "test": {"macro_f1": score}}
+             for seed, score in ((3, 0.50), (4, 0.58), (5, 0.61))]
+    second = _write_scores(tmp_path / "later.json.gz", {"study": "later"}, [*later, floor])
+    env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
+    cmd = [sys.executable, str(ROOT / "bench" / "rescore.py"), str(law), str(second), "--samples", "400"]
+    out = subprocess.run([*cmd, "--rename", "study-2-law.json.gz:base=original"],
+                         capture_output=True, text=True, env=env, check=True)
+    scores = {s["model"]: s for s in json.loads(out.stdout)["scores"]}
+    assert set(scores) == {"original", "floor"} and scores["floor"]["n_seeds"] == 1
+    five = [r["test"]["macro_f1"] for r in base_runs] + [0.50, 0.58, 0.61]
+    assert scores["original"]["n_seeds"] == 5 and abs(scores["original"]["mean"] - sum(five) / 5) < 1e-9
+    (versus_floor,) = json.loads(out.stdout)["comparisons"]
+    assert versus_floor["reference"] == "floor" and versus_floor["model"] == "original"
+
+    unrenamed = subprocess.run(cmd, capture_output=True, text=True, env=env, check=True)
+    assert {s["model"] for s in json.loads(unrenamed.stdout)["scores"]} == {"base", "original", "floor"}
+
+    moved = _write_scores(tmp_path / "moved.json.gz", {}, [{**floor, "test": {"macro_f1": 0.7}}])
+    clash = subprocess.run([*cmd[:3], str(moved)], capture_output=True, text=True, env=env)
+    assert clash.returncode != 0 and "scores differently" in clash.stderr and "Traceback" not in clash.stderr
+    other = _write_scores(tmp_path / "other.json.gz", {}, [{**later[0], "test_set": "another"}])
+    split = subprocess.run([*cmd[:3], str(other)], capture_output=True, text=True, env=env)
+    assert split.returncode != 0 and "another test split" in split.stderr and "Traceback" not in split.stderr
