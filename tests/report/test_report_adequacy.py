@@ -66,9 +66,11 @@ def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> N
     runs.append({"task": "t", "model": "floor", "seed": 0, "steps": 0, "stopped_early": True})  # never counts
     sentence = task_adequacy(scores, runs)["t"]
     assert "what the floor learns" in sentence  # a floor result without its task type: not guessed
-    assert "3 of 5 runs stopped early on validation before their last epoch" in sentence
+    assert "since 3 of 5 runs stopped early on validation before their last epoch" in sentence
     assert "at most 130 updates" in sentence  # the longest run's, whichever seed came first
-    assert "(finetune.min_steps), a longer patience (finetune.early_stopping_patience), more training" in sentence
+    assert "informative: (1) more updates before early stopping may end a run (finetune.min_steps) or a longer" in sentence
+    assert "last epoch; (2) more training examples or epochs; (3) a larger learning rate." in sentence
     for run in runs:
         run["stopped_early"] = False
-    assert "stopped early" not in task_adequacy(scores, runs)["t"]
+    unstopped = task_adequacy(scores, runs)["t"]
+    assert "stopped early" not in unstopped and "informative: (1) more training examples or epochs;" in unstopped

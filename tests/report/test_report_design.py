@@ -209,3 +209,26 @@ def test_plan_projects_a_run_s_measured_noise_to_a_design_with_more_seeds(tmp_pa
                             RunLayout(run))
     assert four.source.startswith("measured: ") and eight.source == "continued vs base's noise in this run, at this design"
     assert eight.seeds == 8 and eight.df > four.df and eight.detectable < four.detectable
+
+
+def test_a_detectable_difference_beyond_the_metric_s_range_is_said_to_detect_nothing(tmp_path: Path) -> None:
+    """An untuned domain's saturated task scored 443.3 'points detectable' (seeds at 98 and 17): a figure past 100
+    points says only that the design detects nothing, and the line says that instead of quoting it as a size."""
+    from domainbert.report.compare import compare_tables
+    from domainbert.report.inputs import load_run
+    from domainbert.report.references import power_sentences
+
+    run = tmp_path / "run"
+    for seed, (base, cont) in {1: (50, 5), 2: (50, 95), 3: (51, 10), 4: (50, 90)}.items():
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "continued", NER_TASK, seed, cont)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
+    detectable = next(r["detectable"] for r in rows if r["model"] == "continued")
+    assert detectable > 1.0
+    (line,) = power_sentences(scores, rows, ["continued"])
+    assert line.startswith(f"{NER_TASK}: no difference this metric can show is detectable with 80% power")
+    assert f"{100 * detectable:.1f} points, is more than the metric's whole range" in line
+    assert "DAPT" not in line
+    (planned,) = design_power(cfg, RunLayout(run))
+    assert "comparisons, more than the metric's whole range: no difference it can show; " in planned.line()

@@ -36,8 +36,8 @@ def _budget(task: str, results: list[dict[str, Any]]) -> str:
     runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL and r.get("steps")]
     updates = max((r["steps"] for r in runs), default=None)  # the longest run's: early stopping ends others sooner
     parts = [
-        f"{examples} training examples" if examples else None,
-        f"at most {updates} updates" if updates else None,
+        f"{examples:,} training examples" if examples else None,
+        f"at most {updates:,} updates" if updates else None,
         f"lr {run['lr']:g}" if run.get("lr") else None,
     ]
     return " (" + ", ".join(p for p in parts if p) + ")" if any(parts) else ""
@@ -53,17 +53,20 @@ def _floor_kind(task: str, results: list[dict[str, Any]]) -> str:
     )
 
 
-def _stopped_early(task: str, results: list[dict[str, Any]]) -> str:
-    """How many of the task's model runs early stopping ended before their last epoch ("" for none)."""
+def _remedies(task: str, results: list[dict[str, Any]]) -> str:
+    """What may make an underfit task informative, as a list: first, where early stopping ended runs before
+    their last epoch, a floor of updates and a longer patience, with the count of such runs."""
     runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL]
     stopped = sum(bool(r.get("stopped_early")) for r in runs)
-    if not stopped:
-        return ""
-    return (
-        f"{stopped} of {len(runs)} runs stopped early on validation before their last epoch, so more updates "
-        "before early stopping may end a run (finetune.min_steps), a longer patience "
-        "(finetune.early_stopping_patience), "
-    )
+    out = ["more training examples or epochs", "a larger learning rate"]
+    if stopped:
+        out.insert(
+            0,
+            "more updates before early stopping may end a run (finetune.min_steps) or a longer patience "
+            f"(finetune.early_stopping_patience), since {stopped} of {len(runs)} runs stopped early on validation "
+            "before their last epoch",
+        )
+    return "; ".join(f"({i}) {text}" for i, text in enumerate(out, 1))
 
 
 def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, str]:
@@ -89,8 +92,7 @@ def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -
             out[task] = (
                 f"{task} cannot separate the arms at this fine-tuning budget{_budget(task, results)}: every model "
                 f"is under the floor (best {best['model']} {points(best['mean'])} against {points(floor['mean'])}), "
-                f"so fine-tuning has not learned what {_floor_kind(task, results)} learns from the same examples; "
-                f"{_stopped_early(task, results)}more training examples or epochs (or a larger learning rate) may "
-                "make it informative."
+                f"so fine-tuning has not learned what {_floor_kind(task, results)} learns from the same examples. "
+                f"What may make it informative: {_remedies(task, results)}."
             )
     return out

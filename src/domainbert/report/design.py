@@ -68,6 +68,8 @@ class TaskPower:
             f"a difference of {100 * self.detectable:.1f} points with 80% power over the report's "
             f"{self.comparisons} comparisons"
         )
+        if self.detectable >= 1.0:
+            text += ", more than the metric's whole range: no difference it can show"
         if not self.can_answer:
             text += (
                 f"; more than {PUBLISHED_GAINS_SOURCE} (up to {100 * high:.1f} points): this design cannot answer "

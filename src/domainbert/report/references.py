@@ -173,7 +173,14 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
                 f"{c['model']} {points(c['detectable'])}" for c in rows if c.get("detectable") is not None
             )
             text += f" (each arm: {each})"
-        if smallest > high:
+        if smallest >= 1.0:  # a detectable difference beyond the metric's whole range says only "nothing"
+            text = (
+                f"{task}: no difference this metric can show is detectable with 80% power over the page's "
+                f"{rows[0]['comparisons']} comparisons (the design's smallest detectable difference, "
+                f"{points(smallest)} points, is more than the metric's whole range): the runs' scores vary too much "
+                "between seeds for this design to answer anything; more seeds or a larger test split would"
+            )
+        elif smallest > high:
             text += (
                 f", more than {PUBLISHED_GAINS_SOURCE} ({points(low)} to {points(high)} points): this design cannot "
                 "answer whether adaptation helped; more seeds or a larger test split would"
