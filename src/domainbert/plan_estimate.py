@@ -161,6 +161,11 @@ def estimate(
             6 * encoder / timing.GUESS_FLOPS,
             how,
         )
+        if cfg.finetune.early_stopping == "each_run":  # where validation stops rising is unknown before the run
+            how.append(
+                "fine-tuning at most: each run is counted to the end of its schedule; early stopping ends a run "
+                f"after {cfg.finetune.early_stopping_patience} evaluations without a gain on validation, sooner"
+            )
         if factor := cfg.finetune.collapse_retry_lr_factor:  # a retry is a whole run again; how many, unknown
             how.append(
                 f"not in it: collapse retries (finetune.collapse_retry_lr_factor {factor:g}): each run whose "

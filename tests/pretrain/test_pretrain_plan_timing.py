@@ -142,6 +142,11 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     assert f"up to ~{est.seconds['finetune'] / 60:.1f} min more" in retries
     none = estimate(_cfg(base_model, "finetune.collapse_retry_lr_factor=null"), plans, workers=1)
     assert not [h for h in none.how if "collapse retries" in h]
+    # each run is counted to its schedule's end: with early stopping on its own validation, that is the most
+    [most] = [h for h in est.how if h.startswith("fine-tuning at most")]
+    assert f"after {cfg.finetune.early_stopping_patience} evaluations without a gain" in most
+    stopped_for_all = estimate(_cfg(base_model, "finetune.early_stopping=reference"), plans, workers=1)
+    assert not [h for h in stopped_for_all.how if h.startswith("fine-tuning at most")]
     # Runs that stop at the reference's step validate once; the probe times a short run of its own, no stop needed.
     ref = _cfg(base_model, "finetune.early_stopping=reference")
     assert _finetune_examples(ref, task, once=True) == (
