@@ -1,13 +1,13 @@
 """Recheck a study's tables from its committed per-run scores (``bench/scores/*.json.gz``), with no model.
 
     python bench/rescore.py bench/scores/science-demo-6seeds.json.gz [--seeds 1 2 3] [--pair continued control]
-    python bench/rescore.py bench/scores/study-2-law.json.gz bench/scores/study-13-law-original.json.gz \
-        --rename study-2-law.json.gz:base=original
+    python bench/rescore.py bench/scores/study-2-law.json.gz bench/scores/study-13-law-checkpoint.json.gz \
+        --rename study-2-law.json.gz:base=original --rename study-13-law-checkpoint.json.gz:base=original
 
 Several score files are read as one run (a study continued on another day): a run present in two of them
 (the same task, model, seed and replicate, a refitted floor) is kept once where its test scores agree, and a
 task scored on different test splits in two of them stops the command. ``--rename FILE:OLD=NEW`` names a
-file's model as another file does (study 2 called the packaged checkpoint ``base``).
+file's model otherwise (studies 2 and 13 ran the packaged checkpoint with no warm-up, where it is ``base``).
 
 Prints JSON: per task and model the mean, sd and per-seed scores, and every comparison the report would make
 over these runs (paired by seed where both models have the seeds; Holm over the page), through the report's
