@@ -170,6 +170,19 @@ def test_only_models_naming_a_model_the_run_lacks_is_refused_before_any_run(tmp_
     assert not (layout.root / "finetune").exists()  # not even the floor ran
 
 
+def test_run_refuses_original_before_any_stage_only_where_no_warm_up_will_make_one(tmp_path, tiny_bert, tasks_dir):
+    from domainbert.core.errors import ConfigError
+    from domainbert.finetune.jobs import require_planned_original
+
+    layout = RunLayout(tmp_path / "run")
+    scratch_only = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[scratch]", "finetune.only_models=[original, scratch]")
+    with pytest.raises(ConfigError, match=r"original is the checkpoint before a base warm-up.*\); it has base, scratch"):
+        require_planned_original(scratch_only, layout)  # scratch, not pretrained yet, is not held against it
+    warmed = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]", "finetune.only_models=[original]")
+    require_planned_original(warmed, layout)  # the warm-up before continued makes `original` a model of the run
+    assert not layout.root.exists()
+
+
 def test_model_folder_without_tokenizer_is_a_model_error(tmp_path, tiny_bert, tasks_dir):
     bare = tmp_path / "bare"
     bare.mkdir()

@@ -236,6 +236,9 @@ def run(
 ) -> None:
     """Run the whole pipeline for a domain through Prefect (embedded local API unless PREFECT_API_URL is set)."""
     cfg, layout = set_up(domain, overrides, profile, out)
+    from domainbert.finetune.jobs import require_planned_original
+
+    require_planned_original(cfg, layout)  # not after the pretraining its fine-tuning would wait for
     from domainbert.flows.cancelling import stops_recorded_in_the_engine
     from domainbert.flows.options import ExecutionOptions
     from domainbert.flows.pipeline import domain_pipeline

@@ -111,6 +111,16 @@ def models_to_compare(cfg: DomainConfig, layout: RunLayout) -> dict[str, str]:
     return chosen
 
 
+def require_planned_original(cfg: DomainConfig, layout: RunLayout) -> None:
+    """``domainbert run``'s check before any stage: ``finetune.only_models`` may name ``original`` only where the
+    run warms the base up (or did), not after the pretraining it would otherwise wait for (``_require_only_models``
+    refuses it then)."""
+    planned = references(cfg, layout, planned=True)
+    if ORIGINAL in (cfg.finetune.only_models or []) and ORIGINAL not in planned:
+        arms = {arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.replicate_names()}
+        _require_only_models(cfg, layout, {**planned, **arms, **cfg.finetune.extra_models})
+
+
 def _require_only_models(cfg: DomainConfig, layout: RunLayout, models: dict[str, str]) -> None:
     """A ``finetune.only_models`` name this run has no model for is refused, not skipped: a run that trains
     nothing but the floor looks finished."""
