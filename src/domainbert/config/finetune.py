@@ -106,9 +106,10 @@ class FinetuneConfig(StrictModel):
     only_models: list[str] | None = Field(
         None,
         min_length=1,
-        description="Fine-tune only these models (base, arm names, extra model names; None: all). The others' "
-        "results are neither run nor expected, so the report judges only these: a study of one model "
-        "need not fine-tune every arm.",
+        description="Fine-tune only these models (base, original, arm names, extra model names; None: all). The "
+        "others' results are neither run nor expected, so the report judges only these: a study of one model "
+        "need not fine-tune every arm. A name the run has no model for (original where no warm-up made one, an "
+        "arm not pretrained yet) is refused, not skipped.",
     )
     seeds: list[int] = Field(default_factory=lambda: [1, 2, 3], min_length=1)
     """Fine-tuning seeds: one run per model, task and seed; the intervals include their spread."""
