@@ -115,8 +115,10 @@ def require_planned_original(cfg: DomainConfig, layout: RunLayout) -> None:
     """``domainbert run``'s check before any stage: ``finetune.only_models`` may name ``original`` only where the
     run warms the base up (or did), not after the pretraining it would otherwise wait for (``_require_only_models``
     refuses it then)."""
+    if ORIGINAL not in (cfg.finetune.only_models or []):
+        return  # every run without the name: the warm-up's state is not read
     planned = references(cfg, layout, planned=True)
-    if ORIGINAL in (cfg.finetune.only_models or []) and ORIGINAL not in planned:
+    if ORIGINAL not in planned:
         arms = {arm: str(layout.pretrained_model(arm)) for arm in cfg.pretrain.replicate_names()}
         _require_only_models(cfg, layout, {**planned, **arms, **cfg.finetune.extra_models})
 
