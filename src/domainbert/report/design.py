@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from domainbert.finetune.expectations import expected_runs
-from domainbert.report.power import DesignPrior, design_se, detectable_difference, task_prior
+from domainbert.report.power import WHOLE_SCALE, DesignPrior, design_se, detectable_difference, task_prior
 from domainbert.report.references import against_best_reference, references_row
 from domainbert.report.results import comparison_pairs, model_order
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
@@ -68,7 +68,7 @@ class TaskPower:
             f"a difference of {100 * self.detectable:.1f} points with 80% power over the report's "
             f"{self.comparisons} comparisons"
         )
-        if self.detectable >= 1.0:
+        if self.detectable >= WHOLE_SCALE:
             text += ", more than the metric's whole range: no difference it can show"
         if not self.can_answer:
             text += (

@@ -33,6 +33,7 @@ from scipy import integrate, optimize, stats
 from domainbert.report.draws import bounds
 
 POWER = 0.8
+WHOLE_SCALE = 1.0  # metrics are fractions: a detectable difference at or past this detects nothing a metric shows
 NO_DIFFERENCE = "no significant difference"
 
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 from typing import Any
 
 from domainbert.config.pretrain import ARMS
+from domainbert.report.power import WHOLE_SCALE
 from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
 from domainbert.report.summary import ci_text, holm_text, metric_label, pairing_text, points, signed_points
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
@@ -164,6 +165,14 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
         if not found:
             continue
         smallest = min(found)
+        if smallest >= WHOLE_SCALE:  # a detectable difference past the metric's whole range says only "nothing"
+            out.append(
+                f"{task}: no difference this metric can show is detectable with 80% power over the page's "
+                f"{rows[0]['comparisons']} comparisons (the design's smallest detectable difference, "
+                f"{points(smallest)} points, is more than the metric's whole range): the runs' scores vary too much "
+                "between seeds for this design to answer anything; more seeds or a larger test split would."
+            )
+            continue
         text = (
             f"{task}: the smallest difference an arm's comparison with the reference detects with 80% power, "
             f"over the page's {rows[0]['comparisons']} comparisons, is {points(smallest)} points"
@@ -173,14 +182,7 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
                 f"{c['model']} {points(c['detectable'])}" for c in rows if c.get("detectable") is not None
             )
             text += f" (each arm: {each})"
-        if smallest >= 1.0:  # a detectable difference beyond the metric's whole range says only "nothing"
-            text = (
-                f"{task}: no difference this metric can show is detectable with 80% power over the page's "
-                f"{rows[0]['comparisons']} comparisons (the design's smallest detectable difference, "
-                f"{points(smallest)} points, is more than the metric's whole range): the runs' scores vary too much "
-                "between seeds for this design to answer anything; more seeds or a larger test split would"
-            )
-        elif smallest > high:
+        if smallest > high:
             text += (
                 f", more than {PUBLISHED_GAINS_SOURCE} ({points(low)} to {points(high)} points): this design cannot "
                 "answer whether adaptation helped; more seeds or a larger test split would"
