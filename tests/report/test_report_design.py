@@ -75,7 +75,9 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
     (line,) = power_sentences(scores, rows, ["continued"])
     assert f"is {100 * planned.detectable:.1f} points" in line
-    reported = min(r["detectable"] for r in rows if r["model"] == "continued" and r["reference"] in ("base", "original"))
+    reported = min(
+        r["detectable"] for r in rows if r["model"] == "continued" and r["reference"] in ("base", "original")
+    )
     assert planned.detectable == pytest.approx(reported, rel=1e-9)
     assert planned.comparisons == rows[0]["comparisons"]
 
@@ -103,7 +105,9 @@ def test_a_task_no_arm_ran_on_takes_its_noise_from_the_references_own_paired_com
     # the same paired se and df; plan sizes the configured run's family (its arm's comparisons too), the page its own
     assert (planned.se, planned.df) == pytest.approx((refs["se"], refs["df"]), rel=1e-9)
     assert planned.comparisons > refs["comparisons"] and planned.detectable > refs["detectable"]
-    assert detectable_difference(planned.se, planned.df, 0.05, refs["comparisons"]) == pytest.approx(refs["detectable"])
+    assert detectable_difference(planned.se, planned.df, 0.05, refs["comparisons"]) == pytest.approx(
+        refs["detectable"]
+    )
     stated = power(tmp_path / "empty", "finetune.seeds=[1, 2, 3, 4]")
     assert stated.source.startswith("prior for ner") and planned.detectable > 2 * stated.detectable
 
@@ -186,7 +190,9 @@ def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregiste
     assert '"finetune.seeds=[1, 2, ' in one and '"pretrain.replicates=1"' in one
 
 
-def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparisons(tmp_path: Path, monkeypatch) -> None:
+def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparisons(
+    tmp_path: Path, monkeypatch
+) -> None:
     from domainbert.report.design import detect_lines
 
     monkeypatch.setattr("domainbert.report.design.MAX_REPLICATES", 1)  # a quick search: the prior is what is tested
@@ -205,9 +211,13 @@ def test_plan_projects_a_run_s_measured_noise_to_a_design_with_more_seeds(tmp_pa
     the measured per-seed noise to 8 seeds, so the detectable difference shrinks, and says whence."""
     run = _four_seed_run(tmp_path)
     (four,) = design_power(config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]"), RunLayout(run))
-    (eight,) = design_power(config("compare.bootstrap_samples=300", f"finetune.seeds={list(range(1, 9))}"),
-                            RunLayout(run))
-    assert four.source.startswith("measured: ") and eight.source == "continued vs base's noise in this run, at this design"
+    (eight,) = design_power(
+        config("compare.bootstrap_samples=300", f"finetune.seeds={list(range(1, 9))}"), RunLayout(run)
+    )
+    assert (
+        four.source.startswith("measured: ")
+        and eight.source == "continued vs base's noise in this run, at this design"
+    )
     assert eight.seeds == 8 and eight.df > four.df and eight.detectable < four.detectable
 
 
@@ -232,3 +242,36 @@ def test_a_detectable_difference_beyond_the_metric_s_range_is_said_to_detect_not
     assert "DAPT" not in line
     (planned,) = design_power(cfg, RunLayout(run))
     assert "comparisons, more than the metric's whole range: no difference it can show; " in planned.line()
+
+
+def test_a_page_with_no_reference_gives_the_power_of_its_comparisons_between_arms(tmp_path: Path) -> None:
+    """Study 14's page (scratch and continued, no reference fine-tuned) said only "No comparison with the
+    reference had an interval" under Power, though it made a paired comparison of the two arms: the line now gives
+    that comparison's detectable difference and its pairing."""
+    from domainbert.report.compare import compare_tables
+    from domainbert.report.inputs import load_run
+    from domainbert.report.references import power_sentences
+
+    run = tmp_path / "run"
+    for seed, (scratch, cont) in {1: (17, 33), 2: (15, 32), 3: (19, 30), 4: (16, 34)}.items():
+        write_ner_result(run, "scratch", NER_TASK, seed, scratch)
+        write_ner_result(run, "continued", NER_TASK, seed, cont)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    arms = ["scratch", "continued"]
+    scores, rows = compare_tables(load_run(RunLayout(run), arms).finetune, cfg.compare, [], arms, [])
+    between = next(r for r in rows if (r["model"], r["reference"]) == ("continued", "scratch"))
+    (line,) = power_sentences(scores, rows, arms)
+    assert line.startswith(f"{NER_TASK}: no reference was fine-tuned here; the smallest difference")
+    pairing = f"paired over 4 seeds, r {between['seed_correlation']:.2f}"
+    assert line.endswith(f"is {100 * between['detectable']:.1f} points (continued - scratch, {pairing}).")
+    assert power_sentences(scores, rows, ["scratch"]) == []  # one arm alone: no comparison between arms
+    for seed, control in {1: 31, 2: 33, 3: 29, 4: 35}.items():  # and the equal-token control: two comparisons
+        write_ner_result(run, "control", NER_TASK, seed, control)
+    arms = ["scratch", "continued", "control"]
+    scores, rows = compare_tables(load_run(RunLayout(run), arms).finetune, cfg.compare, [], arms, [])
+    pairs = [r for r in rows if r["model"] in arms and r["reference"] in arms]
+    assert len(pairs) == 2
+    (line,) = power_sentences(scores, rows, arms)
+    assert f"is {100 * min(r['detectable'] for r in pairs):.1f} points (" in line
+    for r in pairs:
+        assert f"{r['model']} - {r['reference']} {100 * r['detectable']:.1f}, paired over 4 seeds" in line

@@ -146,8 +146,9 @@ def scratch_sentences(comparisons: list[dict[str, Any]], arms: list[str]) -> lis
 
 def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
     """Per task, the smallest difference the arms' comparisons with the reference could detect (where no arm ran
-    on a task, the references' own comparison, the same seeds paired: the task's noise, measured); when it exceeds
-    the gains the literature reports, the design cannot answer the question it asks."""
+    on a task, the references' own comparison, the same seeds paired: the task's noise, measured; where no
+    reference ran, the comparisons between arms); when it exceeds the gains the literature reports, the design
+    cannot answer the question it asks."""
     out = []
     low, high = PUBLISHED_GAINS
     for task in dict.fromkeys(r["task"] for r in scores):
@@ -163,15 +164,11 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             )
             continue
         if not found:
+            out += _between_arms(task, comparisons, arms)
             continue
         smallest = min(found)
-        if smallest >= WHOLE_SCALE:  # a detectable difference past the metric's whole range says only "nothing"
-            out.append(
-                f"{task}: no difference this metric can show is detectable with 80% power over the page's "
-                f"{rows[0]['comparisons']} comparisons (the design's smallest detectable difference, "
-                f"{points(smallest)} points, is more than the metric's whole range): the runs' scores vary too much "
-                "between seeds for this design to answer anything; more seeds or a larger test split would."
-            )
+        if smallest >= WHOLE_SCALE:
+            out.append(_nothing_detectable(task, rows[0]["comparisons"], smallest))
             continue
         text = (
             f"{task}: the smallest difference an arm's comparison with the reference detects with 80% power, "
@@ -189,6 +186,42 @@ def power_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
             )
         out.append(text + ".")
     return out
+
+
+def _nothing_detectable(task: str, family: int, smallest: float) -> str:
+    # a detectable difference past the metric's whole range says only "nothing", not a size
+    return (
+        f"{task}: no difference this metric can show is detectable with 80% power over the page's {family} "
+        f"comparisons (the design's smallest detectable difference, {points(smallest)} points, is more than the "
+        "metric's whole range): the runs' scores vary too much between seeds for this design to answer anything; "
+        "more seeds or a larger test split would."
+    )
+
+
+def _between_arms(task: str, comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
+    """Where no reference ran (a from-scratch study: scratch against continued), the power of the comparisons the
+    page made between its arms: their detectable differences, each with its pairing."""
+    rows = [
+        c
+        for c in comparisons
+        if c["task"] == task and c["model"] in arms and c["reference"] in arms and c.get("detectable") is not None
+    ]
+    if not rows:
+        return []
+    smallest = min(c["detectable"] for c in rows)
+    if smallest >= WHOLE_SCALE:
+        return [_nothing_detectable(task, rows[0]["comparisons"], smallest)]
+    # one row: "(continued - scratch, paired over 5 seeds, r -0.61)"; several: each with its own figure
+    each = "; ".join(
+        f"{c['model']} - {c['reference']}{'' if len(rows) == 1 else ' ' + points(c['detectable'])}, "
+        f"{pairing_text(c).removeprefix('; ') or 'unpaired'}"
+        for c in rows
+    )
+    return [
+        f"{task}: no reference was fine-tuned here; the smallest difference the page's comparisons between arms "
+        f"detect with 80% power, over its {rows[0]['comparisons']} comparisons, is {points(smallest)} points "
+        f"({each})."
+    ]
 
 
 def seed_warning(scores: list[dict[str, Any]], configured: int = 0) -> list[str]:
