@@ -112,6 +112,12 @@ def test_a_run_that_fine_tuned_no_reference_says_so_rather_than_that_no_arm_beat
         "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared with "
         "one; the page compares the models it ran with the floor."
     )
+    # study 14 (scratch and continued): the page's paired comparison of the two arms is named in the lead
+    scores.append({"task": "t", "model": "continued", "mean": 0.78})
+    between = [{"task": "t", "model": "continued", "reference": "scratch", "diff": 0.07}]
+    assert _verdict_lead(scores, between, ["scratch", "continued"], {}, []).endswith(
+        "the page compares the models it ran with the floor, and the arms with each other (below)."
+    )
     scores.append({"task": "t", "model": "base", "mean": 0.70})
     assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
         "Verdict: no adaptation arm beat the base model on any task at this budget."

@@ -338,9 +338,11 @@ def _verdict_lead(
     if not {r["model"] for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
         return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
     if not present:  # only_models left both references out: no arm was compared with one
+        between = any(c["model"] in arms and c["reference"] in arms and c["diff"] is not None for c in comparisons)
         return (
             "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared "
-            "with one; the page compares the models it ran with the floor."
+            "with one; the page compares the models it ran with the floor"
+            + (", and the arms with each other (below)." if between else ".")
         )
     judged = " with complete results" if incomplete else ""
     return f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
