@@ -275,3 +275,26 @@ def test_a_page_with_no_reference_gives_the_power_of_its_comparisons_between_arm
     assert f"is {100 * min(r['detectable'] for r in pairs):.1f} points (" in line
     for r in pairs:
         assert f"{r['model']} - {r['reference']} {100 * r['detectable']:.1f}, paired over 4 seeds" in line
+
+
+def test_plan_measures_no_noise_from_results_this_configuration_would_not_use(tmp_path: Path) -> None:
+    """Study 14's plan read its noise from 'scratch vs base in this run', though base's results there were stale
+    under its configuration and the page left them out. A result recorded under another fingerprint is not this
+    design's noise: plan falls back to the task's prior, as the report leaves the result out."""
+    import shutil
+
+    from domainbert.core.artifacts import atomic_output
+
+    run = tmp_path / "run"
+    for seed, (base, orig) in {1: (20, 29), 2: (30, 21), 3: (22, 27), 4: (28, 23)}.items():
+        write_ner_result(run, "base", NER_TASK, seed, base)
+        write_ner_result(run, "original", NER_TASK, seed, orig)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    (measured,) = design_power(cfg, RunLayout(run))
+    assert measured.source == "measured: base vs original in this run"
+    for seed in (1, 2, 3, 4):  # base's results: now recorded, under another recipe's fingerprint, so stale
+        folder = run / "finetune" / "base" / NER_TASK / f"seed-{seed}"
+        with atomic_output(folder, config={"recipe": "another"}, fp="another recipe's fingerprint") as tmp:
+            shutil.copy(folder / "result.json", tmp / "result.json")
+    (planned,) = design_power(cfg, RunLayout(run))
+    assert planned.source.startswith("prior for ner")

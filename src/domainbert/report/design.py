@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from domainbert.finetune.expectations import expected_runs
+from domainbert.finetune.expectations import expected_runs, result_state
 from domainbert.report.power import WHOLE_SCALE, DesignPrior, design_se, detectable_difference, task_prior
 from domainbert.report.references import against_best_reference, references_row
 from domainbert.report.results import comparison_pairs, model_order
@@ -89,11 +89,18 @@ def planned_family(cfg: DomainConfig, layout: RunLayout) -> int:
 
 def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, Any]]]:
     """Per task, the report's comparisons of the arms with the better reference over this run's results; for a
-    task without one, the references' own comparison (base - original)."""
+    task without one, the references' own comparison (base - original). Only the results this configuration
+    expects and would use, as the report does (``compare.checked_run``): a stale result, made under another
+    recipe or by a model this configuration leaves out, is not this design's noise."""
     from domainbert.report.compare import compare_tables
     from domainbert.report.inputs import finetune_results
 
-    results = [result for _, result in finetune_results(layout)]
+    usable = {
+        (run.model, run.task, run.seed)
+        for run in expected_runs(cfg, layout, planned=True)
+        if result_state(layout, run) in ("current", "unrecorded")
+    }
+    results = [r for _, r in finetune_results(layout) if (r["model"], r["task"], r["seed"]) in usable]
     if not results:
         return {}
     scores, rows = compare_tables(
