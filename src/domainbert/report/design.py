@@ -95,12 +95,15 @@ def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, 
     from domainbert.report.compare import compare_tables
     from domainbert.report.inputs import finetune_results
 
+    results = [result for _, result in finetune_results(layout)]
+    if not results:
+        return {}
     usable = {
         (run.model, run.task, run.seed)
         for run in expected_runs(cfg, layout, planned=True)
         if result_state(layout, run) in ("current", "unrecorded")
     }
-    results = [r for _, r in finetune_results(layout) if (r["model"], r["task"], r["seed"]) in usable]
+    results = [r for r in results if (r["model"], r["task"], r["seed"]) in usable]
     if not results:
         return {}
     scores, rows = compare_tables(
