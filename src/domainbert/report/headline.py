@@ -21,6 +21,7 @@ from domainbert.report.inputs import RunArtifacts
 from domainbert.report.references import (
     arm_tally,
     arm_verdicts,
+    between_arms,
     control_sentences,
     power_sentences,
     reference_sentences,
@@ -338,7 +339,7 @@ def _verdict_lead(
     if not {r["model"] for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
         return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
     if not present:  # only_models left both references out: no arm was compared with one
-        between = any(c["model"] in arms and c["reference"] in arms and c["diff"] is not None for c in comparisons)
+        between = bool(between_arms(comparisons, arms))
         return (
             "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared "
             "with one; the page compares the models it ran with the floor"

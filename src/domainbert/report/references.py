@@ -198,14 +198,16 @@ def _nothing_detectable(task: str, family: int, smallest: float) -> str:
     )
 
 
+def between_arms(comparisons: list[dict[str, Any]], arms: list[str]) -> list[dict[str, Any]]:
+    """The page's comparisons of one arm with another (continued - scratch, continued - control) that have a
+    difference."""
+    return [c for c in comparisons if c["model"] in arms and c["reference"] in arms and c["diff"] is not None]
+
+
 def _between_arms(task: str, comparisons: list[dict[str, Any]], arms: list[str]) -> list[str]:
     """Where no reference ran (a from-scratch study: scratch against continued), the power of the comparisons the
     page made between its arms: their detectable differences, each with its pairing."""
-    rows = [
-        c
-        for c in comparisons
-        if c["task"] == task and c["model"] in arms and c["reference"] in arms and c.get("detectable") is not None
-    ]
+    rows = [c for c in between_arms(comparisons, arms) if c["task"] == task and c.get("detectable") is not None]
     if not rows:
         return []
     smallest = min(c["detectable"] for c in rows)
