@@ -129,3 +129,17 @@ def test_compare_refuses_an_empty_folder(tmp_path):
     assert_user_error(proc, f"{tmp_path / 'science'}: no run of 'science' here")
     assert len([line for line in proc.stderr.splitlines() if line.strip()]) == 1
     assert not (tmp_path / "page").exists()
+
+
+def test_help_prints_the_docstrings_examples_as_written():
+    """Help is plain text: an example holding brackets (an override's list) is not read as markup and eaten."""
+    proc = run_cli("validate", "--help")
+    assert proc.returncode == 0, proc.stderr
+    assert '"pretrain.arms=[continued,scratch]"' in proc.stdout, proc.stdout
+    assert "``" not in run_cli("pretrain", "--help").stdout
+
+
+def test_a_misused_option_is_a_plain_line_naming_it():
+    proc = run_cli("finetune", "science", "--bogus")
+    assert proc.returncode == 2
+    assert "No such option: --bogus" in proc.stderr and "╭" not in proc.stderr, proc.stderr

@@ -51,7 +51,7 @@ def test_the_guides_project_validates_and_plans(tmp_path, monkeypatch, capsys, c
     assert run_cli(["validate", "contracts"]) == 0
     out = capsys.readouterr().out
     guide_file = tmp_path / "contracts-project" / "domains" / "contracts.yaml"
-    assert f"ok  contracts (offline): 1 source(s), arms continued, tapt, tasks clause-type, parties-ner [{guide_file}]" in out
+    assert f"ok  contracts (offline): 1 source(s), arms continued, control, tapt, tasks clause-type, parties-ner [{guide_file}]" in out
     assert run_cli(["validate", "contracts", "--profile", "full"]) == 0
     assert run_cli(["plan", "contracts", "--no-estimate"]) == 0
     out = capsys.readouterr().out

@@ -144,8 +144,9 @@ def pretrain(
         typer.Option("--arm", help="Arm(s) to train, <arm>@r<r> for a replicate (default: every arm and replicate)."),
     ] = None,
 ) -> None:
-    """Masked-LM pretraining of each arm (continued, extended, scratch) on an equal token budget, and of each
-    arm's pretraining replicates (``pretrain.replicates``), as ``domainbert run`` trains them."""
+    """Masked-LM pretraining of each arm of `pretrain.arms` (continued, control, extended, scratch, the
+    task-text arms) on its budget, and of each arm's pretraining replicates (`pretrain.replicates`), as
+    `domainbert run` trains them."""
     from domainbert.pretrain.stage import pretrain_arm
 
     with stage("pretrain", domain, overrides, profile, out) as (cfg, layout):
@@ -171,8 +172,8 @@ def report(
     domain: DomainArg, overrides: OverridesArg = None, profile: ProfileOpt = DEFAULT_PROFILE, out: OutOpt = None
 ) -> None:
     """Render the comparison report from a run's artifacts (no retraining): the configuration the run was made
-    with (its profile and overrides, from ``config.resolved.json``), with any overrides given here on top. A
-    report using fewer results than the one in ``report/`` is written beside it, never over it."""
+    with (its profile and overrides, from `config.resolved.json`), with any overrides given here on top. A
+    report using fewer results than the one in `report/` is written beside it, never over it."""
     recorded = recorded_invocation(out or default_run_dir(load_domain(domain, [], profile=profile).name))
     if recorded is not None and recorded != (DEFAULT_PROFILE, []):
         given = list(overrides or [])

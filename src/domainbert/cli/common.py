@@ -24,7 +24,10 @@ from domainbert.core.paths import RunLayout, available_domains, default_run_dir,
 from domainbert.core.runlock import run_lock
 
 app = typer.Typer(
-    no_args_is_help=True, pretty_exceptions_enable=False, help="Domain-adaptive pretraining for BERT-style encoders."
+    no_args_is_help=True,
+    pretty_exceptions_enable=False,
+    rich_markup_mode=None,
+    help="Domain-adaptive pretraining for BERT-style encoders.",
 )
 
 
