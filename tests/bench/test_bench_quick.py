@@ -28,6 +28,8 @@ QUICK = {
     "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
     "pooling": (["science", "--quick"], "pooling-science.json", ["comparisons", "seconds"]),
     "warmup_cost": (["science", "--quick"], "warmup-cost-science.json", ["recipes"]),
+    "floor_window": (["science", "--task", "science-subject"], "floor-window-science-science-subject.json",
+                     ["whole_text", "window", "per_class_lost"]),
     "recipe_sweep": (["science", "--task", "science-subject", "--grid", "lr=1e-4,3e-4", "--quick"],
                      "recipe-science-science-subject-quick.json", ["chosen", "rows"]),
 }
