@@ -67,6 +67,7 @@ HUB = "a Hugging Face token and the network, and a finished run's models (`domai
 COMMANDS: dict[str, How] = {
     # README.md
     "make demo": How(LONG, DEMO_RUN),
+    "make demo PYTHON=python3.11": How(LONG, DEMO_RUN + ", with the interpreter named"),
     "make scratch-study": How(LONG, "studies 7 and 12: an hour of from-scratch pretraining, then 30 fine-tuning runs of up to 10 epochs"),
     "make test": How(SKIP, SUITE),
     "make test-fast": How(SKIP, SUITE),
