@@ -57,6 +57,16 @@ def test_a_long_text_becomes_windows_each_with_its_special_tokens(tok):
     assert short["input_ids"] == tok("the data")["input_ids"]
 
 
+def test_a_text_past_its_windows_is_marked_cut_and_one_that_fits_is_not(tok):
+    """What the run records as ``cut_by_window``: 18 tokens fill three windows of 6 exactly, 19 do not."""
+    texts = [" ".join(FILLER[i % len(FILLER)] for i in range(n)) for n in (6, 7, 18, 19)]
+    one = encode_classification([_example(t) for t in texts], tok, {"a": 0}, 8, False)
+    three = encode_classification([_example(t) for t in texts], tok, {"a": 0}, 8, False, chunks=3)
+    assert [f["cut"] for f in one] == [False, True, True, True]
+    assert [f["cut"] for f in three] == [False, False, False, True]
+    assert [f["input_ids"] for f in one] == [tok(t, truncation=True, max_length=8)["input_ids"] for t in texts]
+
+
 def test_each_window_is_encoded_alone_and_all_are_pooled(classifier):
     first = torch.tensor([[2, 11, 12, 13, 14, 15, 16, 3]])
     last = torch.tensor([[2, 17, 18, 3]])

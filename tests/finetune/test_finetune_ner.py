@@ -41,6 +41,7 @@ def test_truncated_words_are_predicted_o_and_keep_gold_length(tok):
     logits[:, L2I["B-LANG"]] = 1.0
     [pred] = decode_ner([logits], [feat], [ex], LABELS)
     assert pred == ["B-LANG"] * 6 + ["O"] * 14
+    assert feat["cut"] and not encode_ner([ex], tok, L2I, max_length=22)[0]["cut"]  # 20 words fit in 22
 
 
 def random_tags(rng: random.Random, n: int) -> list[str]:

@@ -88,6 +88,9 @@ def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_
     assert [len(g) for g in res["gold"]] == [len(p) for p in res["pred"]]
     assert res["test"]["f1"] > 0.8  # a word-identity rule; misaligned labels would not learn it
     assert res["examples_per_s"] > 0 and res["train_examples"] == res["steps"] * 8
+    # what the window left unread, per split, as the report reads it (the tiny sentences all fit)
+    assert res["cut_by_window"] == {"max_length": cfg.finetune.max_length, "chunks": 1, "train": 0, "validation": 0,
+                                    "test": 0}
     mtime = path.stat().st_mtime_ns
     again = finetune_one(cfg, layout, "base", str(tiny_bert), "ner", 1)
     assert again["pred"] == res["pred"] and path.stat().st_mtime_ns == mtime  # skipped: up to date

@@ -74,3 +74,23 @@ def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> N
         run["stopped_early"] = False
     unstopped = task_adequacy(scores, runs)["t"]
     assert "stopped early" not in unstopped and "informative: (1) more training examples or epochs;" in unstopped
+
+
+def test_a_window_that_cut_many_test_texts_is_named_with_the_count() -> None:
+    """Law: 187 of 224 test licences longer than the 128 sub-tokens read, a floor that reads them whole."""
+    scores = [{"task": "t", "model": m, "mean": v, "metric": "macro_f1"} for m, v in (("base", 0.56), ("floor", 0.63))]
+    cut = {"max_length": 128, "chunks": 1, "train": 1500, "validation": 180, "test": 187}
+    runs = [{"task": "t", "model": "base", "seed": s, "task_type": "classification", "num_examples": {"test": 224},
+             "cut_by_window": cut} for s in (1, 2)]
+    sentence = task_adequacy(scores, runs)["t"]
+    assert ("(3) a longer window (finetune.max_length, or more `chunks`), since 187 of 224 test examples are "
+            "longer than the 128 sub-tokens the encoder reads, and the floor reads them whole.") in sentence
+    cut["test"] = 50  # under a quarter: not named
+    assert "longer window" not in task_adequacy(scores, runs)["t"]
+    cut.update(test=100, chunks=2)
+    assert "longer than the 128 sub-tokens x 2 windows the encoder reads" in task_adequacy(scores, runs)["t"]
+    for run in runs:  # a result recorded before the count existed, or a pair task (None): nothing said
+        run["cut_by_window"] = {**cut, "test": None}
+    assert "longer window" not in task_adequacy(scores, runs)["t"]
+    runs[0].pop("cut_by_window")
+    assert "longer window" not in task_adequacy(scores, runs)["t"]

@@ -28,10 +28,12 @@ def encode_classification(
 
     With ``chunks`` above 1 (single texts), an example holds up to that many windows of ``max_length`` tokens,
     each with its own special tokens, one after the other: every window but the last is exactly ``max_length``
-    long, so ``pool_forward`` can cut them apart again at multiples of it."""
+    long, so ``pool_forward`` can cut them apart again at multiples of it. A single text's feature also says
+    whether its windows left part of it unread (``cut``: what ``runner.cut_by_window`` counts); a pair's does
+    not (the tokenizer gives no overflow for a pair cut longest-first)."""
     texts = [ex.text for ex in examples]
     pairs = [ex.text_pair or "" for ex in examples] if any(ex.text_pair is not None for ex in examples) else None
-    if chunks > 1:
+    if pairs is None:
         rows: list[dict[str, Any]] = _chunked(tokenizer, texts, max_length, chunks)
     else:
         enc = tokenizer(texts, pairs, truncation=True, max_length=max_length)
@@ -50,17 +52,20 @@ def encode_classification(
     return features
 
 
-def _chunked(tokenizer: Any, texts: list[str], max_length: int, chunks: int) -> list[dict[str, list[int]]]:
-    """Per text, its first ``chunks`` windows of ``max_length`` tokens, concatenated (the tokenizer's overflow)."""
+def _chunked(tokenizer: Any, texts: list[str], max_length: int, chunks: int) -> list[dict[str, Any]]:
+    """Per text, its first ``chunks`` windows of ``max_length`` tokens, concatenated (the tokenizer's overflow;
+    one window is plain truncation), and ``cut``: whether the text had more windows than that."""
     enc = tokenizer(texts, truncation=True, max_length=max_length, return_overflowing_tokens=True, stride=0)
     keys = [k for k in ("input_ids", "attention_mask", "token_type_ids") if k in enc]
-    rows: list[dict[str, list[int]]] = [{k: [] for k in keys} for _ in texts]
+    rows: list[dict[str, Any]] = [{k: [] for k in keys} for _ in texts]
     taken = [0] * len(texts)
     for j, i in enumerate(enc["overflow_to_sample_mapping"]):
         if taken[i] < chunks:
-            taken[i] += 1
             for k in keys:
                 rows[i][k] += enc[k][j]
+        taken[i] += 1
+    for row, windows in zip(rows, taken, strict=True):
+        row["cut"] = windows > chunks
     return rows
 
 

@@ -40,8 +40,8 @@ def encode_ner(
 
     Returns:
         One feature dict per sentence: ``input_ids``, ``attention_mask`` (and ``token_type_ids`` when the
-        tokenizer makes them), ``labels`` (-100 off first sub-tokens) and ``first_positions`` (the sub-token
-        index of each kept word, in word order; words cut off are absent).
+        tokenizer makes them), ``labels`` (-100 off first sub-tokens), ``first_positions`` (the sub-token
+        index of each kept word, in word order; words cut off are absent) and ``cut`` (whether any were).
     """
     enc = tokenizer([ex.tokens for ex in examples], is_split_into_words=True, truncation=True, max_length=max_length)
     features = []
@@ -57,6 +57,7 @@ def encode_ner(
         feat["labels"] = labels
         feat["first_positions"] = [first[w] for w in sorted(first)]
         feat["word_index"] = sorted(first)
+        feat["cut"] = len(first) < len(ex.tokens)  # words past max_length are never read (nor predicted)
         features.append(feat)
     return features
 

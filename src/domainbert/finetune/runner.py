@@ -220,6 +220,16 @@ def timed_short_run(
     return t1 - t0, (t2 - t1) / max(1, len(picked)), (t3 - t2) / max(1, len(held))
 
 
+def cut_by_window(feats: dict[str, list[dict[str, Any]]], max_length: int, chunks: int) -> dict[str, Any]:
+    """How many examples of each split the encoder's window left part of unread (``max_length`` sub-tokens,
+    ``chunks`` windows of them), as the features say; a split whose features do not say (text pairs) is None."""
+    counts = {
+        split: sum(bool(f["cut"]) for f in rows) if rows and all("cut" in f for f in rows) else None
+        for split, rows in feats.items()
+    }
+    return {"max_length": max_length, "chunks": chunks, **counts}
+
+
 def _score_test(
     out: dict[str, Any],
     data: TaskData,
@@ -277,7 +287,7 @@ def run_finetune(
         ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
         ``collapse`` and ``collapse_validation`` (``collapse.diagnose`` of the test and validation predictions),
         ``history``, ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
-        ``examples_per_s``, ``num_parameters``, ``trainable_parameters``.
+        ``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``cut_by_window`` (``cut_by_window``).
 
     Raises:
         ModelError: the model or its tokenizer cannot be loaded or do not fit together.
@@ -297,6 +307,7 @@ def run_finetune(
         return score(data, val_gold, val_preds[-1])
 
     out = fit(model, feats["train"], _lengths(data, "train"), evaluate, primary, settings, pad_id)
+    out["cut_by_window"] = cut_by_window(feats, max_length, data.config.chunks)
     rank, world = dist_info()
     if rank > 0:
         return broadcast(None)

@@ -8,7 +8,9 @@ Two ways a task says nothing about pretraining, whatever the intervals show:
   learning rate (the results say which the task had, and the longest run's updates); where runs stopped early
   on validation, the sentence counts them and names ``finetune.min_steps`` and the patience first (a metric
   that rises slowly and unevenly, such as macro-F1 over rare classes, stops a short patience on a plateau:
-  bench/README.md, study 8).
+  bench/README.md, study 8); where the encoder's window left at least ``CUT_SHARE`` of the test examples partly
+  unread (``cut_by_window``, as the run recorded it), a longer window is named with that count, since the floor
+  reads every word (bench/README.md, "floor_window.py").
 * saturated: the floor already reaches ``CEILING`` or every model is within ``NEAR_CEILING`` of a perfect
   score. No arm can do measurably better.
 
@@ -25,6 +27,7 @@ from domainbert.report.summary import points
 
 CEILING = 0.95  # a floor at or above this score leaves no room for an encoder to show anything
 NEAR_CEILING = 0.97  # every model at or above this: the task is saturated
+CUT_SHARE = 0.25  # from a quarter of the test examples cut short, the window is named as a remedy
 
 
 def _budget(task: str, results: list[dict[str, Any]]) -> str:
@@ -53,12 +56,33 @@ def _floor_kind(task: str, results: list[dict[str, Any]]) -> str:
     )
 
 
+def _window(runs: list[dict[str, Any]]) -> str | None:
+    """A longer window, where the run recorded that the encoder's left ``CUT_SHARE`` or more of the test
+    examples partly unread (the first run that recorded it: every model of a task reads one window)."""
+    recorded = next((r for r in runs if (r.get("cut_by_window") or {}).get("test") is not None), None)
+    if recorded is None:
+        return None
+    window, total = recorded["cut_by_window"], (recorded.get("num_examples") or {}).get("test")
+    if not total or window["test"] < CUT_SHARE * total:
+        return None
+    reads = f"{window['max_length']} sub-tokens" + (f" x {window['chunks']} windows" if window["chunks"] > 1 else "")
+    how = "finetune.max_length" if recorded.get("task_type") == "ner" else "finetune.max_length, or more `chunks`"
+    return (
+        f"a longer window ({how}), since {window['test']:,} of {total:,} test examples are longer than the "
+        f"{reads} the encoder reads, and the floor reads them whole"
+    )
+
+
 def _remedies(task: str, results: list[dict[str, Any]]) -> str:
     """What may make an underfit task informative, as a list: first, where early stopping ended runs before
-    their last epoch, a floor of updates and a longer patience, with the count of such runs."""
+    their last epoch, a floor of updates and a longer patience, with the count of such runs; last, where the
+    encoder's window left many test examples partly unread, a longer one."""
     runs = [r for r in results if r["task"] == task and r.get("model") != FLOOR_MODEL]
     stopped = sum(bool(r.get("stopped_early")) for r in runs)
     out = ["more training examples or epochs", "a larger learning rate"]
+    window = _window(runs)
+    if window:
+        out.append(window)
     if stopped:
         out.insert(
             0,
