@@ -41,6 +41,27 @@ def set_offline_env() -> None:
         os.environ.setdefault(key, value)
 
 
+def domain_task_args(description: str) -> tuple[Any, Any]:
+    """The arguments of a benchmark that reads one task of a domain (the domain, ``--task``, ``--profile`` and
+    overrides as the CLI takes them, in any order), parsed, and the domain's config under them; the environment
+    offline and the library's log at WARNING."""
+    import argparse
+    import logging
+
+    parser = argparse.ArgumentParser(description=description, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("domain")
+    parser.add_argument("--task", required=True)
+    parser.add_argument("--profile", default="offline")
+    parser.add_argument("overrides", nargs="*", help="Domain overrides, as the CLI takes them.")
+    args = parser.parse_intermixed_args()  # overrides may follow --task
+    set_offline_env()
+    from domainbert.config.domain import load_domain
+    from domainbert.core import logs
+
+    logs.configure(logging.WARNING)
+    return args, load_domain(args.domain, args.overrides, profile=args.profile)
+
+
 def results_dir() -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     return RESULTS_DIR

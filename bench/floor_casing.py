@@ -16,12 +16,10 @@ experiment on the encoder).
 
 from __future__ import annotations
 
-import argparse
-import logging
 import time
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+from common import domain_task_args, emit, git_revision, machine_info
 
 
 def fit(cfg: Any, task_name: str, lowercase: bool) -> dict[str, Any]:
@@ -50,19 +48,7 @@ def fit(cfg: Any, task_name: str, lowercase: bool) -> dict[str, Any]:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain")
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--profile", default="offline")
-    parser.add_argument("overrides", nargs="*", help="Domain overrides, as the CLI takes them.")
-    args = parser.parse_intermixed_args()  # overrides may follow --task
-    set_offline_env()
-    from domainbert.core import logs
-
-    logs.configure(logging.WARNING)
-    from domainbert.config.domain import load_domain
-
-    cfg = load_domain(args.domain, args.overrides, profile=args.profile)
+    args, cfg = domain_task_args(__doc__)
     cased, lowered = fit(cfg, args.task, lowercase=False), fit(cfg, args.task, lowercase=True)
     emit(
         {

@@ -21,13 +21,11 @@ encoders (a run's report and the score files have them), and any claim about an 
 
 from __future__ import annotations
 
-import argparse
-import logging
 import statistics
 import time
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+from common import domain_task_args, emit, git_revision, machine_info
 
 
 def as_tokenized(data: Any, tokenizer: Any, limit: int | None) -> tuple[list[int], int]:
@@ -86,21 +84,10 @@ def paired_difference(a: dict[str, Any], b: dict[str, Any], labels: list[str], d
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("domain")
-    parser.add_argument("--task", required=True)
-    parser.add_argument("--profile", default="offline")
-    parser.add_argument("overrides", nargs="*", help="Domain overrides, as the CLI takes them.")
-    args = parser.parse_intermixed_args()  # overrides may follow --task
-    set_offline_env()
-    from domainbert.core import logs
-
-    logs.configure(logging.WARNING)
-    from domainbert.config.domain import load_domain
+    args, cfg = domain_task_args(__doc__)
     from domainbert.core.models import load_tokenizer
     from domainbert.finetune.jobs import load_task_data, task_config
 
-    cfg = load_domain(args.domain, args.overrides, profile=args.profile)
     task = task_config(cfg, args.task)
     if task.type != "classification":
         raise SystemExit(f"error: {args.task} is a {task.type} task; this benchmark reads classification tasks")
