@@ -62,6 +62,19 @@ def domain_task_args(description: str) -> tuple[Any, Any]:
     return args, load_domain(args.domain, args.overrides, profile=args.profile)
 
 
+def task_record(args: Any) -> dict[str, Any]:
+    """The head of a per-task benchmark's JSON record: the commit, this machine, and what ``domain_task_args``
+    parsed."""
+    return {
+        "revision": git_revision(),
+        "machine": machine_info(),
+        "domain": args.domain,
+        "profile": args.profile,
+        "task": args.task,
+        "overrides": args.overrides,
+    }
+
+
 def results_dir() -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     return RESULTS_DIR

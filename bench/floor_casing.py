@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from common import domain_task_args, emit, git_revision, machine_info
+from common import domain_task_args, emit, task_record
 
 
 def fit(cfg: Any, task_name: str, lowercase: bool) -> dict[str, Any]:
@@ -52,12 +52,7 @@ def main() -> None:
     cased, lowered = fit(cfg, args.task, lowercase=False), fit(cfg, args.task, lowercase=True)
     emit(
         {
-            "revision": git_revision(),
-            "machine": machine_info(),
-            "domain": args.domain,
-            "profile": args.profile,
-            "task": args.task,
-            "overrides": args.overrides,
+            **task_record(args),
             "as_written": cased,
             "lowercased": lowered,
             "test_f1_lost_to_lowercasing": round(cased["test_f1"] - lowered["test_f1"], 4),

@@ -25,7 +25,7 @@ import statistics
 import time
 from typing import Any
 
-from common import domain_task_args, emit, git_revision, machine_info
+from common import domain_task_args, emit, task_record
 
 
 def as_tokenized(data: Any, tokenizer: Any, limit: int | None) -> tuple[list[int], int]:
@@ -105,12 +105,7 @@ def main() -> None:
         record.pop("answers")
     emit(
         {
-            "revision": git_revision(),
-            "machine": machine_info(),
-            "domain": args.domain,
-            "profile": args.profile,
-            "task": args.task,
-            "overrides": args.overrides,
+            **task_record(args),
             "max_length": cfg.finetune.max_length,
             "chunks": task.chunks,
             "test_words_median": {
