@@ -85,6 +85,9 @@ def test_a_window_that_cut_many_test_texts_is_named_with_the_count() -> None:
     sentence = task_adequacy(scores, runs)["t"]
     assert ("(3) a longer window (finetune.max_length, or more `chunks`), since 187 of 224 test examples are "
             "longer than the 128 sub-tokens the encoder reads, and the floor reads them whole.") in sentence
+    runs[1]["cut_by_window"] = {**cut, "test": 190}  # another vocabulary cuts more: the most is named
+    assert "since 190 of 224 test examples" in task_adequacy(scores, runs)["t"]
+    runs[1]["cut_by_window"] = cut
     cut["test"] = 50  # under a quarter: not named
     assert "longer window" not in task_adequacy(scores, runs)["t"]
     cut.update(test=100, chunks=2)

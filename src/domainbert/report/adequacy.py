@@ -57,9 +57,14 @@ def _floor_kind(task: str, results: list[dict[str, Any]]) -> str:
 
 
 def _window(runs: list[dict[str, Any]]) -> str | None:
-    """A longer window, where the run recorded that the encoder's left ``CUT_SHARE`` or more of the test
-    examples partly unread (the first run that recorded it: every model of a task reads one window)."""
-    recorded = next((r for r in runs if (r.get("cut_by_window") or {}).get("test") is not None), None)
+    """A longer window, where a run recorded that the encoder's left ``CUT_SHARE`` or more of the test examples
+    partly unread: the run that cut most (models on other vocabularies cut a text into other counts of
+    sub-tokens)."""
+    recorded = max(
+        (r for r in runs if (r.get("cut_by_window") or {}).get("test") is not None),
+        key=lambda r: r["cut_by_window"]["test"],
+        default=None,
+    )
     if recorded is None:
         return None
     window, total = recorded["cut_by_window"], (recorded.get("num_examples") or {}).get("test")
