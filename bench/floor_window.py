@@ -12,9 +12,9 @@ fit reads every text of every split as the encoder's tokenizer gives it, joined 
 sub-tokens less the two special tokens (``chunks`` windows of them where the task reads several). The window's
 cost is the second fit's score less the third's, so that the tokenizer's normalisation, which moves the floor by
 itself, is not counted as the window's; its interval and p-value are the report's paired bootstrap over test
-examples (``report.draws``, 10,000 draws), so they say how far one test set's examples carry it, not how another
-fit would move. Prints and writes ``bench/results/floor-window-<domain>-<task>.json``:
-test and validation macro-F1, per-class test F1 and the words kept for the three fits. What it leaves out: the
+examples (``report.draws.RunScores``, 10,000 draws), so they say how far one test set's examples carry it,
+not how another fit would move. Prints and writes ``bench/results/floor-window-<domain>-<task>.json``: test and
+validation macro-F1, per-class test F1 and the words kept for the three fits. What it leaves out: the
 encoders (a run's report and the score files have them), and any claim about an encoder given more of the text
 (the cut floor bounds what the window costs this bag of words; it is not an experiment on the encoder).
 """
@@ -63,23 +63,17 @@ def fit(data: Any) -> dict[str, Any]:
     }
 
 
-def paired_difference(a: dict[str, Any], b: dict[str, Any], labels: list[str], draws: int = 10_000) -> dict[str, Any]:
-    """Test macro-F1 of fit ``a`` less fit ``b``, with the report's paired bootstrap over test examples (the same
-    draws for both; ``report.draws``): the 95% percentile interval and the two-sided p-value."""
-    import numpy as np
+def paired_difference(a: dict[str, Any], b: dict[str, Any], draws: int = 10_000) -> dict[str, Any]:
+    """Test macro-F1 of fit ``a`` less fit ``b`` on the report's shared bootstrap draws over test examples
+    (``report.draws.RunScores``): the 95% percentile interval and the two-sided p-value."""
+    from domainbert.report.draws import RunScores, bounds, p_value
 
-    from domainbert.finetune.counts import count_metric
-    from domainbert.report.draws import bootstrap_indices, bounds, p_value
-
-    (gold, pred_a), (_, pred_b) = a["answers"], b["answers"]
-    counts_a, metric = count_metric("classification", "macro_f1", gold, pred_a, labels)
-    counts_b, _ = count_metric("classification", "macro_f1", gold, pred_b, labels)
-    weights = np.zeros((draws, len(gold)))
-    for row, picked in enumerate(bootstrap_indices(len(gold), draws, seed=0)):
-        np.add.at(weights[row], picked, 1.0)
-    diffs = metric(weights @ counts_a) - metric(weights @ counts_b)
+    runs = [{"task_type": "classification", "gold": f["answers"][0], "pred": f["answers"][1]} for f in (a, b)]
+    scores = RunScores(runs, "macro_f1", seed=0, chunk=draws)
+    boot = scores.boot(0)
+    diffs = boot[0] - boot[1]
     low, high = bounds(diffs, 0.05)
-    whole = float(metric(counts_a.sum(0)) - metric(counts_b.sum(0)))
+    whole = float(scores.full[0] - scores.full[1])
     return {"diff": round(whole, 4), "ci95": [round(low, 4), round(high, 4)], "p": round(p_value(diffs), 4)}
 
 
@@ -100,7 +94,7 @@ def main() -> None:
     data = load_task_data(cfg, task)
     kept, cut = as_tokenized(data, tokenizer, (cfg.finetune.max_length - 2) * task.chunks)
     window = fit(data)
-    lost = paired_difference(whole, window, data.label_list)
+    lost = paired_difference(whole, window)
     for record in (written, whole, window):
         record.pop("answers")
     emit(
