@@ -23,9 +23,9 @@ if TYPE_CHECKING:
 
 def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float, float]:
     """Examples one fine-tuning run of ``task`` trains on (every epoch) and scores (validation
-    ``evals_per_epoch`` times an epoch, or just once for a run that stops at the reference's step: ``once``, and
-    the test split once) over its schedule (its epochs, at least ``finetune.min_steps`` updates); early stopping
-    not foreseen."""
+    ``evals_per_epoch`` times an epoch from epoch ``eval_delay`` on and at the schedule's end, or just once for a
+    run that stops at the reference's step: ``once``, and the test split once) over its schedule (its epochs, at
+    least ``finetune.min_steps`` updates); early stopping not foreseen."""
     import math
 
     from domainbert.services.tasks import load_task
@@ -34,7 +34,9 @@ def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float,
     n_train, n_val, n_test = (len(data.splits[s]) for s in ("train", "validation", "test"))
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
     steps = max(math.ceil((task.epochs or f.epochs) * steps_per_epoch), f.min_steps)  # the trainer's schedule
-    evals = 1 if once else steps // max(1, steps_per_epoch // f.evals_per_epoch)
+    every = max(1, steps_per_epoch // f.evals_per_epoch)
+    first = math.ceil(task.eval_delay * steps_per_epoch - 1e-9)  # the trainer's first validated step
+    evals = 1 if once else sum(1 for k in range(every, steps + 1, every) if k >= first) + (steps % every != 0)
     return n_train * steps / steps_per_epoch, max(1, evals) * n_val + n_test
 
 

@@ -137,3 +137,25 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them(c
     out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(again)}, "acc", longer, pad_id=0)
     assert [h["step"] for h in out["history"]] == [5, 10, 15, 20] and out["stopped_early"]
     assert "early stopping: no improvement in 3 evaluations" in caplog.text
+
+
+def test_validation_starts_at_eval_delay_and_no_run_stops_or_keeps_an_epoch_before_it():
+    """``eval_delay`` (a task's, transformers' name): the epochs before it are neither scored nor kept, early
+    stopping cannot end the run before it, and the schedule's last step is scored even when the delay passes it."""
+    train = _examples(20)  # 5 steps an epoch at batch 4
+    lengths = [len(f["input_ids"]) for f in train]
+    settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
+    every = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.5}, "acc", settings, pad_id=0)
+    assert [h["step"] for h in every["history"]][:2] == [5, 10]
+    scores = iter([0.9, 0.1, 0.1, 0.1])  # the first evaluation is the best, then worse every time
+    late = dataclasses.replace(settings, eval_delay=3)
+    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(scores)}, "acc", late, pad_id=0)
+    assert [h["step"] for h in out["history"]] == [15, 20, 25] and out["best_step"] == 15
+    assert out["stopped_early"] and out["steps"] == 25  # patience counts from the first validated epoch
+    past_end = dataclasses.replace(settings, epochs=2, eval_delay=5)
+    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", past_end, pad_id=0)
+    assert [h["step"] for h in out["history"]] == [10] and out["best_step"] == 10
+    # a fraction of an epoch: validation from the first evaluation step at or after it
+    half = dataclasses.replace(settings, epochs=3, eval_delay=1.5)
+    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", half, pad_id=0)
+    assert [h["step"] for h in out["history"]] == [10, 15]

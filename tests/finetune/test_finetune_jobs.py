@@ -17,3 +17,19 @@ def test_examples_shared_with_train_are_a_warning_once_a_process_not_once_a_run(
     said = [r for r in caplog.records if "examples also in its training split" in r.getMessage()]
     assert [r.levelno for r in said] == [logging.WARNING, logging.DEBUG, logging.DEBUG]
     assert all(d.split_overlap["excluded"] and d.split_overlap["test"]["normalised"] > 0 for d in runs)
+
+
+def test_eval_delay_is_in_a_runs_record_when_set_left_out_at_0_and_never_in_the_floors() -> None:
+    """Results stored before ``eval_delay`` existed stay current (0 is left out); a delay changes which epoch a
+    run may keep, so it is part of the run's record, and not of the floor's, which validates nothing."""
+    cfg = load_domain("science", ["finetune.only_tasks=[science-terms-ner]"], profile="offline")
+    [task] = cfg.finetune.tasks
+    assert task.eval_delay == 3  # the shipped profile validates the NER task's epochs 3 and 4
+    tasks = [task.model_copy(update={"eval_delay": 0})]
+    plain = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"tasks": tasks})})
+    run = jobs.Job("base", "no/such-model", task.name, 1, "finetune")
+    delayed, undelayed = jobs.run_record(cfg, run, "data")[0], jobs.run_record(plain, run, "data")[0]
+    assert delayed["task"]["eval_delay"] == 3 and "eval_delay" not in undelayed["task"]
+    assert jobs.run_record(cfg, run, "data")[2] != jobs.run_record(plain, run, "data")[2]
+    floor = jobs.Job(jobs.FLOOR, jobs.FLOOR, task.name, jobs.FLOOR_SEED, jobs.FLOOR)
+    assert jobs.run_record(cfg, floor, "data")[2] == jobs.run_record(plain, floor, "data")[2]

@@ -161,10 +161,17 @@ def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_co
     steps = 7 * per_epoch + 3
     assert steps > math.ceil(cfg.finetune.epochs * per_epoch)
     longer = _cfg(base_model, f"finetune.min_steps={steps}")
-    stretched, scored_more = _finetune_examples(longer, task, once=False)
+    every_epoch = task.model_copy(update={"eval_delay": 0})
+    stretched, scored_more = _finetune_examples(longer, every_epoch, once=False)
     assert math.isclose(stretched, n_train * steps / per_epoch)
-    assert scored_more == steps // per_epoch * n_val + len(data.splits["test"])
+    # validated at each of the 7 whole epochs and at the schedule's end, 3 steps after the last of them
+    assert scored_more == (steps // per_epoch + 1) * n_val + len(data.splits["test"])
     assert _finetune_examples(_cfg(base_model, "finetune.min_steps=1"), task, once=False) == (train, scored)
+    # a task validated from epoch eval_delay on: the passes before it are not counted, the schedule's end is
+    _, from_third = _finetune_examples(longer, every_epoch.model_copy(update={"eval_delay": 3}), once=False)
+    assert from_third == (steps // per_epoch - 2 + 1) * n_val + len(data.splits["test"])
+    past_end = every_epoch.model_copy(update={"eval_delay": 50})
+    assert _finetune_examples(longer, past_end, once=False)[1] == n_val + len(data.splits["test"])
 
 
 def test_under_the_reference_only_the_runs_that_stop_at_its_step_are_counted_validating_once(base_model, layout):

@@ -49,6 +49,15 @@ class TaskConfig(StrictModel):
     )
     lr: float | None = Field(None, gt=0, description="This task's learning rate (None: finetune.lr).")
     epochs: float | None = Field(None, gt=0, description="This task's epochs (None: finetune.epochs).")
+    eval_delay: float = Field(
+        0,
+        ge=0,
+        description="Validate only from this epoch on (transformers' eval_delay, Keras' start_from_epoch): earlier "
+        "epochs are neither scored nor kept, and early stopping cannot end a run before it; the schedule's last step "
+        "is always validated. 0: every epoch. For a task whose runs never keep their first epochs, where a "
+        "validation pass costs about as much as an epoch of training: science-terms-ner (bench/README.md, "
+        "'demo_time.py').",
+    )
     group_field: str | None = Field(
         None,
         description="Classification: a field whose value puts each example in a group (e.g. lang); the report "

@@ -210,9 +210,10 @@ def _model_identity(ref: str) -> tuple[str, str, bool]:
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
     """The task's settings as a result records them; ``chunks: 1`` (the default, truncation), ``class_weights:
-    none`` and ``group_field`` are left out so that results recorded before the settings existed stay current."""
+    none``, ``eval_delay: 0`` and ``group_field`` are left out so that results recorded before the settings
+    existed stay current."""
     dump = task.model_dump(mode="json")
-    for name, default in (("chunks", 1), ("class_weights", "none")):
+    for name, default in (("chunks", 1), ("class_weights", "none"), ("eval_delay", 0)):
         if dump.get(name) == default:
             del dump[name]
     del dump["group_field"]  # which examples the report groups: not what a run trains or scores
@@ -224,8 +225,9 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
     task = task_config(cfg, job.task_name)
     inputs = {"task_data": data_hash or task_data_hash(task)}
     if job.mode == FLOOR:
+        validated_from = {"eval_delay"}  # the floor validates nothing: a task's delay is not what it computes
         run_cfg: dict[str, Any] = {
-            "task": _task_identity(task),
+            "task": {k: v for k, v in _task_identity(task).items() if k not in validated_from},
             "model": FLOOR,
             "mode": FLOOR,
             "split_overlap": cfg.finetune.split_overlap,

@@ -98,6 +98,7 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
         precision=ft.precision,
         stop_step=chosen_stop(cfg, task, mode) if task is not None else None,
         min_steps=ft.min_steps,
+        eval_delay=task.eval_delay if task is not None else 0.0,
     )
 
 

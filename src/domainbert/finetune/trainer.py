@@ -12,7 +12,8 @@ the data order. What it does:
   primary metric) are kept in memory and restored at the end; training stops after ``patience`` evaluations
   without improvement, but never before ``min_steps`` updates (Lightning's ``min_steps``, Keras'
   ``start_from_epoch``): a run whose epochs give fewer updates trains more epochs, its schedule stretched to
-  them. The test split is never seen here.
+  them. Validation starts at epoch ``eval_delay`` (transformers' ``eval_delay``): the epochs before it are
+  neither scored nor kept, and the schedule's last step is scored in any case. The test split is never seen here.
 - A stopping step chosen elsewhere (``stop_step``: the reference's kept step, ``finetune.early_stopping:
   reference``): the run trains to it on the schedule of its whole ``epochs`` (the steps the reference took
   to it) and validates once, there; those are the weights it keeps.
@@ -86,6 +87,7 @@ class TrainSettings:
     class_weights: tuple[float, ...] | None = None  # per label, for the loss (``balanced_weights``); None: alike
     stop_step: int | None = None  # train to this step of the schedule, validate there only; None: early stopping
     min_steps: int = 0  # the fewest updates a run takes: the schedule stretches to them, no early stop before
+    eval_delay: float = 0.0  # the first epoch validated (earlier ones are not); the schedule's last step always is
 
     def total_steps(self, steps_per_epoch: int) -> int:
         """The schedule's length in updates: ``epochs`` of ``steps_per_epoch``, at least ``min_steps``."""
@@ -388,6 +390,7 @@ def fit(
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
+    first_eval = math.ceil(s.eval_delay * steps_per_epoch - 1e-9)  # eval_delay 3: the third epoch's last step
     end = state.total if s.stop_step is None else max(1, min(s.stop_step, state.total))  # the schedule is total's
     state.end = end
     _log_start(len(train), state, s)
@@ -397,7 +400,10 @@ def fit(
             _train_step(run, model, train, batch_idx, state, s, pad_id, rank, world)
             step = state.step
             progress = lines.due(step) or step % state.window == 0
-            evaluating = step == end if s.stop_step is not None else step % eval_every == 0 or step == end
+            if s.stop_step is not None:
+                evaluating = step == end
+            else:
+                evaluating = step % eval_every == 0 and step >= first_eval or step == end
             if progress or evaluating:
                 state.read()  # the only read of the device: where the loop logs
             if progress:
