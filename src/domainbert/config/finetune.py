@@ -54,9 +54,8 @@ class TaskConfig(StrictModel):
         ge=0,
         description="Validate only from this epoch on (transformers' eval_delay, Keras' start_from_epoch): earlier "
         "epochs are neither scored nor kept, and early stopping cannot end a run before it; the schedule's last step "
-        "is always validated. 0: every epoch. For a task whose runs never keep their first epochs, where a "
-        "validation pass costs about as much as an epoch of training: science-terms-ner (bench/README.md, "
-        "'demo_time.py').",
+        "is always validated. 0: every epoch. For a task whose runs never keep their first epochs and whose "
+        "validation split is large: science-terms-ner (bench/README.md, 'demo_time.py').",
     )
     group_field: str | None = Field(
         None,
