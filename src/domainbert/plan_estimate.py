@@ -28,6 +28,7 @@ def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float,
     least ``finetune.min_steps`` updates); early stopping not foreseen."""
     import math
 
+    from domainbert.config.finetune import first_validated_step
     from domainbert.services.tasks import load_task
 
     f, data = cfg.finetune, load_task(task)
@@ -35,7 +36,7 @@ def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float,
     steps_per_epoch = max(1, math.ceil(n_train / f.batch_size))
     steps = max(math.ceil((task.epochs or f.epochs) * steps_per_epoch), f.min_steps)  # the trainer's schedule
     every = max(1, steps_per_epoch // f.evals_per_epoch)
-    first = math.ceil(task.eval_delay * steps_per_epoch - 1e-9)  # the trainer's first validated step
+    first = first_validated_step(task.eval_delay, steps_per_epoch)
     evals = 1 if once else sum(1 for k in range(every, steps + 1, every) if k >= first) + (steps % every != 0)
     return n_train * steps / steps_per_epoch, max(1, evals) * n_val + n_test
 

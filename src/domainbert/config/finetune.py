@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 from typing import Literal
 
@@ -99,6 +100,12 @@ class TaskConfig(StrictModel):
         if self.chunks > 1 and (self.type != "classification" or self.text_pair_field is not None):
             raise ValueError("'chunks' applies to classification of single texts only")
         return self
+
+
+def first_validated_step(eval_delay: float, steps_per_epoch: int) -> int:
+    """The first step a run may validate at under ``TaskConfig.eval_delay``: the end of that epoch, rounded up to
+    a step (the trainer's rule, and what ``plan`` counts)."""
+    return math.ceil(eval_delay * steps_per_epoch - 1e-9)
 
 
 class FinetuneConfig(StrictModel):

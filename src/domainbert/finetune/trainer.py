@@ -49,6 +49,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import torch
 
+from domainbert.config.finetune import first_validated_step
 from domainbert.core import signals
 from domainbert.core.distributed import dist_info, resolve_device
 from domainbert.core.errors import ModelError
@@ -390,7 +391,7 @@ def fit(
     rng = np.random.default_rng(s.seed)  # the same batches on every rank
     torch.manual_seed(s.seed + rank)  # each rank its own dropout masks
     eval_every = max(1, steps_per_epoch // s.evals_per_epoch)
-    first_eval = math.ceil(s.eval_delay * steps_per_epoch - 1e-9)  # eval_delay 3: the third epoch's last step
+    first_eval = first_validated_step(s.eval_delay, steps_per_epoch)  # eval_delay 3: the third epoch's last step
     end = state.total if s.stop_step is None else max(1, min(s.stop_step, state.total))  # the schedule is total's
     state.end = end
     _log_start(len(train), state, s)
