@@ -58,13 +58,14 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     A local Dask cluster sets ``OMP_NUM_THREADS=1`` (and its MKL/OpenBLAS kin) in this process's environment
     before spawning its workers and leaves it there; torch reads it when it first sizes its thread pool, so
     every later stage of the run (the base warm-up, the arms' training processes) would train on one core.
-    The environment is restored when the runner closes. Local workers start ignoring Ctrl-C (``_ctrl_c_ignored``).
+    The environment is restored when the runner closes. Local workers start ignoring Ctrl-C (``_ctrl_c_ignored``),
+    with glibc's own memory thresholds and without Dask's profiler (``LOCAL_WORKER_CONFIG``).
     """
     saved = dict(os.environ)
     try:
         with contextlib.ExitStack() as stack:
             local_dask = bool(opts.dask_local_workers and not opts.dask_address)
-            with _ctrl_c_ignored(local_dask):
+            with _ctrl_c_ignored(local_dask), _local_worker_settings(local_dask):
                 runner = stack.enter_context(_runner(opts, threads))
                 if local_dask:
                     runner.client  # noqa: B018 - starts the cluster now (Prefect's runner starts it at first use)
@@ -111,6 +112,31 @@ def _close_local_workers(runner: Any) -> None:
 
     with contextlib.suppress(Exception):  # a cluster already closing: its own close does the rest
         client.sync(close_all)
+
+
+# distributed's defaults for a worker process that cost a training run its time (bench/README.md,
+# "demo_time.py"): glibc told to give back any free memory over 64 KiB at the top of the heap, which also fixes
+# the threshold above which each allocation is a fresh mmap at 128 KiB, so every tensor of a run beyond that
+# size was mapped, touched page by page and unmapped again (the page faults were a third of a run's CPU time);
+# and the statistical profiler sampling the worker's threads every 10 ms.
+LOCAL_WORKER_CONFIG = {
+    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,  # None: not set; glibc's own thresholds
+    "distributed.worker.profile.enabled": False,
+}
+
+
+@contextlib.contextmanager
+def _local_worker_settings(active: bool) -> Iterator[None]:
+    """``LOCAL_WORKER_CONFIG`` in force while a local cluster starts: each nanny reads its workers' environment
+    and hands them this process's Dask config when it is created."""
+    if not active:
+        yield
+        return
+    import dask
+    import distributed  # noqa: F401 - its defaults loaded first: leaving the context must restore them, not drop them
+
+    with dask.config.set(LOCAL_WORKER_CONFIG):
+        yield
 
 
 @contextlib.contextmanager
