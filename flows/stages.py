@@ -115,10 +115,10 @@ def _close_local_workers(runner: Any) -> None:
 
 
 # distributed's defaults for a worker process that cost a training run its time (bench/README.md,
-# "demo_time.py"): glibc told to give back any free memory over 64 KiB at the top of the heap, which also fixes
-# the threshold above which each allocation is a fresh mmap at 128 KiB, so every tensor of a run beyond that
-# size was mapped, touched page by page and unmapped again (the page faults were a third of a run's CPU time);
-# and the statistical profiler sampling the worker's threads every 10 ms.
+# "demo_time.py", measured how much): glibc told to give back any free memory over 64 KiB at the top of the
+# heap, which also fixes the threshold above which each allocation is a fresh mmap at 128 KiB, so every tensor
+# of a run beyond that size was mapped, touched page by page and unmapped again; and the statistical profiler
+# sampling the worker's threads every 10 ms, for a dashboard the local cluster is started without.
 LOCAL_WORKER_CONFIG = {
     "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,  # None: not set; glibc's own thresholds
     "distributed.worker.profile.enabled": False,
