@@ -345,12 +345,15 @@ def finetune_flow(spec: RunSpec, execution: ExecutionOptions = DEFAULT_EXECUTION
     """Fine-tune every model on every task over every seed (on Dask workers when configured)."""
     spec, cfg, layout = _prepare(spec)
     unless_cancelled(configured(models_task, execution, layout.root)(spec))  # the models, recorded in the UI
+    from domainbert.finetune.jobs import overlap_lines, run_list
+
+    # said once here: each run's worker reads its task again and says it at DEBUG (finetune_task)
+    for line in overlap_lines(cfg):
+        get_run_logger().warning(line)
     if recipe.searched_tasks(cfg):  # each task's recipe chosen on the reference before any model trains at it
         chosen = unless_cancelled(configured(recipe_task, execution, layout.root)(spec))
         cfg = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update=chosen)})
         spec = _with_recipe(spec, cfg)
-    from domainbert.finetune.jobs import run_list
-
     jobs = run_list(cfg, layout)
     get_run_logger().info(
         "fine-tuning %d run(s) over %d task(s), a floor baseline per task included", len(jobs), len(cfg.finetune.tasks)

@@ -249,10 +249,11 @@ def models_task(spec: RunSpec) -> dict[str, str]:
 def recipe_task(spec: RunSpec) -> dict[str, dict]:
     """Each task's recipe search on the reference (``finetune.recipe``): its missing runs, then what it chose:
     ``lr_chosen`` and ``stop_chosen`` (``finetune``'s fields)."""
+    from domainbert.finetune.jobs import overlaps_said_by_caller
     from domainbert.finetune.matrix import search_recipe
 
     cfg = spec.config()
-    with stage_logs_to_prefect():
+    with stage_logs_to_prefect(), overlaps_said_by_caller():  # the flow said them (finetune_flow)
         ft = search_recipe(cfg, spec.layout(cfg)).finetune
         return {"lr_chosen": dict(ft.lr_chosen), "stop_chosen": dict(ft.stop_chosen)}
 
@@ -265,7 +266,7 @@ def finetune_task(
     """Fine-tune one model on one task with one seed (``mode``: finetune or frozen); returns the result
     without its prediction lists (those stay in result.json). A run under torchrun (``finetune.num_processes``)
     has its launch log forwarded to the Prefect log."""
-    from domainbert.finetune.jobs import Job
+    from domainbert.finetune.jobs import Job, overlaps_said_by_caller
     from domainbert.finetune.parallel import launch_log
     from domainbert.finetune.stage import finetune_one
 
@@ -273,7 +274,7 @@ def finetune_task(
     layout = spec.layout(cfg)
     job = Job(model_name, model_ref, task_name, seed, mode)
     follow = follow_log(launch_log(layout, job), get_run_logger()) if cfg.finetune.num_processes > 1 else nullcontext()
-    with follow, stage_logs_to_prefect():
+    with follow, stage_logs_to_prefect(), overlaps_said_by_caller():  # the flow said them (finetune_flow)
         result = finetune_one(cfg, layout, model_name, model_ref, task_name, seed, mode=mode)
     return {k: v for k, v in dict(result).items() if k not in ("gold", "pred")}
 

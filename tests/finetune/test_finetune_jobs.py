@@ -19,6 +19,26 @@ def test_examples_shared_with_train_are_a_warning_once_a_process_not_once_a_run(
     assert all(d.split_overlap["excluded"] and d.split_overlap["test"]["normalised"] > 0 for d in runs)
 
 
+
+def test_a_flow_says_a_tasks_overlap_once_for_all_its_workers_and_they_say_it_at_debug(caplog, monkeypatch) -> None:
+    """The fine-tuning flow logs ``overlap_lines`` before its runs start; each run, in whichever worker process,
+    reads the task inside ``overlaps_said_by_caller`` and says it at DEBUG (two workers said it twice before)."""
+    monkeypatch.setattr(jobs, "_said_overlaps", set())
+    cfg = load_domain("science", ["finetune.only_tasks=[science-terms-ner]"], profile="offline")
+    [task] = cfg.finetune.tasks
+    [line] = jobs.overlap_lines(cfg)
+    assert line.startswith("task science-terms-ner: examples also in its training split: validation 31 of 1000")
+    assert line.endswith("; left out of scoring")
+    with caplog.at_level(logging.DEBUG, logger=jobs.logger.name):
+        with jobs.overlaps_said_by_caller():
+            jobs.load_task_data(cfg, task)  # a worker's first run of the task
+        monkeypatch.setattr(jobs, "_said_overlaps", set())
+        jobs.load_task_data(cfg, task)  # outside the context a process says it itself
+    said = [r for r in caplog.records if "examples also in its training split" in r.getMessage()]
+    assert [(r.levelno, r.getMessage()) for r in said] == [(logging.DEBUG, line), (logging.WARNING, line)]
+    kept = cfg.model_copy(update={"finetune": cfg.finetune.model_copy(update={"split_overlap": "keep"})})
+    assert jobs.overlap_lines(kept) == [line.replace("left out of scoring", "kept")]
+
 def test_eval_delay_is_in_a_runs_record_when_set_left_out_at_0_and_never_in_the_floors() -> None:
     """Results stored before ``eval_delay`` existed stay current (0 is left out); a delay changes which epoch a
     run may keep, so it is part of the run's record, and not of the floor's, which validates nothing."""

@@ -7,6 +7,9 @@ The one list the stage, the Prefect flows, ``plan`` and the report's check all u
 from __future__ import annotations
 
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,7 +22,7 @@ from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
 from domainbert.core.models import require_safetensors, resolve_model_ref
 from domainbert.core.paths import RunLayout
-from domainbert.services.split_overlap import EVAL_SPLITS, find_overlap, without_overlap
+from domainbert.services.split_overlap import EVAL_SPLITS, SplitOverlap, find_overlap, without_overlap
 from domainbert.services.tasks import TaskData, load_task, task_data_hash
 
 logger = logging.getLogger(__name__)
@@ -278,6 +281,36 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
 
 
 _said_overlaps: set[str] = set()
+_said_by_caller: ContextVar[bool] = ContextVar("overlap_said_by_caller", default=False)
+
+
+@contextmanager
+def overlaps_said_by_caller() -> Iterator[None]:
+    """Within it, ``load_task_data`` logs what a task's splits share at DEBUG: the caller said it once for every
+    process that runs the task (the fine-tuning flow, ``overlap_lines``, before its runs start on its workers)."""
+    token = _said_by_caller.set(True)
+    try:
+        yield
+    finally:
+        _said_by_caller.reset(token)
+
+
+def overlap_lines(cfg: DomainConfig) -> list[str]:
+    """One line per task whose validation or test split shares examples with its training split, as
+    ``load_task_data`` would log it (each task read once)."""
+    lines = []
+    for task in cfg.finetune.tasks:
+        data = load_task(task)
+        overlap = find_overlap(data)
+        if overlap.any:
+            lines.append(_overlap_said(cfg, task, data, overlap))
+    return lines
+
+
+def _overlap_said(cfg: DomainConfig, task: TaskConfig, data: TaskData, overlap: SplitOverlap) -> str:
+    sizes = {split: len(examples) for split, examples in data.splits.items()}
+    kept = overlap.any and cfg.finetune.split_overlap == "keep"
+    return f"{overlap.sentence(task.name, sizes)}; {'kept' if kept else 'left out of scoring'}"
 
 
 def load_task_data(cfg: DomainConfig, task: TaskConfig) -> TaskData:
@@ -288,10 +321,11 @@ def load_task_data(cfg: DomainConfig, task: TaskConfig) -> TaskData:
     overlap = find_overlap(data)
     excluded = overlap.any and cfg.finetune.split_overlap == "exclude"
     if overlap.any:
-        sizes = {split: len(examples) for split, examples in data.splits.items()}
-        said = f"{overlap.sentence(task.name, sizes)}; {'left out of scoring' if excluded else 'kept'}"
-        # every run of the task reads it: said once a process, not once a run (the report gives it too)
-        logger.log(logging.DEBUG if said in _said_overlaps else logging.WARNING, "%s", said)
+        said = _overlap_said(cfg, task, data, overlap)
+        # every run of the task reads it: said once a process, not once a run (the report gives it too), and
+        # not at all where the caller said it for all its workers
+        quiet = said in _said_overlaps or _said_by_caller.get()
+        logger.log(logging.DEBUG if quiet else logging.WARNING, "%s", said)
         _said_overlaps.add(said)
     if excluded:
         data = without_overlap(data, overlap)
