@@ -6,7 +6,9 @@ so that a clone rechecks the study's tables with ``bench/rescore.py``.
 
 Reads the run as the report does (``report.inputs.finetune_results``: complete, undamaged results, collapse judged
 by today's rule) and records what the study point was (``about``: the study, the run's domain and profile, the
-commit, the command, this machine's CPU). Prints the file's path and the runs it holds as JSON. Trains nothing.
+commits the runs were made at (``run_revisions``, from each run's record; runs made before records held one are
+counted as ``unrecorded``) and the one exported from (``revision``), the command, this machine's CPU). Prints the
+file's path and the runs it holds as JSON. Trains nothing.
 """
 
 from __future__ import annotations
@@ -27,13 +29,16 @@ def main() -> None:
     parser.add_argument("--tasks", nargs="*", help="only these tasks (default: every task with results)")
     parser.add_argument("--note", default="", help="anything a reader of the scores needs to know")
     args = parser.parse_args()
+    from domainbert.core.artifacts import read_record
     from domainbert.core.paths import RunLayout
     from domainbert.report.inputs import finetune_results
     from domainbert.report.score_files import write_scores
 
-    results = [r for _, r in finetune_results(RunLayout(args.run))]
+    found = finetune_results(RunLayout(args.run))
     if args.tasks:
-        results = [r for r in results if r["task"] in args.tasks]
+        found = [(path, r) for path, r in found if r["task"] in args.tasks]
+    results = [r for _, r in found]
+    made_at = [(read_record(path.parent) or {}).get("source_revision") for path, _ in found]
     if not results:
         raise SystemExit(f"{args.run}: no finished fine-tuning result to export")
     resolved = args.run / "config.resolved.json"
@@ -44,6 +49,8 @@ def main() -> None:
         "domain": (config.get("config") or {}).get("name"),
         "profile": config.get("profile"),
         "overrides": config.get("overrides"),
+        "run_revisions": sorted({rev for rev in made_at if rev}),
+        "unrecorded": sum(rev is None for rev in made_at),
         "revision": git_revision(),
         "command": args.command,
         "machine": f"{machine.get('cpu_model')}, {machine.get('cpu_count')} cores",

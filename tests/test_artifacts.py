@@ -72,3 +72,23 @@ def test_folder_without_record_is_not_complete(tmp_path):
     with pytest.raises(FileNotFoundError):
         recorded_hash(tmp_path / "elsewhere")
     json.dumps(fingerprint(1))  # a fingerprint is plain text
+
+
+def test_a_record_names_the_commit_of_the_code_that_wrote_it_outside_the_fingerprint(tmp_path):
+    """``bench/export_scores.py`` reads it to say which code made a study's runs (the commit at export time
+    was all a score file had)."""
+    import subprocess
+    from pathlib import Path
+
+    from domainbert.core import artifacts
+
+    checkout = Path(artifacts.__file__).resolve().parents[3]
+    if not (checkout / ".git").exists():
+        pytest.skip("not run from a git checkout: the record holds None")
+    head = subprocess.run(["git", "-C", str(checkout), "rev-parse", "HEAD"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    with atomic_output(tmp_path / "stage", config={"a": 1}) as tmp:
+        (tmp / "x.txt").write_text("hello")
+    record = read_record(tmp_path / "stage")
+    assert record["source_revision"] in (head, f"{head}+changes")
+    assert record["fingerprint"] == fingerprint({"a": 1}, {}, artifacts.__version__)

@@ -35,11 +35,18 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
     for seed, (base, cont) in {1: (20, 14), 2: (23, 13), 3: (22, 17)}.items():
         write_ner_result(run, "base", NER_TASK, seed, base)
         write_ner_result(run, "continued", NER_TASK, seed, cont)
+    for seed in (1, 2):  # two runs made at a known commit (the record each run's folder gets); the rest before
+        (run / "finetune" / "base" / NER_TASK / f"seed-{seed}" / "_domainbert.json").write_text(
+            json.dumps({"source_revision": f"c0ffee{seed}"}))
     out = tmp_path / "scores" / "point.json.gz"
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
     done = subprocess.run([sys.executable, str(ROOT / "bench" / "export_scores.py"), str(run), str(out),
                            "--study", "a test", "--command", "none"], capture_output=True, text=True, env=env, check=True)
     assert json.loads(done.stdout)["runs"] == 6
+    import gzip
+
+    about = json.load(gzip.open(out, "rt", encoding="utf-8"))["about"]
+    assert about["run_revisions"] == ["c0ffee1", "c0ffee2"] and about["unrecorded"] == 4, about
     again = subprocess.run([sys.executable, str(ROOT / "bench" / "rescore.py"), str(out), "--samples", "400"],
                            capture_output=True, text=True, env=env, check=True)
     means = {s["model"]: s["mean"] for s in json.loads(again.stdout)["scores"]}

@@ -1,7 +1,8 @@
 """Artifacts that are complete or absent: atomic output folders, content hashes and skip-if-done.
 
 Every stage writes its output folder through ``atomic_output``: files go to a temporary sibling folder,
-a ``_domainbert.json`` record (resolved config, input hashes, fingerprint, content hash) is written last,
+a ``_domainbert.json`` record (resolved config, input hashes, fingerprint, content hash, the code's git
+commit) is written last,
 and only then is the folder renamed into place. A folder without that record, or whose fingerprint differs,
 is not complete and is rebuilt; a complete one is skipped. Resumable stages (pretraining) keep their
 checkpoints elsewhere and use this only for the final model folder. A record holding the fingerprint an
@@ -10,11 +11,13 @@ earlier release computed (``Fingerprint.legacy``) is still complete and is rewri
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import logging
 import os
 import shutil
+import subprocess
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -211,10 +214,35 @@ def atomic_output(
         "files": hashes,
         "sizes": {rel: (tmp / rel).stat().st_size for rel in hashes},
         "domainbert_version": __version__,
+        "source_revision": source_revision(),
         "finished_at": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
     }
     (tmp / RECORD).write_text(json.dumps(record, indent=2, sort_keys=True, default=str) + "\n")
     replace_folder(tmp, final)
+
+
+@functools.lru_cache(maxsize=1)
+def source_revision() -> str | None:
+    """The git commit of the checkout this code runs from (``+changes`` where its tracked files differ from it),
+    or None where there is none (an installed wheel, no git): which code made an artifact, for a reader of
+    its record and for ``bench/export_scores.py``. Never part of a fingerprint: a commit that changes nothing a
+    stage computes leaves its outputs current."""
+    root = Path(__file__).resolve().parents[3]  # src/domainbert/core/artifacts.py -> the checkout
+    if not (root / ".git").exists():
+        return None
+    try:
+        git = ["git", "-C", str(root)]
+        head = subprocess.run([*git, "rev-parse", "HEAD"], capture_output=True, text=True, timeout=10, check=True)
+        changed = subprocess.run(
+            [*git, "status", "--porcelain", "--untracked-files=no"],
+            capture_output=True,
+            text=True,
+            timeout=30,
+            check=True,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return head.stdout.strip() + ("+changes" if changed.stdout.strip() else "")
 
 
 def replace_folder(done: Path, final: Path) -> None:
