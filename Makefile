@@ -11,6 +11,7 @@ export PREFECT_SERVER_ANALYTICS_ENABLED := false
 export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export TOKENIZERS_PARALLELISM ?= false
 PYTEST_ARGS ?=
+TORCH_INDEX_URL ?=
 # Test processes (pytest-xdist): most tests run one thread, so two use both cores of a 2-core machine.
 PYTEST_WORKERS ?= 2
 
@@ -19,7 +20,9 @@ PYTEST_WORKERS ?= 2
 setup: $(VENV)/.installed
 
 # torch==2.13.0 goes in first: it lies on local disk as a CPU wheel, and a range that admits newer
-# releases would otherwise pull a multi-GB CUDA build.
+# releases would otherwise pull a multi-GB CUDA build. It comes from pip's configured indexes; from PyPI
+# alone that is the CUDA build (it runs on a CPU, after a download of several GB): TORCH_INDEX_URL names
+# another index for torch alone, such as PyTorch's CPU wheels (the Dockerfile's default).
 # constraints.txt pins the rest of the stack to the versions the suite passed with.
 # pip warns "Location 'file:///.../simple/<project>/' is ignored" for each project that a local file: index
 # in the machine's pip configuration (extra-index-url) does not hold: hundreds of lines on such a machine.
@@ -36,15 +39,17 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(PYTHON) -m venv $(VENV)
 	@echo "setup: pip"
 	@$(BIN)/python -m pip install --quiet --upgrade pip $(PIP_QUIET)
-	@echo "setup: torch==2.13.0 (the CPU wheel)"
-	@$(BIN)/python -m pip install --quiet torch==2.13.0 $(PIP_QUIET)
+	@echo "setup: torch==2.13.0 from $(or $(TORCH_INDEX_URL),pip's configured indexes)"
+	@$(BIN)/python -m pip install --quiet torch==2.13.0 $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) \
+		$(PIP_QUIET)
 	@echo "setup: domainbert and its pinned dependencies (constraints.txt)"
 	@$(BIN)/python -m pip install --quiet -c constraints.txt -e ".[dev]" $(PIP_QUIET)
 	@touch $@
 
 # The science NER task and the two corpus arms (continued and its equal-token control), against both references
-# (the warmed base and the checkpoint before it) and the floor: 20 minutes on a 2-core CPU without bf16 left
-# no room for the TAPT arm's fine-tuning runs (`domainbert run science` trains it; bench/README.md, "demo_time.py").
+# (the warmed base and the checkpoint before it) and the floor. The TAPT arm is left out (`domainbert run science`
+# trains it): its fine-tuning runs did not fit the 20 minutes meant for a 2-core CPU without bf16, a target
+# such a CPU still misses (the README's table gives the times; bench/README.md, "demo_time.py").
 # Five seeds: compared in pairs, an arm's difference from the reference has 4 degrees of freedom; with three (2)
 # no arm could detect less than 5 points at the page's Holm level (bench/README.md, "Paired comparisons").
 demo: setup

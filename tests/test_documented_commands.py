@@ -73,15 +73,15 @@ COMMANDS: dict[str, How] = {
     "make test-fast": How(SKIP, SUITE),
     'make test PYTEST_ARGS="-m \'not slow\'"': How(SKIP, SUITE),
     "make setup": How(SKIP, NETWORK),
+    "make demo TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu": How(SKIP, NETWORK),
     "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
     "make typecheck": How(SLOW, "mypy over the package"),
     "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
     ".venv/bin/domainbert plan science --detect 1.0": How(
         SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
     ),
-    ".venv/bin/domainbert validate <name>": How(MENTION, PROSE),
-    ".venv/bin/domainbert plan <name>": How(MENTION, PROSE),
-    ".venv/bin/domainbert run <name>": How(MENTION, PROSE),
+    "domainbert plan <name>": How(MENTION, PROSE),
+    ".venv/bin/domainbert": How(MENTION, PROSE),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),
     ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),
