@@ -297,13 +297,15 @@ def overlaps_said_by_caller() -> Iterator[None]:
 
 def overlap_lines(cfg: DomainConfig) -> list[str]:
     """One line per task whose validation or test split shares examples with its training split, as
-    ``load_task_data`` would log it (each task read once)."""
+    ``load_task_data`` would log it (each task read once); the caller says them, so this process's later reads
+    of those tasks say them at DEBUG."""
     lines = []
     for task in cfg.finetune.tasks:
         data = load_task(task)
         overlap = find_overlap(data)
         if overlap.any:
             lines.append(_overlap_said(cfg, task, data, overlap))
+    _said_overlaps.update(lines)
     return lines
 
 
