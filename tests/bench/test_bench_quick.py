@@ -26,6 +26,7 @@ QUICK = {
     "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
     "langid_short": (["--quick"], "langid_short.json", ["contenders"]),
     "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
+    "cpu_ceiling": (["--quick"], "cpu-ceiling.json", ["gemm_one_thread", "mlm_step_tokens_per_s"]),
     "pooling": (["science", "--quick"], "pooling-science.json", ["comparisons", "seconds"]),
     "warmup_cost": (["science", "--quick"], "warmup-cost-science.json", ["recipes"]),
     "floor_window": (["science", "--task", "science-subject"], "floor-window-science-science-subject.json",
