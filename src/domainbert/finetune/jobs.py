@@ -311,7 +311,7 @@ def overlap_lines(cfg: DomainConfig) -> list[str]:
 
 def _overlap_said(cfg: DomainConfig, task: TaskConfig, data: TaskData, overlap: SplitOverlap) -> str:
     sizes = {split: len(examples) for split, examples in data.splits.items()}
-    kept = overlap.any and cfg.finetune.split_overlap == "keep"
+    kept = cfg.finetune.split_overlap == "keep"  # called only where the splits share examples
     return f"{overlap.sentence(task.name, sizes)}; {'kept' if kept else 'left out of scoring'}"
 
 
