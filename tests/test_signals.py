@@ -7,6 +7,7 @@ import os
 import signal
 import subprocess
 import sys
+import threading
 import time
 
 import pytest
@@ -93,3 +94,29 @@ def test_a_signal_stops_at_once_except_inside_a_loop_that_checkpoints():
                     pass
     signals.reset()
     assert signal.getsignal(signal.SIGINT) is before  # restored
+
+
+def test_a_task_a_thread_takes_up_after_a_stop_does_not_start():
+    """Handlers live in the main thread only; a ``stoppable`` block a pool thread enters after a stop (the next
+    queued fine-tuning run) raises at once instead of loading its model, and one entered before runs."""
+    signals.reset()
+    ran: list[str] = []
+
+    def task(name: str) -> None:
+        try:
+            with signals.stoppable():
+                ran.append(name)
+        except signals.StopRequested as exc:
+            ran.append(f"{name} stopped by {signal.Signals(exc.signum).name}")
+
+    with signals.graceful_stop():
+        worker = threading.Thread(target=task, args=("before",))
+        worker.start()
+        worker.join()
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(0.01)
+        worker = threading.Thread(target=task, args=("after",))
+        worker.start()
+        worker.join()
+    signals.reset()
+    assert ran == ["before", "after stopped by SIGTERM"]

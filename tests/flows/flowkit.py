@@ -27,6 +27,9 @@ import pytest
 REPO = Path(__file__).resolve().parents[2]
 CORPORA = REPO / "corpora"
 PREFECT = str(Path(sys.executable).with_name("prefect"))
+# A stopped command exits within a scheduler's grace period (Kubernetes' and Slurm's default: 30 s), with room
+# for the CI machine, whose two test workers share its two cores with the command's own processes.
+STOP_WITHIN_S = 15.0
 
 
 def free_port() -> int:

@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from flowkit import base_env, signal_when
+from flowkit import STOP_WITHIN_S, base_env, signal_when
 
 pytestmark = [pytest.mark.slow]
 
@@ -32,7 +32,7 @@ def test_sigterm_under_run_stops_fine_tuning_in_threads_and_in_worker_processes(
     for workers in ("0", "2"):  # the second run starts from the first one's finished stages
         code, took, log = _terminate_during_finetuning([*cmd, "--workers", workers], env)
         assert code == 143, log
-        assert took < 15, (workers, took, log)  # within a scheduler's 30 s grace period, with room
+        assert took < STOP_WITHIN_S, (workers, took, log)
         assert "stopped by SIGTERM" in log
         assert not [p for p in out.glob("finetune/*/terms-ner/seed-*/result.json") if "/floor/" not in p.as_posix()]
         assert not [p for p in out.glob("finetune/**/*") if ".tmp-" in p.name], "a half-written run was left"

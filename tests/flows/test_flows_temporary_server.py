@@ -112,3 +112,24 @@ def test_the_temporary_servers_telemetry_is_off_unless_the_user_turned_it_on(use
     done = subprocess.run([sys.executable, "-c", SERVERS_SETTING], env=env, capture_output=True, text=True, timeout=180)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.split()[-1].lower() == expected
+
+
+def test_a_server_that_ignores_sigterm_is_killed_after_stop_s_not_prefects_5(monkeypatch) -> None:
+    """A stopped run waits ``STOP_S`` for its server, then kills it; a server that exits on SIGTERM is not
+    killed."""
+    import signal
+    import time
+
+    ignores = "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print(flush=True); time.sleep(60)"
+    exits = "import time; print(flush=True); time.sleep(60)"
+    for code, expected in ((ignores, -signal.SIGKILL), (exits, -signal.SIGTERM)):
+        proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        assert proc.stdout is not None and proc.stdout.readline()  # its handler is in place
+        own = server._OwnSessionServer()
+        own.server_process = proc
+        began = time.monotonic()
+        own.stop()
+        took = time.monotonic() - began
+        assert proc.returncode == expected and own.server_process is None and not own.running
+        if expected == -signal.SIGKILL:
+            assert server.STOP_S <= took < 5, took  # Prefect's own stop waits 5 s

@@ -133,6 +133,8 @@ def deliver(signum: int) -> None:
 @contextmanager
 def _handlers(defer: bool) -> Iterator[None]:
     if threading.current_thread() is not threading.main_thread():
+        if not defer:  # no handlers here, but a run that begins after a stop must not start (a queued task)
+            check()
         yield
         return
     owner = STOP_FILE_ENV not in os.environ  # the outermost one names the file; nested ones and children share it
@@ -156,7 +158,8 @@ def _handlers(defer: bool) -> Iterator[None]:
 
 def stoppable() -> AbstractContextManager[None]:
     """Turn SIGINT/SIGTERM/SIGUSR1 into ``StopRequested`` raised at once (in the main thread) while active,
-    unless a ``graceful_stop()`` opened inside it; the previous handlers are restored after."""
+    unless a ``graceful_stop()`` opened inside it; the previous handlers are restored after. Entered after a
+    stop (in any thread: a task a thread pool or a Dask worker takes from its queue), it raises at once."""
     return _handlers(defer=False)
 
 
