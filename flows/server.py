@@ -90,6 +90,18 @@ def _popen_own_session(*args: Any, parent: int, env: dict[str, str], **kwargs: A
     return subprocess.Popen(*args, env=quiet, start_new_session=True, preexec_fn=child_of(parent), **kwargs)  # type: ignore[call-overload]
 
 
+class _FirstLineOnly(logging.Filter):
+    """Keeps the first line of Prefect's "Starting temporary server on ..." message: its second line, Prefect's
+    advice to run a dedicated server (docs/cluster.md says how), printed without a timestamp in every run's
+    output."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        message = record.getMessage()
+        if "\n" in message:
+            record.msg, record.args = message.split("\n", 1)[0], None
+        return True
+
+
 def _drain() -> None:
     """Send the log lines and events the flow left queued, while the server still answers."""
     from prefect.events.worker import EventsWorker
@@ -100,6 +112,15 @@ def _drain() -> None:
             worker.drain_all(timeout=DRAIN_S)
         except Exception:  # noqa: BLE001 - a log line that cannot be sent must not change the run's outcome
             logger.debug("could not drain %s", worker.__name__, exc_info=True)
+
+
+@contextmanager
+def _filtered(target: logging.Logger, log_filter: logging.Filter) -> Iterator[None]:
+    target.addFilter(log_filter)
+    try:
+        yield
+    finally:
+        target.removeFilter(log_filter)
 
 
 @contextmanager
@@ -117,7 +138,7 @@ def api_for_the_run() -> Iterator[None]:
     timeout = SETTING.value() if STARTUP_SETTING in os.environ else max(SETTING.value(), STARTUP_S)
     try:
         # Starting takes seconds on a loaded machine: a stop (or one recorded just before) ends it at once.
-        with signals.stoppable():
+        with signals.stoppable(), _filtered(prefect_server.subprocess_server_logger, _FirstLineOnly()):
             try:
                 server.start(timeout=timeout)
             except RuntimeError as exc:  # Prefect's own "Timed out while attempting to connect ..."

@@ -133,3 +133,34 @@ def test_a_server_that_ignores_sigterm_is_killed_after_stop_s_not_prefects_5(mon
         assert proc.returncode == expected and own.server_process is None and not own.running
         if expected == -signal.SIGKILL:
             assert server.STOP_S <= took < 5, took  # Prefect's own stop waits 5 s
+
+
+def test_the_start_message_is_one_line_with_its_timestamp(monkeypatch, silent_server) -> None:
+    """Prefect's "Starting temporary server on ..." carries a second line of advice, which the run's log format
+    printed without a timestamp; the run's server logs the first line only, and other messages are untouched."""
+    import logging
+
+    from prefect.server.api.server import subprocess_server_logger
+    from prefect.settings import PREFECT_API_URL, PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS, temporary_settings
+
+    records: list[logging.LogRecord] = []
+    catch = logging.Handler()
+    catch.emit = records.append  # type: ignore[method-assign]
+    subprocess_server_logger.addHandler(catch)
+    monkeypatch.setattr(subprocess_server_logger, "disabled", False)
+    level = subprocess_server_logger.level
+    subprocess_server_logger.setLevel(logging.INFO)  # a test session's may be higher
+    monkeypatch.setenv(server.STARTUP_SETTING, "1")
+    try:
+        with temporary_settings(updates={PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS: 1},
+                                restore_defaults={PREFECT_API_URL}):
+            with pytest.raises(DomainbertError):
+                with server.api_for_the_run():
+                    pytest.fail("the block ran without a server")
+        subprocess_server_logger.info("two\nlines")  # after the run's server: Prefect's own messages as they are
+    finally:
+        subprocess_server_logger.removeHandler(catch)
+        subprocess_server_logger.setLevel(level)
+    started = [r.getMessage() for r in records if r.getMessage().startswith("Starting temporary server on ")]
+    assert len(started) == 1 and "\n" not in started[0] and "127.0.0.1" in started[0], started
+    assert records[-1].getMessage() == "two\nlines"
