@@ -32,12 +32,13 @@ from domainbert.core.processes import child_of
 
 logger = logging.getLogger(__name__)
 DRAIN_S = 5  # logs and events still queued when the flow ends; the server stops after them
-STOP_S = 2.0  # given to the server to exit after SIGTERM: it usually exits at once, but once hung past 5 s
+STOP_S = 2.0  # given to the server to exit after SIGTERM (Prefect gives 5 s): it usually exits at once
 # Prefect waits 20 s for its temporary server by default; on a loaded 2-core machine it took longer, and the run
 # died with a traceback before any stage. Unless the user set the setting, the run waits this long.
 STARTUP_S = 120
 STARTUP_SETTING = "PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS"
 ANALYTICS_SETTING = "PREFECT_SERVER_ANALYTICS_ENABLED"
+START_MESSAGE = "Starting temporary server on "
 
 
 class _OwnSessionServer(prefect_server.SubprocessASGIServer):
@@ -97,7 +98,7 @@ class _FirstLineOnly(logging.Filter):
 
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
-        if "\n" in message:
+        if message.startswith(START_MESSAGE) and "\n" in message:  # the logger's other messages as they are
             record.msg, record.args = message.split("\n", 1)[0], None
         return True
 

@@ -164,3 +164,5 @@ def test_the_start_message_is_one_line_with_its_timestamp(monkeypatch, silent_se
     started = [r.getMessage() for r in records if r.getMessage().startswith("Starting temporary server on ")]
     assert len(started) == 1 and "\n" not in started[0] and "127.0.0.1" in started[0], started
     assert records[-1].getMessage() == "two\nlines"
+    other = logging.LogRecord("prefect", logging.INFO, __file__, 1, "an error\nwith its detail", None, None)
+    assert server._FirstLineOnly().filter(other) and other.getMessage() == "an error\nwith its detail"
