@@ -39,6 +39,7 @@ from typing import TYPE_CHECKING, ParamSpec, TypeVar, cast
 from unittest import mock
 
 from domainbert.core import signals
+from domainbert.flows.user_errors import quiet_user_errors
 
 if TYPE_CHECKING:
     from uuid import UUID
@@ -147,6 +148,7 @@ def cancellable(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from prefect.states import Cancelled
 
+        quiet_user_errors()  # a user error ends this run Failed in one line (``flows.user_errors``)
         try:
             with signals.graceful_stop():
                 signals.check()  # a stop recorded while the engine set this flow run up
@@ -192,6 +194,7 @@ def cancellable_task(fn: Callable[P, R]) -> Callable[P, R]:
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
         from prefect.states import Cancelled
 
+        quiet_user_errors()  # here too: a Dask worker process runs no flow
         try:
             with signals.stoppable():
                 return fn(*args, **kwargs)
