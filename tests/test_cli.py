@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -31,6 +32,25 @@ def test_validate_all_domains_succeeds():
     assert proc.returncode == 0, proc.stderr
     for name in ("science", "economics", "law", "tweets"):
         assert f"ok  {name}" in proc.stdout
+
+
+def test_validate_refuses_a_vocabulary_the_sources_cannot_hold_and_takes_the_size_it_names():
+    """The vocabulary stage needs 2 train words per token (``vocab.min_words_per_token``); sources too small for
+    that whatever the corpus keeps are one line from ``validate``, with the largest size they can hold, before
+    the corpus is built. At that size it passes; one token more, it does not."""
+    def refused(size: int) -> str:  # the error line (validate's warnings on the tasks follow it)
+        proc = run_cli("validate", "science", f"tokenizer.vocab_size={size}")
+        assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+        [line] = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
+        assert "science.yaml: tokenizer.vocab_size: the corpus sources hold at most " in line, line
+        return line
+
+    line = refused(2_000_000)
+    most = int(re.search(r"hold at most ([\d,]+) words", line).group(1).replace(",", ""))
+    largest = int(re.search(r"set tokenizer.vocab_size to ([\d,]+) or less", line).group(1).replace(",", ""))
+    assert largest == most // 2
+    assert run_cli("validate", "science", f"tokenizer.vocab_size={largest}").returncode == 0
+    refused(largest + 1)
 
 
 def test_unknown_domain(tmp_path):

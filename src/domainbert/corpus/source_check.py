@@ -1,5 +1,6 @@
 """Local corpus sources before a run reads them: a sample checked (``domainbert validate``), and the most
-tokens their files can hold (``plan`` and ``validate`` weigh the budget against it before the corpus exists).
+tokens their files can hold (``plan`` and ``validate`` weigh the budget against it before the corpus exists)
+and the most words (``validate`` weighs the domain vocabulary's size against it, ``vocab_size_problem``).
 
 The corpus stage skips a malformed line (not UTF-8, not JSON, no text field) and counts it against
 ``corpus.max_malformed_lines``, so a Latin-1 file or a file of the wrong format fails there only after the
@@ -12,10 +13,14 @@ from __future__ import annotations
 
 from itertools import islice
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from domainbert.config.corpus import LocalSource, SourceConfig
-from domainbert.core.errors import DataError, DomainbertError
+from domainbert.core.errors import ConfigError, DataError, DomainbertError
 from domainbert.corpus.sources import MalformedCounter, _records, detect_format, documents_of, expand_paths
+
+if TYPE_CHECKING:
+    from domainbert.config.domain import DomainConfig
 
 SAMPLE_LINES = 200
 # Bounds that make the token count an upper bound: no tokenizer in use packs text into fewer than 2 bytes per
@@ -82,15 +87,64 @@ def _text_bytes_at_most(path: Path) -> int:
     return size * MAX_COMPRESSION
 
 
-def source_tokens_at_most(sources: list[SourceConfig]) -> int | None:
-    """The most tokens the sources' files can make, from their sizes alone (nothing is read); None when a
-    source's size is unknown here (a Hugging Face dataset) or its files cannot be listed."""
-    total = 0
+def _bytes_and_files(sources: list[SourceConfig]) -> tuple[int, int] | None:
+    """The most bytes of text the sources' files can hold, and how many files; None where a size is unknown."""
+    total = files = 0
     for source in sources:
         if not isinstance(source, LocalSource):
             return None
         try:
-            total += sum(_text_bytes_at_most(path) for path in expand_paths(source))
+            sizes = [_text_bytes_at_most(path) for path in expand_paths(source)]
         except (DomainbertError, OSError):
             return None  # validate names the missing file
-    return total // MIN_BYTES_PER_TOKEN
+        total, files = total + sum(sizes), files + len(sizes)
+    return total, files
+
+
+def source_tokens_at_most(sources: list[SourceConfig]) -> int | None:
+    """The most tokens the sources' files can make, from their sizes alone (nothing is read); None when a
+    source's size is unknown here (a Hugging Face dataset) or its files cannot be listed."""
+    found = _bytes_and_files(sources)
+    return None if found is None else found[0] // MIN_BYTES_PER_TOKEN
+
+
+def source_words_at_most(sources: list[SourceConfig]) -> int | None:
+    """The most whitespace-separated words the sources' files can hold, from their sizes alone: every word but
+    a file's last takes a character and a separator. None where ``source_tokens_at_most`` is."""
+    found = _bytes_and_files(sources)
+    return None if found is None else found[0] // 2 + found[1]
+
+
+def vocab_size_problem(cfg: DomainConfig, file: str | Path) -> str | None:
+    """The vocabulary stage refuses a corpus with fewer than ``vocab.min_words_per_token`` train words per token
+    of the domain vocabulary (``vocab.stage``), after the corpus is built: one line naming ``file`` and the field
+    when the sources cannot hold that many words whatever the corpus keeps; None when they can, or when a size
+    is unknown here (a Hugging Face source, a base model out of reach)."""
+    most = source_words_at_most(cfg.corpus.sources)
+    if most is None:  # before the base tokenizer is loaded: no download for a corpus of unknown size
+        return None
+    size = cfg.tokenizer.vocab_size or _base_vocab_size(cfg.base_model.name_or_path)
+    if size is None:
+        return None
+    per = cfg.vocab.min_words_per_token
+    if most >= per * size:
+        return None
+    return str(
+        ConfigError(
+            f"the corpus sources hold at most {most:,} words, and a {size:,}-token domain vocabulary needs "
+            f"{per * size:,.0f} train words (vocab.min_words_per_token {per:g} per token): set tokenizer.vocab_size "
+            f"to {int(most // per):,} or less, or add text",
+            file=file,
+            field="tokenizer.vocab_size",
+        )
+    )
+
+
+def _base_vocab_size(name_or_path: str) -> int | None:
+    """The base tokenizer's size (the domain vocabulary's default size), or None when it cannot be loaded here."""
+    from domainbert.core.models import load_tokenizer
+
+    try:
+        return int(load_tokenizer(name_or_path).backend_tokenizer.get_vocab_size())
+    except (DomainbertError, OSError, ValueError):
+        return None
