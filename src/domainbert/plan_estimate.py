@@ -69,18 +69,22 @@ def _finetune_seconds(
     calibrate: bool,
     guess: float,
     how: list[str],
+    measured: dict[tuple[str, int], Any],
 ) -> float:
     """Seconds the fine-tuning runs of the ``todo`` tasks take over ``workers`` processes (``once``: which of them
     validate once, at the reference's step): each run its setup, training and scored examples at the rates a
     short real run of its task measured here (noted in ``how``), or without ``calibrate`` every example at its
-    task's mean length (``_mean_tokens``) at ``guess`` seconds per training token."""
+    task's mean length (``_mean_tokens``) at ``guess`` seconds per training token. ``measured`` holds the short
+    runs this command has timed, by task and runs at once (filled here): none is timed twice."""
     from domainbert import plan_timing as timing
 
     rates: dict[str, Any] = {}
     together = max(1, min(workers, len(todo)))  # runs that train side by side
     for task in cfg.finetune.tasks:
         if task.name in todo and calibrate:
-            rates[task.name] = r = timing.run_rates(cfg, task, together)
+            if (task.name, together) not in measured:
+                measured[task.name, together] = timing.run_rates(cfg, task, together)
+            rates[task.name] = r = measured[task.name, together]
             how.append(
                 f"{task.name}: a short real run ({r.what}): {r.setup_s:.1f} s to load and encode, "
                 f"{1000 * r.train_s_per_example:.0f} ms an example to train, {1000 * r.score_s_per_example:.1f} "
@@ -105,7 +109,11 @@ def _finetune_seconds(
 
 
 def estimate(
-    cfg: DomainConfig, plans: list[StagePlan], workers: int = 1, calibrate: bool = True
+    cfg: DomainConfig,
+    plans: list[StagePlan],
+    workers: int = 1,
+    calibrate: bool = True,
+    measured: dict[tuple[str, int], Any] | None = None,
 ) -> TimeEstimate | None:
     """Seconds each model stage that will run should take on this machine, from probes timed here and now
     (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
@@ -113,7 +121,8 @@ def estimate(
     offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
     the evaluations at its start and end and its checkpoints are not included. A fine-tuning run is its setup,
     its training examples and its scored ones, each at the cost a short real run of the task measured here
-    (``plan_timing.run_rates``, as many at once as ``workers`` trains side by side)."""
+    (``plan_timing.run_rates``, as many at once as ``workers`` trains side by side; ``measured``: those a call
+    before this one in the same command timed, which are reused)."""
     from domainbert import plan_timing as timing
     from domainbert.pretrain.base_warmup import NAME as WARMUP
 
@@ -163,6 +172,7 @@ def estimate(
             calibrate,
             6 * encoder / timing.GUESS_FLOPS,
             how,
+            {} if measured is None else measured,
         )
         if cfg.finetune.early_stopping == "each_run":  # where validation stops rising is unknown before the run
             how.append(
@@ -190,9 +200,12 @@ def estimate_seconds(cfg: DomainConfig, plans: list[StagePlan], workers: int = 1
     return found.seconds if found else None
 
 
-def design_costs(cfg: DomainConfig, workers: int = 1, calibrate: bool = True) -> tuple[float, float] | None:
-    """Seconds on this machine that one pretraining replicate of every arm takes, and one fine-tuning run (the
-    mean over the tasks), whatever the run folder holds: ``estimate`` over the run planned from nothing; None
+def design_costs(
+    cfg: DomainConfig, workers: int = 1, calibrate: bool = True, measured: dict[tuple[str, int], Any] | None = None
+) -> tuple[float, float] | None:
+    """Seconds on this machine that one pretraining replicate of every arm takes, and one fine-tuning run's share
+    of the wall time with ``workers`` side by side (the mean over the tasks), whatever the run folder holds:
+    ``estimate`` over the run planned from nothing (``measured``: the short runs the plan already timed); None
     where nothing can be timed. ``plan --detect`` prices seeds x replicates with them."""
     import tempfile
     from pathlib import Path
@@ -203,9 +216,9 @@ def design_costs(cfg: DomainConfig, workers: int = 1, calibrate: bool = True) ->
     one = cfg.model_copy(update={"pretrain": cfg.pretrain.model_copy(update={"replicates": 1})})
     with tempfile.TemporaryDirectory() as tmp:
         plans = stage_plans(one, RunLayout(Path(tmp)))
-        timed = estimate(one, plans, 1, calibrate)
+        timed = estimate(one, plans, workers, calibrate, measured)
     if timed is None:
         return None
     arms = sum(s for name, s in timed.seconds.items() if name.startswith("pretrain ") and name != f"pretrain {WARMUP}")
     runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
-    return arms, timed.seconds.get("finetune", 0.0) / max(runs, 1) / max(workers, 1)
+    return arms, timed.seconds.get("finetune", 0.0) / max(runs, 1)  # already shared over the workers

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 import time
 
+import pytest
 from pretrain_fixtures import make_cfg
 
 from domainbert import plan_timing
@@ -248,3 +249,24 @@ def test_a_from_scratch_arm_is_timed_and_sized_as_its_own_architecture_not_the_b
     assert architecture(cfg, None).to_dict() == base.to_dict()  # the warm-up trains the base
     params = sum(p.numel() for p in scratch_model(cfg).parameters())
     assert 4e6 < params < 6e6  # 8,000 x 256 embeddings and four 256-wide layers, not the base's 22 M
+
+
+@pytest.mark.slow  # the plan's real probes: two tasks' short runs and three pretraining shapes
+def test_plan_detect_prices_a_run_with_the_short_runs_the_plan_timed(base_model, layout, monkeypatch, capsys):
+    """``plan --detect`` prices the designs it lists with the fine-tuning probes the plan's own estimate timed:
+    each task's short runs once per command, not once for the plan and again for the designs."""
+    from domainbert.cli import run_cli
+
+    timed: list[tuple[str, int]] = []
+    real = plan_timing.run_rates
+
+    def counted(cfg, task, together=1):
+        timed.append((task.name, together))
+        return real(cfg, task, together)
+
+    monkeypatch.setattr(plan_timing, "run_rates", counted)
+    args = ["plan", "science", f"base_model.name_or_path={base_model}", "--detect", "3", "--out", str(layout.root)]
+    assert run_cli(args) == 0
+    out = capsys.readouterr().out
+    assert sorted(timed) == [("science-subject", 1), ("science-terms-ner", 1)], timed
+    assert "h of model time here" in out, out

@@ -6,6 +6,7 @@ import json
 import math
 import shutil
 
+import pytest
 from pretrain_fixtures import make_cfg
 
 from domainbert.config.domain import load_domain
@@ -91,6 +92,24 @@ def test_plan_warns_of_a_budget_of_a_million_passes_over_the_corpus(base_model, 
     assert run_cli(args) == 0  # the profile's own budget: no budget warning
     out = capsys.readouterr().out.splitlines()
     assert not any("passes over" in line for line in out if line.startswith("warning: "))
+
+
+def test_plan_takes_run_s_workers_0_the_default_as_one_run_at_a_time(base_model, layout, capsys):
+    """``run --workers 0`` (its default) trains one run at a time in-process: ``plan`` takes the same value and
+    prices it as one worker, and two workers at half the fine-tuning time (the guess scales with workers)."""
+    from domainbert.cli import run_cli
+
+    args = ["plan", "science", f"base_model.name_or_path={base_model}", "--no-calibrate", "--out", str(layout.root)]
+
+    def finetune_minutes(*extra: str) -> float:
+        assert run_cli([*args, *extra]) == 0
+        [line] = [line for line in capsys.readouterr().out.splitlines() if line.startswith("finetune ")]
+        return float(line.rsplit("~", 1)[1].split()[0])
+
+    default, zero, one, two = finetune_minutes(), finetune_minutes("--workers", "0"), *(
+        finetune_minutes("--workers", n) for n in ("1", "2"))
+    assert default == zero == one > 0
+    assert two == pytest.approx(one / 2, abs=0.1)
 
 
 def test_plan_lists_the_base_warmup_of_a_headless_checkpoint(base_model, layout, tmp_path):

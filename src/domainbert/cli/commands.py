@@ -10,7 +10,7 @@ from __future__ import annotations
 import dataclasses
 import glob
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
@@ -37,7 +37,8 @@ def validate(
     overrides given (so that `validate science "pretrain.arms=[continued,scratch]"` checks what `run` would run).
 
     Each local corpus file is read on a sample by the corpus stage's reader: an empty file, one that is not
-    UTF-8 or not in its format is an error naming the file and line.
+    UTF-8 or not in its format is an error naming the file and line; files too small for the domain vocabulary
+    (2 words per token) are an error naming the largest size they can hold.
 
     Every task is read as fine-tuning will read it (formats, splits, label sets, tag scheme), so a wrong
     label set is found before the corpus, vocabulary and pretraining stages run. Each problem is one line;
@@ -72,7 +73,7 @@ def validate(
 def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
     from domainbert.corpus.filters import build_pipeline
-    from domainbert.corpus.source_check import check_local_source
+    from domainbert.corpus.source_check import check_local_source, vocab_size_problem
     from domainbert.services.tasks import load_task
 
     found = []
@@ -86,6 +87,8 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
                 check_local_source(source)  # matched, not empty, UTF-8 and in its format on a sample
             except DomainbertError as exc:
                 found.append(str(exc))
+    if not found and (line := vocab_size_problem(cfg, resolve_domain_file(cfg.name))):
+        found.append(line)  # else the vocabulary stage says it, once the corpus is built
     files = [(f"vocab.references[{r.name}]", r.path) for r in cfg.vocab.references if r.path]
     files += [("vocab.control_corpus", p) for p in cfg.vocab.control_corpus]
     files += [("pretrain.general_eval_corpus", p) for p in cfg.pretrain.general_eval_corpus]
@@ -272,7 +275,13 @@ def plan(
         bool,
         typer.Option(help="Time a few steps on this machine, now (cached per shape); --no-calibrate: instant guess."),
     ] = True,
-    workers: Annotated[int, typer.Option(min=1, help="Fine-tuning processes the run will use.")] = 1,
+    workers: Annotated[
+        int,
+        typer.Option(
+            min=0,
+            help="Fine-tuning runs at once, as `run --workers` takes it (0, run's default: one at a time, in-process).",
+        ),
+    ] = 0,
     verify: Annotated[
         bool, typer.Option("--verify", help="Hash every recorded file, weights and shards too (else sizes).")
     ] = False,
@@ -297,7 +306,8 @@ def plan(
     from domainbert.run_plan import render, stage_plans
 
     plans = stage_plans(cfg, layout)
-    timed = estimate_time(cfg, plans, workers, calibrate) if estimate else None
+    measured: dict[tuple[str, int], Any] = {}  # fine-tuning probes, timed once for the plan and --detect
+    timed = estimate_time(cfg, plans, workers, calibrate, measured) if estimate else None
     typer.echo(render(plans, timed.seconds if timed else None, timed))
     from domainbert.report.design import design_power
 
@@ -307,7 +317,7 @@ def plan(
         from domainbert.plan_estimate import design_costs
         from domainbert.report.design import detect_lines
 
-        costs = design_costs(cfg, workers, calibrate) if estimate else None
+        costs = design_costs(cfg, workers, calibrate, measured) if estimate else None
         for line in detect_lines(cfg, layout, detect / 100, costs):
             typer.echo(line)
     if estimate and timed is None:
