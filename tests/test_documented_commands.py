@@ -8,10 +8,12 @@ a command the table does not list fails ``test_every_documented_command_is_in_th
 
 A command that runs gets a fresh folder: a copy of the checkout (its ``corpora/`` linked, read only; ``.venv``
 the environment the suite runs in, as ``make setup`` leaves it), or the project docs/own-domain.md lays out.
-It runs under ``bash -c`` exactly as written, must exit 0 and print no traceback; its exit code and time are
-listed at the end of the session (``tests/conftest.py``). Kinds:
+It runs under ``bash -c`` exactly as written, must exit 0, print no traceback and print the lines its ``How``
+expects (``expect``); its exit code and time are listed at the end of the session (``tests/conftest.py``). Kinds:
 
 - ``RUN``: every lane; ``SLOW``: marked slow (over ~30 s on a 2-core CPU);
+- ``CI_FIRST``: slow, and one ``.ci/run`` runs on the same checkout before the suite: skipped as done under CI
+  (``CI`` set), run as ``SLOW`` elsewhere;
 - ``LONG``: a whole pipeline, tens of minutes to hours on a CPU: run with ``DOMAINBERT_DOCS_LONG=1``;
 - ``SKIP``: needs what a test machine has not (the network, a Hub token, root, a Prefect server and workers);
 - ``MENTION``: not a command to run (a placeholder, a name in prose, a shell line that only sets variables).
@@ -36,7 +38,7 @@ REPO = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md")
 PREFIXES = ("domainbert", ".venv/bin/domainbert", "make", "prefect")
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
-RUN, SLOW, LONG, SKIP, MENTION = "run", "slow", "long", "skip", "mention"
+RUN, SLOW, CI_FIRST, LONG, SKIP, MENTION = "run", "slow", "ci-first", "long", "skip", "mention"
 LONG_ENV = "DOMAINBERT_DOCS_LONG"
 
 
@@ -50,6 +52,7 @@ class How:
     before: tuple[str, ...] = ()  # documented commands it follows in the same folder, in the doc's order
     replace: tuple[tuple[str, str], ...] = ()  # a path it cannot use here -> one under the test's folder
     home: bool = False  # it writes to the user's home: HOME is a folder of the test's own
+    expect: tuple[str, ...] = ()  # regular expressions (one line each, ``re.M``) its output must match
 
 
 SERVER = "a Prefect server and workers (tests/flows/test_flows_server.py runs these steps under `pytest -m server`)"
@@ -74,8 +77,8 @@ COMMANDS: dict[str, How] = {
     'make test PYTEST_ARGS="-m \'not slow\'"': How(SKIP, SUITE),
     "make setup": How(SKIP, NETWORK),
     "make demo TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu": How(SKIP, NETWORK),
-    "make lint": How(SLOW, "mypy, import-linter and ruff over the package"),
-    "make typecheck": How(SLOW, "mypy over the package"),
+    "make lint": How(CI_FIRST, "mypy (its cache cold in a fresh folder), import-linter and ruff over the package"),
+    "make typecheck": How(CI_FIRST, "mypy over the package, cold (`make lint` runs it first)"),
     "domainbert --verbose run science": How(LONG, "the whole science pipeline with library output shown"),
     ".venv/bin/domainbert plan science --detect 1.0": How(
         SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
@@ -100,7 +103,18 @@ COMMANDS: dict[str, How] = {
         SKIP, "the finished runs of `run science` and `run law` (an hour on a CPU); on folders that hold no run it "
         "refuses in one line, exit 2 (tests/test_cli.py)"
     ),
-    ".venv/bin/domainbert plan science --workers 2": How(SLOW, "plan times a few training steps on this machine"),
+    # On a fresh folder every arm is sized and timed; the TAPT arm's task text does not exist before the run, so
+    # its size comes from the task files (its estimate raised a TypeError once).
+    ".venv/bin/domainbert plan science --workers 2": How(
+        SLOW,
+        "plan times a few training steps on this machine",
+        expect=(
+            *(rf"^pretrain {arm} .* [\d,]+ tokens.*~[\d.]+ min$" for arm in ("continued", "control")),
+            r"^pretrain tapt .* [\d,]+ tokens \(task text estimated from the task files\).*~[\d.]+ min$",
+            r"^finetune .*~[\d.]+ min$",
+            r"^estimated model time: ~[\d.]+ min on this machine",
+        ),
+    ),
     "HF_TOKEN=... .venv/bin/domainbert push science --arm continued --repo my-org/science-bert": How(SKIP, HUB),
     "HF_TOKEN=... .venv/bin/domainbert push science --finetuned continued/science-terms-ner --repo my-org/sci-ner "
     "--dry-run": How(SKIP, HUB),
@@ -227,9 +241,20 @@ def test_every_documented_command_is_in_the_table():
     assert not missing, "documented commands the table does not list:\n" + "\n".join(missing)
     assert not stale, "the table lists commands no doc shows any more:\n" + "\n".join(stale)
     for command, how in COMMANDS.items():
-        assert how.kind in (RUN, SLOW, LONG, SKIP, MENTION), command
+        assert how.kind in (RUN, SLOW, CI_FIRST, LONG, SKIP, MENTION), command
         assert how.kind == RUN or how.reason, f"{command}: {how.kind} without a reason"
         assert all(COMMANDS[b].kind in (RUN, SLOW) for b in how.before), command  # each is tested on its own
+
+
+def test_what_ci_runs_before_the_suite_is_what_the_table_skips_there():
+    """Under CI the ``CI_FIRST`` commands are not run again: ``.ci/run`` must run each, and fail on it, before
+    ``make test`` (``make typecheck`` through ``make lint``'s prerequisites)."""
+    steps = [line.strip() for line in (REPO / ".ci/run").read_text().splitlines() if line.strip().startswith("make ")]
+    assert steps[-1] == "make test", steps
+    before = {step.split(" ||")[0] for step in steps[:-1] if step.endswith("|| exit 1")}
+    [lint_rule] = [line for line in (REPO / "Makefile").read_text().splitlines() if line.startswith("lint:")]
+    before |= {f"make {target}" for target in lint_rule.split(":", 1)[1].split()} if "make lint" in before else set()
+    assert {c for c, how in COMMANDS.items() if how.kind == CI_FIRST} <= before, before
 
 
 def test_commands_are_read_as_a_shell_reads_them():
@@ -286,7 +311,7 @@ def _run(command: str, cwd: Path, timeout: float, home: Path | None = None) -> t
 
 
 def _param(command: str, how: How) -> object:
-    marks = {SLOW: [pytest.mark.slow], LONG: [pytest.mark.slow, pytest.mark.timeout(4 * 3600)]}.get(how.kind, [])
+    marks = {SLOW: [pytest.mark.slow], CI_FIRST: [pytest.mark.slow], LONG: [pytest.mark.slow, pytest.mark.timeout(4 * 3600)]}.get(how.kind, [])
     return pytest.param(command, how, marks=marks, id=command[:60])
 
 
@@ -295,6 +320,8 @@ def test_documented_command(command: str, how: How, tmp_path: Path, record_prope
     record_property("documented_command", {"command": command, "kind": how.kind, "reason": how.reason})
     if how.kind in (SKIP, MENTION):
         pytest.skip(f"{how.kind}: {how.reason}")
+    if how.kind == CI_FIRST and os.environ.get("CI"):
+        pytest.skip(f"{how.kind}: .ci/run ran it on this checkout before the suite ({how.reason})")
     if how.kind == LONG and not os.environ.get(LONG_ENV):
         pytest.skip(f"long: {how.reason} (set {LONG_ENV}=1 to run it)")
     cwd = _where(how, tmp_path)
@@ -309,5 +336,7 @@ def test_documented_command(command: str, how: How, tmp_path: Path, record_prope
                                            "exit": code, "seconds": round(seconds, 1)})
     assert code == 0, f"exit {code}:\n{output[-3000:]}"
     assert "Traceback" not in output, output[-3000:]
+    for pattern in how.expect:
+        assert re.search(pattern, output, re.M), f"no line matches {pattern!r}:\n{output[-3000:]}"
     if how.home:
         assert any((tmp_path / "home").iterdir()), "it wrote nothing to the home it was given"
