@@ -58,18 +58,21 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
     A local Dask cluster sets ``OMP_NUM_THREADS=1`` (and its MKL/OpenBLAS kin) in this process's environment
     before spawning its workers and leaves it there; torch reads it when it first sizes its thread pool, so
     every later stage of the run (the base warm-up, the arms' training processes) would train on one core.
-    The environment is restored when the runner closes. Local workers start ignoring Ctrl-C (``_ctrl_c_ignored``),
-    with glibc's own memory thresholds and without Dask's profiler (``LOCAL_WORKER_CONFIG``).
+    The environment is restored when the runner closes. How local workers start and end: ``local_workers``.
     """
     saved = dict(os.environ)
     try:
         with contextlib.ExitStack() as stack:
-            local_dask = bool(opts.dask_local_workers and not opts.dask_address)
-            with _ctrl_c_ignored(local_dask), _local_worker_settings(local_dask):
-                runner = stack.enter_context(_runner(opts, threads))
-                if local_dask:
-                    runner.client  # noqa: B018 - starts the cluster now (Prefect's runner starts it at first use)
-                    stack.callback(_close_local_workers, runner)  # before the runner closes its cluster (LIFO)
+            if opts.dask_local_workers and not opts.dask_address:
+                local_workers = _local_workers()
+                with local_workers.starting():
+                    runner = stack.enter_context(local_workers.runner(opts.dask_local_workers))
+                    local_workers.start(runner.client)  # the client: Prefect's runner starts its cluster at first use
+                stack.callback(local_workers.close, runner.client)  # before the runner closes its cluster (LIFO)
+            elif opts.dask_address:
+                runner = stack.enter_context(_dask_runner_class()(address=opts.dask_address))
+            else:
+                runner = stack.enter_context(ThreadPoolTaskRunner(max_workers=threads or os.cpu_count() or 1))
             try:
                 yield runner
             except BaseException as exc:
@@ -82,77 +85,17 @@ def task_runner(opts: ExecutionOptions, threads: int | None = None) -> Iterator[
         os.environ.update(saved)
 
 
-WORKER_EXIT_S = 30.0  # the time a local worker process is given to exit when the runner closes
+def _dask_runner_class() -> Any:
+    from domainbert.core.extras import require
+
+    return require("prefect_dask", "dask", "--dask-address / --dask-workers").DaskTaskRunner
 
 
-def _close_local_workers(runner: Any) -> None:
-    """Close each local Dask worker with ``WORKER_EXIT_S`` to exit, before the cluster closes them itself.
+def _local_workers() -> Any:
+    _dask_runner_class()  # the extra's one line if it is missing, before a module that imports it
+    from domainbert.flows import local_workers
 
-    distributed gives a worker process 4 s (0.8 of its nanny's 5) and then kills it, logging "Worker process
-    still alive after 4.0 seconds, killing" and the worker's failed heartbeat; a worker that has imported torch,
-    transformers and datasets can take longer than that to exit on a busy 2-core machine. Once closed here, the
-    cluster's own close finds nothing left to kill. The results the flow's futures still hold are released
-    first: a worker closed with results in its memory makes the scheduler warn that it lost "already computed
-    task(s), which will be recomputed elsewhere", about results every task's caller has already read."""
-    import asyncio
-
-    from distributed import Future
-
-    client = runner.client
-    cluster = getattr(client, "cluster", None)
-    if cluster is None:
-        return
-    with contextlib.suppress(Exception):
-        held: list[Future[Any]] = [Future(key, client) for key in list(client.futures)]
-        if held:
-            client.cancel(held, force=True)
-
-    async def close_all() -> None:
-        await asyncio.gather(*(worker.close(timeout=WORKER_EXIT_S) for worker in list(cluster.workers.values())))
-
-    with contextlib.suppress(Exception):  # a cluster already closing: its own close does the rest
-        client.sync(close_all)
-
-
-# distributed's defaults for a worker process that cost a training run its time (bench/README.md,
-# "demo_time.py", measured how much): glibc told to give back any free memory over 64 KiB at the top of the
-# heap, which also fixes the threshold above which each allocation is a fresh mmap at 128 KiB, so every tensor
-# of a run beyond that size was mapped, touched page by page and unmapped again; and the statistical profiler
-# sampling the worker's threads every 10 ms, for a dashboard the local cluster is started without.
-LOCAL_WORKER_CONFIG = {
-    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,  # None: not set; glibc's own thresholds
-    "distributed.worker.profile.enabled": False,
-}
-
-
-@contextlib.contextmanager
-def _local_worker_settings(active: bool) -> Iterator[None]:
-    """``LOCAL_WORKER_CONFIG`` in force while a local cluster starts: each nanny reads its workers' environment
-    and hands them this process's Dask config when it is created."""
-    if not active:
-        yield
-        return
-    import dask
-    import distributed  # noqa: F401 - its defaults loaded first: leaving the context must restore them, not drop them
-
-    with dask.config.set(LOCAL_WORKER_CONFIG):
-        yield
-
-
-@contextlib.contextmanager
-def _ctrl_c_ignored(active: bool) -> Iterator[None]:
-    """SIGINT ignored while a local Dask cluster starts, so that its nanny and worker processes inherit the
-    ignore: Ctrl-C reaches the terminal's whole process group, and Dask's processes would die of it, printing
-    their tracebacks, where this command stops them itself (and their runs stop at the next step through the
-    stop file). A Ctrl-C during those seconds of start-up is lost: the next one stops the command."""
-    if not active or threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, previous)
+    return local_workers
 
 
 def _stop_signal(exc: BaseException) -> int | None:
@@ -167,31 +110,6 @@ def _stop_signal(exc: BaseException) -> int | None:
     if isinstance(exc, KeyboardInterrupt):
         return int(signal.SIGINT)
     return None
-
-
-def _runner(opts: ExecutionOptions, threads: int | None) -> Any:
-    if opts.dask_address or opts.dask_local_workers:
-        from domainbert.core.extras import require
-
-        DaskTaskRunner = require("prefect_dask", "dask", "--dask-address / --dask-workers").DaskTaskRunner
-
-        if opts.dask_address:
-            return DaskTaskRunner(address=opts.dask_address)
-        # Worker processes must reach the same Prefect API (with the embedded API there is no PREFECT_API_URL
-        # in the environment, and each worker would start an API of its own).
-        from prefect.client.orchestration import get_client
-
-        env = {"PREFECT_API_URL": str(get_client(sync_client=True).api_url).rstrip("/")}
-        return DaskTaskRunner(
-            cluster_kwargs={
-                "n_workers": opts.dask_local_workers,
-                "threads_per_worker": 1,
-                "processes": True,
-                "dashboard_address": None,
-                "env": env,
-            }
-        )
-    return ThreadPoolTaskRunner(max_workers=threads or os.cpu_count() or 1)
 
 
 def _prepare(spec: RunSpec) -> tuple[RunSpec, Any, Any]:

@@ -31,6 +31,7 @@ QUICK = {
     "warmup_cost": (["science", "--quick"], "warmup-cost-science.json", ["recipes"]),
     "floor_window": (["science", "--task", "science-subject"], "floor-window-science-science-subject.json",
                      ["whole_text", "window", "per_class_lost"]),
+    "worker_exit": (["--quick"], "worker-exit.json", ["spread", "distributed_over_domainbert"]),
     "recipe_sweep": (["science", "--task", "science-subject", "--grid", "lr=1e-4,3e-4", "--quick"],
                      "recipe-science-science-subject-quick.json", ["chosen", "rows"]),
 }
