@@ -159,7 +159,7 @@ def architecture(cfg: DomainConfig, arm: str | None) -> Any:
         return base
     from domainbert.pretrain.model import scratch_config
 
-    vocabulary: Any = _PlannedVocabulary(cfg.tokenizer.vocab_size or base.vocab_size)  # read as a tokenizer
+    vocabulary: Any = _PlannedVocabulary(cfg.tokenizer.size_given(base.vocab_size))  # read as a tokenizer
     return scratch_config(cfg, vocabulary)
 
 

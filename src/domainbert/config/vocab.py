@@ -21,6 +21,10 @@ class TokenizerConfig(StrictModel):
     """How often a token or merge must occur in the corpus to enter the vocabulary."""
     model_max_length: int = Field(512, ge=8, description="Saved in the tokenizer folder (BERT's position limit).")
 
+    def size_given(self, base_size: int) -> int:
+        """The domain vocabulary's size: ``vocab_size``, or else the base tokenizer's, ``base_size``."""
+        return self.vocab_size or base_size
+
 
 class ReferenceVocab(StrictModel):
     """A reference tokenizer: a BERT vocab.txt, a GPT-2 vocab.json (+ merges.txt), a tokenizer folder or a hub id."""

@@ -218,7 +218,7 @@ def _open(cfg: DomainConfig, corpus: Path, out: Path, inputs: dict[str, str] | N
     refs = [load_reference(r, field_name=f"vocab.references[{i}]") for i, r in enumerate(cfg.vocab.references)]
     base_hf, base = load_base_tokenizer(cfg.base_model.name_or_path, cfg.base_model.lowercase)
     base.name = "base"
-    size = cfg.tokenizer.vocab_size or base.tokenizer.get_vocab_size()
+    size = cfg.tokenizer.size_given(base.tokenizer.get_vocab_size())
     return Build(cfg, corpus, out, inputs, refs, base_hf, base, size)
 
 
