@@ -222,7 +222,6 @@ profiles:
 
 def make_tiny_model(folder: Path) -> Path:
     """A 2-layer, hidden-128 BERT with BERT's uncased vocabulary (an offline stand-in for a hub model)."""
-    import torch
     from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
     if (folder / "config.json").is_file():
@@ -230,9 +229,7 @@ def make_tiny_model(folder: Path) -> Path:
     tok = BertTokenizerFast(vocab_file=str(CORPORA / "vocab" / "bert-base-uncased-vocab.txt"), do_lower_case=True)
     config = BertConfig(vocab_size=tok.vocab_size, hidden_size=128, num_hidden_layers=2, num_attention_heads=2,
                         intermediate_size=256, max_position_embeddings=128)
-    with torch.random.fork_rng():  # one draw for every run of the suite: an unlucky one made a 3-step test collapse
-        torch.manual_seed(0)
-        BertForMaskedLM(config).save_pretrained(folder)
+    BertForMaskedLM(config).save_pretrained(folder)
     tok.save_pretrained(folder)
     return folder
 
