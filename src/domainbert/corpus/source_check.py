@@ -123,10 +123,10 @@ def vocab_size_problem(cfg: DomainConfig, file: str | Path) -> str | None:
     most = source_words_at_most(cfg.corpus.sources)
     if most is None:  # before the base tokenizer is loaded: no download for a corpus of unknown size
         return None
-    base = None if cfg.tokenizer.vocab_size else _base_vocab_size(cfg.base_model.name_or_path)  # loaded if needed
-    if cfg.tokenizer.vocab_size is None and base is None:
+    base = 0 if cfg.tokenizer.vocab_size else _base_vocab_size(cfg.base_model.name_or_path)  # loaded if needed
+    if base is None:  # the base tokenizer cannot be loaded here
         return None
-    size = cfg.tokenizer.size_given(base or 0)
+    size = cfg.tokenizer.size_given(base)
     per = cfg.vocab.min_words_per_token
     if most >= per * size:
         return None
