@@ -19,22 +19,14 @@ PYTEST_WORKERS ?= 2
 
 setup: $(VENV)/.installed
 
-# torch==2.13.0 goes in first: it lies on local disk as a CPU wheel, and a range that admits newer
-# releases would otherwise pull a multi-GB CUDA build. It comes from pip's configured indexes; from PyPI
-# alone that is the CUDA build (it runs on a CPU, after a download of several GB): TORCH_INDEX_URL names
-# another index for torch alone, such as PyTorch's CPU wheels (the Dockerfile's default).
-# constraints.txt pins the rest of the stack to the versions the suite passed with.
-# pip warns "Location 'file:///.../simple/<project>/' is ignored" for each project that a local file: index
-# in the machine's pip configuration (extra-index-url) does not hold: hundreds of lines on such a machine.
-# setuptools also prints a 10-line box on every editable install ("Editable installation ... folders with the
-# same name as your package"; the package lives under src/, so nothing shadows it).
-# PIP_QUIET drops those lines only; pip's other warnings, its errors and (pipefail) its exit status pass.
-# Each step prints one line of its own (the commands themselves are not echoed).
+# torch==2.13.0 goes in first, pinned, so that no range pulls a newer multi-GB CUDA build; TORCH_INDEX_URL names
+# another index for torch alone, and constraints.txt pins the rest (docs/development.md).
+# PIP_QUIET drops only pip's "Location ... is ignored" lines and setuptools' editable-install box, repeated for
+# every project; pip's other warnings, its errors and (pipefail) its exit status pass.
 PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; } \
 	| sed '/BuildBackendWarning: Editable installation/,/with strategy, WheelFile(/d'
-# pip byte-compiles what it installs in one process, most of setup's time on 2 cores; compileall spreads
-# it over every core (bench/README.md, "Setup"). Files that are not Python 3 (some packages ship Python 2
-# scripts) are skipped, as pip skips them; the variable keeps the quotes out of make's way.
+# compileall byte-compiles on every core what pip would compile in one process, skipping what pip skips
+# (bench/results/setup_cpu-avx2_2026-11.md).
 export COMPILE_ENV := import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)
 
 $(VENV)/.installed: SHELL := /bin/bash
@@ -53,19 +45,13 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 	@$(BIN)/python -c "$$COMPILE_ENV"
 	@touch $@
 
-# The science NER task and the two corpus arms (continued and its equal-token control), against both references
-# (the warmed base and the checkpoint before it) and the floor. The TAPT arm is left out (`domainbert run science`
-# trains it): its fine-tuning runs did not fit the 20 minutes meant for a 2-core CPU without bf16, a target
-# such a CPU still misses (the README's table gives the times; bench/README.md, "demo_time.py").
-# Five seeds: compared in pairs, an arm's difference from the reference has 4 degrees of freedom; with three (2)
-# no arm could detect less than 5 points at the page's Holm level (bench/README.md, "Paired comparisons").
+# The science NER task, continued and its equal-token control, five seeds: sized for a 2-core CPU, and why each
+# choice is what it is: docs/demo.md.
 demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
-# The from-scratch arm at a budget it can learn from (BERT-mini on the domain vocabulary, 18.4 M tokens, an hour)
-# against continued (786,432 tokens from the warmed base), both science tasks, five seeds (domains/science.yaml,
-# profile scratch-study; bench/README.md says what it measured and how long it took). A study, not the demo;
-# its own run folder.
+# From scratch against continued, each at a budget it can learn from: a study, not the demo, in its own run
+# folder (docs/profiles.md, scratch-study).
 scratch-study: setup
 	$(BIN)/domainbert run science --profile scratch-study --workers 2 --out runs/science-scratch-study
 

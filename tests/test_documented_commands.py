@@ -1,5 +1,5 @@
-"""Every command README.md, docs/usage.md, docs/own-domain.md, docs/cluster.md and docs/development.md show, run
-as they write it.
+"""Every command README.md, docs/usage.md, docs/own-domain.md, docs/cluster.md, docs/development.md, docs/demo.md
+and docs/profiles.md show, run as they write it.
 
 ``COMMANDS`` is the one table: each documented command (a line of a ```bash block, comments and line
 continuations folded, or an inline code span that starts with ``domainbert``, ``.venv/bin/domainbert``,
@@ -35,7 +35,8 @@ import pytest
 from test_docs_own_domain import _project
 
 REPO = Path(__file__).resolve().parents[1]
-DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md")
+DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md", "docs/demo.md",
+        "docs/profiles.md")
 PREFIXES = ("domainbert", ".venv/bin/domainbert", "make", "prefect")
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
 RUN, SLOW, CI_FIRST, LONG, SKIP, MENTION = "run", "slow", "ci-first", "long", "skip", "mention"
@@ -84,7 +85,10 @@ COMMANDS: dict[str, How] = {
         SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
     ),
     "domainbert plan <name>": How(MENTION, PROSE),
-    ".venv/bin/domainbert": How(MENTION, PROSE),
+    # docs/profiles.md
+    "domainbert plan science --profile scratch-study": How(
+        SLOW, "plan times a few training steps of each arm on this machine, the from-scratch BERT-mini included"
+    ),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),
     ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),

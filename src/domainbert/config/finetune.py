@@ -56,7 +56,7 @@ class TaskConfig(StrictModel):
         description="Validate only from this epoch on (transformers' eval_delay, Keras' start_from_epoch): earlier "
         "epochs are neither scored nor kept, and early stopping cannot end a run before it; the schedule's last step "
         "is always validated. 0: every epoch. For a task whose runs never keep their first epochs and whose "
-        "validation split is large: science-terms-ner (bench/README.md, 'demo_time.py').",
+        "validation split is large, as science-terms-ner's (bench/results/demo_time_cpu_2026-11.md).",
     )
     group_field: str | None = Field(
         None,
@@ -150,9 +150,9 @@ class FinetuneConfig(StrictModel):
         "early_stopping_patience worse ones). reference: the reference chooses for all, as it chooses the rate: "
         "base, first seed, stops early on validation (recipe/ in the run folder), and every model of the "
         "comparison then trains to the step it kept on the same schedule, validated once at that step: one "
-        "stopping point for every model and a validation pass per run instead of one per evaluation. On the "
-        "science demo each_run detected smaller differences with 969 and with 195 validation sentences "
-        "(bench/README.md, studies 5 and 6): reference is for a recipe fixed across models, not a speed-up.",
+        "stopping point for every model and a validation pass per run instead of one per evaluation. each_run "
+        "detected smaller differences on the science demo, so reference is for a recipe fixed across models, not "
+        "a speed-up (studies/05-reference-stop.md).",
     )
     stop_chosen: dict[str, int] = Field(
         default_factory=dict,
@@ -171,8 +171,7 @@ class FinetuneConfig(StrictModel):
         description="The fewest optimizer updates a run takes (0: epochs alone). A task whose epochs give fewer "
         "trains more epochs (the schedule stretches to this many updates), and early stopping may end a run only "
         "after them. Fine-tuning fails on small training sets for want of updates, not epochs (Mosbach et al., "
-        "'On the stability of fine-tuning BERT', 2021): 10 epochs of 200 examples are 130 updates, and patience 2 "
-        "ended 6 of 10 such runs on a plateau of their macro-F1 (bench/README.md, study 8).",
+        "'On the stability of fine-tuning BERT', 2021; studies/08-r8-heldout.md).",
     )
     mode: Literal["finetune", "frozen", "both"] = Field(
         "finetune",
@@ -203,9 +202,8 @@ class FinetuneConfig(StrictModel):
         description="Sequence classification head, the same for every model: 'cls', transformers' own [CLS] + "
         "pooler head, the pooler initialised anew from the seed for every model (a saved classifier loads with "
         "AutoModelForSequenceClassification, no remote code), or 'mean', the mean of the encoder's last hidden "
-        "states (a saved classifier needs trust_remote_code). At the same learning rate mean pooling scored "
-        "higher on every task measured, significantly only at a low rate: give the stock head a higher one "
-        "(bench/README.md 'pooling.py').",
+        "states (a saved classifier needs trust_remote_code). Give the stock head a higher learning rate than "
+        "mean pooling (studies/pooling.md).",
     )
     split_overlap: Literal["exclude", "keep"] = Field(
         "exclude",

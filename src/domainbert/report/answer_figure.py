@@ -6,7 +6,8 @@ survives Holm's correction over the page's comparisons, a hollow one does not, a
 family-wise interval the verdict uses; an arm with collapsed runs is a grey cross, never filled. The shaded band is the
 detectable difference (``power.apply_holm``): a true difference inside it would be missed more often than one
 time in five, so an interval inside it is no evidence of "no effect". A dashed line marks the floor's difference
-from the same reference where the task has a floor. The numbers are the comparison rows'; nothing is computed
+from the same reference where the task has a floor. The key under each panel names every mark, outside the axes so
+that it covers no interval. The numbers are the comparison rows'; nothing is computed
 here beyond choosing which rows to draw.
 """
 
@@ -71,7 +72,8 @@ def answer_figure(
         return None
     cols = min(len(tasks), 2)
     nrows = math.ceil(len(tasks) / cols)
-    height = max(2.2, 0.55 * max(len(_rows(scores, comparisons, t, arms)) for t in tasks) + 1.4)
+    key = 0.5  # inches for the key under the axes
+    height = max(2.2, 0.55 * max(len(_rows(scores, comparisons, t, arms)) for t in tasks) + 1.4) + key
     fig, axes = new_figure(nrows, cols, figsize=(6 * cols, height * nrows), squeeze=False)
     for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
@@ -93,7 +95,24 @@ def answer_figure(
         ax.set_ylim(-0.7, len(rows) - 0.3)
         ax.invert_yaxis()
         label = METRIC_LABEL.get(rows[0]["metric"], rows[0]["metric"])
-        ax.set_xlabel(f"difference from {ref} ({label}, points); filled: survives Holm; thin: family-wise interval")
+        ax.set_xlabel(f"difference from {ref} ({label}, points)")
         ax.set_title(task, fontsize=10)
-        ax.legend(fontsize=7, loc="lower right")
+        _key(ax, rows)
     return save_png(fig, out_dir / NAME).name
+
+
+def _key(ax: Any, rows: list[dict[str, Any]]) -> None:
+    """The legend, under the axis label and outside the axes (so it covers no interval): every mark drawn."""
+    from matplotlib.lines import Line2D
+
+    handles, _ = ax.get_legend_handles_labels()  # the band and the floor, where drawn
+    handles += [
+        Line2D([], [], color="tab:blue", linewidth=2, marker="o", label="95% interval, survives Holm"),
+        Line2D(
+            [], [], color="tab:blue", linewidth=2, marker="o", markerfacecolor="white", label="95% interval, does not"
+        ),
+        Line2D([], [], color="0.55", linewidth=0.8, label="family-wise interval"),
+    ]
+    if any(c.get("collapsed") for c in rows):
+        handles.append(Line2D([], [], color="0.5", linestyle="none", marker="x", label="collapsed runs"))
+    ax.legend(handles=handles, fontsize=7, ncol=2, loc="upper center", bbox_to_anchor=(0.5, -0.36), frameon=False)
