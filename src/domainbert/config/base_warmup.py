@@ -59,8 +59,8 @@ class BaseWarmupConfig(StrictModel):
         gt=0,
         le=1,
         description="train: full: the encoder's learning rate as a share of lr (the MLM head keeps lr), so the "
-        "head learns fast while the encoder moves little (a discriminative rate, ULMFiT), so that the warm-up costs "
-        "the encoder little (studies/warmup-cost.md).",
+        "head learns fast while the encoder moves little, and the warm-up costs it little (a discriminative rate, "
+        "ULMFiT; studies/warmup-cost.md).",
     )
     l2sp: float = Field(
         0.0,
