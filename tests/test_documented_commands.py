@@ -85,10 +85,6 @@ COMMANDS: dict[str, How] = {
         SLOW, "plan times a few training steps here, then prices the designs that detect 1 point"
     ),
     "domainbert plan <name>": How(MENTION, PROSE),
-    # docs/profiles.md
-    "domainbert plan science --profile scratch-study": How(
-        SLOW, "plan times a few training steps of each arm on this machine, the from-scratch BERT-mini included"
-    ),
     # docs/usage.md
     ".venv/bin/domainbert validate": How(RUN),
     ".venv/bin/domainbert corpus law": How(SLOW, "the law corpus: about 75 s on a 2-core CPU"),
