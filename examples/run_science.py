@@ -15,10 +15,12 @@ pool. Experiment tracking (`tracking.report_to`) is the stages' own, so it works
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 
 from domainbert.config.domain import load_domain, save_resolved_config
 from domainbert.core import logs
+from domainbert.core.errors import DomainbertError
 from domainbert.core.models import quiet_libraries
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
@@ -33,8 +35,8 @@ DEMO = ["finetune.only_tasks=[science-terms-ner]", "pretrain.arms=[continued,con
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--out", type=Path, default=Path("runs/science-example"), help="the run folder")
-    parser.add_argument("--profile", default="offline", help="offline (shipped samples) or full (the Hub's data)")
+    parser.add_argument("--out", type=Path, default=Path("runs/science-example"), help="run folder (%(default)s)")
+    parser.add_argument("--profile", default="offline", help="offline (shipped samples, the default) or full")
     parser.add_argument("overrides", nargs="*", help="key=value overrides, after the demo's")
     args = parser.parse_args()
     logs.configure()
@@ -61,4 +63,7 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except DomainbertError as exc:  # a bad override or input file: one line, as `domainbert` says it
+        sys.exit(f"error: {exc}")
