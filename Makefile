@@ -71,8 +71,8 @@ bench: setup
 
 lint: typecheck
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src flows tests bench
-	$(BIN)/ruff format --check src/domainbert flows
+	$(BIN)/ruff check src flows tests bench examples
+	$(BIN)/ruff format --check src/domainbert flows examples
 
 # mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.
 typecheck: setup

@@ -1,10 +1,16 @@
-"""Every command README.md, docs/usage.md, docs/own-domain.md, docs/cluster.md, docs/development.md, docs/demo.md
-and docs/profiles.md show, run as they write it.
+"""Every command README.md, docs/usage.md, docs/own-domain.md, docs/cluster.md, docs/development.md, docs/demo.md,
+docs/profiles.md and examples/README.md show, run as they write it; and every deployment prefect.yaml defines,
+loaded as ``prefect deploy`` loads it.
 
 ``COMMANDS`` is the one table: each documented command (a line of a ```bash block, comments and line
 continuations folded, or an inline code span that starts with ``domainbert``, ``.venv/bin/domainbert``,
-``make``, ``prefect`` or ``python bench/``) maps to how the suite runs it or why it cannot here. A doc that gains
-a command the table does not list fails ``test_every_documented_command_is_in_the_table``.
+``make``, ``prefect``, ``python bench/`` or ``python examples/``) maps to how the suite runs it or why it cannot
+here. A doc that gains a command the table does not list fails ``test_every_documented_command_is_in_the_table``.
+
+prefect.yaml's deployments cannot run here (a server and workers: tests/flows/test_flows_server.py deploys one
+under ``pytest -m server``), but each entry point is loaded, without a server: its file exists, it names a
+Prefect flow, and the flow takes the parameters the deployment passes. Every ``prefect deployment run
+FLOW/DEPLOYMENT`` the docs show, and the pretraining deployment a deployment sends its stage to, names one of them.
 
 A command that runs gets a fresh folder: a copy of the checkout (its ``corpora/`` linked, read only; ``.venv``
 the environment the suite runs in, as ``make setup`` leaves it), or the project docs/own-domain.md lays out.
@@ -36,8 +42,9 @@ from test_docs_own_domain import _project
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md", "docs/demo.md",
-        "docs/profiles.md")
+        "docs/profiles.md", "examples/README.md")
 PREFIXES = ("domainbert", ".venv/bin/domainbert", "make", "prefect")
+SCRIPTS = ("python bench/", "python examples/", ".venv/bin/python examples/")  # inline spans that run a script
 FENCE = re.compile(r"^```([^\n]*)\n(.*?)^```", re.S | re.M)
 RUN, SLOW, CI_FIRST, LONG, SKIP, MENTION = "run", "slow", "ci-first", "long", "skip", "mention"
 LONG_ENV = "DOMAINBERT_DOCS_LONG"
@@ -186,6 +193,12 @@ COMMANDS: dict[str, How] = {
     "domainbert run DOMAIN": How(MENTION, PROSE),
     "domainbert run": How(MENTION, PROSE),
     "domainbert": How(MENTION, PROSE),
+    # examples/README.md
+    ".venv/bin/python examples/run_science.py": How(
+        LONG, "make demo's design, its fine-tuning runs one at a time; tests/flows/test_flows_example_script.py runs "
+        "the script at tiny sizes"
+    ),
+    ".venv/bin/python examples/run_science.py --help": How(RUN, expect=(r"^usage: run_science\.py .*--out",)),
 }
 
 
@@ -219,7 +232,7 @@ def commands_of(text: str) -> list[str]:
             pending = ""
     for span in re.findall(r"`([^`]+)`", FENCE.sub("", text)):
         span = " ".join(span.split())  # a span wrapped over two lines of prose
-        if any(span == p or span.startswith(p + " ") for p in PREFIXES) or span.startswith("python bench/"):
+        if any(span == p or span.startswith(p + " ") for p in PREFIXES) or span.startswith(SCRIPTS):
             found.append(span)
     return list(dict.fromkeys(found))
 
@@ -340,3 +353,59 @@ def test_documented_command(command: str, how: How, tmp_path: Path, record_prope
         assert re.search(pattern, output, re.M), f"no line matches {pattern!r}:\n{output[-3000:]}"
     if how.home:
         assert any((tmp_path / "home").iterdir()), "it wrote nothing to the home it was given"
+
+
+# --- prefect.yaml's deployments --------------------------------------------------------------------------------
+
+def _deployments() -> list[dict]:
+    import yaml
+
+    return yaml.safe_load((REPO / "prefect.yaml").read_text(encoding="utf-8"))["deployments"]
+
+
+def _flow(entrypoint: str):
+    """The flow ``prefect deploy`` loads for ``path/file.py:function`` (from the project's root), import errors
+    raised (not Prefect's placeholder flow)."""
+    from prefect.flows import load_flow_from_entrypoint
+
+    return load_flow_from_entrypoint(entrypoint, use_placeholder_flow=False)
+
+
+@pytest.mark.parametrize("deployment", _deployments(), ids=lambda d: d["name"])
+def test_every_deployment_is_a_flow_that_takes_the_parameters_it_passes(deployment: dict, monkeypatch) -> None:
+    import inspect
+
+    from prefect import Flow
+
+    from domainbert.config.domain import DEFAULT_PROFILE, load_domain
+
+    path, _, function = deployment["entrypoint"].partition(":")
+    assert (REPO / path).is_file() and function, deployment["entrypoint"]
+    monkeypatch.chdir(REPO)  # where `prefect deploy` runs, and where a worker's pull step puts it
+    flow = _flow(deployment["entrypoint"])
+    assert isinstance(flow, Flow) and flow.fn.__name__ == function, flow
+    params = deployment.get("parameters") or {}
+    assert set(params) <= set(inspect.signature(flow.fn).parameters), (sorted(params), flow.fn)
+    flow.validate_parameters(params)  # as a run of the deployment validates them: RunSpec, ExecutionOptions
+    spec = params.get("spec", {})
+    profile = params.get("profile", spec.get("profile", DEFAULT_PROFILE))
+    domains = params.get("domains", [params.get("domain", spec.get("domain"))])
+    assert all(domains), params
+    for domain in domains:  # each domain it names loads with its profile (no data is read)
+        load_domain(domain, profile=profile)
+
+
+def test_every_deployment_a_run_names_is_in_prefect_yaml(monkeypatch) -> None:
+    """``prefect deployment run FLOW/DEPLOYMENT`` in the docs and prefect.yaml's own comments, and the pretraining
+    deployment a pipeline deployment sends its stage to (``execution.pretrain_deployment``), each name a deployment
+    of prefect.yaml by its flow's name."""
+    monkeypatch.chdir(REPO)
+    defined = {f"{_flow(d['entrypoint']).name}/{d['name']}" for d in _deployments()}
+    yaml_text = (REPO / "prefect.yaml").read_text(encoding="utf-8")
+    shown = [*documented(), *re.findall(r"^#\s+(prefect deployment run \S+.*)$", yaml_text, re.M)]
+    runs = {c.split()[3] for c in shown if c.startswith("prefect deployment run ") and len(c.split()) > 3}
+    sent = {
+        (d.get("parameters") or {}).get("execution", {}).get("pretrain_deployment") for d in _deployments()
+    } - {None}
+    assert runs and sent, (runs, sent)
+    assert runs | sent <= defined, sorted((runs | sent) - defined)
