@@ -16,10 +16,15 @@ experiment on the encoder).
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import time
 from typing import Any
 
-from common import domain_task_args, emit, task_record
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import domain_task_args, emit, task_record  # noqa: E402
 
 
 def fit(cfg: Any, task_name: str, lowercase: bool) -> dict[str, Any]:

@@ -13,11 +13,15 @@ file's path and the runs it holds as JSON. Trains nothing.
 
 from __future__ import annotations
 
+import sys
 import argparse
 import json
 from pathlib import Path
 
-from common import git_revision, machine_info
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import git_revision, machine_info  # noqa: E402
 
 
 def main() -> None:
@@ -32,7 +36,7 @@ def main() -> None:
     from domainbert.core.artifacts import read_record
     from domainbert.core.paths import RunLayout
     from domainbert.report.inputs import finetune_results
-    from domainbert.report.score_files import write_scores
+    from studies.score_files import write_scores
 
     found = finetune_results(RunLayout(args.run))
     if args.tasks:

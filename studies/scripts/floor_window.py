@@ -21,11 +21,16 @@ encoders (a run's report and the score files have them), and any claim about an 
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import statistics
 import time
 from typing import Any
 
-from common import domain_task_args, emit, task_record
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import domain_task_args, emit, task_record  # noqa: E402
 
 
 def as_tokenized(data: Any, tokenizer: Any, limit: int | None) -> tuple[list[int], int]:

@@ -17,13 +17,18 @@ one), the floor (``domainbert finetune``), the test scores.
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
 import argparse
 import itertools
 import logging
 import time
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
 
 TASK_KEYS = ("lr", "epochs", "class_weights", "chunks")
 FINETUNE_KEYS = ("max_length", "batch_size", "pooling", "early_stopping_patience")

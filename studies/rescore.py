@@ -12,16 +12,24 @@ file's model otherwise (studies 2 and 13 ran the packaged checkpoint with no war
 Prints JSON: per task and model the mean, sd and per-seed scores, and every comparison the report would make
 over these runs (paired by seed where both models have the seeds; Holm over the page), through the report's
 own code (``report.results.build_tables``). ``--pair A B`` adds that one comparison alone, uncorrected: a
-preregistered claim. ``--seeds`` keeps only those seeds (the floor's seed 0 always).
+preregistered claim. ``--seeds`` keeps only those seeds (the floor's seed 0 always). ``--table`` prints instead the score table a study
+file carries (``studies/*.md``, checked by ``tests/studies/test_study_tables.py``): per task and model the runs,
+mean, sd and each run's score in points, nothing drawn at random.
 """
 
 from __future__ import annotations
 
 import argparse
+import sys
 from pathlib import Path
 from typing import Any
 
-from common import emit
+ROOT = Path(__file__).resolve().parents[1]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit  # noqa: E402
+
+ARMS = ("continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "control")
 
 
 def _row(c: dict[str, Any]) -> dict[str, Any]:
@@ -44,7 +52,7 @@ def _renamed(runs: list[dict[str, Any]], path: Path, renames: list[str]) -> list
 def merged_runs(paths: list[Path], renames: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
     """Every file's ``about`` and their runs as one list (see the module doc)."""
     from domainbert.core.errors import DataError
-    from domainbert.report.score_files import read_scores
+    from studies.score_files import read_scores
 
     abouts: list[dict[str, Any]] = []
     kept: dict[tuple[Any, ...], tuple[dict[str, Any], Path]] = {}
@@ -66,6 +74,32 @@ def merged_runs(paths: list[Path], renames: list[str]) -> tuple[list[dict[str, A
     return abouts, [run for run, _ in kept.values()]
 
 
+def score_table(runs: list[dict[str, Any]]) -> str:
+    """The score table of a study file: one row per task and model, in the report's order and metric."""
+    from domainbert.report.results import (
+        collapsed_runs,
+        group_results,
+        mean_std,
+        model_order,
+        primary_metric,
+        test_score,
+    )
+
+    arms = [m for m in ARMS if any(r["model"] == m for r in runs)]
+    lines = ["| task | model | runs | mean | sd | collapsed | each run (points, by replicate and seed) |",
+             "|---|---|---:|---:|---:|---:|---|"]
+    for task, by_model in sorted(group_results(runs).items()):
+        for model in model_order(by_model, arms, []):
+            model_runs = by_model[model]
+            metric = primary_metric(model_runs[0])
+            values = [100 * test_score(r, metric) for r in model_runs]
+            mean, sd = mean_std(values)
+            each = " ".join(f"{v:.1f}" for v in values)
+            lines.append(f"| {task} | {model} | {len(values)} | {mean:.2f} | {sd:.2f} | {collapsed_runs(model_runs)} "
+                         f"| {each} |")
+    return "\n".join(lines)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scores", type=Path, nargs="+")
@@ -73,6 +107,7 @@ def main() -> None:
     parser.add_argument("--seeds", type=int, nargs="*")
     parser.add_argument("--pair", nargs=2, metavar=("A", "B"))
     parser.add_argument("--samples", type=int, default=1000)
+    parser.add_argument("--table", action="store_true", help="print the score table a study file carries")
     args = parser.parse_args()
     from domainbert.report.results import build_tables, default_compare_fn, group_results
     from domainbert.report.stats import compare_models
@@ -80,8 +115,10 @@ def main() -> None:
     abouts, runs = merged_runs(args.scores, args.rename)
     if args.seeds:
         runs = [r for r in runs if r["seed"] in args.seeds or r["model"] == "floor"]
-    arms = [m for m in ("continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "control")
-            if any(r["model"] == m for r in runs)]
+    if args.table:
+        print(score_table(runs))
+        return
+    arms = [m for m in ARMS if any(r["model"] == m for r in runs)]
     scores, comparisons = build_tables(runs, [], arms, [], default_compare_fn(args.samples, 0.95, 0), 0.95)
     out: dict[str, Any] = {
         "scores_file": " ".join(map(str, args.scores)),

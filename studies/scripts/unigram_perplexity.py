@@ -15,6 +15,7 @@ fall well below it. Deterministic. Prints one JSON document (also ``bench/result
 
 from __future__ import annotations
 
+import sys
 import argparse
 import json
 import math
@@ -22,7 +23,10 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, set_offline_env  # noqa: E402
 
 
 def token_counts(tokenizer: Any, texts: Any) -> Counter[int]:

@@ -24,7 +24,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, run_pipeline, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, machine_info, run_pipeline, set_offline_env  # noqa: E402
 
 
 def study_overrides(args: argparse.Namespace) -> list[str]:
@@ -75,7 +78,7 @@ def main() -> None:
 
     from domainbert.config.domain import load_domain
     from domainbert.core.paths import RunLayout
-    from domainbert.report.aa import aa_check
+    from studies.aa import aa_check
     from domainbert.report.inputs import load_run
 
     cfg = load_domain(args.domain, study_overrides(args))

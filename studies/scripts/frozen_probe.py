@@ -12,13 +12,17 @@ diagnostic, not the report's comparison: no seeds, no interval. Prints one JSON 
 
 from __future__ import annotations
 
+import sys
 import argparse
 import json
 import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
 
 
 def encode(path: str, texts: list[str], max_length: int) -> Any:

@@ -30,9 +30,12 @@ import sys
 import time
 from pathlib import Path
 
-from common import emit, git_revision, machine_info, run_pipeline, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
 
-REPO = Path(__file__).resolve().parent.parent
+from common import emit, git_revision, machine_info, run_pipeline, set_offline_env  # noqa: E402
+
+REPO = ROOT
 GLOSSES = REPO / "corpora" / "general" / "wordnet-glosses-01.jsonl.gz"
 SEED = 29
 SIZES = {"train": 250, "validation": 250, "test": 400}

@@ -17,6 +17,7 @@ examples) and each against the floor. What it leaves out: the pretrained arms, N
 
 from __future__ import annotations
 
+import sys
 import argparse
 import json
 import logging
@@ -24,7 +25,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
 
 POOLINGS = ("mean", "cls")
 

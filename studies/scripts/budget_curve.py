@@ -33,7 +33,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from common import emit, git_revision, machine_info, results_dir, run_pipeline, set_offline_env
+ROOT = Path(__file__).resolve().parents[2]
+sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
+
+from common import emit, git_revision, machine_info, results_dir, run_pipeline, set_offline_env  # noqa: E402
 
 
 def point_overrides(args: argparse.Namespace, k: int) -> list[str]:
