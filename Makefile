@@ -33,7 +33,7 @@ setup: $(VENV)/.installed
 PIP_QUIET = 2>&1 | { grep -v "^WARNING: Location '.*' is ignored: " || true; } \
 	| sed '/BuildBackendWarning: Editable installation/,/with strategy, WheelFile(/d'
 # pip byte-compiles what it installs in one process, most of setup's time on 2 cores; compileall spreads
-# it over every core (bench/README.md, "Setup"). Files that are not Python 3 (some packages ship Python 2
+# it over every core (bench/results/setup_cpu-avx2_2026-11.md). Files that are not Python 3 (some packages ship Python 2
 # scripts) are skipped, as pip skips them; the variable keeps the quotes out of make's way.
 export COMPILE_ENV := import compileall, sysconfig; compileall.compile_dir(sysconfig.get_path("purelib"), quiet=2, workers=0)
 
@@ -56,9 +56,9 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # The science NER task and the two corpus arms (continued and its equal-token control), against both references
 # (the warmed base and the checkpoint before it) and the floor. The TAPT arm is left out (`domainbert run science`
 # trains it): its fine-tuning runs did not fit the 20 minutes meant for a 2-core CPU without bf16, a target
-# such a CPU still misses (the README's table gives the times; bench/README.md, "demo_time.py").
+# such a CPU still misses (the README's table gives the times; bench/results/demo_time_cpu_2026-11.md).
 # Five seeds: compared in pairs, an arm's difference from the reference has 4 degrees of freedom; with three (2)
-# no arm could detect less than 5 points at the page's Holm level (bench/README.md, "Paired comparisons").
+# no arm could detect less than 5 points at the page's Holm level (studies/paired-comparisons.md).
 demo: setup
 	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 

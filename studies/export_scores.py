@@ -1,7 +1,7 @@
-"""Write a finished run's fine-tuning results as a score file under ``bench/scores/`` (per-run scores, no model),
-so that a clone rechecks the study's tables with ``bench/rescore.py``.
+"""Write a finished run's fine-tuning results as a score file under ``studies/scores/`` (per-run scores, no model),
+so that a clone rechecks the study's tables with ``studies/rescore.py``.
 
-    python bench/export_scores.py runs/study-0-order4 bench/scores/study-0-manpages-fr-order4.json.gz \
+    python studies/export_scores.py runs/study-0-order4 studies/scores/study-0-manpages-fr-order4.json.gz \
         --study "0, the fourth design" --command "domainbert run ..." [--tasks manpages-fr-order] [--note "..."]
 
 Reads the run as the report does (``report.inputs.finetune_results``: complete, undamaged results, collapse judged
@@ -13,9 +13,9 @@ file's path and the runs it holds as JSON. Trains nothing.
 
 from __future__ import annotations
 
-import sys
 import argparse
 import json
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -28,7 +28,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("run", type=Path, help="the run folder (its finetune/ results and config.resolved.json)")
     parser.add_argument("out", type=Path, help="the score file to write (.json.gz)")
-    parser.add_argument("--study", required=True, help="which study point (bench/README.md's name for it)")
+    parser.add_argument("--study", required=True, help="which study point (its study file's name for it)")
     parser.add_argument("--command", required=True, help="the command that made the run")
     parser.add_argument("--tasks", nargs="*", help="only these tasks (default: every task with results)")
     parser.add_argument("--note", default="", help="anything a reader of the scores needs to know")

@@ -1,7 +1,7 @@
-"""Recheck a study's tables from its committed per-run scores (``bench/scores/*.json.gz``), with no model.
+"""Recheck a study's tables from its committed per-run scores (``studies/scores/*.json.gz``), with no model.
 
-    python bench/rescore.py bench/scores/science-demo-6seeds.json.gz [--seeds 1 2 3] [--pair continued control]
-    python bench/rescore.py bench/scores/study-2-law.json.gz bench/scores/study-13-law-checkpoint.json.gz \
+    python studies/rescore.py studies/scores/science-demo-6seeds.json.gz [--seeds 1 2 3] [--pair continued control]
+    python studies/rescore.py studies/scores/study-2-law.json.gz studies/scores/study-13-law-checkpoint.json.gz \
         --rename study-2-law.json.gz:base=original --rename study-13-law-checkpoint.json.gz:base=original
 
 Several score files are read as one run (a study continued on another day): a run present in two of them

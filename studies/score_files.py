@@ -1,12 +1,12 @@
 """Score files: a run's fine-tuning results reduced to what every table of a study is computed from, small enough
-to commit, so that a clone can recheck each figure of bench/README without the models.
+to commit (under ``studies/scores/``), so that a clone can recheck each figure of a study file without the models.
 
 One gzipped JSON per study point: per run its ``model``, ``task``, ``task_type``, ``primary_metric``, ``seed``,
 ``replicate``, ``collapsed``, the test score, and ``counts``, the per-example count matrix of its test predictions
 (``finetune.counts``: true positives, predicted and gold entities per NER sentence; per-label counts for
 classification, labels sorted), under the task's ``test_set`` hash (of its gold answers). ``report.stats`` takes
 such runs as it takes ``result.json`` dicts: every interval and p-value is the same, to the last digit, as from
-the predictions themselves (``tests/report/test_report_score_files.py``). Predictions and texts are left out.
+the predictions themselves (``tests/studies/test_score_files.py``). Predictions and texts are left out.
 """
 
 from __future__ import annotations

@@ -1,13 +1,13 @@
 """Budget curves: each arm's gain over the base model against pretraining tokens, with its 95% interval.
 
-    .venv/bin/python bench/budget_curve.py science --budgets 65536 262144 786432 --tapt-epochs 8 32 100 --seeds 1 2 3 4
-    .venv/bin/python bench/budget_curve.py science --tasks science-terms-ner science-subject --budgets 65536 262144 --tapt-epochs 4 16
+    .venv/bin/python studies/scripts/budget_curve.py science --budgets 65536 262144 786432 --tapt-epochs 8 32 100 --seeds 1 2 3 4
+    .venv/bin/python studies/scripts/budget_curve.py science --tasks science-terms-ner science-subject --budgets 65536 262144 --tapt-epochs 4 16
 
 One ``domainbert run`` per budget point, each in its own folder ``<out>/point-<k>`` (a rerun skips finished
 stages): point k trains the corpus arms on ``--budgets[k]`` tokens and the TAPT arms for ``--tapt-epochs[k]``
 passes over the task text (pair them so the two arms' tokens are close: the science task text is about 22,000
 tokens). The base model, its warm-up (cached once per machine) and the floors are the same at every point.
-``--tasks`` sets ``finetune.only_tasks`` (the science curve in bench/README.md is of science-terms-ner only).
+``--tasks`` sets ``finetune.only_tasks`` (the science curve in studies/budget-curve.md is of science-terms-ner only).
 Prints and writes ``bench/results/budget-<domain>.json``: per point, arm and task the tokens, the mean gain
 over base (a fraction, as in results.json; the figure shows points), its interval and verdict (the report's own comparison: seed-aware bootstrap, bounded to the
 metric's range), domain and general perplexity; per arm and task the smallest budget whose interval excludes 0

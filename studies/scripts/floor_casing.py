@@ -1,8 +1,8 @@
 """How much of an NER task's CRF floor comes from capital letters: the floor as shipped, and again on lowercased text.
 
-    .venv/bin/python bench/floor_casing.py economics --task economics-ner-silver
-    .venv/bin/python bench/floor_casing.py science --task science-terms-ner
-    .venv/bin/python bench/floor_casing.py economics --task economics-ner-silver "finetune.tasks=[...]"  # overrides
+    .venv/bin/python studies/scripts/floor_casing.py economics --task economics-ner-silver
+    .venv/bin/python studies/scripts/floor_casing.py science --task science-terms-ner
+    .venv/bin/python studies/scripts/floor_casing.py economics --task economics-ner-silver "finetune.tasks=[...]"  # overrides
 
 The floor is the fine-tuning stage's own (``finetune.floors.run_floor``: a CRF over word, affix, shape and +-2
 context features, c1 and c2 chosen on validation), on the task exactly as the profile loads it (subsets
@@ -17,8 +17,8 @@ experiment on the encoder).
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 import time
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,8 +1,8 @@
 """How much of a classification task's floor comes from text past the encoder's window: the floor as shipped, on
 the text as the encoder's tokenizer gives it, and on that text cut to what the encoder reads.
 
-    .venv/bin/python bench/floor_window.py law --task law-license-category
-    .venv/bin/python bench/floor_window.py economics --task economics-reuters-topic
+    .venv/bin/python studies/scripts/floor_window.py law --task law-license-category
+    .venv/bin/python studies/scripts/floor_window.py economics --task economics-reuters-topic
 
 The floor is the fine-tuning stage's own (``finetune.floors.run_floor``: TF-IDF word 1-2-grams and logistic
 regression, C and class weighting chosen on validation), on the task exactly as the profile loads it. The second
@@ -21,10 +21,10 @@ encoders (a run's report and the score files have them), and any claim about an 
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 import statistics
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """A frozen probe of a run's encoders on one classification task: do their features hold the task's answer,
 with no fine-tuning seed in the way?
 
-    python bench/frozen_probe.py runs/study-0 manpages-fr-section [--models base continued control]
+    python studies/scripts/frozen_probe.py runs/study-0 manpages-fr-section [--models base continued control]
 
 Each encoder (``base`` is the run's warmed base, an arm its ``pretrain/<arm>/model``) encodes every split's texts
 (the first ``--max-length`` tokens, mean-pooled last layer); a logistic regression with balanced class weights
@@ -12,9 +12,9 @@ diagnostic, not the report's comparison: no seeds, no interval. Prints one JSON 
 
 from __future__ import annotations
 
-import sys
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import Any

@@ -1,6 +1,6 @@
 """Long documents: does an encoder that reads the whole text (chunk and pool) reach the bag-of-words floor?
 
-    .venv/bin/python bench/long_documents.py law --chunks 8 --seeds 1 2 3
+    .venv/bin/python studies/scripts/long_documents.py law --chunks 8 --seeds 1 2 3
 
 One ``domainbert run DOMAIN`` in which every classification task is fine-tuned twice: as configured (each text cut
 to ``finetune.max_length`` tokens) and as ``<task>-chunked`` (the same examples, each text's first ``--chunks``

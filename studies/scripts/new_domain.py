@@ -1,7 +1,7 @@
 """A domain nobody tuned for, added as one YAML, run end to end: what does the report say?
 
-    .venv/bin/python bench/new_domain.py                # build the data and the YAML, run, print the verdict
-    .venv/bin/python bench/new_domain.py --build-only   # just the data and the YAML (under --out)
+    .venv/bin/python studies/scripts/new_domain.py                # build the data and the YAML, run, print the verdict
+    .venv/bin/python studies/scripts/new_domain.py --build-only   # just the data and the YAML (under --out)
 
 Builds a "lexicon" domain from the shipped WordNet glosses (corpora/general/wordnet-glosses-01.jsonl.gz), with
 the properties that made earlier reports say untrue things, and no setting chosen by looking at results:
@@ -112,7 +112,7 @@ def build(out: Path) -> Path:
 
 
 YAML = """\
-# Built by bench/new_domain.py: WordNet noun and verb glosses as a new domain, its settings the demo's.
+# Built by studies/scripts/new_domain.py: WordNet noun and verb glosses as a new domain, its settings the demo's.
 name: lexicon
 description: Dictionary definitions (WordNet nouns and verbs), a domain added as one YAML.
 language: [en]

@@ -1,8 +1,8 @@
 """Sequence-classification heads: does transformers' stock [CLS] head score like the mean-pooling head?
 
-    .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5
-    .venv/bin/python bench/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed
-    .venv/bin/python bench/pooling.py science --seeds 1 2 3 4 5 --cls-override finetune.lr=3e-4  # a [CLS] recipe
+    .venv/bin/python studies/scripts/pooling.py science --seeds 1 2 3 4 5
+    .venv/bin/python studies/scripts/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed
+    .venv/bin/python studies/scripts/pooling.py science --seeds 1 2 3 4 5 --cls-override finetune.lr=3e-4  # a [CLS] recipe
 
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
 ``trust_remote_code``; the stock ``*ForSequenceClassification`` head (``pooling: cls``, its pooler initialised
@@ -17,10 +17,10 @@ examples) and each against the floor. What it leaves out: the pretrained arms, N
 
 from __future__ import annotations
 
-import sys
 import argparse
 import json
 import logging
+import sys
 import time
 from pathlib import Path
 from typing import Any

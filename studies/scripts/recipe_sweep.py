@@ -1,8 +1,8 @@
 """A task's fine-tuning recipe chosen on validation: a grid of settings, one model, validation scores only.
 
-    .venv/bin/python bench/recipe_sweep.py law --task law-license-category \
+    .venv/bin/python studies/scripts/recipe_sweep.py law --task law-license-category \
         --grid lr=1e-4,3e-4 --grid class_weights=none,balanced --grid max_length=64,128 --set epochs=10
-    .venv/bin/python bench/recipe_sweep.py law --task law-license-category --grid lr=3e-4 --quick  # smoke check
+    .venv/bin/python studies/scripts/recipe_sweep.py law --task law-license-category --grid lr=3e-4 --quick  # smoke check
 
 Every combination of the ``--grid`` values (task settings: ``lr``, ``epochs``, ``class_weights``, ``chunks``;
 ``finetune`` settings: ``max_length``, ``batch_size``, ``pooling``, ``early_stopping_patience``) fine-tunes
@@ -17,12 +17,12 @@ one), the floor (``domainbert finetune``), the test scores.
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
 import argparse
 import itertools
 import logging
+import sys
 import time
+from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -1,7 +1,7 @@
 """A domain at a study budget: every stage for real, then the figures a reviewer asks for, as JSON.
 
-    .venv/bin/python bench/study.py science
-    .venv/bin/python bench/study.py law --budget-tokens 400000 --seeds 1 2 3 4 5 --override pretrain.precision=bf16
+    .venv/bin/python studies/scripts/study.py science
+    .venv/bin/python studies/scripts/study.py law --budget-tokens 400000 --seeds 1 2 3 4 5 --override pretrain.precision=bf16
 
 Runs ``domainbert run`` (corpus, vocab, MLM-head warm-up and the pretraining arms, fine-tuning with floors on
 ``--workers`` processes, the report) into ``--out`` (default ``runs/study-<domain>``; finished stages are skipped on
@@ -11,7 +11,7 @@ a rerun), then prints and writes ``bench/results/study-<domain>.json``:
 - per task and model: mean ± sd over seeds, the interval and verdict against the base model and against the
   floor, collapsed runs;
 - an A/A check on the real runs: the same model under different seeds, compared as if they were two models
-  (``report.aa.aa_check``): how often is "no true difference" called significant.
+  (``studies.aa.aa_check``): how often is "no true difference" called significant.
 What it leaves out: timing comparisons with other tools (the other benchmarks do that).
 """
 
@@ -78,8 +78,8 @@ def main() -> None:
 
     from domainbert.config.domain import load_domain
     from domainbert.core.paths import RunLayout
-    from studies.aa import aa_check
     from domainbert.report.inputs import load_run
+    from studies.aa import aa_check
 
     cfg = load_domain(args.domain, study_overrides(args))
     layout = RunLayout(args.out or Path("runs") / f"study-{cfg.name}")

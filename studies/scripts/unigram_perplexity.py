@@ -1,7 +1,7 @@
 """The unigram bar for a run's masked-LM perplexity: what a model that knows only how often each token occurs
 scores on the same held-out text, under each arm's own tokenizer.
 
-    python bench/unigram_perplexity.py runs/science-scratch-study [--arms continued scratch]
+    python studies/scripts/unigram_perplexity.py runs/science-scratch-study [--arms continued scratch]
 
 For each arm, its tokenizer (``pretrain/<arm>/model``) encodes the corpus's training split, whose token counts
 (add-one smoothed over the vocabulary) are the unigram model, and the first ``pretrain.eval_documents``
@@ -15,10 +15,10 @@ fall well below it. Deterministic. Prints one JSON document (also ``bench/result
 
 from __future__ import annotations
 
-import sys
 import argparse
 import json
 import math
+import sys
 from collections import Counter
 from pathlib import Path
 from typing import Any

@@ -1,9 +1,9 @@
 """What the base warm-up costs the encoder: the warmed-up base against the checkpoint it came from, per recipe.
 
-    .venv/bin/python bench/warmup_cost.py science --seeds 1 2 3 4 5
-    .venv/bin/python bench/warmup_cost.py science --seeds 1 2 3 4 5 --recipe shipped= \
+    .venv/bin/python studies/scripts/warmup_cost.py science --seeds 1 2 3 4 5
+    .venv/bin/python studies/scripts/warmup_cost.py science --seeds 1 2 3 4 5 --recipe shipped= \
         --recipe one-rate=pretrain.base_warmup.encoder_lr_scale=1 --recipe l2sp=pretrain.base_warmup.l2sp=1
-    .venv/bin/python bench/warmup_cost.py science --quick     # a smoke check (CI): a 2-step warm-up, one seed
+    .venv/bin/python studies/scripts/warmup_cost.py science --quick     # a smoke check (CI): a 2-step warm-up, one seed
 
 A checkpoint without its masked-LM head is warmed up on general text before the arms (``pretrain.base_warmup``);
 the warmed model is the ``base`` of every comparison, and the checkpoint itself (``original``) is fine-tuned

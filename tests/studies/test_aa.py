@@ -1,6 +1,6 @@
 """The A/A checks on real runs' scores: the family-wise false-positive rate over pages where every claim is false.
 
-The runs are ``bench/scores/science-demo-6seeds.json.gz``: make demo's design with six seeds (base, original,
+The runs are ``studies/scores/science-demo-6seeds.json.gz``: make demo's design with six seeds (base, original,
 continued, control on science-terms-ner, 1,952 test sentences), each run's per-sentence counts as committed.
 """
 
@@ -11,10 +11,10 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from domainbert.report.aa import aa_pages, null_pair
-from domainbert.report.score_files import read_scores
+from studies.aa import aa_pages, null_pair
+from studies.score_files import read_scores
 
-SCORES = Path(__file__).resolve().parents[2] / "bench" / "scores" / "science-demo-6seeds.json.gz"
+SCORES = Path(__file__).resolve().parents[2] / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
 def demo_runs() -> list[dict]:

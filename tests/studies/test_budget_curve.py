@@ -5,7 +5,7 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+SCRIPTS = Path(__file__).resolve().parents[2] / "studies" / "scripts"
 
 
 def gain(model: str, p: float, low: float, high: float) -> dict:
@@ -14,7 +14,7 @@ def gain(model: str, p: float, low: float, high: float) -> dict:
 
 
 def test_a_lone_p_of_0_012_among_six_points_is_not_a_smallest_budget(monkeypatch) -> None:
-    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.syspath_prepend(str(SCRIPTS))
     sys.modules.pop("budget_curve", None)
     import budget_curve
 
@@ -31,7 +31,7 @@ def test_a_lone_p_of_0_012_among_six_points_is_not_a_smallest_budget(monkeypatch
 
 
 def test_later_points_reuse_point_0s_shared_models_and_never_an_arm_or_their_own(monkeypatch, tmp_path) -> None:
-    monkeypatch.syspath_prepend(str(BENCH))
+    monkeypatch.syspath_prepend(str(SCRIPTS))
     sys.modules.pop("budget_curve", None)
     import budget_curve
 

@@ -1,4 +1,4 @@
-"""bench/rescore.py rechecks a committed study's tables from its score file, through the report's own code."""
+"""studies/rescore.py rechecks a committed study's tables from its score file, through the report's own code."""
 
 from __future__ import annotations
 
@@ -9,12 +9,12 @@ import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-SCORES = ROOT / "bench" / "scores" / "science-demo-6seeds.json.gz"
+SCORES = ROOT / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
 def test_rescore_prints_the_report_s_comparisons_and_a_claim(tmp_path: Path) -> None:
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
-    out = subprocess.run([sys.executable, str(ROOT / "bench" / "rescore.py"), str(SCORES), "--seeds", "1", "2", "3",
+    out = subprocess.run([sys.executable, str(ROOT / "studies" / "rescore.py"), str(SCORES), "--seeds", "1", "2", "3",
                           "--pair", "continued", "control", "--samples", "400"],
                          capture_output=True, text=True, env=env, check=True)
     data = json.loads(out.stdout)
@@ -40,14 +40,14 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
             json.dumps({"source_revision": f"c0ffee{seed}"}))
     out = tmp_path / "scores" / "point.json.gz"
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
-    done = subprocess.run([sys.executable, str(ROOT / "bench" / "export_scores.py"), str(run), str(out),
+    done = subprocess.run([sys.executable, str(ROOT / "studies" / "export_scores.py"), str(run), str(out),
                            "--study", "a test", "--command", "none"], capture_output=True, text=True, env=env, check=True)
     assert json.loads(done.stdout)["runs"] == 6
     import gzip
 
     about = json.load(gzip.open(out, "rt", encoding="utf-8"))["about"]
     assert about["run_revisions"] == ["c0ffee1", "c0ffee2"] and about["unrecorded"] == 4, about
-    again = subprocess.run([sys.executable, str(ROOT / "bench" / "rescore.py"), str(out), "--samples", "400"],
+    again = subprocess.run([sys.executable, str(ROOT / "studies" / "rescore.py"), str(out), "--samples", "400"],
                            capture_output=True, text=True, env=env, check=True)
     means = {s["model"]: s["mean"] for s in json.loads(again.stdout)["scores"]}
     from domainbert.core.paths import RunLayout
@@ -57,7 +57,7 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
     for model in ("base", "continued"):
         scores = [r["test"]["f1"] for r in read if r["model"] == model]
         assert abs(means[model] - sum(scores) / len(scores)) < 1e-12
-    empty = subprocess.run([sys.executable, str(ROOT / "bench" / "export_scores.py"), str(tmp_path / "none"),
+    empty = subprocess.run([sys.executable, str(ROOT / "studies" / "export_scores.py"), str(tmp_path / "none"),
                             str(out), "--study", "x", "--command", "y"], capture_output=True, text=True, env=env)
     assert empty.returncode != 0 and "no finished fine-tuning result" in empty.stderr and "Traceback" not in empty.stderr
 
@@ -73,7 +73,7 @@ def _write_scores(path: Path, about: dict, runs: list[dict]) -> Path:
 def test_several_score_files_are_one_run_with_a_model_renamed_and_a_refitted_floor_kept_once(tmp_path: Path) -> None:
     import gzip
 
-    law = ROOT / "bench" / "scores" / "study-2-law.json.gz"
+    law = ROOT / "studies" / "scores" / "study-2-law.json.gz"
     first = json.load(gzip.open(law, "rt", encoding="utf-8"))
     base_runs = [r for r in first["runs"] if r["model"] == "base"]
     floor = next(r for r in first["runs"] if r["model"] == "floor")
@@ -81,7 +81,7 @@ def test_several_score_files_are_one_run_with_a_model_renamed_and_a_refitted_flo
              for seed, score in ((3, 0.50), (4, 0.58), (5, 0.61))]
     second = _write_scores(tmp_path / "later.json.gz", {"study": "later"}, [*later, floor])
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
-    cmd = [sys.executable, str(ROOT / "bench" / "rescore.py"), str(law), str(second), "--samples", "400"]
+    cmd = [sys.executable, str(ROOT / "studies" / "rescore.py"), str(law), str(second), "--samples", "400"]
     out = subprocess.run([*cmd, "--rename", "study-2-law.json.gz:base=original"],
                          capture_output=True, text=True, env=env, check=True)
     scores = {s["model"]: s for s in json.loads(out.stdout)["scores"]}

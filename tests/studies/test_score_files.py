@@ -1,4 +1,4 @@
-"""Score files (domainbert.report.score_files): a committed study's runs recheck to the same figures."""
+"""Score files (studies.score_files): a committed study's runs recheck to the same figures."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from domainbert.core.errors import DataError
-from domainbert.report.score_files import read_scores, write_scores
 from domainbert.report.stats import compare_models
+from studies.score_files import read_scores, write_scores
 
 TAGS = ["O", "O", "B-X", "I-X", "B-Y"]
 

@@ -60,8 +60,7 @@ class BaseWarmupConfig(StrictModel):
         le=1,
         description="train: full: the encoder's learning rate as a share of lr (the MLM head keeps lr), so the "
         "head learns fast while the encoder moves little (a discriminative rate, ULMFiT). At 1 the warm-up cost "
-        "the offline encoder 8.2 points on science-subject; at 0.1 nothing measurable (bench/README.md, "
-        "'warmup_cost.py').",
+        "the offline encoder 8.2 points on science-subject; at 0.1 nothing measurable (studies/warmup-cost.md).",
     )
     l2sp: float = Field(
         0.0,

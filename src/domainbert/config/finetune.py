@@ -56,7 +56,7 @@ class TaskConfig(StrictModel):
         description="Validate only from this epoch on (transformers' eval_delay, Keras' start_from_epoch): earlier "
         "epochs are neither scored nor kept, and early stopping cannot end a run before it; the schedule's last step "
         "is always validated. 0: every epoch. For a task whose runs never keep their first epochs and whose "
-        "validation split is large: science-terms-ner (bench/README.md, 'demo_time.py').",
+        "validation split is large: science-terms-ner (bench/results/demo_time_cpu_2026-11.md).",
     )
     group_field: str | None = Field(
         None,
@@ -152,7 +152,7 @@ class FinetuneConfig(StrictModel):
         "comparison then trains to the step it kept on the same schedule, validated once at that step: one "
         "stopping point for every model and a validation pass per run instead of one per evaluation. On the "
         "science demo each_run detected smaller differences with 969 and with 195 validation sentences "
-        "(bench/README.md, studies 5 and 6): reference is for a recipe fixed across models, not a speed-up.",
+        "(studies/05-reference-stop.md and studies/06-reference-small-validation.md): reference is for a recipe fixed across models, not a speed-up.",
     )
     stop_chosen: dict[str, int] = Field(
         default_factory=dict,
@@ -172,7 +172,7 @@ class FinetuneConfig(StrictModel):
         "trains more epochs (the schedule stretches to this many updates), and early stopping may end a run only "
         "after them. Fine-tuning fails on small training sets for want of updates, not epochs (Mosbach et al., "
         "'On the stability of fine-tuning BERT', 2021): 10 epochs of 200 examples are 130 updates, and patience 2 "
-        "ended 6 of 10 such runs on a plateau of their macro-F1 (bench/README.md, study 8).",
+        "ended 6 of 10 such runs on a plateau of their macro-F1 (studies/08-r8-heldout.md).",
     )
     mode: Literal["finetune", "frozen", "both"] = Field(
         "finetune",
@@ -205,7 +205,7 @@ class FinetuneConfig(StrictModel):
         "AutoModelForSequenceClassification, no remote code), or 'mean', the mean of the encoder's last hidden "
         "states (a saved classifier needs trust_remote_code). At the same learning rate mean pooling scored "
         "higher on every task measured, significantly only at a low rate: give the stock head a higher one "
-        "(bench/README.md 'pooling.py').",
+        "(studies/pooling.md).",
     )
     split_overlap: Literal["exclude", "keep"] = Field(
         "exclude",
