@@ -85,7 +85,7 @@ bench: setup
 
 lint: typecheck
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src flows tests bench
+	$(BIN)/ruff check src flows tests bench studies
 	$(BIN)/ruff format --check src/domainbert flows
 
 # mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.
