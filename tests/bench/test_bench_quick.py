@@ -20,7 +20,8 @@ QUICK = {
     # script, arguments, the record it writes, keys the record must hold
     "corpus_build": (["--quick"], "corpus_build.json", ["sizes", "machine"]),
     "vocab": (["--quick"], "vocab.json", ["train_seconds", "encode_seconds"]),
-    # bf16 contenders left out: on a CPU without native bf16 they are tens of times slower (bench/README.md)
+    # bf16 contenders left out: on a CPU without native bf16 they are tens of times slower
+    # (bench/results/cpu_precision_cpu-avx2_2026-11.md)
     "pretrain": (["--quick", "--contenders", "hf-line-by-line,hf-group-texts,domainbert"], "pretrain-quick.json",
                  ["summary", "contenders"]),
     "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
