@@ -91,3 +91,11 @@ def test_a_path_that_is_not_there_is_found(tmp_path: Path) -> None:
     text = "See studies/no-such-study.md, [the index](studies/README.md) and bench/results/<name>.json."
     assert missing(doc, text) == ["studies/no-such-study.md", "link studies/README.md"]
     assert missing(ROOT / "doc.md", "See studies/README.md and `bench/results/pretrain.json`.") == []
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "studies").glob("*.md")) + sorted((ROOT / "bench" / "results").glob("*.md")),
+                         ids=lambda p: str(p.relative_to(ROOT)))
+def test_every_link_of_a_study_or_results_file_resolves(path: Path) -> None:
+    """Study and results files keep their history's own paths as written; their links must still resolve."""
+    targets = [t.split("#", 1)[0] for t in LINK.findall(path.read_text(encoding="utf-8"))]
+    assert [t for t in targets if t and not (path.parent / t).exists()] == []
