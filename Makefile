@@ -71,7 +71,7 @@ bench: setup
 
 lint: typecheck
 	$(BIN)/lint-imports
-	$(BIN)/ruff check src flows tests bench examples
+	$(BIN)/ruff check src flows tests bench examples studies
 	$(BIN)/ruff format --check src/domainbert flows examples
 
 # mypy on the package and the flows (configured in pyproject.toml); CI runs it before the tests.

@@ -3,7 +3,7 @@
     .venv/bin/python corpora/build_manpages_order.py
 
 The positive control's second task. The man section (``manpages-fr-section``) is carried by a few surface words
-that a bag of words reads, so French pretraining could not show on it (bench/README.md, study 0). This task
+that a bag of words reads, so French pretraining could not show on it (studies/00-positive-control.md). This task
 cannot be read from the words alone: an original phrase and its swapped copy hold the same words, and only a
 model of French word order tells them apart. An encoder that learnt French in pretraining should do clearly
 better on it than the English-only base, and English text of the same length should not help.

@@ -21,8 +21,8 @@ from distributed.diagnostics.plugin import WorkerPlugin
 
 WORKER_EXIT_S = 30.0  # the time a local worker process is given to exit when the runner closes
 
-# distributed's defaults for a worker process that cost a training run its time (bench/README.md,
-# "demo_time.py", measured how much): glibc told to give back any free memory over 64 KiB at the top of the
+# distributed's defaults for a worker process that cost a training run its time (
+# bench/results/demo_time_cpu_2026-11.md, measured how much): glibc told to give back any free memory over 64 KiB at the top of the
 # heap, which also fixes the threshold above which each allocation is a fresh mmap at 128 KiB, so every tensor
 # of a run beyond that size was mapped, touched page by page and unmapped again; and the statistical profiler
 # sampling the worker's threads every 10 ms, for a dashboard the local cluster is started without.
@@ -68,7 +68,7 @@ class ExitWithoutTeardown(WorkerPlugin):  # type: ignore[misc]  # distributed is
     """A closed worker's process runs its exit handlers (``atexit``, and so multiprocessing's finalizers and
     logging's flush) and then ends with ``os._exit``, without the interpreter's teardown: in a process that
     has imported torch, transformers and datasets, clearing every module and collecting their objects is
-    seconds of work (bench/README.md, ``worker_exit.py``) that a stopped run waits for and nobody needs."""
+    seconds of work (bench/results/worker_exit_cpu_2026-12.md) that a stopped run waits for and nobody needs."""
 
     name = "domainbert-exit-without-teardown"
 

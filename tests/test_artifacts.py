@@ -75,7 +75,7 @@ def test_folder_without_record_is_not_complete(tmp_path):
 
 
 def test_a_record_names_the_commit_of_the_code_that_wrote_it_outside_the_fingerprint(tmp_path):
-    """``bench/export_scores.py`` reads it to say which code made a study's runs (the commit at export time
+    """``studies/export_scores.py`` reads it to say which code made a study's runs (the commit at export time
     was all a score file had)."""
     import subprocess
     from pathlib import Path

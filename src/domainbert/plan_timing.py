@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 CACHE = "plan-calibration"
 STEPS = 3  # timed steps per probe, after one warm-up step
 # Real examples a fine-tuning probe trains on (8 steps at batch 16) and scores: fewer let a run's fixed costs
-# (its first steps, each evaluation's setup) weigh on every example (bench/README.md, "plan_accuracy.py").
+# (its first steps, each evaluation's setup) weigh on every example (bench/results/plan_accuracy_cpu_2026-11.md).
 SAMPLE = (128, 256)
 # Rounds of the fine-tuning probe: the median of three reads through a burst of load that one probe takes whole
 # (four single probes within four minutes gave 77-171 ms an example under a changing load).

@@ -20,20 +20,15 @@ QUICK = {
     # script, arguments, the record it writes, keys the record must hold
     "corpus_build": (["--quick"], "corpus_build.json", ["sizes", "machine"]),
     "vocab": (["--quick"], "vocab.json", ["train_seconds", "encode_seconds"]),
-    # bf16 contenders left out: on a CPU without native bf16 they are tens of times slower (bench/README.md)
+    # bf16 contenders left out: on a CPU without native bf16 they are tens of times slower
+    # (bench/results/cpu_precision_cpu-avx2_2026-11.md)
     "pretrain": (["--quick", "--contenders", "hf-line-by-line,hf-group-texts,domainbert"], "pretrain-quick.json",
                  ["summary", "contenders"]),
     "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
     "langid_short": (["--quick"], "langid_short.json", ["contenders"]),
     "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
     "cpu_ceiling": (["--quick"], "cpu-ceiling.json", ["gemm_one_thread", "mlm_step_tokens_per_s"]),
-    "pooling": (["science", "--quick"], "pooling-science.json", ["comparisons", "seconds"]),
-    "warmup_cost": (["science", "--quick"], "warmup-cost-science.json", ["recipes"]),
-    "floor_window": (["science", "--task", "science-subject"], "floor-window-science-science-subject.json",
-                     ["whole_text", "window", "per_class_lost"]),
     "worker_exit": (["--quick"], "worker-exit.json", ["spread", "distributed_over_domainbert"]),
-    "recipe_sweep": (["science", "--task", "science-subject", "--grid", "lr=1e-4,3e-4", "--quick"],
-                     "recipe-science-science-subject-quick.json", ["chosen", "rows"]),
 }
 
 

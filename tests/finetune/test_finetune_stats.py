@@ -12,7 +12,6 @@ from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
 from domainbert.finetune.counts import count_metric
-from domainbert.report.aa import aa_check
 from domainbert.report.aso import aso_eps
 from domainbert.report.draws import RunScores
 from domainbert.report.stats import (
@@ -23,6 +22,7 @@ from domainbert.report.stats import (
     seed_noise_of,
 )
 from reference.bootstrap import paired_bootstrap
+from studies.aa import aa_check
 
 TAGS = ["O", "O", "O", "B-X", "I-X", "B-Y"]
 

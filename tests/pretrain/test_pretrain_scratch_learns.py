@@ -7,7 +7,7 @@ thread, seeds 1-2): 60 steps at 2e-3 reach a training loss of 5.4-5.5 and a held
 the level of a unigram model of the training text (240 on the same held-out texts): the frequencies learnt,
 which is where from-scratch masked-LM training first stalls; 500 steps take it to 152, under the unigram model,
 in 35 s (too long for the suite). The from-scratch runs of the studies so far stopped at 98 to 147 steps and
-had not reached even that level (science: 1,477 against a unigram model's 1,071; bench/README.md, "study.py");
+had not reached even that level (science: 1,477 against a unigram model's 1,071; studies/larger-budget.md);
 this test holds the from-scratch path itself to learning, so that a collapse is the budget's."""
 
 from __future__ import annotations

@@ -27,7 +27,7 @@ def test_the_bar_counts_the_training_split_as_the_tokenizer_reads_each_text(tmp_
     tokenizer = wordpiece_tokenizer(texts, vocab_size=400)
     corpus = write_corpus(tmp_path / "corpus", texts, n_val=20)
     domain = pack_texts(tokenizer, texts[:20], 32)
-    counts: Counter[int] = Counter()  # bench/unigram_perplexity.py's reading: each training text, no special tokens
+    counts: Counter[int] = Counter()  # studies/scripts/unigram_perplexity.py's reading: each training text, no special tokens
     for text in texts[20:]:
         counts.update(tokenizer(text, add_special_tokens=False)["input_ids"])
     reference = np.array([counts[i] for i in range(len(tokenizer))])

@@ -13,7 +13,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.report.design import design_power, solve_design
 from domainbert.report.power import design_se, detectable_difference, task_prior
 
-SCORES = Path(__file__).resolve().parents[2] / "bench" / "scores"
+SCORES = Path(__file__).resolve().parents[2] / "studies" / "scores"
 
 
 def config(*overrides: str, max_test: int | None = None):
@@ -143,7 +143,7 @@ def test_plan_s_prior_for_manpages_fr_section_is_near_what_its_report_measured()
     third of it."""
     from domainbert.report.references import against_best_reference
     from domainbert.report.results import build_tables, default_compare_fn
-    from domainbert.report.score_files import read_scores
+    from studies.score_files import read_scores
 
     _, runs = read_scores(SCORES / "study-0-manpages-fr-recipe.json.gz")
     scores, rows = build_tables(runs, [], ["continued", "control"], [], default_compare_fn(1000, 0.95, 0), 0.95)
@@ -151,7 +151,7 @@ def test_plan_s_prior_for_manpages_fr_section_is_near_what_its_report_measured()
         r["detectable"] for arm in ("continued", "control") for r in against_best_reference(scores, rows, arm)
     )
     family = rows[0]["comparisons"]
-    assert family == 6 and reported == pytest.approx(0.226, abs=0.002)  # bench/README, study 0's second design
+    assert family == 6 and reported == pytest.approx(0.226, abs=0.002)  # studies/00-positive-control.md's second design
     planned = detectable_difference(*design_se(task_prior("classification", 304), 4, 1, 304), 0.05, family)
     assert 1 / 1.5 < planned / reported < 1.5
     blind = detectable_difference(*design_se(task_prior("ner", 1952), 4, 1, 304), 0.05, family)

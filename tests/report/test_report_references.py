@@ -105,7 +105,7 @@ def test_when_continued_and_scratch_both_ran_the_verdict_answers_which_did_bette
 
 def test_an_interval_over_every_difference_the_metric_allows_says_it_bounds_nothing() -> None:
     """A few widely scattered seeds give a t term the draws clip to the score's range: -100 to +100 points, as
-    the untuned lexicon domain's usage NER printed at 3 seeds (bench/README.md, "new_domain.py")."""
+    the untuned lexicon domain's usage NER printed at 3 seeds (studies/new-domain.md)."""
     from domainbert.report.summary import ci_text
 
     row = {"confidence": 0.95, "ci_low": -0.99996, "ci_high": 1.0, "paired": False}

@@ -225,7 +225,7 @@ def atomic_output(
 def source_revision() -> str | None:
     """The git commit of the checkout this code runs from (``+changes`` where its tracked files differ from it),
     or None where there is none (an installed wheel, no git): which code made an artifact, for a reader of
-    its record and for ``bench/export_scores.py``. Never part of a fingerprint: a commit that changes nothing a
+    its record and for ``studies/export_scores.py``. Never part of a fingerprint: a commit that changes nothing a
     stage computes leaves its outputs current."""
     root = Path(__file__).resolve().parents[3]  # src/domainbert/core/artifacts.py -> the checkout
     if not (root / ".git").exists():

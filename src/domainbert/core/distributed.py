@@ -73,7 +73,7 @@ def replica_digests(weights: Mapping[str, torch.Tensor]) -> list[str]:
 def native_bf16(dev: torch.device) -> bool:
     """Does ``dev`` compute bf16 matrix products in hardware? A CUDA GPU that supports bf16; a CPU with
     AVX512-BF16 or AMX. Elsewhere (an AVX2-only x86 CPU, for one) torch emulates bf16 and autocast to it makes
-    training many times slower than fp32 (bench/README.md, "bf16 on a CPU without it")."""
+    training many times slower than fp32 (bench/results/cpu_precision_cpu-avx2_2026-11.md)."""
     if dev.type == "cuda":
         return torch.cuda.is_available() and torch.cuda.is_bf16_supported()
     if dev.type == "cpu":

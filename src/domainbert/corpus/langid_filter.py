@@ -10,7 +10,7 @@ the class scores. Same predictions as langid's ``classify``, far less Python. It
 
 The model is langid.py's and not py3langid's: py3langid 0.4.0 ships a retrained model (other languages, a
 ``zxx`` class, log-scaled counts, temperature-scaled probabilities), so it would change which documents both
-components keep, and v2's margins are calibrated on langid's scores (bench/README.md, ``langid_short.py``);
+components keep, and v2's margins are calibrated on langid's scores (bench/results/langid_short_cpu_2026-11.md);
 it also classifies one text at a time only. langid hands its tables out only as the identifier's constructor
 arguments, so they are read back from one (``_tables_from_langid``) and checked against its ``classify``
 before they are used or cached.

@@ -149,7 +149,7 @@ def kept_attempt(first: dict[str, Any], retry: dict[str, Any], metric: str) -> s
     An attempt whose validation predictions did not collapse wins; between two that both collapsed (or neither),
     the higher validation ``metric`` wins, and a tie keeps the retry. A retry is no cure by itself: on a task the
     encoder cannot read (a model at chance) the first attempt's loss may not fall while its predictions stay
-    mixed, and the retry's higher rate can push it to one class, a worse run (bench/README.md, study 0).
+    mixed, and the retry's higher rate can push it to one class, a worse run (studies/00-positive-control.md).
 
     Args:
         first, retry: each attempt's ``collapse_validation`` and ``validation`` scores, as ``run_finetune`` returns.

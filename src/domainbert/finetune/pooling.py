@@ -5,7 +5,7 @@ a pooler that ``runner.fresh_pooler`` initialises anew for every model, since a 
 model has on equal terms (a masked-LM model has none, all-MiniLM carries an unused one, a from-scratch model's
 is random). The mean over the non-padding tokens, then dropout and one linear layer, is the alternative: a
 summary every encoder gives from the first step, which scored higher at the same learning rate
-(bench/README.md, "pooling.py"), at the cost of a saved model that needs its own code.
+(studies/pooling.md), at the cost of a saved model that needs its own code.
 
 ``head_pooler`` finds the pooler the stock head reads through (initialised anew, and trained in frozen mode).
 

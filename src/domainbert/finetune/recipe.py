@@ -1,7 +1,7 @@
 """Each task's recipe chosen on validation by the reference, the same for every model compared: the learning
 rate (``finetune.lr_grid``) and, with ``finetune.early_stopping: reference``, the step every run stops at.
 
-A fixed rate under-trains some tasks and breaks others (bench/README, "pooling.py"), and a rate tuned per model
+A fixed rate under-trains some tasks and breaks others (studies/pooling.md), and a rate tuned per model
 would let the tuning, not the pretraining, make a difference. So, as Don't Stop Pretraining did, the reference
 chooses: ``base`` is fine-tuned once at each rate of the grid under the first seed, and the rate whose kept
 weights score best on validation (runs that collapsed on validation last; a tie goes to the lower rate)

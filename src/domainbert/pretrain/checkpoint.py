@@ -11,7 +11,7 @@ is skipped with a warning and the previous one is used (``resume``). A checkpoin
 needs room for ``keep + 1`` checkpoints (the new one is written before the oldest is pruned). RNG states are saved as tensors and
 plain lists, so every file is read with ``torch.load(weights_only=True)`` (``safeload.py``).
 Resuming on a different GPU count under ZeRO needs a DeepSpeed universal checkpoint
-(``python -m deepspeed.checkpoint.ds_to_universal``, see deploy/README.md); the data position and masks are
+(``python -m deepspeed.checkpoint.ds_to_universal``, see deploy/PRETRAIN.md); the data position and masks are
 global, so they carry over unchanged.
 """
 

@@ -9,7 +9,7 @@ in every checkpoint and a restarted run seeks straight to it (Parquet row groups
 data is never replayed from the start. When the corpus runs out the stream starts a new epoch.
 Per-token ``word_start`` flags come from the fast tokenizer's ``word_ids()`` for whole-word masking.
 A block of documents is read from the Rust encodings into arrays in one pass and packed rows are cut from the
-buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/README.md, gpu_check.py),
+buffer in one reshape: nearly all of the stream's time is the tokenizer's own (bench/results/gpu_check_h200_2026-11.md),
 so a training run reads the same blocks from the split's stored token ids instead (``token_store.py``,
 ``blocks``): tokenized once per corpus and tokenizer, the same sequences and state.
 This module does not mask; ``masking.py`` does.

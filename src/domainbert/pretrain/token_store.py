@@ -1,6 +1,6 @@
 """Token ids stored with the corpus: each document of a split tokenized once, then read from memory-mapped arrays.
 
-Tokenizing is nearly all of the text stream's time (bench/README.md, gpu_check.py: the Rust tokenizer, one
+Tokenizing is nearly all of the text stream's time (bench/results/gpu_check_h200_2026-11.md: the Rust tokenizer, one
 core, 0.4-0.7M tokens/s), and a run reads the same documents every epoch and every arm with the same
 tokenizer. ``ensure_token_store`` tokenizes a split once into this machine's cache
 (``machine_cache()/token-ids/<fingerprint>``: the split's shards by content and the tokenizer's own

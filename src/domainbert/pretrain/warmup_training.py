@@ -157,7 +157,7 @@ def _step(
     if train == "head":
         model.base_model.eval()  # a frozen encoder: no dropout, so the head learns what the arms will see
     # The whole model trains with its dropout, as it was pretrained and as it is fine-tuned (without it the
-    # perplexity fell faster and the base fine-tuned no better: bench/README.md).
+    # perplexity fell faster and the base fine-tuned no better: studies/general-mlm-base.md).
     loss = engine.forward(inputs, labels)
     engine.backward(loss if anchor is None else loss + anchor.penalty())
     engine.step()

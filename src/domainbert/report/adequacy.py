@@ -8,9 +8,9 @@ Two ways a task says nothing about pretraining, whatever the intervals show:
   learning rate (the results say which the task had, and the longest run's updates); where runs stopped early
   on validation, the sentence counts them and names ``finetune.min_steps`` and the patience first (a metric
   that rises slowly and unevenly, such as macro-F1 over rare classes, stops a short patience on a plateau:
-  bench/README.md, study 8); where the encoder's window left at least ``CUT_SHARE`` of the test examples partly
+  studies/08-r8-heldout.md); where the encoder's window left at least ``CUT_SHARE`` of the test examples partly
   unread (``cut_by_window``, as the run recorded it), a longer window is named with that count, since the floor
-  reads every word (bench/README.md, "floor_window.py").
+  reads every word (studies/floor-window.md).
 * saturated: the floor already reaches ``CEILING`` or every model is within ``NEAR_CEILING`` of a perfect
   score. No arm can do measurably better.
 

@@ -64,7 +64,7 @@ class TypePrior:
     example_se: float
 
 
-# Measured on the committed per-run scores (bench/scores/, bench/README.md "Paired comparisons", the table of
+# Measured on the committed per-run scores (studies/scores/, studies/paired-comparisons.md, the table of
 # paired sd per shipped task): every model-vs-model comparison paired by seed (not the floor; none with a
 # collapsed run), the median over them.
 # ner: science-terms-ner, 1,952 test sentences, 7 pairs (make demo's 6 seeds and study 1's 22): sd 0.7 to 3.1

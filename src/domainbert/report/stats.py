@@ -17,7 +17,7 @@ A side with a single run (a deterministic floor such as TF-IDF + logistic regres
 comparison is UNPAIRED, the other side's seed variance drawn as ``sqrt(sd_a^2/n_a + sd_b^2/n_b) x t`` with
 Welch-Satterthwaite df (Welch's test), each mean kept inside the metric's range (``SCORE_RANGE``).
 ``seed_noise`` lets a caller supply a seed variance estimated elsewhere, e.g. pooled over a task's models
-(``report.aa``), which also makes the comparison unpaired.
+(``studies.aa``), which also makes the comparison unpaired.
 
 Every comparison returns ``se`` and ``df`` of its draws, the one design summary from which
 ``power.detectable_difference`` computes what it can detect. The p-value is ``(k + 1) / (B + 1)`` per tail

@@ -71,8 +71,8 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
         out.append(
             f"pretrain: {', '.join(scratch)} from scratch on {budget:,} tokens: a random encoder at that "
             f"budget (no from-scratch arm learnt at 300,000 tokens here; BERT-mini at 18,432,000 fit the "
-            "science text well below a unigram model, and still scored under both science floors: bench/README.md, "
-            "studies 3 and 7; the smallest budgets small "
+            "science text well below a unigram model, and still scored under both science floors: "
+            "studies/03-from-scratch.md and studies/07-from-scratch-hour.md; the smallest budgets small "
             f"encoders learn from in the literature are about {SCRATCH_MIN_TOKENS:,} tokens, BabyLM's "
             "strict-small track): expect its runs to collapse, and compare it at a larger budget"
         )
