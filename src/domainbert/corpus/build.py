@@ -38,7 +38,7 @@ from domainbert import __version__
 from domainbert.core import plotting
 from domainbert.core.artifacts import atomic_output, is_complete, write_json_atomic
 from domainbert.core.errors import disk_errors
-from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, portable, with_legacy
+from domainbert.core.fingerprints import file_identity, fingerprint, portable
 from domainbert.core.processes import die_with_parent
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.merge import EVAL_TEXTS, merge
@@ -55,24 +55,19 @@ log = logging.getLogger(__name__)
 ALGORITHM = 3
 
 
-def stage_fingerprint(cfg: DomainConfig) -> Fingerprint:
+def stage_fingerprint(cfg: DomainConfig) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
-    version of the algorithm; its legacy value is what releases before portable fingerprints recorded."""
+    version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
     tasks: list[object] = [
         [t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
         for t in cfg.finetune.tasks
     ]
-    legacy_tasks = list(tasks)
     if _reads_eval_texts(cfg):
         files = [p for t in cfg.finetune.tasks if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()]
         tasks.append(sorted(f"{portable(str(p))}:{file_identity(p)}" for p in files))
-        legacy_tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files))
     config = cfg.corpus.model_dump(mode="json")
-    fp = fingerprint(config, tasks, input_fingerprint(cfg.corpus.sources), __version__, ALGORITHM)
-    return with_legacy(
-        fp, config, legacy_tasks, input_fingerprint(cfg.corpus.sources, legacy=True), __version__, ALGORITHM
-    )
+    return fingerprint(config, tasks, input_fingerprint(cfg.corpus.sources), __version__, ALGORITHM)
 
 
 def _reads_eval_texts(cfg: DomainConfig) -> bool:
