@@ -19,9 +19,6 @@ SUMMARY_FIELDS = {"arm", "steps", "tokens_consumed", "real_tokens_per_s", "real_
 
 
 def test_continued_arm_writes_model_summary_metrics_and_skips_rerun(base_model, layout, caplog, monkeypatch):
-    from domainbert.pretrain import trainer
-
-    monkeypatch.setattr(trainer, "stderr_is_terminal", lambda: False)  # as under a Prefect worker or Slurm
     monkeypatch.setenv("DOMAINBERT_PROGRESS_SECONDS", "3600")
     monkeypatch.setenv("DOMAINBERT_PROGRESS_STEPS", "4")
     caplog.set_level("INFO", logger="domainbert.pretrain.trainer")
