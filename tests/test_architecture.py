@@ -1,5 +1,5 @@
 """docs/architecture.md stays true: every module is on the map, the map names no module that is gone, and its
-floors are the layers import-linter checks (pyproject.toml)."""
+layers are the layers import-linter checks (pyproject.toml)."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ DOC = ROOT / "docs" / "architecture.md"
 
 
 def _sections() -> dict[str, set[str]]:
-    """Package -> the module file names its section of the map names (``top`` for the top floors)."""
+    """Package -> the module file names its section of the map names (``top`` for the top layers)."""
     out: dict[str, set[str]] = {}
     current = None
     for line in DOC.read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"^### (?:`domainbert\.(\w+)`|top floors)", line)
+        heading = re.match(r"^### (?:`domainbert\.(\w+)`|top layers)", line)
         if heading:
             current = heading.group(1) or "top"
             out[current] = set()
@@ -45,14 +45,14 @@ def test_every_module_is_on_the_map_and_the_map_names_only_real_modules():
     assert sections["top"] == top
 
 
-def test_the_floors_table_is_the_import_linter_layers():
+def test_the_layers_table_is_the_import_linter_layers():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
     rows = [row.split("|") for row in DOC.read_text(encoding="utf-8").splitlines() if re.match(r"^\| \d+ \|", row)]
     table = [re.findall(r"`(domainbert\.\w+)`", cells[2]) for cells in rows]  # the package column
     assert [set(names) for names in table] == [{n.strip() for n in layer.split("|")} for layer in layers]
-    # every package and top-level module of domainbert stands on some floor
-    on_floors = {name.split(".")[1] for names in table for name in names}
+    # every package and top-level module of domainbert stands in some layer
+    in_layers = {name.split(".")[1] for names in table for name in names}
     present = {p.name for p in PACKAGE.iterdir() if (p / "__init__.py").is_file()} | {
         p.stem for p in PACKAGE.glob("*.py") if p.name != "__init__.py"}
-    assert present == on_floors
+    assert present == in_layers

@@ -1,18 +1,16 @@
 """Portable fingerprints (core/fingerprints.py): a finished run folder moved elsewhere and read from a second
-checkout at another path is up to date; a changed input reruns exactly its dependants; records of the release
-before portable fingerprints are migrated once."""
+checkout at another path is up to date; a changed input reruns exactly its dependants."""
 
 from __future__ import annotations
 
 import json
-import logging
 import shutil
 from pathlib import Path
 
 import pytest
 
 from domainbert.core.artifacts import RECORD, atomic_output, is_complete, read_record
-from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, folder_identity, portable
+from domainbert.core.fingerprints import file_identity, fingerprint, folder_identity, portable
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -29,7 +27,7 @@ def test_paths_under_the_project_or_the_machine_cache_are_named_relative_to_them
     here = fingerprint({"path": str(tmp_path / "checkout" / "corpora" / "a.jsonl")})
     monkeypatch.setenv("DOMAINBERT_HOME", str(tmp_path / "other"))
     there = fingerprint({"path": str(tmp_path / "other" / "corpora" / "a.jsonl")})
-    assert here == there and here.legacy != there.legacy  # the legacy value is the old, path-bound one
+    assert here == there
 
 
 def test_file_identity_is_the_content_and_changes_with_it(tmp_path):
@@ -48,28 +46,13 @@ def test_file_identity_is_the_content_and_changes_with_it(tmp_path):
     assert folder_identity(tmp_path / "bare") == recorded  # the same formula as the record's content hash
 
 
-def test_a_record_with_the_legacy_fingerprint_is_complete_and_migrated_once(tmp_path, caplog):
-    caplog.set_level(logging.INFO, logger="domainbert.core.artifacts")
+def test_a_record_of_another_fingerprint_is_not_complete_and_stays_as_written(tmp_path):
     with atomic_output(tmp_path / "out", config={}, fp="old-value") as tmp:
         (tmp / "x").write_text("x")
-    assert not is_complete(tmp_path / "out", Fingerprint("new-value"))
-    assert is_complete(tmp_path / "out", Fingerprint("new-value", legacy="old-value"))
-    record = read_record(tmp_path / "out")
-    assert record["fingerprint"] == "new-value" and record["migrated_from"] == "old-value"
-    assert "migrated to a portable fingerprint" in caplog.text
-    assert is_complete(tmp_path / "out", Fingerprint("new-value"))
-    assert is_complete(tmp_path / "out", verify=True)  # the record's rewrite leaves the content hash as it was
-
-
-def test_a_fingerprint_may_name_several_earlier_values(tmp_path):
-    """A stage whose parts changed twice keeps both earlier values (space-separated) and matches either."""
-    fp = Fingerprint("new-value", legacy="older-value old-value")
-    assert fp.matches("old-value") and fp.matches("older-value") and fp.matches("new-value")
-    assert not fp.matches("value") and not fp.matches("older-value old-value")
-    with atomic_output(tmp_path / "out", config={}, fp="older-value") as tmp:
-        (tmp / "x").write_text("x")
-    assert is_complete(tmp_path / "out", fp)
-    assert read_record(tmp_path / "out")["fingerprint"] == "new-value"
+    written = (tmp_path / "out" / RECORD).read_bytes()
+    assert not is_complete(tmp_path / "out", "new-value")
+    assert (tmp_path / "out" / RECORD).read_bytes() == written  # no record is rewritten to another value
+    assert is_complete(tmp_path / "out", "old-value")
 
 
 TINY_YAML = """\
@@ -164,16 +147,6 @@ def test_a_finished_run_moved_and_read_from_another_checkout_is_up_to_date(tmp_p
     capsys.readouterr()
     states = _plan(run, capsys)
     assert all(v.startswith(("up to date", "not needed")) for v in states.values()), states
-
-    # A record of the release before portable fingerprints: accepted once, rewritten, said so.
-    from domainbert.config.domain import load_domain
-    from domainbert.corpus.build import stage_fingerprint
-
-    fp = stage_fingerprint(load_domain("tiny"))
-    record = read_record(run / "corpus")
-    (run / "corpus" / RECORD).write_text(json.dumps({**record, "fingerprint": fp.legacy}))
-    assert _plan(run, capsys)["corpus"] == "up to date"
-    assert read_record(run / "corpus")["fingerprint"] == fp and read_record(run / "corpus")["migrated_from"] == fp.legacy
 
     # A second checkout at another path (every file copied anew: new modification times) and the run moved to
     # shared storage: nothing reruns, and the re-rendered report still holds every model.

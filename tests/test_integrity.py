@@ -88,9 +88,9 @@ def test_the_card_is_outside_the_content_hash_even_in_a_record_that_lists_it(rec
     verify_folder(folder)  # a refreshed card is documentation, not a change of the model
     record = read_record(folder)
     assert "README.md" not in record["files"] and record["content_hash"] == artifacts.content_hash(folder)
-    # A record of an earlier release hashed the card too: it still verifies once the card changes.
-    legacy = {**record, "files": {**record["files"], "README.md": "0" * 64}}
-    (folder / artifacts.RECORD).write_text(json.dumps(legacy))
+    # A record that lists the card's hash anyway still verifies once the card changes.
+    listing_the_card = {**record, "files": {**record["files"], "README.md": "0" * 64}}
+    (folder / artifacts.RECORD).write_text(json.dumps(listing_the_card))
     verify_folder(folder)
     assert artifacts.is_complete(folder, verify=True)
     (folder / "config.json").write_text("{}")

@@ -60,3 +60,10 @@ def test_a_runs_records_carry_its_tag_also_in_parallel_threads(caplog):
     assert current_tag() is None
     logging.getLogger("domainbert.test_progress").info("untagged")
     assert caplog.records[-1].getMessage() == "untagged"
+
+
+def test_a_loop_of_unknown_length_gets_its_first_line_then_lines_by_time_and_its_last_once_the_total_is_known():
+    line = ProgressLine(None, every_s=3600)
+    assert line.due(1) and not line.due(2) and line.eta_s(2) is None
+    line.total = 3
+    assert line.due(3)

@@ -5,8 +5,7 @@ a ``_domainbert.json`` record (resolved config, input hashes, fingerprint, conte
 commit) is written last,
 and only then is the folder renamed into place. A folder without that record, or whose fingerprint differs,
 is not complete and is rebuilt; a complete one is skipped. Resumable stages (pretraining) keep their
-checkpoints elsewhere and use this only for the final model folder. A record holding the fingerprint an
-earlier release computed (``Fingerprint.legacy``) is still complete and is rewritten to the portable value once.
+checkpoints elsewhere and use this only for the final model folder.
 """
 
 from __future__ import annotations
@@ -29,7 +28,7 @@ from domainbert import __version__
 # file_hash and fingerprint are re-exported: the stages import records and hashes from here.
 from domainbert.core.fingerprints import CARD as CARD
 from domainbert.core.fingerprints import RECORD as RECORD
-from domainbert.core.fingerprints import UNHASHED, Fingerprint
+from domainbert.core.fingerprints import UNHASHED
 from domainbert.core.fingerprints import file_hash as file_hash
 from domainbert.core.fingerprints import fingerprint as fingerprint
 
@@ -90,9 +89,7 @@ def is_complete(folder: Path, fp: str | None = None, *, verify: bool = False) ->
     if record is None:
         return False
     if fp is not None and record.get("fingerprint") != fp:
-        if not (isinstance(fp, Fingerprint) and fp.matches(record.get("fingerprint"))):
-            return False
-        migrate_record(folder, record, fp)
+        return False
     problem = damage(folder, record, verify=verify)
     if problem is not None:
         log.warning("%s; not current: it will be rebuilt", problem)
@@ -127,18 +124,6 @@ def damage(folder: Path, record: dict[str, Any] | None = None, *, verify: bool =
         if size <= SMALL_FILE and file_hash(path) != digest:
             return f"{path}: damaged: content differs from the sha256 in its record (edited or corrupt)"
     return None
-
-
-def migrate_record(folder: Path, record: dict[str, Any], fp: str) -> None:
-    """Rewrite a record holding an earlier release's fingerprint to ``fp`` (the portable one), once, saying so."""
-    old = record.get("fingerprint")
-    record["fingerprint"] = str(fp)
-    record.setdefault("migrated_from", old)
-    try:
-        write_json_atomic(Path(folder) / RECORD, record)
-    except OSError:  # a read-only run folder stays readable: it is matched through the legacy value each time
-        return
-    log.info("%s: record migrated to a portable fingerprint (was %s...)", folder, str(old)[:12])
 
 
 def write_json_atomic(path: Path, obj: object) -> None:

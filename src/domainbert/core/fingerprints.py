@@ -7,10 +7,8 @@ path>``, so a run folder copied to shared storage, or read from another checkout
 its fingerprints. Inputs are identified by content (``file_identity``, ``folder_identity``), never by a
 modification time, which a ``git clone`` or a ``cp`` resets.
 
-Each ``Fingerprint`` also carries ``legacy``: the value an earlier release computed for the same parts (no
-path rewriting), or one the stage supplies. A record written with the legacy value is still current;
-``artifacts.is_complete`` rewrites it to the portable value once and logs that it did. Hashing a large input
-is cached per machine by path, size, modification time and inode (a changed file changes one of them).
+Hashing a large input is cached per machine by path, size, modification time and inode (a changed file
+changes one of them).
 What this module leaves out: which parts a stage's fingerprint holds (the stages decide) and the records
 themselves (``core.artifacts``).
 """
@@ -28,21 +26,6 @@ from domainbert.core.paths import machine_cache, project_root
 RECORD = "_domainbert.json"  # a finished folder's record (core.artifacts)
 CARD = "README.md"  # its card: documentation a later stage may refresh
 UNHASHED = frozenset({RECORD, CARD})  # top-level files a folder's content hash leaves out
-
-
-class Fingerprint(str):
-    """A fingerprint (a hex string) with ``legacy``: the value a record of an earlier release holds, or
-    several such values separated by spaces (a stage whose parts changed twice)."""
-
-    legacy: str | None
-
-    def __new__(cls, value: str, legacy: str | None = None) -> Fingerprint:
-        obj = super().__new__(cls, value)
-        obj.legacy = legacy if legacy != value else None
-        return obj
-
-    def matches(self, recorded: object) -> bool:
-        return recorded == str(self) or (self.legacy is not None and recorded in self.legacy.split())
 
 
 def canonical_json(obj: object) -> str:
@@ -75,14 +58,9 @@ def portable(obj: object, roots: list[tuple[str, str]] | None = None) -> object:
     return obj
 
 
-def fingerprint(*parts: object) -> Fingerprint:
-    """sha256 of the canonical JSON of the portable ``parts``; ``legacy`` is that of the parts as given."""
-    return Fingerprint(_digest(portable(list(parts))), legacy=_digest(list(parts)))
-
-
-def with_legacy(fp: Fingerprint, *legacy_parts: object) -> Fingerprint:
-    """``fp`` whose legacy value is the raw fingerprint of ``legacy_parts`` (what an earlier release hashed)."""
-    return Fingerprint(str(fp), legacy=_digest(list(legacy_parts)))
+def fingerprint(*parts: object) -> str:
+    """sha256 (hex) of the canonical JSON of the portable ``parts``."""
+    return _digest(portable(list(parts)))
 
 
 def file_hash(path: Path, chunk: int = 1 << 20) -> str:

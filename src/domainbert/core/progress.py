@@ -1,9 +1,10 @@
-"""Watching long work where people watch it (a Prefect worker's log, a Slurm output file, ``tail -f``).
+"""Watching long work where people watch it (a terminal, a Prefect worker's log, a Slurm output file, ``tail -f``).
 
-- ``ProgressLine`` decides when a training loop logs a progress line: on the first step, then every
-  ``DOMAINBERT_PROGRESS_SECONDS`` seconds (default 30) and, if set, every ``DOMAINBERT_PROGRESS_STEPS`` steps,
-  and on the last step; it also gives the rate and the ETA. Loops use it when their output is not a terminal
-  (a terminal has tqdm's bar).
+- ``ProgressLine`` decides when a long loop (pretraining, the base warm-up, fine-tuning, the corpus's input
+  shards) logs a progress line: on the first step, then every ``DOMAINBERT_PROGRESS_SECONDS`` seconds (default
+  30) and, if set, every ``DOMAINBERT_PROGRESS_STEPS`` steps, and on the last step; it also gives the rate and
+  the ETA. It is the package's one progress display: a log line reads the same in a terminal and in a log file
+  (no bar is drawn; the bars of transformers and datasets are theirs).
 - ``tagged(template)`` decorates a function so that every log record emitted while it runs, in its thread or
   task (a ``contextvars`` variable), starts with ``[<template filled from its arguments>]``: fine-tuning runs
   tag their lines ``[model/task/seed-N]`` so that parallel workers' lines can be told apart.
@@ -20,7 +21,6 @@ import functools
 import inspect
 import logging
 import os
-import sys
 import time
 from collections.abc import Callable
 from typing import ParamSpec, TypeVar
@@ -37,23 +37,18 @@ def _env_number(name: str, default: float) -> float:
         return default
 
 
-def stderr_is_terminal() -> bool:
-    stream = sys.stderr
-    return bool(getattr(stream, "isatty", None) and stream.isatty())
-
-
 class ProgressLine:
     """When to log a progress line, and the rate and ETA since the loop (re)started.
 
     Args:
-        total: steps of the whole run.
+        total: steps of the whole run; None while unknown (no last step, no ETA; set it once known).
         initial: the step the loop starts from (a resumed run).
         every_s: seconds between lines (default ``DOMAINBERT_PROGRESS_SECONDS`` or 30; 0: every step).
         every_steps: also a line every this many steps (default ``DOMAINBERT_PROGRESS_STEPS`` or 0: off).
     """
 
     def __init__(
-        self, total: int, initial: int = 0, *, every_s: float | None = None, every_steps: int | None = None
+        self, total: int | None, initial: int = 0, *, every_s: float | None = None, every_steps: int | None = None
     ) -> None:
         self.total, self.initial = total, initial
         self.every_s = _env_number("DOMAINBERT_PROGRESS_SECONDS", 30.0) if every_s is None else every_s
@@ -66,7 +61,7 @@ class ProgressLine:
         now = time.monotonic()
         due = (
             self.lines == 0
-            or step >= self.total
+            or (self.total is not None and step >= self.total)
             or now - self.last >= self.every_s
             or (self.every_steps > 0 and step % self.every_steps == 0)
         )
@@ -79,7 +74,9 @@ class ProgressLine:
 
     def eta_s(self, step: int) -> float | None:
         done = step - self.initial
-        return (self.total - step) * self.elapsed() / done if done > 0 else None
+        if self.total is None or done <= 0:
+            return None
+        return (self.total - step) * self.elapsed() / done
 
 
 def duration(seconds: float | None) -> str:

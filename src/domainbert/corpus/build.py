@@ -28,18 +28,18 @@ import multiprocessing
 import os
 import shutil
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ProcessPoolExecutor
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
-
-from rich.progress import Progress
 
 from domainbert import __version__
 from domainbert.core import plotting
 from domainbert.core.artifacts import atomic_output, is_complete, write_json_atomic
 from domainbert.core.errors import disk_errors
-from domainbert.core.fingerprints import Fingerprint, file_identity, fingerprint, portable, with_legacy
+from domainbert.core.fingerprints import file_identity, fingerprint, portable
 from domainbert.core.processes import die_with_parent
+from domainbert.core.progress import ProgressLine
 from domainbert.corpus.decontaminate import EvalSets, build_index, eval_texts
 from domainbert.corpus.merge import EVAL_TEXTS, merge
 from domainbert.corpus.shards import INDEX, is_processed, iter_input_shards, process_input_shard
@@ -55,24 +55,35 @@ log = logging.getLogger(__name__)
 ALGORITHM = 3
 
 
-def stage_fingerprint(cfg: DomainConfig) -> Fingerprint:
+def stage_fingerprint(cfg: DomainConfig) -> str:
     """Fingerprint of the corpus config, the evaluation tasks it decontaminates against, the inputs and the
-    version of the algorithm; its legacy value is what releases before portable fingerprints recorded."""
+    version of the algorithm."""
     # Only what decontamination reads from a task (fine-tuning budgets must not trigger a corpus rebuild).
     tasks: list[object] = [
         [t.name, t.type, t.format, t.path, t.text_field, t.text_pair_field, t.tokens_field, t.hf_config_name]
         for t in cfg.finetune.tasks
     ]
-    legacy_tasks = list(tasks)
     if _reads_eval_texts(cfg):
         files = [p for t in cfg.finetune.tasks if Path(t.path).is_dir() for p in Path(t.path).iterdir() if p.is_file()]
         tasks.append(sorted(f"{portable(str(p))}:{file_identity(p)}" for p in files))
-        legacy_tasks.append(sorted(f"{p}:{p.stat().st_size}:{p.stat().st_mtime_ns}" for p in files))
     config = cfg.corpus.model_dump(mode="json")
-    fp = fingerprint(config, tasks, input_fingerprint(cfg.corpus.sources), __version__, ALGORITHM)
-    return with_legacy(
-        fp, config, legacy_tasks, input_fingerprint(cfg.corpus.sources, legacy=True), __version__, ALGORITHM
-    )
+    return fingerprint(config, tasks, input_fingerprint(cfg.corpus.sources), __version__, ALGORITHM)
+
+
+def _shard_lines(name: str, lines: ProgressLine) -> Callable[[], None]:
+    """A callable to call as each input shard finishes (from any thread): it logs a progress line when one is
+    due (``ProgressLine``: the first shard, every 30 s or so, the last once the count is known)."""
+    done, lock = 0, threading.Lock()
+
+    def shard_done() -> None:
+        nonlocal done
+        with lock:
+            done += 1
+            if lines.due(done):
+                of = f" of {lines.total}" if lines.total is not None else ""
+                log.info("corpus %s: input shard %d%s processed", name, done, of)
+
+    return shard_done
 
 
 def _reads_eval_texts(cfg: DomainConfig) -> bool:
@@ -187,29 +198,28 @@ def _process_all(cfg: DomainConfig, work_dir: Path, counts: dict[str, Any]) -> l
     results: dict[int, dict[str, Any]] = {}
     resumed = 0
     workers = cfg.corpus.workers
-    with Progress(transient=True) as bar:
-        task = bar.add_task(f"corpus {cfg.name}: shards", total=None)
-        if workers == 1:
+    shard_done = _shard_lines(cfg.name, lines := ProgressLine(None))  # the count is known once sources are read
+    if workers == 1:
+        for spec in iter_input_shards(cfg, work_dir, counts):
+            resumed += is_processed(work_dir, spec["index"])
+            results[spec["index"]] = process_input_shard(cfg, spec, work_dir)
+            shard_done()
+    else:
+        ctx = multiprocessing.get_context("spawn")
+        # Workers die with this process, even when it is SIGKILLed (a worker can hold gigabytes).
+        with ProcessPoolExecutor(
+            max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
+        ) as pool:
+            futures: list[Future[dict[str, Any]]] = []
             for spec in iter_input_shards(cfg, work_dir, counts):
                 resumed += is_processed(work_dir, spec["index"])
-                results[spec["index"]] = process_input_shard(cfg, spec, work_dir)
-                bar.update(task, advance=1)
-        else:
-            ctx = multiprocessing.get_context("spawn")
-            # Workers die with this process, even when it is SIGKILLed (a worker can hold gigabytes).
-            with ProcessPoolExecutor(
-                max_workers=workers, mp_context=ctx, initializer=die_with_parent, initargs=(os.getpid(),)
-            ) as pool:
-                futures: list[Future[dict[str, Any]]] = []
-                for spec in iter_input_shards(cfg, work_dir, counts):
-                    resumed += is_processed(work_dir, spec["index"])
-                    fut = pool.submit(process_input_shard, cfg, spec, work_dir)
-                    fut.add_done_callback(lambda _f: bar.update(task, advance=1))
-                    futures.append(fut)
-                bar.update(task, total=len(futures))
-                for fut in futures:
-                    res = fut.result()
-                    results[res["index"]] = res
+                fut = pool.submit(process_input_shard, cfg, spec, work_dir)
+                fut.add_done_callback(lambda _f: shard_done())
+                futures.append(fut)
+            lines.total = len(futures)
+            for fut in futures:
+                res = fut.result()
+                results[res["index"]] = res
     if resumed:  # only a rerun after an interruption finds shards already done
         log.info("corpus: %d input shards, %d already processed by an earlier run (resumed)", len(results), resumed)
     else:

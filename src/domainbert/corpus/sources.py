@@ -348,18 +348,14 @@ def _iter_hf(source: HFSource) -> Iterator[tuple[tuple[str, int], dict[str, Any]
         yield (f"hf://{source.dataset}", i), rec
 
 
-def input_fingerprint(sources: list[SourceConfig], *, legacy: bool = False) -> dict[str, str]:
+def input_fingerprint(sources: list[SourceConfig]) -> dict[str, str]:
     """Identity of the inputs for the stage fingerprint: each local file's content hash (cached per machine),
-    hub sources by name. ``legacy``: the (path, size, mtime) identity earlier releases recorded."""
+    hub sources by name."""
     out: dict[str, str] = {}
     for source in sources:
         if isinstance(source, HFSource):
             out[source.name] = f"hf://{source.dataset}/{source.config_name}/{source.split}"
             continue
         for path in expand_paths(source):
-            if legacy:
-                st = path.stat()
-                out[f"{source.name}:{path}"] = f"{st.st_size}:{st.st_mtime_ns}"
-            else:
-                out[f"{source.name}:{portable(str(path))}"] = file_identity(path)
+            out[f"{source.name}:{portable(str(path))}"] = file_identity(path)
     return out

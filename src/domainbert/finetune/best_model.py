@@ -27,7 +27,7 @@ from typing import Any
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import atomic_output, is_complete, read_record
-from domainbert.core.fingerprints import CARD, Fingerprint
+from domainbert.core.fingerprints import CARD
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.expectations import ExpectedRun
 from domainbert.finetune.jobs import RESULT, Job, run_record
@@ -35,7 +35,7 @@ from domainbert.finetune.jobs import RESULT, Job, run_record
 logger = logging.getLogger(__name__)
 
 
-def group_fingerprints(cfg: DomainConfig, job: Job, data_hash: str | None) -> dict[int, Fingerprint]:
+def group_fingerprints(cfg: DomainConfig, job: Job, data_hash: str | None) -> dict[int, str]:
     """The current fingerprint of each configured seed of ``job``'s model, task and mode."""
     return {
         seed: run_record(cfg, Job(job.model_name, job.model_ref, job.task_name, seed, job.mode), data_hash)[2]
@@ -43,7 +43,7 @@ def group_fingerprints(cfg: DomainConfig, job: Job, data_hash: str | None) -> di
     }
 
 
-def current_results(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> dict[int, dict[str, Any]]:
+def current_results(layout: RunLayout, job: Job, fps: dict[int, str]) -> dict[int, dict[str, Any]]:
     """Seed -> the group's results that are current (their folder's record matches the seed's fingerprint)."""
     out = {}
     for seed, fp in fps.items():
@@ -65,7 +65,7 @@ def winner(results: dict[int, dict[str, Any]]) -> int | None:
     return max(healthy, key=lambda s: _rank(s, healthy[s])) if healthy else None
 
 
-def held_seed(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> int | None:
+def held_seed(layout: RunLayout, job: Job, fps: dict[int, str]) -> int | None:
     """The seed whose model the kept folder holds, when that run is still current; else None."""
     folder = layout.finetuned_model(job.model_name, job.task_name)
     seed = ((read_record(folder) or {}).get("config") or {}).get("seed")
@@ -75,7 +75,7 @@ def held_seed(layout: RunLayout, job: Job, fps: dict[int, Fingerprint]) -> int |
 
 
 def model_missing(
-    layout: RunLayout, job: Job, fps: dict[int, Fingerprint], results: dict[int, dict[str, Any]] | None = None
+    layout: RunLayout, job: Job, fps: dict[int, str], results: dict[int, dict[str, Any]] | None = None
 ) -> bool:
     """Whether ``job``'s current result is its group's best on validation and the kept folder does not hold its
     model: then this run alone must run again to provide it. ``results``: the group's ``current_results``, when
@@ -104,7 +104,7 @@ def offer(
     cfg: DomainConfig,
     layout: RunLayout,
     job: Job,
-    fps: dict[int, Fingerprint],
+    fps: dict[int, str],
     model_dir: Path,
     labels: list[str],
 ) -> bool:
@@ -155,7 +155,7 @@ def _custom(model_dir: Path) -> bool:
 def kept_models(layout: RunLayout, runs: list[ExpectedRun]) -> list[tuple[str, str, int]]:
     """(model, task, seed) of each kept model whose run is one of ``runs`` (what the run expects now), in name
     order: what the report lists. A kept model of another configuration is left out."""
-    expected = {(r.model, r.task, r.seed): Fingerprint(r.fingerprint, r.legacy_fingerprint) for r in runs}
+    expected = {(r.model, r.task, r.seed): r.fingerprint for r in runs}
     out = []
     for folder in sorted((layout.root / "finetune").glob("*/*/best")):
         model, task = folder.parent.parent.name, folder.parent.name
@@ -164,6 +164,6 @@ def kept_models(layout: RunLayout, runs: list[ExpectedRun]) -> list[tuple[str, s
         if not isinstance(seed, int):
             continue
         fp = expected.get((model, task, seed))
-        if fp is not None and fp.matches(record.get("fingerprint")):
+        if fp is not None and fp == record.get("fingerprint"):
             out.append((model, task, seed))
     return out

@@ -17,7 +17,6 @@ from pydantic import BaseModel
 
 from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import damage, is_complete, read_record, write_json_atomic
-from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import RESULT, only_models, references, run_list, run_record, task_config
 from domainbert.services.tasks import task_data_hash
@@ -35,7 +34,6 @@ class ExpectedRun(BaseModel):
     seed: int
     mode: str
     fingerprint: str
-    legacy_fingerprint: str | None = None  # what a record of a release before portable fingerprints holds
 
 
 def expected_path(layout: RunLayout) -> Path:
@@ -59,16 +57,7 @@ def expected_runs(cfg: DomainConfig, layout: RunLayout, planned: bool = False) -
         if job.task_name not in hashes:
             hashes[job.task_name] = task_data_hash(task_config(cfg, job.task_name))
         fp = run_record(cfg, job, hashes[job.task_name])[2]
-        out.append(
-            ExpectedRun(
-                model=job.model_name,
-                task=job.task_name,
-                seed=job.seed,
-                mode=job.mode,
-                fingerprint=str(fp),
-                legacy_fingerprint=fp.legacy,
-            )
-        )
+        out.append(ExpectedRun(model=job.model_name, task=job.task_name, seed=job.seed, mode=job.mode, fingerprint=fp))
     return out
 
 
@@ -108,5 +97,4 @@ def result_state(layout: RunLayout, run: ExpectedRun) -> str:
     if problem is not None:  # a result is trusted only as its record wrote it: never published, rerun instead
         log.warning("%s; left out, fine-tuning recomputes it", problem)
         return "damaged"
-    # is_complete matches the legacy value too and migrates such a record once, as for every stage
-    return "current" if is_complete(folder, Fingerprint(run.fingerprint, run.legacy_fingerprint)) else "stale"
+    return "current" if is_complete(folder, run.fingerprint) else "stale"

@@ -19,7 +19,7 @@ from domainbert.config.finetune import TaskConfig
 from domainbert.config.pretrain import split_replicate
 from domainbert.core.artifacts import read_record
 from domainbert.core.errors import ConfigError
-from domainbert.core.fingerprints import Fingerprint, fingerprint, folder_identity, with_legacy
+from domainbert.core.fingerprints import fingerprint, folder_identity
 from domainbert.core.models import require_safetensors, resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.services.split_overlap import EVAL_SPLITS, SplitOverlap, find_overlap, without_overlap
@@ -197,18 +197,17 @@ def model_input_hash(ref: str) -> str:
     return _model_identity(ref)[0]
 
 
-def _model_identity(ref: str) -> tuple[str, str, bool]:
-    """(identity, what releases before portable fingerprints recorded: the recorded hash or the resolved path,
-    whether the reference is a local folder: one identified by its content alone)."""
+def _model_identity(ref: str) -> tuple[str, bool]:
+    """(identity, whether the reference is a local folder: one identified by its content alone)."""
     try:
         resolved = resolve_model_ref(ref)
     except Exception:  # noqa: BLE001 - the run itself reports a bad reference with a clear error
-        return ref, ref, False
+        return ref, False
     if not Path(resolved).is_dir():
-        return resolved, resolved, False
+        return resolved, False
     record = read_record(Path(resolved))
     recorded = str(record["content_hash"]) if record else None
-    return folder_identity(Path(resolved), recorded), recorded or resolved, True
+    return folder_identity(Path(resolved), recorded), True
 
 
 def _task_identity(task: TaskConfig) -> dict[str, Any]:
@@ -223,7 +222,7 @@ def _task_identity(task: TaskConfig) -> dict[str, Any]:
     return dump
 
 
-def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], Fingerprint]:
+def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tuple[dict, dict[str, str], str]:
     """(config, inputs, fingerprint) a run's result is recorded with: what makes a stored result current."""
     task = task_config(cfg, job.task_name)
     inputs = {"task_data": data_hash or task_data_hash(task)}
@@ -271,12 +270,10 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
             run_cfg["chosen_lr"] = cfg.finetune.lr_chosen[task.name]
         if stops_on_reference(cfg, job.mode):  # trained to the reference's kept step, validated there only
             run_cfg["stop_step"] = cfg.finetune.stop_chosen.get(task.name, "not chosen yet")
-        identity, legacy_identity, local = _model_identity(job.model_ref)
-        legacy = ({**run_cfg}, {**inputs, "model": legacy_identity})
+        identity, local = _model_identity(job.model_ref)
         if local:
             run_cfg["model_ref"] = "local folder (by content)"  # where it lies is not what it is
         inputs["model"] = identity
-        return run_cfg, inputs, with_legacy(fingerprint(run_cfg, inputs), *legacy)
     return run_cfg, inputs, fingerprint(run_cfg, inputs)
 
 

@@ -48,7 +48,7 @@ from domainbert.core import signals
 from domainbert.core.artifact_types import FinetuneResult, dump_artifact
 from domainbert.core.artifacts import atomic_output, is_complete, read_record
 from domainbert.core.distributed import dist_info
-from domainbert.core.fingerprints import Fingerprint, portable
+from domainbert.core.fingerprints import portable
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import tagged
 from domainbert.finetune.attempts import train_attempts
@@ -218,7 +218,7 @@ def write_result(
     layout: RunLayout,
     job: Job,
     result: dict[str, Any],
-    record: tuple[dict, dict[str, str], dict[int, Fingerprint]],
+    record: tuple[dict, dict[str, str], dict[int, str]],
     staging: Path | None,
     labels: list[str],
 ) -> None:
@@ -254,7 +254,7 @@ def run_current(
     cfg: DomainConfig,
     layout: RunLayout,
     job: Job,
-    fps: dict[int, Fingerprint],
+    fps: dict[int, str],
     group_results: dict[int, dict[str, Any]] | None = None,
 ) -> bool:
     """Whether the job's folder holds its current result (fingerprint ``fps[job.seed]``) and every model
@@ -277,9 +277,9 @@ def expected_results(cfg: DomainConfig, layout: RunLayout, planned: bool = False
     rerun, the result stays usable), ``stale``, ``damaged``, ``unrecorded`` or ``missing`` (``expectations.result_state``)."""
     out = []
     runs = expected_runs(cfg, layout, planned)
-    groups: dict[tuple[str, str], dict[int, Fingerprint]] = {}
+    groups: dict[tuple[str, str], dict[int, str]] = {}
     for run in runs:
-        groups.setdefault((run.model, run.task), {})[run.seed] = Fingerprint(run.fingerprint, run.legacy_fingerprint)
+        groups.setdefault((run.model, run.task), {})[run.seed] = run.fingerprint
     read: dict[tuple[str, str], dict[int, dict[str, Any]]] = {}
     for run in runs:
         state = result_state(layout, run)

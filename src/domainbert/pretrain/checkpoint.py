@@ -31,7 +31,6 @@ import torch
 
 from domainbert.core.artifacts import file_hash, write_json_atomic
 from domainbert.core.errors import disk_errors
-from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_folder
 from domainbert.pretrain.engine import Engine
 
@@ -46,8 +45,8 @@ def rng_state() -> dict[str, Any]:
     """Python, NumPy, torch and CUDA generator states as tensors and plain lists (weights-only loadable)."""
     version, internal, gauss = random.getstate()
     # numpy's stub types the default (legacy) call as a dict; the global MT19937 state is this tuple
-    legacy = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
-    name, keys, pos, has_gauss, cached = legacy
+    mt19937 = cast(tuple[str, np.ndarray, int, int, float], np.random.get_state())
+    name, keys, pos, has_gauss, cached = mt19937
     return {
         "python": [version, torch.tensor(internal, dtype=torch.int64), gauss],
         "numpy": [name, torch.from_numpy(keys.astype(np.int64)), int(pos), int(has_gauss), float(cached)],
@@ -223,9 +222,7 @@ def resume(
             )
             log.warning("checkpoint step %d is unusable, %s: %s", step, fallback, exc)
             continue
-        if state.get("fingerprint") != fingerprint and not (
-            isinstance(fingerprint, Fingerprint) and fingerprint.matches(state.get("fingerprint"))
-        ):
+        if state.get("fingerprint") != fingerprint:
             log.warning("checkpoints in %s belong to a different configuration; starting over", root)
             if barrier:
                 barrier()

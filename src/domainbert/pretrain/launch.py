@@ -23,8 +23,6 @@ def worker_args(
 ) -> list[str]:
     args = ["--config", str(config_path), "--arm", arm, "--run-dir", str(run_dir), "--fingerprint", fingerprint]
     args += ["--replicate", str(replicate)] if replicate > 1 else []
-    legacy = getattr(fingerprint, "legacy", None)  # checkpoints of a release before portable fingerprints
-    args += ["--legacy-fingerprint", legacy] if legacy else []
     return args + (["--throttle", str(throttle_s)] if throttle_s else [])
 
 

@@ -20,7 +20,7 @@ from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.config.pretrain import ARMS, split_replicate
 from domainbert.core.artifacts import fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
-from domainbert.core.fingerprints import Fingerprint, folder_identity
+from domainbert.core.fingerprints import folder_identity
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
@@ -37,7 +37,7 @@ def folder_hash(folder: Path) -> str:
     return folder_identity(folder, str(record["content_hash"]) if record else None)
 
 
-def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> Fingerprint:
+def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     """What the arm's result depends on: the pretrain and base-model config, the corpus and the start point.
 
     The launch settings (process count, launcher) and the CPU thread count are left out: they change speed,
@@ -49,8 +49,8 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> Fingerpri
     pretrain = resolved_dict(cfg.pretrain.for_arm(arm, layout.replicate))
     pretrain.pop("replicates")  # how many replicates the run trains is not this one's recipe (its seed is)
     # Which other arms the run trains is not this arm's recipe: adding an arm to a finished run, or running
-    # fewer (the demo), retrained every arm. Records from before hold the fingerprint with the list in it.
-    arms = pretrain.pop("arms")
+    # fewer (the demo), must not retrain every arm.
+    pretrain.pop("arms")
     # Speed, what is watched (eval_every draws nothing from the training RNG), or settings of other steps.
     for key in ("launch", "torch_threads", "eval_every", "watch_points", "watch_share", "arm_optim", "base_warmup"):
         pretrain.pop(key, None)
@@ -79,9 +79,7 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> Fingerpri
         "base_model": cfg.base_model.recipe(),
         "tokenizer": resolved_dict(cfg.tokenizer) if kind.from_scratch else None,
     }
-    before = fingerprint({**config, "pretrain": {**pretrain, "arms": arms}}, inputs, __version__)
-    legacy = " ".join(value for value in (str(before), before.legacy) if value)
-    return Fingerprint(fingerprint(config, inputs, __version__), legacy=legacy)
+    return fingerprint(config, inputs, __version__)
 
 
 def read_summary(layout: RunLayout, arm: str) -> dict[str, Any]:

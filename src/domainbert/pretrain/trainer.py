@@ -26,7 +26,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import torch
 
@@ -35,7 +35,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core import signals
 from domainbert.core.distributed import barrier, replica_digests
 from domainbert.core.paths import RunLayout
-from domainbert.core.progress import ProgressLine, duration, stderr_is_terminal
+from domainbert.core.progress import ProgressLine, duration
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.engine import objective_of
 from domainbert.pretrain.evaluation import watch_steps
@@ -51,9 +51,6 @@ from domainbert.pretrain.setup import ArmSetup, set_up
 from domainbert.pretrain.summary import arm_summary
 from domainbert.pretrain.train_state import TrainState
 from domainbert.services.tracking import MetricsLog, Tracker
-
-if TYPE_CHECKING:
-    from tqdm.auto import tqdm
 
 log = logging.getLogger(__name__)
 
@@ -199,9 +196,7 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
     """
     pcfg, plan = setup.pcfg, setup.plan
     window = LogWindow()
-    progress = _progress(setup.rank == 0, plan.total_steps, state.step, setup.arm)
-    # Not a terminal (a Prefect worker, Slurm, a pipe): a progress line every so often instead of tqdm's bar.
-    lines = ProgressLine(plan.total_steps, state.step) if setup.rank == 0 and not stderr_is_terminal() else None
+    lines = ProgressLine(plan.total_steps, state.step) if setup.rank == 0 else None  # rank 0 speaks for all
     tokens_at_start = state.tokens
     watching = watch_steps(pcfg.watch_points, plan.total_steps) if setup.watch else set()
     setup.engine.module.train()
@@ -215,10 +210,6 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
         state.train_seconds += time.perf_counter() - t0
         if logging:
             _write_train_metrics(setup, state, window, metrics, phase)
-            if progress:
-                progress.set_postfix(loss=f"{window.last_loss:.3f}")
-        if progress:
-            progress.update(1)
         if lines and lines.due(state.step):
             _log_progress(setup, state, lines, window.last_loss, tokens_at_start)
         if pcfg.eval_every and state.step % pcfg.eval_every == 0 and state.step < plan.total_steps:
@@ -243,15 +234,13 @@ def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_
                 save(setup, state)
             raise signals.StopRequested(signals.requested_signal() or 15, f"at pretraining step {state.step}")
     read_losses(state, window)  # the last step logs: nothing is left unread
-    if progress:
-        progress.close()
     return window.nsp_last
 
 
 def _log_progress(
     setup: ArmSetup, state: TrainState, lines: ProgressLine, loss: float | None, tokens_at_start: int
 ) -> None:
-    """A progress line where no terminal shows tqdm's bar (a Prefect worker, Slurm, a pipe). Its loss is the last
+    """A progress line (in a terminal, a Prefect worker's log or Slurm's output alike). Its loss is the last
     record's (None before the first): reading this step's would wait for the device."""
     plan = setup.plan
     log.info(
@@ -326,11 +315,3 @@ def _tracker(
         },
         tags={"domainbert.stage": "pretrain", "domainbert.arm": setup.arm, "domainbert.version": __version__},
     )
-
-
-def _progress(enabled: bool, total: int, initial: int, arm: str) -> tqdm | None:
-    if not enabled:
-        return None
-    from tqdm.auto import tqdm
-
-    return tqdm(total=total, initial=initial, desc=f"pretrain {arm}", unit="step", disable=None)

@@ -18,7 +18,6 @@ from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import ARMS
 from domainbert.core import logs
 from domainbert.core.errors import USER_ERROR_MARK, DomainbertError
-from domainbert.core.fingerprints import Fingerprint
 from domainbert.core.paths import RunLayout
 from domainbert.core.signals import StopRequested, exit_code
 
@@ -30,7 +29,6 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--run-dir", required=True, type=Path)
     parser.add_argument("--replicate", type=int, default=1, help="the arm's pretraining replicate")
     parser.add_argument("--fingerprint", required=True)
-    parser.add_argument("--legacy-fingerprint", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--throttle", type=float, default=0.0, help="seconds to sleep per step (tests)")
     parser.add_argument("--local_rank", type=int, default=None, help=argparse.SUPPRESS)  # deepspeed launcher
     args = parser.parse_args(argv)
@@ -43,7 +41,7 @@ def main(argv: list[str] | None = None) -> int:
             cfg,
             args.arm,
             RunLayout(args.run_dir, args.replicate),
-            fingerprint=Fingerprint(args.fingerprint, args.legacy_fingerprint),
+            fingerprint=args.fingerprint,
             throttle_s=args.throttle,
         )
     except StopRequested as exc:  # SIGTERM/SIGUSR1: checkpointed at a step boundary
