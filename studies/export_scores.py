@@ -7,7 +7,8 @@ so that a clone rechecks the study's tables with ``studies/rescore.py``.
 Reads the run as the report does (``report.inputs.finetune_results``: complete, undamaged results, collapse judged
 by today's rule) and records what the study point was (``about``: the study, the run's domain and profile, the
 commits the runs were made at (``run_revisions``, from each run's record; runs made before records held one are
-counted as ``unrecorded``) and the one exported from (``revision``), the command, this machine's CPU). Prints the
+counted as ``unrecorded``) and the one exported from (``revision``), the command, this machine's CPU); each run's
+row says at which commit and when it finished (``made``). Prints the
 file's path and the runs it holds as JSON. Trains nothing.
 """
 
@@ -42,7 +43,9 @@ def main() -> None:
     if args.tasks:
         found = [(path, r) for path, r in found if r["task"] in args.tasks]
     results = [r for _, r in found]
-    made_at = [(read_record(path.parent) or {}).get("source_revision") for path, _ in found]
+    records = [read_record(path.parent) or {} for path, _ in found]
+    made = [{"revision": rec.get("source_revision"), "finished_at": rec.get("finished_at")} for rec in records]
+    made_at = [m["revision"] for m in made]
     if not results:
         raise SystemExit(f"{args.run}: no finished fine-tuning result to export")
     resolved = args.run / "config.resolved.json"
@@ -60,7 +63,7 @@ def main() -> None:
         "machine": f"{machine.get('cpu_model')}, {machine.get('cpu_count')} cores",
         "note": args.note,
     }
-    path = write_scores(results, args.out, about)
+    path = write_scores(results, args.out, about, made)
     print(json.dumps({"path": str(path), "runs": len(results), "tasks": sorted({r["task"] for r in results})}))
 
 

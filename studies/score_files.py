@@ -31,8 +31,10 @@ def test_set_hash(gold: list[Any]) -> str:
     return hashlib.sha256(json.dumps(gold, sort_keys=True).encode()).hexdigest()[:16]
 
 
-def score_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """Each result as a score-file row (labels of a classification task: those of all its runs, sorted)."""
+def score_rows(results: list[dict[str, Any]], made: list[dict[str, Any]] | None = None) -> list[dict[str, Any]]:
+    """Each result as a score-file row (labels of a classification task: those of all its runs, sorted); ``made``,
+    one per result, is when and at which commit each run finished (``made``: ``revision``, ``finished_at``), so
+    that the order of a study's preregistration and its runs can be checked from the file."""
     labels: dict[str, list[str]] = {}
     for r in results:
         if r["task_type"] != "ner":
@@ -40,7 +42,7 @@ def score_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
             seen = {x for rows in (r["gold"], r["pred"]) for row in rows for x in (row if multi else [row])}
             labels[r["task"]] = sorted(set(labels.get(r["task"], [])) | seen)
     rows = []
-    for r in results:
+    for i, r in enumerate(results):
         metric = r.get("primary_metric") or ("f1" if r["task_type"] == "ner" else "macro_f1")
         counts, _ = count_metric(
             r["task_type"], metric, r["gold"], r["pred"], labels.get(r["task"]), bool(r.get("multi_label"))
@@ -53,15 +55,19 @@ def score_rows(results: list[dict[str, Any]]) -> list[dict[str, Any]]:
                 "test": {metric: r["test"][metric]} if "test" in r else None,
                 "test_set": test_set_hash(r["gold"]),
                 "counts": np.asarray(counts).astype(int).tolist(),
+                **({"made": made[i]} if made is not None else {}),
             }
         )
     return rows
 
 
-def write_scores(results: list[dict[str, Any]], path: Path, about: dict[str, Any]) -> Path:
-    """Write ``results`` as a score file at ``path`` (``.json.gz``), with ``about`` (what the study point was)."""
+def write_scores(
+    results: list[dict[str, Any]], path: Path, about: dict[str, Any], made: list[dict[str, Any]] | None = None
+) -> Path:
+    """Write ``results`` as a score file at ``path`` (``.json.gz``), with ``about`` (what the study point was) and
+    each run's ``made`` (commit and finishing time, see ``score_rows``)."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    body = json.dumps({"format": FORMAT, "about": about, "runs": score_rows(results)}, separators=(",", ":"))
+    body = json.dumps({"format": FORMAT, "about": about, "runs": score_rows(results, made)}, separators=(",", ":"))
     tmp = path.with_name(path.name + ".tmp")
     with gzip.open(tmp, "wt", encoding="utf-8", compresslevel=9) as f:
         f.write(body)

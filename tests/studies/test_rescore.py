@@ -37,7 +37,7 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
         write_ner_result(run, "continued", NER_TASK, seed, cont)
     for seed in (1, 2):  # two runs made at a known commit (the record each run's folder gets); the rest before
         (run / "finetune" / "base" / NER_TASK / f"seed-{seed}" / "_domainbert.json").write_text(
-            json.dumps({"source_revision": f"c0ffee{seed}"}))
+            json.dumps({"source_revision": f"c0ffee{seed}", "finished_at": f"2026-12-0{seed}T10:00:00Z"}))
     out = tmp_path / "scores" / "point.json.gz"
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
     done = subprocess.run([sys.executable, str(ROOT / "studies" / "export_scores.py"), str(run), str(out),
@@ -45,8 +45,12 @@ def test_export_writes_a_run_s_results_as_a_score_file_rescore_reads(tmp_path: P
     assert json.loads(done.stdout)["runs"] == 6
     import gzip
 
-    about = json.load(gzip.open(out, "rt", encoding="utf-8"))["about"]
+    written = json.load(gzip.open(out, "rt", encoding="utf-8"))
+    about = written["about"]
     assert about["run_revisions"] == ["c0ffee1", "c0ffee2"] and about["unrecorded"] == 4, about
+    made = {(r["model"], r["seed"]): r["made"] for r in written["runs"]}
+    assert made[("base", 2)] == {"revision": "c0ffee2", "finished_at": "2026-12-02T10:00:00Z"}, made
+    assert sum(m["revision"] is None and m["finished_at"] is None for m in made.values()) == 4, made
     again = subprocess.run([sys.executable, str(ROOT / "studies" / "rescore.py"), str(out), "--samples", "400"],
                            capture_output=True, text=True, env=env, check=True)
     means = {s["model"]: s["mean"] for s in json.loads(again.stdout)["scores"]}
