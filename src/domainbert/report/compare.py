@@ -41,7 +41,7 @@ from domainbert.services.flags import budget_flags, setting_flags
 log = logging.getLogger(__name__)
 
 # Bump when the report's content or layout changes, so existing reports are re-rendered.
-REPORT_FORMAT = 17
+REPORT_FORMAT = 18
 
 
 def compare_tables(

@@ -122,7 +122,7 @@ def _task_table(task: str, rows_t: list[dict[str, Any]], comparisons: list[dict[
 
 
 def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int) -> Table:
-    """Every comparison with its interval, p-value, ASO and verdict (collapsed runs named)."""
+    """Every comparison with its interval, p-value and verdict (collapsed runs named)."""
     rows = [
         [
             f"{c['model']} vs {c['reference']}",
@@ -134,7 +134,6 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             p_text(c.get("p_value"), c.get("n_samples") or bootstrap_samples),
             fmt(c.get("p_holm"), 3),
             points(c["detectable"]) if c.get("detectable") is not None else "-",
-            fmt(c.get("aso_eps"), 2),
             c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else ""),
         ]
         for c in comparisons
@@ -151,14 +150,12 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             "p (two-sided)",
             "p after Holm",
             "detectable (80% power)",
-            "ASO eps_min (uncorrected)",
             "verdict",
         ],
         rows,
         f"Intervals over test examples, seeds and replicates, paired by seed where both models have runs under the "
         f"same seeds (r: the two models' correlation across them); at least {bootstrap_samples} draws, more where "
-        "a p-value is near a Holm threshold; the floor is compared unpaired. ASO is not corrected for the page's "
-        "comparisons: a second opinion, never a verdict. " + _n_comparisons(comparisons),
+        "a p-value is near a Holm threshold; the floor is compared unpaired. " + _n_comparisons(comparisons),
     )
 
 
@@ -213,10 +210,6 @@ def method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sect
             "page, else 'no significant difference'. Beside the unadjusted interval stands the one the verdict uses, "
             "at Holm's threshold for the row (not a simultaneous interval); counted on the draws as the p-value is, "
             "it excludes 0 exactly when the verdict is 'better' or 'worse'.",
-            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion, not corrected "
-            "for the page's comparisons: eps_min is an upper confidence bound on how far the model falls short of "
-            "stochastically dominating its reference; below 0.2 it is almost stochastically better (uncorrected). "
-            "With a few seeds the bound reads 1.0 unless one model wins on every seed: 'cannot tell', not 'worse'.",
             "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
             "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
             "word features for NER.",

@@ -307,7 +307,6 @@ def _comparison_row(
         "ci_high": high,
         "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
         "p_value": stat.get("p_value"),
-        "aso_eps": stat.get("aso_eps"),
         "runs_text": stat.get("runs_text"),
         "resampled": stat.get("resampled"),
         **{key: stat.get(key) for key in DESIGN_KEYS},
