@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from report_fixtures import NER_TASK, write_ner_result
+from report_fixtures import NER_TASK, comparison, score, write_ner_result
 
 from domainbert.report.references import arm_verdicts, control_sentences, reference_sentences, seed_warning
 from domainbert.report.results import best_reference, build_tables, default_compare_fn
@@ -28,8 +28,8 @@ def tables(tmp_path: Path) -> tuple[list[dict], list[dict]]:
 def test_an_arm_that_beats_the_warmed_base_but_not_the_original_is_no_gain(tmp_path: Path) -> None:
     scores, comparisons = tables(tmp_path)
     assert best_reference(scores, NER_TASK) == "original"
-    vs_base = next(c for c in comparisons if (c["model"], c["reference"]) == ("continued", "base"))
-    assert vs_base["verdict"] == "better"  # what the old verdict called a gain
+    vs_base = next(c for c in comparisons if (c.model, c.reference) == ("continued", "base"))
+    assert vs_base.verdict == "better"  # what the old verdict called a gain
     (line,) = [v for v in arm_verdicts(scores, comparisons, ["continued"])]
     assert line.startswith("continued: was worse than original on science-terms-ner")
     assert "beat" not in line
@@ -44,7 +44,7 @@ def test_the_warm_up_cost_and_the_domain_effect_are_stated(tmp_path: Path) -> No
     assert effect.startswith("Domain effect of continued on science-terms-ner (continued - control")
     assert "text): 0.0 F1 (95% CI" in effect and effect.endswith("no significant domain effect.")
     # every comparison is in one family: arms x references x control
-    assert {c["comparisons"] for c in comparisons} == {len(comparisons)}
+    assert {c.comparisons for c in comparisons} == {len(comparisons)}
 
 
 def test_after_a_warm_up_the_report_expects_and_renders_the_original(science_run: Path) -> None:
@@ -71,14 +71,10 @@ def test_after_a_warm_up_the_report_expects_and_renders_the_original(science_run
 
 
 def test_a_model_short_of_the_configured_seeds_is_named_as_missing_runs_not_as_too_few_seeds():
-    scores = [
-        {"model": "base", "task": "t", "n_seeds": 3},
-        {"model": "scratch", "task": "t", "n_seeds": 1},
-        {"model": "floor", "task": "t", "n_seeds": 1},
-    ]
+    scores = [score("t", "base", 0.5, n_seeds=3), score("t", "scratch", 0.5, n_seeds=1), score("t", "floor", 0.4, n_seeds=1)]
     (line,) = seed_warning(scores, configured=3)
     assert line.startswith("Runs missing: scratch on t (1 of 3) seeds have results") and "give finetune.seeds" not in line
-    (line,) = seed_warning([{"model": "base", "task": "t", "n_seeds": 2}], configured=2)
+    (line,) = seed_warning([score("t", "base", 0.5, n_seeds=2)], configured=2)
     assert "give finetune.seeds at least 3 values" in line
     assert seed_warning(scores[:1], configured=3) == []
 
@@ -108,7 +104,7 @@ def test_an_interval_over_every_difference_the_metric_allows_says_it_bounds_noth
     the untuned lexicon domain's usage NER printed at 3 seeds (bench/README.md, "new_domain.py")."""
     from domainbert.report.summary import ci_text
 
-    row = {"confidence": 0.95, "ci_low": -0.99996, "ci_high": 1.0, "paired": False}
+    row = comparison(None, -0.99996, 1.0)
     assert ci_text(row) == "95% CI -100.0 to +100.0, every difference the metric allows: these runs bound nothing"
-    one_end = {**row, "ci_low": -0.3}
+    one_end = comparison(None, -0.3, 1.0)
     assert ci_text(one_end) == "95% CI -30.0 to +100.0"
