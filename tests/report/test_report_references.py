@@ -8,15 +8,24 @@ from pathlib import Path
 
 from report_fixtures import NER_TASK, comparison, score, write_ner_result
 
-from domainbert.report.references import arm_verdicts, control_sentences, reference_sentences, seed_warning
+from domainbert.report.references import (
+    against_best_reference,
+    arm_tally,
+    arm_verdicts,
+    control_sentences,
+    reference_sentences,
+    references_row,
+    seed_warning,
+)
 from domainbert.report.results import best_reference, build_tables, default_compare_fn
+from domainbert.report.rows import Comparison, ScoreRow
 
 # misses out of 40 sentences per seed: the warm-up cost the encoder (base misses more than original); continued
 # and control recover part of it, equally
 MISSES = {"original": (4, 5, 6), "base": (20, 21, 22), "continued": (11, 12, 13), "control": (11, 12, 13)}
 
 
-def tables(tmp_path: Path) -> tuple[list[dict], list[dict]]:
+def tables(tmp_path: Path) -> tuple[list[ScoreRow], list[Comparison]]:
     results = []
     for model, misses in MISSES.items():
         for seed, m in zip((1, 2, 3), misses, strict=True):
@@ -30,19 +39,24 @@ def test_an_arm_that_beats_the_warmed_base_but_not_the_original_is_no_gain(tmp_p
     assert best_reference(scores, NER_TASK) == "original"
     vs_base = next(c for c in comparisons if (c.model, c.reference) == ("continued", "base"))
     assert vs_base.verdict == "better"  # what the old verdict called a gain
-    (line,) = [v for v in arm_verdicts(scores, comparisons, ["continued"])]
-    assert line.startswith("continued: was worse than original on science-terms-ner")
-    assert "beat" not in line
+    (judged,) = against_best_reference(scores, comparisons, "continued")
+    assert (judged.reference, judged.verdict) == ("original", "worse") and judged.family.significant
+    tally = arm_tally(scores, comparisons, "continued")
+    assert tally["better"] == [] and tally["worse"] == [judged]
+    (line,) = arm_verdicts(scores, comparisons, ["continued"])
+    assert line.startswith("continued: was worse than original") and "beat" not in line
 
 
 def test_the_warm_up_cost_and_the_domain_effect_are_stated(tmp_path: Path) -> None:
     scores, comparisons = tables(tmp_path)
+    warm_up = references_row(comparisons, NER_TASK)  # base - original: what the warm-up did
+    assert warm_up is not None and warm_up.diff < 0 and warm_up.verdict == "worse"
     (cost,) = reference_sentences(scores, comparisons)
-    assert cost.startswith("science-terms-ner: the general warm-up changed the encoder's score by -")
     assert "a measured cost" in cost and cost.endswith("the better of the two, original.")
+    control = next(c for c in comparisons if (c.model, c.reference) == ("continued", "control"))
+    assert control.diff == 0.0 and control.ci_low <= 0 <= control.ci_high and control.verdict == "no significant difference"
     (effect,) = control_sentences(scores, comparisons, ["continued"])
-    assert effect.startswith("Domain effect of continued on science-terms-ner (continued - control")
-    assert "text): 0.0 F1 (95% CI" in effect and effect.endswith("no significant domain effect.")
+    assert effect.endswith("no significant domain effect.")
     # every comparison is in one family: arms x references x control
     assert {c.comparisons for c in comparisons} == {len(comparisons)}
 
@@ -91,8 +105,9 @@ def test_when_continued_and_scratch_both_ran_the_verdict_answers_which_did_bette
     scores, comparisons = build_tables(
         results, [NER_TASK], ["continued", "scratch"], [], default_compare_fn(400, 0.95, 0), 0.95
     )
+    row = next(c for c in comparisons if (c.model, c.reference) == ("continued", "scratch"))
+    assert row.diff > 0 and row.family.significant and row.verdict == "better"
     (line,) = scratch_sentences(comparisons, ["continued", "scratch"])
-    assert line.startswith("Further-pretrained or from scratch on science-terms-ner (continued - scratch): +")
     assert line.endswith("continued pretraining did better.")
     # without both arms there is no such question
     assert scratch_sentences(comparisons, ["continued"]) == []
