@@ -4,7 +4,7 @@ One panel per task. Each row is an arm's difference from the task's better refer
 the warmed-up base or the original checkpoint), in points, with its 95% interval; a filled marker is a claim that
 survives Holm's correction over the page's comparisons, a hollow one does not, and a thin line is the
 family-wise interval the verdict uses; an arm with collapsed runs is a grey cross, never filled. The shaded band is the
-detectable difference (``power.apply_holm``): a true difference inside it would be missed more often than one
+detectable difference (``rows.holm_adjusted``): a true difference inside it would be missed more often than one
 time in five, so an interval inside it is no evidence of "no effect". A dashed line marks the floor's difference
 from the same reference where the task has a floor. The numbers are the comparison rows'; nothing is computed
 here beyond choosing which rows to draw.

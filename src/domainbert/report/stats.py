@@ -23,7 +23,7 @@ Every comparison returns ``se`` and ``df`` of its draws, the one design summary 
 ``power.detectable_difference`` computes what it can detect. The p-value is ``(k + 1) / (B + 1)`` per tail
 (``draws.p_value``), never 0; with ``family`` (the page's number of comparisons) the draws go on in chunks until
 the smallest Holm threshold, ``alpha / family``, is resolved (``draws.draws_needed``) while the p-value is near
-it. Multiple comparisons are corrected by the caller (``power.apply_holm``, over the page); this module gives the
+it. Multiple comparisons are corrected by the caller (``rows.holm_adjusted``, over the page); this module gives the
 unadjusted interval and p-value. Calibration on simulated scores:
 ``tests/finetune/test_finetune_calibration.py`` (unpaired) and ``tests/report/test_report_paired.py`` (paired,
 the A/A rate over whole pages). The fast count-matrix path is tested against a plain paired bootstrap over any

@@ -42,7 +42,7 @@ def interval_text(row: Comparison) -> str:
 def ci_text(row: Comparison) -> str:
     """``95% CI +0.8 to +3.4; at Holm's level (99.5%) -0.2 to +4.4; paired over 5 seeds, r 0.96`` for a
     comparison row: the unadjusted interval, the one its verdict uses where the page makes more than one
-    comparison (``power.apply_holm``), and how its runs were paired. An interval that reaches both ends of what a
+    comparison (``rows.holm_adjusted``), and how its runs were paired. An interval that reaches both ends of what a
     difference of two scores can be (-100 to +100 points: a few seeds that scatter widely, whose t term the
     draws clip to the score's range) says so, since it bounds nothing."""
     text = f"{round(100 * row.confidence)}% CI {interval_text(row)}"
