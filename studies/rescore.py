@@ -110,6 +110,7 @@ def main() -> None:
     parser.add_argument("--table", action="store_true", help="print the score table a study file carries")
     args = parser.parse_args()
     from domainbert.report.results import build_tables, default_compare_fn, group_results
+    from domainbert.report.rows import tables_json
     from domainbert.report.stats import compare_models
 
     abouts, runs = merged_runs(args.scores, args.rename)
@@ -119,13 +120,13 @@ def main() -> None:
         print(score_table(runs))
         return
     arms = [m for m in ARMS if any(r["model"] == m for r in runs)]
-    scores, comparisons = build_tables(runs, [], arms, [], default_compare_fn(args.samples, 0.95, 0), 0.95)
+    tables = tables_json(*build_tables(runs, [], arms, [], default_compare_fn(args.samples, 0.95, 0), 0.95))
     out: dict[str, Any] = {
         "scores_file": " ".join(map(str, args.scores)),
         "about": abouts[0] if len(abouts) == 1 else abouts,
         "scores": [{k: s[k] for k in ("task", "model", "n_seeds", "mean", "std", "values", "collapsed")}
-                   for s in scores],
-        "comparisons": [_row(c) for c in comparisons],
+                   for s in tables["scores"]],
+        "comparisons": [_row(c) for c in tables["comparisons"]],
     }
     if args.pair:
         grouped = group_results(runs)

@@ -90,24 +90,28 @@ def point_figures(run: Path, arms: list[str]) -> dict[str, Any]:
                                                   "domain_perplexity", "general_perplexity_before",
                                                   "general_perplexity", "task_text_tokens", "tapt_epochs")}
     from domainbert.report.results import best_reference
+    from domainbert.report.rows import score_from_json
 
+    scores = [score_from_json(s) for s in tables["scores"]]
     # each arm against the better reference of its task (base, or the checkpoint before the warm-up), and the
     # corpus arms against the equal-token control: the curve's claims, corrected together in main()
     keys = ("task", "model", "reference", "metric", "diff", "ci_low", "ci_high", "p_value", "verdict", "collapsed")
     for c in tables["comparisons"]:
-        if c["model"] in arms and c["reference"] in (best_reference(tables["scores"], c["task"]), "control"):
+        if c["model"] in arms and c["reference"] in (best_reference(scores, c["task"]), "control"):
             out["gains"].append({k: c.get(k) for k in keys})
     return out
 
 
 def correct_curve(points: list[dict], confidence: float) -> None:
     """Holm over every comparison of the curve (arms x references x tasks x budgets), in place."""
-    from domainbert.report.power import apply_holm
+    from domainbert.report.rows import FAMILY_KEYS, comparison_from_json, comparison_json, holm_adjusted
 
     rows = [g for p in points for g in p["gains"]]
     for g in rows:
         g.pop("verdict_unadjusted", None)  # each point's report corrected over its own page only
-    apply_holm(rows, confidence)
+    corrected = holm_adjusted([comparison_from_json(g, confidence) for g in rows], confidence)
+    for g, row in zip(rows, corrected, strict=True):
+        g.update({k: v for k, v in comparison_json(row).items() if k in FAMILY_KEYS})
 
 
 def smallest_budgets(points: list[dict]) -> dict[str, Any]:

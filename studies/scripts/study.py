@@ -59,7 +59,7 @@ def task_figures(scores: list[dict], comparisons: list[dict]) -> dict[str, Any]:
             cmp = next((c for c in comparisons if c["task"] == row["task"] and c["model"] == row["model"]
                         and c["reference"] == ref), None)
             if cmp is not None:
-                entry[f"vs_{ref}"] = {k: cmp.get(k) for k in ("diff", "ci_low", "ci_high", "verdict", "aso_eps")}
+                entry[f"vs_{ref}"] = {k: cmp.get(k) for k in ("diff", "ci_low", "ci_high", "verdict")}
         tasks.setdefault(row["task"], {"metric": row["metric"]})[row["model"]] = entry
     return tasks
 

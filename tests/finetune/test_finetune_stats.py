@@ -1,4 +1,4 @@
-"""Statistics: mean/std, the paired bootstrap, compare_models (fast path, seed-aware draws), ASO and the A/A check."""
+"""Statistics: mean/std, the paired bootstrap, compare_models (fast path, seed-aware draws) and the A/A check."""
 
 from __future__ import annotations
 
@@ -12,7 +12,6 @@ from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
 from domainbert.finetune.counts import count_metric
-from domainbert.report.aso import aso_eps
 from domainbert.report.draws import RunScores
 from domainbert.report.stats import (
     NO_DIFFERENCE,
@@ -105,7 +104,7 @@ def test_runs_under_common_seeds_are_compared_in_pairs(ner_data):
     assert out["per_seed"][2] == [9, pytest.approx(fa[9]), None]
     assert out["seed_df"] == 1 and out["unit_sd"] == pytest.approx(np.std(d, ddof=1))
     assert "paired" in out["method"] and "Student-t" in out["resampled"]
-    assert out["low"] <= out["diff"] <= out["high"] and out["aso_eps"] is not None
+    assert out["low"] <= out["diff"] <= out["high"]
 
 
 def test_unpaired_sides_draw_welch_s_seed_term(ner_data):
@@ -145,9 +144,9 @@ def test_one_run_sides(ner_data):
     three = [result("a", s, gold, p) for s, p in ((1, good), (2, bad2), (3, good))]
     out = compare_models(three, floor, n_samples=300, seed=0)
     assert out["seed_sd"] == {"a": pytest.approx(out["a"]["std"]), "b": None} and out["seed_df"] == pytest.approx(2)
-    assert "B has one run, taken as deterministic" in out["resampled"] and out["aso_eps"] is not None
+    assert "B has one run, taken as deterministic" in out["resampled"]
     both = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0)
-    assert both["seed_df"] is None and both["aso_eps"] is None and both["method"] == "paired example bootstrap"
+    assert both["seed_df"] is None and both["method"] == "paired example bootstrap"
     assert "seed variance could not be estimated" in both["resampled"]
     # a known seed sd for a one-run side: the interval reaches about as far below the difference as the t(4)
     # term alone; above, A's mean cannot pass a perfect score, so neither can the interval
@@ -172,17 +171,6 @@ def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
     noise = seed_noise_of(scores.full, scores.boot(0))
     assert noise.df == 29 and noise.within == pytest.approx(noise.sd**2, rel=0.35)
     assert noise.within == pytest.approx(np.mean(p * (1 - p)) / 400, rel=0.35)
-
-
-def test_aso_equals_deepsig():
-    deepsig = pytest.importorskip("deepsig")
-    cases = [([0.8, 0.82, 0.79], [0.78, 0.80, 0.77]), ([0.5], [0.4, 0.6, 0.55]), ([0.61, 0.7, 0.64, 0.59], [0.6, 0.66]),
-             ([0.2, 0.0, 0.0], [0.1, 0.12, 0.11])]
-    for a, b in cases:
-        ref = deepsig.aso(a, b, confidence_level=0.95, num_bootstrap_iterations=60, show_progress=False, num_jobs=1,
-                          seed=7)
-        assert aso_eps(a, b, confidence_level=0.95, num_bootstrap_iterations=60, seed=7) == pytest.approx(ref, abs=1e-12)
-    assert aso_eps([0.9, 0.91, 0.92], [0.5, 0.51, 0.52]) == 0.0 and aso_eps([0.5, 0.51, 0.52], [0.9, 0.91, 0.92]) > 0.9
 
 
 def test_aa_check_counts_pairs_and_flags_an_unstable_model():

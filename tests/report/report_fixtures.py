@@ -16,6 +16,8 @@ from typing import Any
 from seqeval.metrics import f1_score
 from sklearn.metrics import f1_score as f1_score_labels
 
+from domainbert.report.rows import Comparison, Design, FamilyWise, ScoreRow, unadjusted_verdict
+
 # A valid 1x1 PNG standing in for a plot the vocab stage drew (the report copies it, never reads it).
 PNG_1X1 = bytes.fromhex("89504e470d0a1a0a0000000d49484452000000010000000108060000001f15c489"
                         "0000000d49444154789c6360000002000154a24f5d0000000049454e44ae426082")
@@ -139,3 +141,27 @@ NER_TASK = "science-terms-ner"
 # misses per seed: base and scratch miss about half the entities, continued only a few.
 BASE_MISSES = {1: 20, 2: 21, 3: 22}
 CONTINUED_MISSES = {1: 2, 2: 3, 3: 4}
+
+
+def comparison(p: float | None, low: float, high: float, diff: float | None = None, *, n_seeds: int = 3,
+               se: float | None = None, df: float | None = None, draws: Any = None, model: str = "continued",
+               reference: str = "base", task: str = NER_TASK, collapsed: dict[str, int] | None = None,
+               family: FamilyWise | None = None) -> Comparison:
+    """A comparison row as ``results.build_tables`` makes one (before Holm's correction unless ``family``)."""
+    return Comparison(task, "f1", model, reference, 0.95, collapsed or {}, {model: n_seeds, reference: n_seeds},
+                      (low + high) / 2 if diff is None else diff, low, high, n_seeds, p, unadjusted_verdict(low, high),
+                      design=Design(se=se, df=df), draws=draws, family=family)
+
+
+INTERVAL = {"better": (0.01, 0.03), "worse": (-0.03, -0.01), "no significant difference": (-0.01, 0.01)}
+
+
+def judged(task: str, model: str, reference: str, verdict: str) -> Comparison:
+    """A comparison whose interval reads as ``verdict``."""
+    return comparison(None, *INTERVAL[verdict], model=model, reference=reference, task=task)
+
+
+def score(task: str, model: str, mean: float, metric: str = "f1", std: float = 0.01, n_seeds: int = 3) -> ScoreRow:
+    """A score row of ``n_seeds`` runs with this mean and sd."""
+    return ScoreRow(task, None, metric, model, tuple(range(1, n_seeds + 1)), n_seeds, 1, (mean,) * n_seeds, mean, std,
+                    0, 0, None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_fixtures import BASE_MISSES, CONTINUED_MISSES, NER_TASK, write_ner_result
+from report_fixtures import BASE_MISSES, CONTINUED_MISSES, NER_TASK, score, write_ner_result
 
 from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
@@ -49,15 +49,15 @@ def test_an_informative_task_keeps_its_verdict_and_best(science_run: Path) -> No
 
 
 def test_saturation_by_every_model_near_the_ceiling() -> None:
-    scores = [{"task": "t", "model": m, "mean": v, "metric": "f1"} for m, v in (("base", 0.98), ("continued", 0.99))]
+    scores = [score("t", m, v) for m, v in (("base", 0.98), ("continued", 0.99))]
     assert "every model scores at least 97.0" in task_adequacy(scores, [])["t"]
-    scores[0]["mean"] = 0.9
+    scores[0] = score("t", "base", 0.9)
     assert task_adequacy(scores, []) == {}
 
 
 def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> None:
     """Study 8: 6 of 10 runs stopped on a plateau of their macro-F1; the sentence says so from their results."""
-    scores = [{"task": "t", "model": m, "mean": v, "metric": "macro_f1"} for m, v in (("base", 0.50), ("floor", 0.68))]
+    scores = [score("t", m, v, "macro_f1") for m, v in (("base", 0.50), ("floor", 0.68))]
     runs = [
         {"task": "t", "model": "base", "seed": s, "lr": 3e-4, "steps": 130 if s in (1, 3) else 13 * s,
          "stopped_early": s in (2, 4, 5)}
@@ -78,7 +78,7 @@ def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> N
 
 def test_a_window_that_cut_many_test_texts_is_named_with_the_count() -> None:
     """Law: 187 of 224 test licences longer than the 128 sub-tokens read, a floor that reads them whole."""
-    scores = [{"task": "t", "model": m, "mean": v, "metric": "macro_f1"} for m, v in (("base", 0.56), ("floor", 0.63))]
+    scores = [score("t", m, v, "macro_f1") for m, v in (("base", 0.56), ("floor", 0.63))]
     cut = {"max_length": 128, "chunks": 1, "train": 1500, "validation": 180, "test": 187}
     runs = [{"task": "t", "model": "base", "seed": s, "task_type": "classification", "num_examples": {"test": 224},
              "cut_by_window": cut} for s in (1, 2)]

@@ -3,7 +3,10 @@ family-wise interval the verdict uses beside the 95% one."""
 
 from __future__ import annotations
 
+from report_fixtures import comparison
+
 from domainbert.report.answer_figure import _draw_row
+from domainbert.report.rows import Comparison, FamilyWise
 
 
 class Axes:
@@ -17,9 +20,8 @@ class Axes:
         self.calls.append(("errorbar", args, kwargs))
 
 
-def row(**extra) -> dict:
-    return {"diff": -0.7, "ci_low": -0.9, "ci_high": -0.5, "fw_low": -1.0, "fw_high": -0.4, "holm_significant": True,
-            **extra}
+def row(**extra) -> Comparison:
+    return comparison(0.001, -0.9, -0.5, -0.7, family=FamilyWise(1, 0.001, True, 0.99, -1.0, -0.4), **extra)
 
 
 def test_a_significant_row_is_filled_and_shows_its_family_wise_interval():

@@ -120,7 +120,7 @@ def test_a_comparison_that_cannot_be_made_is_reported_not_fatal(cfg: DomainConfi
     md = (science_run / "report" / "report.md").read_text()
     assert f"scratch could not be compared with base on {NER_TASK}: " in md
     assert "tested on different gold answers" in md
-    assert f"| scratch vs base | {NER_TASK} | 0 | - | - | - | - | - | - | - | not compared |" in md
+    assert f"| scratch vs base | {NER_TASK} | 0 | - | - | - | - | - | - | not compared |" in md
     assert f"continued beat base on {NER_TASK}" in md
 
 

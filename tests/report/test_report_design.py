@@ -76,10 +76,10 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     (line,) = power_sentences(scores, rows, ["continued"])
     assert f"is {100 * planned.detectable:.1f} points" in line
     reported = min(
-        r["detectable"] for r in rows if r["model"] == "continued" and r["reference"] in ("base", "original")
+        r.detectable for r in rows if r.model == "continued" and r.reference in ("base", "original")
     )
     assert planned.detectable == pytest.approx(reported, rel=1e-9)
-    assert planned.comparisons == rows[0]["comparisons"]
+    assert planned.comparisons == rows[0].comparisons
 
 
 def test_a_task_no_arm_ran_on_takes_its_noise_from_the_references_own_paired_comparison(tmp_path: Path) -> None:
@@ -100,13 +100,13 @@ def test_a_task_no_arm_ran_on_takes_its_noise_from_the_references_own_paired_com
     scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
     (line,) = power_sentences(scores, rows, ["continued"])
     assert "no arm was compared here; the references' own comparison (base - original; paired over 4 seeds" in line
-    refs = next(r for r in rows if (r["model"], r["reference"]) == ("base", "original"))
-    assert f"detects {100 * refs['detectable']:.1f} points" in line
+    refs = next(r for r in rows if (r.model, r.reference) == ("base", "original"))
+    assert f"detects {100 * refs.detectable:.1f} points" in line
     # the same paired se and df; plan sizes the configured run's family (its arm's comparisons too), the page its own
-    assert (planned.se, planned.df) == pytest.approx((refs["se"], refs["df"]), rel=1e-9)
-    assert planned.comparisons > refs["comparisons"] and planned.detectable > refs["detectable"]
-    assert detectable_difference(planned.se, planned.df, 0.05, refs["comparisons"]) == pytest.approx(
-        refs["detectable"]
+    assert (planned.se, planned.df) == pytest.approx((refs.se, refs.df), rel=1e-9)
+    assert planned.comparisons > refs.comparisons and planned.detectable > refs.detectable
+    assert detectable_difference(planned.se, planned.df, 0.05, refs.comparisons) == pytest.approx(
+        refs.detectable
     )
     stated = power(tmp_path / "empty", "finetune.seeds=[1, 2, 3, 4]")
     assert stated.source.startswith("prior for ner") and planned.detectable > 2 * stated.detectable
@@ -148,9 +148,9 @@ def test_plan_s_prior_for_manpages_fr_section_is_near_what_its_report_measured()
     _, runs = read_scores(SCORES / "study-0-manpages-fr-recipe.json.gz")
     scores, rows = build_tables(runs, [], ["continued", "control"], [], default_compare_fn(1000, 0.95, 0), 0.95)
     reported = min(
-        r["detectable"] for arm in ("continued", "control") for r in against_best_reference(scores, rows, arm)
+        r.detectable for arm in ("continued", "control") for r in against_best_reference(scores, rows, arm)
     )
-    family = rows[0]["comparisons"]
+    family = rows[0].comparisons
     assert family == 6 and reported == pytest.approx(0.226, abs=0.002)  # studies/00-positive-control.md's second design
     planned = detectable_difference(*design_se(task_prior("classification", 304), 4, 1, 304), 0.05, family)
     assert 1 / 1.5 < planned / reported < 1.5
@@ -234,7 +234,7 @@ def test_a_detectable_difference_beyond_the_metric_s_range_is_said_to_detect_not
         write_ner_result(run, "continued", NER_TASK, seed, cont)
     cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
     scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
-    detectable = next(r["detectable"] for r in rows if r["model"] == "continued")
+    detectable = next(r.detectable for r in rows if r.model == "continued")
     assert detectable > 1.0
     (line,) = power_sentences(scores, rows, ["continued"])
     assert line.startswith(f"{NER_TASK}: no difference this metric can show is detectable with 80% power")
@@ -259,22 +259,22 @@ def test_a_page_with_no_reference_gives_the_power_of_its_comparisons_between_arm
     cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
     arms = ["scratch", "continued"]
     scores, rows = compare_tables(load_run(RunLayout(run), arms).finetune, cfg.compare, [], arms, [])
-    between = next(r for r in rows if (r["model"], r["reference"]) == ("continued", "scratch"))
+    between = next(r for r in rows if (r.model, r.reference) == ("continued", "scratch"))
     (line,) = power_sentences(scores, rows, arms)
     assert line.startswith(f"{NER_TASK}: no reference was fine-tuned here; the smallest difference")
-    pairing = f"paired over 4 seeds, r {between['seed_correlation']:.2f}"
-    assert line.endswith(f"is {100 * between['detectable']:.1f} points (continued - scratch, {pairing}).")
+    pairing = f"paired over 4 seeds, r {between.design.seed_correlation:.2f}"
+    assert line.endswith(f"is {100 * between.detectable:.1f} points (continued - scratch, {pairing}).")
     assert power_sentences(scores, rows, ["scratch"]) == []  # one arm alone: no comparison between arms
     for seed, control in {1: 31, 2: 33, 3: 29, 4: 35}.items():  # and the equal-token control: two comparisons
         write_ner_result(run, "control", NER_TASK, seed, control)
     arms = ["scratch", "continued", "control"]
     scores, rows = compare_tables(load_run(RunLayout(run), arms).finetune, cfg.compare, [], arms, [])
-    pairs = [r for r in rows if r["model"] in arms and r["reference"] in arms]
+    pairs = [r for r in rows if r.model in arms and r.reference in arms]
     assert len(pairs) == 2
     (line,) = power_sentences(scores, rows, arms)
-    assert f"is {100 * min(r['detectable'] for r in pairs):.1f} points (" in line
+    assert f"is {100 * min(r.detectable for r in pairs):.1f} points (" in line
     for r in pairs:
-        assert f"{r['model']} - {r['reference']} {100 * r['detectable']:.1f}, paired over 4 seeds" in line
+        assert f"{r.model} - {r.reference} {100 * r.detectable:.1f}, paired over 4 seeds" in line
 
 
 def test_plan_measures_no_noise_from_results_this_configuration_would_not_use(tmp_path: Path) -> None:

@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 import pytest
-from report_fixtures import NER_TASK, write_json, write_ner_result
+from report_fixtures import NER_TASK, comparison, judged, score, write_json, write_ner_result
 
 from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
@@ -73,11 +73,9 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
 def test_bold_marks_only_a_mean_significantly_above_every_other_model() -> None:
     from domainbert.report.headline import headline_table
 
-    scores = [{"task": t, "model": m, "mean": v, "std": 0.01, "n_seeds": 3, "metric": "f1"}
-              for t in ("a", "b") for m, v in (("base", 0.30), ("continued", 0.40), ("tapt", 0.35))]
-    sure = [{"task": t, "model": "continued", "reference": "base", "verdict": "better"} for t in ("a", "b")]
-    sure += [{"task": "a", "model": "tapt", "reference": "continued", "verdict": "worse"},
-             {"task": "b", "model": "continued", "reference": "tapt", "verdict": "no significant difference"}]
+    scores = [score(t, m, v) for t in ("a", "b") for m, v in (("base", 0.30), ("continued", 0.40), ("tapt", 0.35))]
+    sure = [judged(t, "continued", "base", "better") for t in ("a", "b")]
+    sure += [judged("a", "tapt", "continued", "worse"), judged("b", "continued", "tapt", "no significant difference")]
     rows = {r[0]: r[1:] for r in headline_table(scores, ["continued", "tapt"], [], set(), sure).rows}
     assert rows["continued"] == ["**40.0 ± 1.0**", "40.0 ± 1.0"]  # b: not significantly above tapt
     assert not any("**" in c for m in ("base", "tapt") for c in rows[m])
@@ -89,15 +87,15 @@ def test_a_run_that_fine_tuned_no_arm_says_so_rather_than_that_none_beat_the_bas
     """Study 9 ran the checkpoint alone (finetune.only_models=[original]); its page said no arm beat the base."""
     from domainbert.report.headline import _verdict_lead
 
-    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("original", 0.85), ("floor", 0.68))]
+    scores = [score("t", m, v) for m, v in (("original", 0.85), ("floor", 0.68))]
     for arms in ([], ["continued"]):  # a configured arm that only_models left out has no scores
         assert _verdict_lead(scores, [], arms, {}, []) == (
             "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
         )
-    scores.append({"task": "t", "model": "continued", "mean": 0.84})
+    scores.append(score("t", "continued", 0.84))
     lead = _verdict_lead(scores, [], ["continued"], {}, [])
     assert lead == "Verdict: no adaptation arm beat the original checkpoint on any task at this budget."
-    scores.append({"task": "t", "model": "base", "mean": 0.83})
+    scores.append(score("t", "base", 0.83))
     lead = _verdict_lead(scores, [], ["continued"], {}, [])
     assert lead == "Verdict: no adaptation arm beat the better reference (original) on any task at this budget."
 
@@ -107,18 +105,18 @@ def test_a_run_that_fine_tuned_no_reference_says_so_rather_than_that_no_arm_beat
     the base model, which it had not run."""
     from domainbert.report.headline import _verdict_lead
 
-    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("scratch", 0.71), ("floor", 0.69))]
+    scores = [score("t", m, v) for m, v in (("scratch", 0.71), ("floor", 0.69))]
     assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
         "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared with "
         "one; the page compares the models it ran with the floor."
     )
     # study 14 (scratch and continued): the page's paired comparison of the two arms is named in the lead
-    scores.append({"task": "t", "model": "continued", "mean": 0.78})
-    between = [{"task": "t", "model": "continued", "reference": "scratch", "diff": 0.07}]
+    scores.append(score("t", "continued", 0.78))
+    between = [comparison(None, 0.02, 0.12, 0.07, task="t", reference="scratch")]
     assert _verdict_lead(scores, between, ["scratch", "continued"], {}, []).endswith(
         "the page compares the models it ran with the floor, and the arms with each other (below)."
     )
-    scores.append({"task": "t", "model": "base", "mean": 0.70})
+    scores.append(score("t", "base", 0.70))
     assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
         "Verdict: no adaptation arm beat the base model on any task at this budget."
     )
@@ -127,26 +125,24 @@ def test_a_run_that_fine_tuned_no_reference_says_so_rather_than_that_no_arm_beat
 def test_above_the_floor_says_for_which_models_significantly() -> None:
     from domainbert.report.summary import above_floor
 
-    scores = [{"task": "t", "model": m, "mean": v} for m, v in (("base", 0.3), ("tapt", 0.31), ("floor", 0.2))]
-    vs = [{"task": "t", "model": m, "reference": "floor", "verdict": "no significant difference"} for m in ("base", "tapt")]
+    scores = [score("t", m, v) for m, v in (("base", 0.3), ("tapt", 0.31), ("floor", 0.2))]
+    vs = [judged("t", m, "floor", "no significant difference") for m in ("base", "tapt")]
     assert above_floor(scores, vs).endswith("significantly for none (no difference from it survives the correction for the page's comparisons).")
-    vs[1]["verdict"] = "better"
+    vs[1] = judged("t", "tapt", "floor", "better")
     assert above_floor(scores, vs).endswith("significantly on every task for tapt only.")
-    vs[0]["verdict"] = "better"
+    vs[0] = judged("t", "base", "floor", "better")
     assert above_floor(scores, vs).endswith("on every task; each significantly.")
 
 
 def test_floor_sentence_says_which_models_are_significantly_above_it() -> None:
     from domainbert.report.summary import floor_sentences
 
-    scores = [{"task": "t", "model": m, "mean": v, "metric": "f1"} for m, v in
-              (("base", 0.30), ("continued", 0.29), ("floor", 0.24))]
-    comparisons = [{"task": "t", "model": "base", "reference": "floor", "verdict": "better"},
-                   {"task": "t", "model": "continued", "reference": "floor", "verdict": "no significant difference"}]
+    scores = [score("t", m, v) for m, v in (("base", 0.30), ("continued", 0.29), ("floor", 0.24))]
+    comparisons = [judged("t", "base", "floor", "better"), judged("t", "continued", "floor", "no significant difference")]
     (line,) = floor_sentences(scores, comparisons)
     assert line == ("Every model's mean is above the floor on t (24.0 F1); significantly for base, not significantly "
                     "for continued (the interval crosses 0 once the page's comparisons are corrected for).")
-    comparisons[1]["verdict"] = "better"
+    comparisons[1] = judged("t", "continued", "floor", "better")
     assert floor_sentences(scores, comparisons)[0].endswith("(24.0 F1), each significantly.")
 
 
@@ -325,10 +321,8 @@ def test_the_rendered_report_is_kept_with_the_runs_mlflow_experiment(run: Path) 
 def test_below_the_floor_follows_the_same_rule_as_above_it() -> None:
     from domainbert.report.summary import floor_lead, floor_sentences
 
-    scores = [{"task": "t", "model": m, "mean": v, "metric": "f1"} for m, v in
-              (("base", 0.20), ("continued", 0.23), ("floor", 0.24))]
-    vs = [{"task": "t", "model": "base", "reference": "floor", "verdict": "worse"},
-          {"task": "t", "model": "continued", "reference": "floor", "verdict": "no significant difference"}]
+    scores = [score("t", m, v) for m, v in (("base", 0.20), ("continued", 0.23), ("floor", 0.24))]
+    vs = [judged("t", "base", "floor", "worse"), judged("t", "continued", "floor", "no significant difference")]
     assert floor_lead(scores, vs) == ("Significantly below the floor on at least one task: base; mean below the "
                                       "floor on at least one task, not significantly: continued.")
     (line,) = floor_sentences(scores, vs)

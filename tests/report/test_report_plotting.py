@@ -56,7 +56,8 @@ from domainbert.vocab.report import plot
 plot_lengths(np.array([1, 5, 40, 300]), out / "lengths.png")
 plot_loss([[0, 9.0], [10, 4.0]], out / "loss.png")
 figures.loss_curves({"continued": {"loss_curve": [[0, 9.0], [1, 8.0]]}}, {}, out)
-figures.domain_bars([{"domain": "law", "task": "ner", "model": "base", "mean": 0.5, "std": 0.1}], out)
+from domainbert.report.rows import ScoreRow
+figures.domain_bars([ScoreRow("ner", "ner", "f1", "base", (1,), 1, 1, (0.5,), 0.5, 0.1, 0, 0, None, "law")], out)
 report = {"domain": "law", "curve": {"sizes": [10, 20], "domain": {"base": [0.5, 0.6]},
           "control": {"base": [0.4, 0.5]}}, "heldout": {"base": {"fertility": 1.4, "split_3plus": 0.1}}}
 plot(report, out)

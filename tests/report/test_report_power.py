@@ -1,20 +1,21 @@
-"""Holm's correction and the detectable difference (domainbert.report.power)."""
+"""Holm's correction and the detectable difference (domainbert.report.power, rows.holm_adjusted)."""
 
 from __future__ import annotations
 
 import numpy as np
 import pytest
+from report_fixtures import comparison
 from scipy import stats
 
 from domainbert.report.power import (
     TASK_PRIORS,
     DesignPrior,
-    apply_holm,
     design_se,
     detectable_difference,
     holm,
     task_prior,
 )
+from domainbert.report.rows import holm_adjusted
 
 
 def holm_rejections(p: list[float], alpha: float) -> set[int]:
@@ -44,25 +45,24 @@ def test_holm_agrees_with_the_step_down_procedure() -> None:
         assert {i for i, q in enumerate(adjusted) if q is not None and q <= 0.05} == holm_rejections(p, 0.05)
 
 
-def row(p: float, low: float, high: float, diff: float | None = None) -> dict:
-    return {"p_value": p, "ci_low": low, "ci_high": high, "diff": (low + high) / 2 if diff is None else diff,
-            "confidence": 0.95, "verdict": "better" if low > 0 else "no significant difference"}
-
-
 def test_a_lone_p_of_0_012_among_six_comparisons_is_not_significant() -> None:
-    rows = [row(0.012, 0.006, 0.051)] + [row(p, -0.03, 0.03) for p in (0.3, 0.5, 0.6, 0.8, 0.9)]
-    apply_holm(rows, confidence=0.95)
-    assert rows[0]["verdict_unadjusted"] == "better"
-    assert rows[0]["p_holm"] == pytest.approx(0.072)
-    assert rows[0]["holm_significant"] is False
-    assert rows[0]["verdict"] == "no significant difference"
-    assert all(r["comparisons"] == 6 for r in rows)
+    given = [comparison(0.012, 0.006, 0.051)] + [comparison(p, -0.03, 0.03) for p in (0.3, 0.5, 0.6, 0.8, 0.9)]
+    rows = holm_adjusted(given, confidence=0.95)
+    first = rows[0].family
+    assert first is not None and rows[0].unadjusted == "better"
+    assert first.p_holm == pytest.approx(0.072) and first.significant is False
+    assert rows[0].verdict == "no significant difference"
+    assert all(r.comparisons == 6 for r in rows)
     # the family-wise interval, at the level Holm's step gives the row, includes 0 as its verdict says
-    assert rows[0]["fw_low"] < 0 < rows[0]["fw_high"] and rows[0]["fw_level"] == pytest.approx(1 - 0.05 / 6)
+    assert first.low < 0 < first.high and first.level == pytest.approx(1 - 0.05 / 6)
+    # new rows: the ones given keep their interval's reading and no family-wise part
+    assert given[0].family is None and given[0].verdict == "better"
     # alone, the same comparison survives
-    alone = [row(0.012, 0.006, 0.051)]
-    apply_holm(alone, confidence=0.95)
-    assert alone[0]["verdict"] == "better" and alone[0]["fw_low"] > 0
+    alone = holm_adjusted([comparison(0.012, 0.006, 0.051)], confidence=0.95)
+    assert alone[0].verdict == "better" and alone[0].family.low > 0
+    # over a larger family (the cross-domain page) it starts again from the interval's reading
+    again = holm_adjusted(rows[:1], confidence=0.95)
+    assert again[0].verdict == "better" and again[0].comparisons == 1
 
 
 def design(seeds: int, examples: int, replicates: int = 1) -> float:
@@ -117,12 +117,10 @@ def test_the_prior_design_is_exactly_a_paired_t_over_seeds_plus_test_sampling() 
 
 
 def test_a_row_carries_the_detectable_difference_its_se_and_df_imply() -> None:
-    rows = [{**row(0.2, -0.0196, 0.0196), "se": 0.01, "df": 4.0}]
-    apply_holm(rows, confidence=0.95)
-    assert rows[0]["detectable"] == pytest.approx(detectable_difference(0.01, 4.0, 0.05, 1))
-    no_se = [row(0.2, -0.0196, 0.0196)]  # a compare function without se: the interval's, normal
-    apply_holm(no_se, confidence=0.95)
-    assert no_se[0]["detectable"] == pytest.approx(0.028016, abs=1e-4)
+    rows = holm_adjusted([comparison(0.2, -0.0196, 0.0196, se=0.01, df=4.0)], confidence=0.95)
+    assert rows[0].detectable == pytest.approx(detectable_difference(0.01, 4.0, 0.05, 1))
+    no_se = holm_adjusted([comparison(0.2, -0.0196, 0.0196)], confidence=0.95)  # no se: the interval's, normal
+    assert no_se[0].detectable == pytest.approx(0.028016, abs=1e-4)
 
 
 def test_every_family_wise_interval_agrees_with_its_verdict() -> None:
@@ -136,15 +134,14 @@ def test_every_family_wise_interval_agrees_with_its_verdict() -> None:
         rows = []
         for _ in range(int(rng.integers(2, 12))):
             draws = rng.normal(rng.normal(0, 2.2), 1.0, 20000)
-            rows.append({"_draws": draws, "diff": float(draws.mean()), "ci_low": float(np.quantile(draws, 0.025)),
-                         "ci_high": float(np.quantile(draws, 0.975)), "p_value": p_value(draws), "confidence": 0.95,
-                         "se": 1.0, "df": None, "verdict": "no significant difference"})
-        apply_holm(rows, confidence=0.95)
-        for r in rows:
-            excludes = r["fw_low"] > 0 or r["fw_high"] < 0
-            assert excludes == r["holm_significant"], r
-            assert (r["verdict"] != "no significant difference") == r["holm_significant"]
-            assert r["fw_high"] - r["fw_low"] >= r["ci_high"] - r["ci_low"] - 1e-9  # never narrower than 95%
+            rows.append(comparison(p_value(draws), float(np.quantile(draws, 0.025)), float(np.quantile(draws, 0.975)),
+                                   float(draws.mean()), se=1.0, draws=draws))
+        for r in holm_adjusted(rows, confidence=0.95):
+            fw = r.family
+            excludes = fw.low > 0 or fw.high < 0
+            assert excludes == fw.significant, r
+            assert (r.verdict != "no significant difference") == fw.significant
+            assert fw.high - fw.low >= r.ci_high - r.ci_low - 1e-9  # never narrower than 95%
             checked += 1
     assert checked > 200
 

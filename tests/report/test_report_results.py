@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
-from domainbert.report.results import comparison_pairs, model_order, reference_of, verdict
+from report_fixtures import comparison
+
+from domainbert.report.results import comparison_pairs, model_order, reference_of
+from domainbert.report.rows import unadjusted_verdict
 from domainbert.report.summary import comparison_sentence
 
 
 def test_verdict_follows_whether_the_interval_contains_zero() -> None:
-    assert verdict(0.02, 0.008, 0.034) == "better"
-    assert verdict(-0.02, -0.03, -0.001) == "worse"
-    assert verdict(0.01, -0.002, 0.02) == "no significant difference"
-    assert verdict(0.0, 0.0, 0.0) == "no significant difference"
+    assert unadjusted_verdict(0.008, 0.034) == "better"
+    assert unadjusted_verdict(-0.03, -0.001) == "worse"
+    assert unadjusted_verdict(-0.002, 0.02) == "no significant difference"
+    assert unadjusted_verdict(0.0, 0.0) == "no significant difference"
 
 
 def test_models_are_ordered_base_arms_extra_then_frozen() -> None:
@@ -36,10 +39,8 @@ def test_pairs_compare_each_model_with_its_base_and_the_arms_head_to_head() -> N
     assert comparison_pairs(["continued", "scratch"]) == [("continued", "scratch")]
 
 
-def _row(diff: float, low: float, high: float, n_seeds: int = 3) -> dict:
-    return {"model": "continued", "reference": "base", "task": "science-terms-ner", "metric": "f1", "diff": diff,
-            "ci_low": low, "ci_high": high, "confidence": 0.95, "verdict": verdict(diff, low, high),
-            "n_seeds": n_seeds}
+def _row(diff: float, low: float, high: float, n_seeds: int = 3):
+    return comparison(None, low, high, diff, n_seeds=n_seeds)
 
 
 def test_summary_sentences_are_written_from_the_numbers() -> None:

@@ -23,6 +23,7 @@ from __future__ import annotations
 from typing import Any
 
 from domainbert.report.results import FLOOR_MODEL
+from domainbert.report.rows import ScoreRow
 from domainbert.report.summary import points
 
 CEILING = 0.95  # a floor at or above this score leaves no room for an encoder to show anything
@@ -98,29 +99,29 @@ def _remedies(task: str, results: list[dict[str, Any]]) -> str:
     return "; ".join(f"({i}) {text}" for i, text in enumerate(out, 1))
 
 
-def task_adequacy(scores: list[dict[str, Any]], results: list[dict[str, Any]]) -> dict[str, str]:
+def task_adequacy(scores: list[ScoreRow], results: list[dict[str, Any]]) -> dict[str, str]:
     """Task -> why it cannot separate the arms at this fine-tuning budget (informative tasks are absent)."""
     out: dict[str, str] = {}
-    for task in dict.fromkeys(r["task"] for r in scores):
-        models = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
-        floor = next((r for r in scores if r["task"] == task and r["model"] == FLOOR_MODEL), None)
+    for task in dict.fromkeys(r.task for r in scores):
+        models = [r for r in scores if r.task == task and r.model != FLOOR_MODEL]
+        floor = next((r for r in scores if r.task == task and r.model == FLOOR_MODEL), None)
         if not models:
             continue
-        best = max(models, key=lambda r: r["mean"])
-        if floor is not None and floor["mean"] >= CEILING:
+        best = max(models, key=lambda r: r.mean)
+        if floor is not None and floor.mean >= CEILING:
             out[task] = (
-                f"{task} cannot separate the arms: the floor already scores {points(floor['mean'])}, so the task is "
+                f"{task} cannot separate the arms: the floor already scores {points(floor.mean)}, so the task is "
                 "saturated; a harder task (or one with less lexical overlap between its splits) would tell more."
             )
-        elif min(r["mean"] for r in models) >= NEAR_CEILING:
+        elif min(r.mean for r in models) >= NEAR_CEILING:
             out[task] = (
                 f"{task} cannot separate the arms: every model scores at least {points(NEAR_CEILING)}, so the task "
                 "is saturated; a harder task would tell more."
             )
-        elif floor is not None and best["mean"] < floor["mean"]:
+        elif floor is not None and best.mean < floor.mean:
             out[task] = (
                 f"{task} cannot separate the arms at this fine-tuning budget{_budget(task, results)}: every model "
-                f"is under the floor (best {best['model']} {points(best['mean'])} against {points(floor['mean'])}), "
+                f"is under the floor (best {best.model} {points(best.mean)} against {points(floor.mean)}), "
                 f"so fine-tuning has not learned what {_floor_kind(task, results)} learns from the same examples. "
                 f"What may make it informative: {_remedies(task, results)}."
             )

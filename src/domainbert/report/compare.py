@@ -35,13 +35,14 @@ from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.keep import keep_complete, reported_results, results_used, staging_folder
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
+from domainbert.report.rows import Comparison, ScoreRow, tables_json
 from domainbert.report.vocab_section import vocab_section
 from domainbert.services.flags import budget_flags, setting_flags
 
 log = logging.getLogger(__name__)
 
 # Bump when the report's content or layout changes, so existing reports are re-rendered.
-REPORT_FORMAT = 17
+REPORT_FORMAT = 18
 
 
 def compare_tables(
@@ -52,7 +53,7 @@ def compare_tables(
     extra: list[str],
     compare_fn: CompareFn | None = None,
     family: int | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[ScoreRow], list[Comparison]]:
     """Score and comparison rows of a set of results (see ``results.build_tables``)."""
     fn = compare_fn or default_compare_fn(compare.bootstrap_samples, compare.confidence, compare.seed)
     return build_tables(results, task_order, arms, extra, fn, compare.confidence, family)
@@ -60,7 +61,7 @@ def compare_tables(
 
 def _tables(
     cfg: DomainConfig, arts: RunArtifacts, compare_fn: CompareFn | None
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[ScoreRow], list[Comparison]]:
     return compare_tables(
         arts.finetune,
         cfg.compare,
@@ -178,7 +179,7 @@ def _flags(cfg: DomainConfig, arts: RunArtifacts) -> list[str]:
 
 def build_document(
     cfg: DomainConfig, layout: RunLayout, arts: RunArtifacts, out_dir: Path, compare_fn: CompareFn | None = None
-) -> tuple[Document, list[dict], list[dict]]:
+) -> tuple[Document, list[ScoreRow], list[Comparison]]:
     """The report document; its figures are written into ``out_dir``.
 
     Returns:
@@ -282,9 +283,8 @@ def render_report(cfg: DomainConfig, layout: RunLayout, *, compare_fn: CompareFn
         (tmp / "report.md").write_text(to_markdown(doc), encoding="utf-8")
         (tmp / "report.html").write_text(to_html(doc, tmp), encoding="utf-8")
         (tmp / ANSWER).write_text(answer_text(doc), encoding="utf-8")
-        written = [{k: v for k, v in c.items() if not k.startswith("_")} for c in comparisons]  # draws stay in memory
-        write_json_atomic(tmp / "results.json", {"scores": scores, "comparisons": written})
-    folder = keep_complete(staged, layout, kept, results_used(scores))
+        write_json_atomic(tmp / "results.json", tables_json(scores, comparisons))  # draws stay in memory
+    folder = keep_complete(staged, layout, kept, results_used([s.n_seeds for s in scores]))
     track_report(cfg, layout, folder, fp)
     log.info("report: %s", folder / "report.html")
     return folder / "report.html"
@@ -337,14 +337,14 @@ def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     saved = layout.report / "results.json"
     if is_complete(layout.report, fp) and saved.is_file():  # the rendered report's numbers, no second bootstrap
         tables = json.loads(saved.read_text())
-        scores, comparisons = tables["scores"], tables["comparisons"]
     else:
-        scores, comparisons = _tables(cfg, arts, None)
-    return flat_rows(scores, comparisons)
+        tables = tables_json(*_tables(cfg, arts, None))
+    return flat_rows(tables["scores"], tables["comparisons"])
 
 
 def flat_rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per task and model from the score and comparison tables (see ``results_table``)."""
+    """One row per task and model from the score and comparison tables as ``results.json`` holds them (see
+    ``results_table``)."""
     rows = []
     for s in scores:
         ref = reference_of(s["model"])

@@ -14,6 +14,7 @@ import logging
 import os
 import time
 import typing
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -30,8 +31,8 @@ from domainbert.report.compare import compare_tables
 from domainbert.report.finetune_sections import std_text
 from domainbert.report.headline import caveats
 from domainbert.report.inputs import RunArtifacts, load_run
-from domainbert.report.power import apply_holm
 from domainbert.report.results import CompareFn, page_family
+from domainbert.report.rows import Comparison, ScoreRow, holm_adjusted
 from domainbert.report.sections import fmt
 from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
 from domainbert.report.vocab_section import domain_overlap, recommendation
@@ -188,22 +189,20 @@ def _refuse_repeats(runs: dict[str, Path]) -> None:
         seen[folder] = domain
 
 
-def _summary(
-    loaded: dict[str, RunArtifacts], all_scores: list[dict[str, Any]], all_cmps: list[dict[str, Any]]
-) -> Section:
+def _summary(loaded: dict[str, RunArtifacts], all_scores: list[ScoreRow], all_cmps: list[Comparison]) -> Section:
     """Per domain: the floor, the key comparisons with the base model, and the domain's caveats."""
     summary = Section("Summary")
     for domain in loaded:
-        key = [c for c in all_cmps if c["domain"] == domain and (c["model"], c["reference"]) in KEY_PAIRS]
-        if not any(r["domain"] == domain for r in all_scores):
+        key = [c for c in all_cmps if c.domain == domain and (c.model, c.reference) in KEY_PAIRS]
+        if not any(r.domain == domain for r in all_scores):
             summary.add(f"{domain}: no fine-tuning results (not run).")
         elif not key:
             summary.add(f"{domain}: fine-tuned, but no model could be compared with the base model.")
         else:
-            mine = [r for r in all_scores if r["domain"] == domain]
+            mine = [r for r in all_scores if r.domain == domain]
             summary.add(
                 f"{domain}:",
-                floor_sentences(mine, [c for c in all_cmps if c["domain"] == domain])
+                floor_sentences(mine, [c for c in all_cmps if c.domain == domain])
                 + [comparison_sentence(c) for c in key]
                 + [f"Caveat: {text}" for text in caveats(mine, loaded[domain], ARMS)],
             )
@@ -211,31 +210,29 @@ def _summary(
     return summary
 
 
-def _results(
-    all_scores: list[dict[str, Any]], all_cmps: list[dict[str, Any]], compare: CompareConfig, tmp: Path
-) -> Section:
+def _results(all_scores: list[ScoreRow], all_cmps: list[Comparison], compare: CompareConfig, tmp: Path) -> Section:
     """Every domain's scores and comparisons in two tables, and the figure."""
     scores_rows = [
         [
-            r["domain"],
-            r["task"],
-            r["model"],
-            str(r["n_seeds"]),
-            points(r["mean"]),
+            r.domain or "",
+            r.task,
+            r.model,
+            str(r.n_seeds),
+            points(r.mean),
             std_text(r),
-            f"{r.get('collapsed', 0)}/{r['n_seeds']}",
+            f"{r.collapsed}/{r.n_seeds}",
         ]
         for r in all_scores
     ]
     cmp_rows = [
         [
-            c["domain"],
-            c["task"],
-            f"{c['model']} vs {c['reference']}",
-            signed_points(c["diff"]),
+            c.domain or "",
+            c.task,
+            f"{c.model} vs {c.reference}",
+            signed_points(c.diff),
             interval_text(c),
-            fmt(c.get("p_holm"), 3),
-            c["verdict"],
+            fmt(c.p_holm, 3),
+            c.verdict,
         ]
         for c in all_cmps
     ]
@@ -256,7 +253,7 @@ def _results(
                 ["domain", "task", "comparison", "difference (points)", f"{level}% CI", "p after Holm", "verdict"],
                 cmp_rows,
                 f"Seed-aware intervals ({compare.bootstrap_samples} draws) per domain; the verdicts hold the "
-                f"family-wise error over the page's {sum(c.get('p_holm') is not None for c in all_cmps)} "
+                f"family-wise error over the page's {sum(c.p_holm is not None for c in all_cmps)} "
                 "comparisons (Holm)",
             )
         )
@@ -276,14 +273,14 @@ def _document(
     tmp: Path,
     out_dir: Path,
 ) -> Document:
-    all_scores: list[dict[str, Any]] = []
-    all_cmps: list[dict[str, Any]] = []
+    all_scores: list[ScoreRow] = []
+    all_cmps: list[Comparison] = []
     family = sum(page_family(arts.finetune, ARMS, []) for arts in loaded.values())  # Holm's, over the page
     for domain, arts in loaded.items():
         scores, cmps = compare_tables(arts.finetune, compare, [], ARMS, [], compare_fn, family)
-        all_scores += [{**r, "domain": domain} for r in scores]
-        all_cmps += [{**c, "domain": domain} for c in cmps]
-    apply_holm(all_cmps, compare.confidence)  # the page's family: every domain's comparisons together
+        all_scores += [replace(r, domain=domain) for r in scores]
+        all_cmps += [replace(c, domain=domain) for c in cmps]
+    all_cmps = holm_adjusted(all_cmps, compare.confidence)  # the page's family: every domain's comparisons together
     summary = _summary(loaded, all_scores, all_cmps)
     results = _results(all_scores, all_cmps, compare, tmp)
     links = []

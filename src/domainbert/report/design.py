@@ -23,12 +23,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from domainbert.finetune.expectations import expected_runs, result_state
 from domainbert.report.power import WHOLE_SCALE, DesignPrior, design_se, detectable_difference, task_prior
 from domainbert.report.references import against_best_reference, references_row
 from domainbert.report.results import comparison_pairs, model_order
+from domainbert.report.rows import Comparison
 from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 from domainbert.services.tasks import load_task
 
@@ -87,7 +88,7 @@ def planned_family(cfg: DomainConfig, layout: RunLayout) -> int:
     return len(comparison_pairs(names)) * len(cfg.finetune.tasks)
 
 
-def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, Any]]]:
+def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[Comparison]]:
     """Per task, the report's comparisons of the arms with the better reference over this run's results; for a
     task without one, the references' own comparison (base - original). Only the results this configuration
     expects and would use, as the report does (``compare.checked_run``): a stale result, made under another
@@ -113,16 +114,16 @@ def _measured(cfg: DomainConfig, layout: RunLayout) -> dict[str, list[dict[str, 
         list(cfg.pretrain.arms),
         list(cfg.finetune.extra_models),
     )
-    out: dict[str, list[dict[str, Any]]] = {}
+    out: dict[str, list[Comparison]] = {}
     for arm in cfg.pretrain.arms:
         for row in against_best_reference(scores, rows, arm):
-            if row.get("se") is not None and row.get("paired"):
-                out.setdefault(row["task"], []).append(row)
+            if row.se is not None and row.paired:
+                out.setdefault(row.task, []).append(row)
     # A task no arm ran on: the references' own comparison, paired over the same seeds, measured its noise
     # (on R8 the seed moved base and original apart, and a stated prior said a third of what it measured).
-    for task in dict.fromkeys(r["task"] for r in scores):
+    for task in dict.fromkeys(r.task for r in scores):
         refs = references_row(rows, task)
-        if task not in out and refs is not None and refs.get("se") is not None and refs.get("paired"):
+        if task not in out and refs is not None and refs.se is not None and refs.paired:
             out[task] = [refs]
     return out
 
@@ -149,10 +150,11 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
     for task, n_test in _test_sizes(cfg):
         rows = measured.get(task.name, [])
         if rows and all(_same_design(r, seeds, replicates) for r in rows):
-            found = [(detectable_difference(r["se"], r["df"], alpha, family), r) for r in rows]
+            found = [(detectable_difference(_se(r), r.df, alpha, family), r) for r in rows]
             detect, row = min(found, key=lambda x: x[0])
-            source = f"measured: {row['model']} vs {row['reference']} in this run"
-            out.append(TaskPower(task.name, n_test, seeds, replicates, row["se"], row["df"], source, family, detect))
+            source = f"measured: {row.model} vs {row.reference} in this run"
+            df = row.df if row.df is not None else math.inf  # None: a normal statistic
+            out.append(TaskPower(task.name, n_test, seeds, replicates, _se(row), df, source, family, detect))
             continue
         stated = task_prior(task.type, n_test)
         projected = _projected(rows, stated, (seeds, replicates, n_test), alpha, family)
@@ -168,7 +170,7 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
 
 
 def _projected(
-    rows: list[dict[str, Any]], stated: DesignPrior, design: tuple[int, int, int], alpha: float, family: int
+    rows: list[Comparison], stated: DesignPrior, design: tuple[int, int, int], alpha: float, family: int
 ) -> tuple[float, float, float, str] | None:
     """Results of another design (fewer seeds, say): each seed-paired comparison's own noise taken to ``design``
     (seeds, replicates, test examples); the smallest detectable difference, as for the run's own design, with its
@@ -181,15 +183,20 @@ def _projected(
         se, df = design_se(prior, *design)
         detect = detectable_difference(se, df, alpha, family)
         if best is None or detect < best[2]:
-            best = (se, df, detect, f"{row['model']} vs {row['reference']}'s noise in this run, at this design")
+            best = (se, df, detect, f"{row.model} vs {row.reference}'s noise in this run, at this design")
     return best
 
 
-def _same_design(row: dict[str, Any], seeds: int, replicates: int) -> bool:
+def _se(row: Comparison) -> float:
+    """A measured comparison's se (``_measured`` keeps only those that have one)."""
+    assert row.se is not None
+    return row.se
+
+
+def _same_design(row: Comparison, seeds: int, replicates: int) -> bool:
     """Whether a measured comparison (an arm against a reference) ran the configured seeds and replicates: the
     arm's runs are seeds x replicates, the reference's (one checkpoint) the seeds; then its se is the design's."""
-    runs = row.get("runs") or {}
-    return runs.get(row["model"]) == seeds * replicates and runs.get(row["reference"]) == seeds
+    return row.runs.get(row.model) == seeds * replicates and row.runs.get(row.reference) == seeds
 
 
 def _prior_text(prior: DesignPrior) -> str:
@@ -252,13 +259,14 @@ def measured_priors(
     return out
 
 
-def _row_prior(row: dict[str, Any], stated: DesignPrior) -> DesignPrior | None:
+def _row_prior(row: Comparison, stated: DesignPrior) -> DesignPrior | None:
     """A seed-paired comparison's own noise as a prior (its per-seed differences' sd, the test sampling left);
     the replicate sd is ``stated``'s. None for a comparison not paired by seed."""
-    if row.get("pairing") != "seed" or row.get("unit_sd") is None:
+    d = row.design
+    if d is None or d.pairing != "seed" or d.unit_sd is None or not d.units or d.n_examples is None:
         return None
-    examples = max(row["se"] ** 2 - row["unit_sd"] ** 2 / row["units"], 0.0) * row["n_examples"]
-    return DesignPrior(float(row["unit_sd"]), stated.replicate_sd, float(examples), "measured")
+    examples = max(_se(row) ** 2 - d.unit_sd**2 / d.units, 0.0) * d.n_examples
+    return DesignPrior(float(d.unit_sd), stated.replicate_sd, float(examples), "measured")
 
 
 def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:

@@ -22,6 +22,7 @@ from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.report.results import METRIC_LABEL
+from domainbert.report.rows import ScoreRow
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> str:
@@ -135,9 +136,9 @@ def perplexity_curves(
     return _save(fig, out_dir, name)
 
 
-def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetune_scores.png") -> str | None:
+def score_bars(scores: list[ScoreRow], out_dir: Path, name: str = "finetune_scores.png") -> str | None:
     """Per task: mean test score per model (points), error bars of one standard deviation, seeds as dots."""
-    tasks = list(dict.fromkeys(r["task"] for r in scores))
+    tasks = list(dict.fromkeys(r.task for r in scores))
     if not tasks:
         return None
     cols = min(len(tasks), 2)
@@ -146,32 +147,32 @@ def score_bars(scores: list[dict[str, Any]], out_dir: Path, name: str = "finetun
     for ax in axes.flat[len(tasks) :]:
         ax.set_visible(False)
     for ax, task in zip(axes.flat, tasks, strict=False):
-        rows_t = [r for r in scores if r["task"] == task]
+        rows_t = [r for r in scores if r.task == task]
         xs = range(len(rows_t))
-        means = [100 * r["mean"] for r in rows_t]
-        stds = [100 * r["std"] for r in rows_t]
+        means = [100 * r.mean for r in rows_t]
+        stds = [100 * r.std for r in rows_t]
         # The floor (a baseline, not a model) is grey and hatched so it reads as a reference line.
-        colors = ["#cccccc" if r["model"] == "floor" else "#8fb3d9" for r in rows_t]
-        hatches = ["//" if r["model"] == "floor" else "" for r in rows_t]
+        colors = ["#cccccc" if r.model == "floor" else "#8fb3d9" for r in rows_t]
+        hatches = ["//" if r.model == "floor" else "" for r in rows_t]
         bars = ax.bar(xs, means, yerr=stds, capsize=6, color=colors, edgecolor="#335", label="mean +- std")
         for bar, hatch in zip(bars, hatches, strict=True):
             bar.set_hatch(hatch)
         for x, r in zip(xs, rows_t, strict=True):
-            ax.scatter([x] * len(r["values"]), [100 * v for v in r["values"]], color="#222", s=12, zorder=3)
-        ax.set_xticks(list(xs), [r["model"] for r in rows_t], rotation=20)
+            ax.scatter([x] * len(r.values), [100 * v for v in r.values], color="#222", s=12, zorder=3)
+        ax.set_xticks(list(xs), [r.model for r in rows_t], rotation=20)
         # Bars start at 0 (a cut axis exaggerates differences); the seeds' dots show the spread.
-        top = max([m + s for m, s in zip(means, stds, strict=True)] + [100 * max(r["values"]) for r in rows_t])
+        top = max([m + s for m, s in zip(means, stds, strict=True)] + [100 * max(r.values) for r in rows_t])
         ax.set_ylim(0.0, min(100.0, top * 1.08) if top > 0 else 1.0)
-        ax.set_ylabel(f"test {METRIC_LABEL.get(rows_t[0]['metric'], rows_t[0]['metric'])} (x100)")
+        ax.set_ylabel(f"test {METRIC_LABEL.get(rows_t[0].metric, rows_t[0].metric)} (x100)")
         ax.set_title(task)
         ax.grid(axis="y", alpha=0.3)
     return _save(fig, out_dir, name)
 
 
-def domain_bars(rows: list[dict[str, Any]], out_dir: Path, name: str = "cross_domain_scores.png") -> str | None:
+def domain_bars(rows: list[ScoreRow], out_dir: Path, name: str = "cross_domain_scores.png") -> str | None:
     """Grouped bars: one group per (domain, task), one bar per model, mean +- std in points."""
-    groups = list(dict.fromkeys((r["domain"], r["task"]) for r in rows))
-    models = list(dict.fromkeys(r["model"] for r in rows))
+    groups = list(dict.fromkeys((r.domain, r.task) for r in rows))
+    models = list(dict.fromkeys(r.model for r in rows))
     if not groups:
         return None
     width = 0.8 / len(models)
@@ -179,11 +180,11 @@ def domain_bars(rows: list[dict[str, Any]], out_dir: Path, name: str = "cross_do
     for i, model in enumerate(models):
         xs, means, stds = [], [], []
         for g, (domain, task) in enumerate(groups):
-            row = next((r for r in rows if (r["domain"], r["task"], r["model"]) == (domain, task, model)), None)
+            row = next((r for r in rows if (r.domain, r.task, r.model) == (domain, task, model)), None)
             if row is not None:
                 xs.append(g + (i - (len(models) - 1) / 2) * width)
-                means.append(100 * row["mean"])
-                stds.append(100 * row["std"])
+                means.append(100 * row.mean)
+                stds.append(100 * row.std)
         ax.bar(xs, means, width=width, yerr=stds, capsize=3, label=model)
     ax.set_xticks(range(len(groups)), [f"{d}\n{t}" for d, t in groups], fontsize=8)
     ax.set_ylabel("test score (x100; F1 or macro-F1)")

@@ -15,20 +15,21 @@ from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.results import reference_of
+from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.sections import fmt
 from domainbert.report.summary import fw_level_text, interval_text, metric_label, points, signed_points, summary_lines
 
 
-def std_text(row: dict[str, Any]) -> str:
+def std_text(row: ScoreRow) -> str:
     """The standard deviation in points; '-' for a single seed (there is no spread to show)."""
-    return points(row["std"]) if row["n_seeds"] > 1 else "-"
+    return points(row.std) if row.n_seeds > 1 else "-"
 
 
-def _n_comparisons(comparisons: list[dict[str, Any]]) -> str:
-    n = sum(c.get("p_holm") is not None for c in comparisons)
+def _n_comparisons(comparisons: list[Comparison]) -> str:
+    n = sum(c.p_holm is not None for c in comparisons)
     return (
         f"{n} comparison{'s' if n != 1 else ''}; the verdicts hold the family-wise error over all of them under "
-        f"{1 - comparisons[0]['confidence']:.0%} (Holm); detectable: the smallest true difference each design "
+        f"{1 - comparisons[0].confidence:.0%} (Holm); detectable: the smallest true difference each design "
         "finds with 80% power at that level."
     )
 
@@ -42,8 +43,8 @@ def p_text(p: Any, samples: int) -> str:
 
 
 def finetune_section(
-    scores: list[dict[str, Any]],
-    comparisons: list[dict[str, Any]],
+    scores: list[ScoreRow],
+    comparisons: list[Comparison],
     out_dir: Path,
     bootstrap_samples: int,
     tasks: list[str],
@@ -56,11 +57,11 @@ def finetune_section(
             "Not run: no finetune/<model>/<task>/seed-*/result.json was found. Run "
             "`domainbert finetune` and re-render the report."
         )
-    missing = [t for t in tasks if t not in {r["task"] for r in scores}]
+    missing = [t for t in tasks if t not in {r.task for r in scores}]
     if missing:
         sec.add(f"Not run: task(s) {', '.join(missing)} (no results).")
-    for task in dict.fromkeys(r["task"] for r in scores):
-        sec.add(_task_table(task, [r for r in scores if r["task"] == task], comparisons))
+    for task in dict.fromkeys(r.task for r in scores):
+        sec.add(_task_table(task, [r for r in scores if r.task == task], comparisons))
     if comparisons:
         sec.add(_comparison_table(comparisons, bootstrap_samples))
     if name := figures.score_bars(scores, out_dir):
@@ -73,35 +74,31 @@ def finetune_section(
     return sec
 
 
-def _task_table(task: str, rows_t: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Table:
+def _task_table(task: str, rows_t: list[ScoreRow], comparisons: list[Comparison]) -> Table:
     """One task's models: scores over seeds, collapses and retries, and the difference to the reference."""
-    label = metric_label(rows_t[0]["metric"])
+    label = metric_label(rows_t[0].metric)
     rows = []
     for r in rows_t:
         cmp = next(
-            (
-                c
-                for c in comparisons
-                if c["task"] == task and c["model"] == r["model"] and c["reference"] == reference_of(r["model"])
-            ),
+            (c for c in comparisons if c.task == task and c.model == r.model and c.reference == reference_of(r.model)),
             None,
         )
         rows.append(
             [
-                r["model"],
-                str(r["n_seeds"]),
-                points(r["mean"]),
+                r.model,
+                str(r.n_seeds),
+                points(r.mean),
                 std_text(r),
-                ", ".join(points(v) for v in r["values"]),
-                f"{r.get('collapsed', 0)}/{r['n_seeds']}",
-                str(r.get("retried", 0)),
-                signed_points(cmp["diff"]) if cmp else "-",
+                ", ".join(points(v) for v in r.values),
+                f"{r.collapsed}/{r.n_seeds}",
+                str(r.retried),
+                signed_points(cmp.diff) if cmp else "-",
                 interval_text(cmp) if cmp else "-",
-                cmp["verdict"] if cmp else ("(floor)" if r["model"] == "floor" else "(reference)"),
-                fmt(r.get("train_seconds"), 1),
+                cmp.verdict if cmp else ("(floor)" if r.model == "floor" else "(reference)"),
+                fmt(r.train_seconds, 1),
             ]
         )
-    level = round(100 * comparisons[0]["confidence"]) if comparisons else 95
+    level = round(100 * comparisons[0].confidence) if comparisons else 95
     return Table(
         [
             "model",
@@ -121,25 +118,24 @@ def _task_table(task: str, rows_t: list[dict[str, Any]], comparisons: list[dict[
     )
 
 
-def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int) -> Table:
-    """Every comparison with its interval, p-value, ASO and verdict (collapsed runs named)."""
+def _comparison_table(comparisons: list[Comparison], bootstrap_samples: int) -> Table:
+    """Every comparison with its interval, p-value and verdict (collapsed runs named)."""
     rows = [
         [
-            f"{c['model']} vs {c['reference']}",
-            c["task"],
+            f"{c.model} vs {c.reference}",
+            c.task,
             runs_cell(c),
-            signed_points(c["diff"]),
+            signed_points(c.diff),
             interval_text(c),
             fw_cell(c),
-            p_text(c.get("p_value"), c.get("n_samples") or bootstrap_samples),
-            fmt(c.get("p_holm"), 3),
-            points(c["detectable"]) if c.get("detectable") is not None else "-",
-            fmt(c.get("aso_eps"), 2),
-            c["verdict"] + (" (collapsed runs involved)" if c.get("collapsed") else ""),
+            p_text(c.p_value, (c.design.n_samples if c.design else None) or bootstrap_samples),
+            fmt(c.p_holm, 3),
+            points(c.detectable) if c.detectable is not None else "-",
+            c.verdict + (" (collapsed runs involved)" if c.collapsed else ""),
         ]
         for c in comparisons
     ]
-    level = round(100 * comparisons[0]["confidence"])
+    level = round(100 * comparisons[0].confidence)
     return Table(
         [
             "comparison",
@@ -151,34 +147,33 @@ def _comparison_table(comparisons: list[dict[str, Any]], bootstrap_samples: int)
             "p (two-sided)",
             "p after Holm",
             "detectable (80% power)",
-            "ASO eps_min (uncorrected)",
             "verdict",
         ],
         rows,
         f"Intervals over test examples, seeds and replicates, paired by seed where both models have runs under the "
         f"same seeds (r: the two models' correlation across them); at least {bootstrap_samples} draws, more where "
-        "a p-value is near a Holm threshold; the floor is compared unpaired. ASO is not corrected for the page's "
-        "comparisons: a second opinion, never a verdict. " + _n_comparisons(comparisons),
+        "a p-value is near a Holm threshold; the floor is compared unpaired. " + _n_comparisons(comparisons),
     )
 
 
-def runs_cell(c: dict[str, Any]) -> str:
+def runs_cell(c: Comparison) -> str:
     """How many runs a comparison used and how: ``5 pairs, r 0.96`` or ``3 v 1``."""
-    if c.get("paired"):
-        r = c.get("seed_correlation")
+    if c.design is not None and c.design.paired:
+        r = c.design.seed_correlation
         unit = {"seed": "pairs", "replicate": "replicate pairs", "two-way": "replicate x seed cells"}
-        text = f"{c.get('units')} {unit.get(c.get('pairing') or 'seed', 'pairs')}"
+        text = f"{c.design.units} {unit.get(c.design.pairing or 'seed', 'pairs')}"
         return text + (f", r {r:.2f}" if r is not None else "")
-    return c.get("runs_text") or str(c["n_seeds"])
+    return c.runs_text or str(c.n_seeds)
 
 
-def fw_cell(c: dict[str, Any]) -> str:
-    if c.get("fw_low") is None:
+def fw_cell(c: Comparison) -> str:
+    fw = c.family
+    if fw is None or fw.level is None:
         return "-"
-    return f"{signed_points(c['fw_low'])} to {signed_points(c['fw_high'])} ({fw_level_text(c['fw_level'])})"
+    return f"{signed_points(fw.low)} to {signed_points(fw.high)} ({fw_level_text(fw.level)})"
 
 
-def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> Section:
+def summary_section(scores: list[ScoreRow], comparisons: list[Comparison]) -> Section:
     sec = Section("Summary")
     adequacy = task_adequacy(scores, [])
     lines = summary_lines(scores, comparisons, set(adequacy)) + list(adequacy.values())
@@ -187,9 +182,9 @@ def summary_section(scores: list[dict[str, Any]], comparisons: list[dict[str, An
     return sec.add(lines)
 
 
-def method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Section:
+def method_section(cfg: DomainConfig, comparisons: list[Comparison]) -> Section:
     """How the comparison is made: metrics, intervals (with what one comparison drew), verdicts, floors, collapse."""
-    resampled = next((c["resampled"] for c in comparisons if c.get("resampled") and c["reference"] == "base"), None)
+    resampled = next((c.resampled for c in comparisons if c.resampled and c.reference == "base"), None)
     method = Section("How the comparison is made").add(
         [
             "Scores are test-set metrics in points (x100): seqeval strict IOB2 micro span F1 for NER, macro-F1 for "
@@ -213,10 +208,6 @@ def method_section(cfg: DomainConfig, comparisons: list[dict[str, Any]]) -> Sect
             "page, else 'no significant difference'. Beside the unadjusted interval stands the one the verdict uses, "
             "at Holm's threshold for the row (not a simultaneous interval); counted on the draws as the p-value is, "
             "it excludes 0 exactly when the verdict is 'better' or 'worse'.",
-            "Almost Stochastic Order (deepsig's algorithm) over the per-seed scores is a second opinion, not corrected "
-            "for the page's comparisons: eps_min is an upper confidence bound on how far the model falls short of "
-            "stochastically dominating its reference; below 0.2 it is almost stochastically better (uncorrected). "
-            "With a few seeds the bound reads 1.0 unless one model wins on every seed: 'cannot tell', not 'worse'.",
             "The floor is a simple baseline trained on exactly the training examples the models saw and scored on "
             "the same test examples: TF-IDF word 1-2-grams + logistic regression for classification, a CRF over "
             "word features for NER.",

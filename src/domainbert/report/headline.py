@@ -29,32 +29,33 @@ from domainbert.report.references import (
     seed_warning,
 )
 from domainbert.report.results import FLOOR_MODEL, ORIGINAL_MODEL, REFERENCES, best_reference, model_order
+from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.scratch_curve import scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
 from domainbert.services.published import smallest_published, too_small
 
 
-def score_cell(row: dict[str, Any], best: bool) -> str:
+def score_cell(row: ScoreRow, best: bool) -> str:
     """``57.2 ± 1.3``; bold when best; the collapsed runs are marked (``collapsed 2/3``)."""
-    text = points(row["mean"]) + (f" ± {points(row['std'])}" if row["n_seeds"] > 1 else "")
+    text = points(row.mean) + (f" ± {points(row.std)}" if row.n_seeds > 1 else "")
     if best:
         text = f"**{text}**"
-    if row.get("collapsed"):
-        text += f" (collapsed {row['collapsed']}/{row['n_seeds']})"
-    if row.get("retried"):
-        text += f" (retried {row['retried']})"
+    if row.collapsed:
+        text += f" (collapsed {row.collapsed}/{row.n_seeds})"
+    if row.retried:
+        text += f" (retried {row.retried})"
     return text
 
 
-def _significantly_best(task: str, model: str, others: list[str], comparisons: list[dict[str, Any]]) -> bool:
+def _significantly_best(task: str, model: str, others: list[str], comparisons: list[Comparison]) -> bool:
     """Whether the comparisons call ``model`` significantly better than each of ``others`` on ``task``."""
 
     def beats(other: str) -> bool:
         return any(
-            c["task"] == task
+            c.task == task
             and (
-                (c["model"], c["reference"], c["verdict"]) == (model, other, "better")
-                or (c["model"], c["reference"], c["verdict"]) == (other, model, "worse")
+                (c.model, c.reference, c.verdict) == (model, other, "better")
+                or (c.model, c.reference, c.verdict) == (other, model, "worse")
             )
             for c in comparisons
         )
@@ -63,36 +64,36 @@ def _significantly_best(task: str, model: str, others: list[str], comparisons: l
 
 
 def headline_table(
-    scores: list[dict[str, Any]],
+    scores: list[ScoreRow],
     arms: list[str],
     extra: list[str],
     uninformative: set[str] | None = None,
-    comparisons: list[dict[str, Any]] | None = None,
+    comparisons: list[Comparison] | None = None,
 ) -> Table:
     """Models x tasks; in bold the model with the highest mean when the comparisons call it significantly better
     than every other model on the task (never on a task that cannot separate the arms)."""
-    tasks = list(dict.fromkeys(r["task"] for r in scores))
-    models = model_order({r["model"] for r in scores}, arms, extra)
+    tasks = list(dict.fromkeys(r.task for r in scores))
+    models = model_order({r.model for r in scores}, arms, extra)
     best: dict[str, str | None] = {}
     for task in tasks:
-        rows = [r for r in scores if r["task"] == task and r["model"] != FLOOR_MODEL]
-        top = max(rows, key=lambda r: r["mean"], default=None)
-        others = [r["model"] for r in rows if top is not None and r["model"] != top["model"]]
+        rows = [r for r in scores if r.task == task and r.model != FLOOR_MODEL]
+        top = max(rows, key=lambda r: r.mean, default=None)
+        others = [r.model for r in rows if top is not None and r.model != top.model]
         best[task] = (
-            top["model"]
+            top.model
             if top is not None
             and task not in (uninformative or set())
-            and _significantly_best(task, top["model"], others, comparisons or [])
+            and _significantly_best(task, top.model, others, comparisons or [])
             else None
         )
     table_rows = []
     for model in models:
         cells = [model]
         for task in tasks:
-            row = next((r for r in scores if r["task"] == task and r["model"] == model), None)
+            row = next((r for r in scores if r.task == task and r.model == model), None)
             cells.append("-" if row is None else score_cell(row, model == best[task]))
         table_rows.append(cells)
-    labels = [f"{t} ({metric_label(next(r['metric'] for r in scores if r['task'] == t))})" for t in tasks]
+    labels = [f"{t} ({metric_label(next(r.metric for r in scores if r.task == t))})" for t in tasks]
     return Table(
         ["model", *labels],
         table_rows,
@@ -102,17 +103,17 @@ def headline_table(
     )
 
 
-def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -> list[str]:
+def caveats(scores: list[ScoreRow], arts: RunArtifacts, arms: list[str]) -> list[str]:
     """The conditions a reader needs before trusting the verdict."""
     out = []
-    seeds = sorted({r["n_seeds"] for r in scores if r["model"] != FLOOR_MODEL})
+    seeds = sorted({r.n_seeds for r in scores if r.model != FLOOR_MODEL})
     if seeds:
         out.append(
             f"Seeds: {'/'.join(map(str, seeds))} per model and task; the intervals include seed-to-seed "
             "variance and test-set sampling, and compare models in pairs under the same seeds where they can."
         )
     out += replicate_caveat(scores, arms)
-    collapsed = [(r["model"], r["task"], r["collapsed"], r["n_seeds"]) for r in scores if r.get("collapsed")]
+    collapsed = [(r.model, r.task, r.collapsed, r.n_seeds) for r in scores if r.collapsed]
     if collapsed:
         out.append(
             "Collapsed runs (constant predictions or a loss that did not fall): "
@@ -139,12 +140,12 @@ def caveats(scores: list[dict[str, Any]], arts: RunArtifacts, arms: list[str]) -
     return out
 
 
-def replicate_caveat(scores: list[dict[str, Any]], arms: list[str]) -> list[str]:
+def replicate_caveat(scores: list[ScoreRow], arms: list[str]) -> list[str]:
     """One line on what a verdict about an arm is about: one checkpoint, or the procedure over its replicates."""
-    rows = [r for r in scores if r["model"] in arms]
+    rows = [r for r in scores if r.model in arms]
     if not rows:
         return []
-    least = min(int(r.get("replicates") or 1) for r in rows)
+    least = min(r.replicates for r in rows)
     if least <= 1:
         return [
             "Pretraining replicates: one per arm, so each verdict about an arm is about this checkpoint, not the "
@@ -315,8 +316,8 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
 
 
 def _verdict_lead(
-    scores: list[dict[str, Any]],
-    comparisons: list[dict[str, Any]],
+    scores: list[ScoreRow],
+    comparisons: list[Comparison],
     arms: list[str],
     adequacy: dict[str, str],
     incomplete: list[str],
@@ -324,19 +325,19 @@ def _verdict_lead(
     """The verdict's first sentence: the arms that beat the better reference on a task, or why none did
     (``arms`` and ``comparisons``: those judged, on complete results and tasks that can separate the arms)."""
     winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
-    present = {r["model"] for r in scores} & set(REFERENCES)
+    present = {r.model for r in scores} & set(REFERENCES)
     if len(present) == 2:
-        refs = sorted({ref for t in {r["task"] for r in scores} if (ref := best_reference(scores, t))})
+        refs = sorted({ref for t in {r.task for r in scores} if (ref := best_reference(scores, t))})
         which = f"the better reference ({' or '.join(refs)})"
     else:  # only_models kept one reference (or none): name the one the arms were compared with
         which = "the original checkpoint" if present == {ORIGINAL_MODEL} else "the base model"
     if winners:
         return f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
-    if adequacy and len(adequacy) == len({r["task"] for r in scores}):
+    if adequacy and len(adequacy) == len({r.task for r in scores}):
         return "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
     if incomplete and not arms:
         return "Verdict: withheld: no adaptation arm has all its results."
-    if not {r["model"] for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
+    if not {r.model for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
         return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
     if not present:  # only_models left both references out: no arm was compared with one
         between = bool(between_arms(comparisons, arms))
@@ -350,8 +351,8 @@ def _verdict_lead(
 
 
 def headline_section(
-    scores: list[dict[str, Any]],
-    comparisons: list[dict[str, Any]],
+    scores: list[ScoreRow],
+    comparisons: list[Comparison],
     arts: RunArtifacts,
     arms: list[str],
     extra: list[str],
@@ -364,7 +365,7 @@ def headline_section(
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
-    incomplete = incomplete_models(arts.result_check, {r["task"] for r in scores})
+    incomplete = incomplete_models(arts.result_check, {r.task for r in scores})
     if incomplete:
         sec.add(
             f"Incomplete: {', '.join(incomplete)}: results missing or stale for this configuration; "
@@ -386,7 +387,7 @@ def headline_section(
         sec.add("Verdict: withheld until every expected result is here.")
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
-    comparisons = [c for c in comparisons if c["task"] not in adequacy]  # judged only where a task can tell
+    comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
     verdict = (
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)

@@ -13,7 +13,6 @@ import json
 import logging
 import time
 from pathlib import Path
-from typing import Any
 
 from domainbert.core.artifacts import replace_folder
 from domainbert.core.paths import RunLayout
@@ -21,15 +20,16 @@ from domainbert.core.paths import RunLayout
 log = logging.getLogger(__name__)
 
 
-def results_used(scores: list[dict[str, Any]]) -> int:
-    """How many fine-tuning results (seeds and floors) a report's score rows use."""
-    return sum(int(s["n_seeds"]) for s in scores)
+def results_used(seeds: list[int]) -> int:
+    """How many fine-tuning results (seeds and floors) a report uses, from its score rows' seed counts."""
+    return sum(seeds)
 
 
 def reported_results(folder: Path) -> int | None:
     """How many fine-tuning results the report rendered in ``folder`` uses; None when there is no readable one."""
     try:
-        return results_used(json.loads((Path(folder) / "results.json").read_text())["scores"])
+        scores = json.loads((Path(folder) / "results.json").read_text())["scores"]
+        return results_used([int(s["n_seeds"]) for s in scores])
     except (OSError, ValueError, KeyError, TypeError):
         return None
 

@@ -4,7 +4,7 @@ verdict uses, and the smallest difference a design can detect, computed one way 
 ``holm`` adjusts the p-values of every comparison a page makes (arms x references x tasks x budgets), so that
 the chance of any false "better" or "worse" on the page stays under ``1 - confidence`` (Holm 1979: the
 smallest p is multiplied by m, the next by m - 1, ..., each kept at least as large as the one before).
-``apply_holm`` makes each row's verdict the family-wise one and gives it the interval that verdict uses (not a
+``rows.holm_adjusted`` applies it to a page's comparison rows and gives each the interval its verdict uses (not a
 simultaneous interval: the last row of Holm's order gets the plain level): the percentile interval of the
 row's draws (``draws.bounds``) at Holm's threshold for the row, ``alpha / (m - rank)``, or at
 ``alpha x p / p_holm`` where that is smaller (an earlier row stopped the step-down): it excludes 0 exactly when
@@ -26,11 +26,8 @@ import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from statistics import NormalDist
-from typing import Any
 
 from scipy import integrate, optimize, stats
-
-from domainbert.report.draws import bounds
 
 POWER = 0.8
 WHOLE_SCALE = 1.0  # metrics are fractions: a detectable difference at or past this detects nothing a metric shows
@@ -159,52 +156,3 @@ def design_se(prior: DesignPrior, seeds: int, replicates: int, test_examples: in
         df = replicates - 1
     total = unit_var + prior.example_var / max(test_examples, 1)
     return math.sqrt(total), (float(df) if unit_var > 0 else math.inf)
-
-
-def _row_se(row: dict[str, Any], confidence: float) -> float:
-    """The row's se; for a compare function that gives none, the one its interval implies (normal)."""
-    se = row.get("se")
-    if se is not None:
-        return float(se)
-    return float((row["ci_high"] - row["ci_low"]) / (2 * NormalDist().inv_cdf(0.5 + confidence / 2)))
-
-
-def _family_interval(row: dict[str, Any], level: float, confidence: float) -> tuple[float, float]:
-    """The interval at ``1 - level``: from the row's draws where it has them, else its se and df (t)."""
-    draws = row.get("_draws")
-    if draws is not None and len(draws):
-        return bounds(draws, level)
-    se, df = _row_se(row, confidence), row.get("df")
-    q = float(stats.t.ppf(1 - level / 2, df)) if df and not math.isinf(df) else NormalDist().inv_cdf(1 - level / 2)
-    centre = row.get("diff", (row["ci_low"] + row["ci_high"]) / 2)
-    return centre - q * se, centre + q * se
-
-
-def apply_holm(rows: list[dict[str, Any]], confidence: float) -> None:
-    """Add ``p_holm``, ``holm_significant``, the family-wise interval (``fw_low``, ``fw_high``, ``fw_level``) and
-    ``detectable`` to every comparison row, in place; ``verdict`` becomes the family-wise one and the interval's
-    own reading stays as ``verdict_unadjusted``."""
-    alpha = 1 - confidence
-    adjusted = holm([r.get("p_value") for r in rows])
-    family = sum(p is not None for p in adjusted)
-    ranked = sorted((r["p_value"], i) for i, r in enumerate(rows) if r.get("p_value") is not None)
-    step = {i: alpha / (family - rank) for rank, (_, i) in enumerate(ranked)}  # Holm's threshold for each row
-    for index, (row, p) in enumerate(zip(rows, adjusted, strict=True)):
-        row["comparisons"] = family
-        row["p_holm"] = p
-        # applied again over a larger family (the cross-domain page), it starts from the interval's reading
-        row.setdefault("verdict_unadjusted", row.get("verdict"))
-        if p is None or row.get("ci_low") is None:
-            row["holm_significant"] = False
-            row["detectable"] = None
-            row["verdict"] = row["verdict_unadjusted"]
-            continue
-        row["holm_significant"] = p <= alpha  # Holm: reject while p <= alpha / (m - rank)
-        # Holm's threshold for the row, or less where the step-down stopped before it (then p_holm caps at a
-        # value that makes the interval include 0): either way it excludes 0 exactly when the verdict is a claim
-        level = min(alpha * row["p_value"] / p, step[index]) if p > 0 else step[index]
-        row["fw_level"] = 1 - level
-        row["fw_low"], row["fw_high"] = _family_interval(row, level, confidence)
-        row["detectable"] = detectable_difference(_row_se(row, confidence), row.get("df"), alpha, family)
-        centre = row.get("diff", (row["ci_low"] + row["ci_high"]) / 2)
-        row["verdict"] = ("better" if centre > 0 else "worse") if row["holm_significant"] else NO_DIFFERENCE

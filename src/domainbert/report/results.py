@@ -13,9 +13,10 @@ decides which pairs are compared and how a comparison reads:
 Runs marked ``collapsed`` are counted per model and carried into every comparison row that involves them, so
 no sentence can state such a difference without saying so.
 A difference is significant when it survives Holm's correction over every comparison of the page
-(``power.apply_holm``: the family-wise error stays under 1 - confidence); otherwise the verdict is "no
+(``rows.holm_adjusted``: the family-wise error stays under 1 - confidence); otherwise the verdict is "no
 significant difference". Each row keeps its unadjusted interval and reading, and the smallest difference its
-design can detect.
+design can detect. ``build_tables`` is the one place the rows (``rows.ScoreRow``, ``rows.Comparison``) are built;
+this module writes no sentence.
 """
 
 from __future__ import annotations
@@ -24,7 +25,15 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from domainbert.config.pretrain import split_replicate
-from domainbert.report.power import apply_holm
+from domainbert.report.rows import (
+    DESIGN_FIELDS,
+    NOT_COMPARED,
+    Comparison,
+    Design,
+    ScoreRow,
+    holm_adjusted,
+    unadjusted_verdict,
+)
 
 BASE_MODEL = "base"
 ORIGINAL_MODEL = "original"  # the checkpoint before the base warm-up (finetune.jobs.ORIGINAL)
@@ -99,21 +108,6 @@ def test_score(result: dict[str, Any], metric: str) -> float:
     return float(result["test"][metric])
 
 
-# What a comparison row keeps of how it was drawn (stats.compare_models): its design and the figures power uses.
-DESIGN_KEYS = (
-    "paired",
-    "pairing",
-    "units",
-    "seed_correlation",
-    "replicates",
-    "se",
-    "df",
-    "n_samples",
-    "unit_sd",
-    "n_examples",
-)
-
-
 def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
     """base first, then the arms in config order, then extra models, then anything else by name;
     each frozen variant right after the other variants of its order group."""
@@ -162,16 +156,6 @@ def collapsed_runs(runs: list[dict[str, Any]]) -> int:
     return sum(1 for r in runs if r.get("collapsed"))
 
 
-def verdict(diff: float, ci_low: float, ci_high: float) -> str:
-    """The unadjusted reading: "better" / "worse" when the interval excludes 0, else "no significant difference"
-    (``power.apply_holm`` makes the row's verdict the family-wise one and keeps this as ``verdict_unadjusted``)."""
-    if ci_low > 0:
-        return "better"
-    if ci_high < 0:
-        return "worse"
-    return "no significant difference"
-
-
 def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """task -> model -> results sorted by replicate and seed; a pretraining replicate's runs (``continued@r2``)
     are its arm's, marked with their ``replicate``."""
@@ -201,7 +185,7 @@ def build_tables(
     compare_fn: CompareFn,
     confidence: float,
     family: int | None = None,
-) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+) -> tuple[list[ScoreRow], list[Comparison]]:
     """Score rows (one per task and model) and comparison rows (one per compared pair and task).
 
     Args:
@@ -214,12 +198,13 @@ def build_tables(
             comparison draws enough for that page's smallest Holm threshold; default ``page_family``.
 
     Returns:
-        (score_rows, comparison_rows); scores are in the metric's own unit (fractions for F1).
+        (score_rows, comparison_rows), the comparisons Holm-corrected over ``family``; scores are in the metric's
+        own unit (fractions for F1).
     """
     grouped = group_results(results)
     tasks = [t for t in task_order if t in grouped] + sorted(t for t in grouped if t not in task_order)
-    scores: list[dict[str, Any]] = []
-    comparisons: list[dict[str, Any]] = []
+    scores: list[ScoreRow] = []
+    comparisons: list[Comparison] = []
     family = family or page_family(results, arms, extra)
     for task in tasks:
         by_model = grouped[task]
@@ -231,38 +216,35 @@ def build_tables(
             _comparison_row(task, metric, (a, b), by_model, compare_fn, confidence, family)
             for a, b in comparison_pairs(models)
         ]
-    apply_holm(comparisons, confidence)
-    return scores, comparisons
+    return scores, holm_adjusted(comparisons, confidence)
 
 
-def best_reference(scores: list[dict[str, Any]], task: str) -> str | None:
+def best_reference(scores: list[ScoreRow], task: str) -> str | None:
     """The reference an arm must beat on ``task``: the higher mean of ``base`` and ``original`` (None: neither)."""
-    rows = [r for r in scores if r["task"] == task and r["model"] in REFERENCES]
-    return max(rows, key=lambda r: (r["mean"], r["model"] == BASE_MODEL))["model"] if rows else None
+    rows = [r for r in scores if r.task == task and r.model in REFERENCES]
+    return max(rows, key=lambda r: (r.mean, r.model == BASE_MODEL)).model if rows else None
 
 
-def _score_row(
-    task: str, first: dict[str, Any], metric: str, model: str, runs: list[dict[str, Any]]
-) -> dict[str, Any]:
+def _score_row(task: str, first: dict[str, Any], metric: str, model: str, runs: list[dict[str, Any]]) -> ScoreRow:
     """One model's scores on one task over its runs."""
     values = [test_score(r, metric) for r in runs]
     mean, std = mean_std(values)
     seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
-    return {
-        "task": task,
-        "task_type": first.get("task_type"),
-        "metric": metric,
-        "model": model,
-        "seeds": sorted({r["seed"] for r in runs}),
-        "n_seeds": len({r["seed"] for r in runs}),
-        "replicates": len({int(r.get("replicate") or 1) for r in runs}),
-        "values": values,
-        "mean": mean,
-        "std": std,
-        "collapsed": collapsed_runs(runs),
-        "retried": sum(1 for r in runs if r.get("retry")),
-        "train_seconds": sum(seconds) / len(seconds) if seconds else None,
-    }
+    return ScoreRow(
+        task=task,
+        task_type=first.get("task_type"),
+        metric=metric,
+        model=model,
+        seeds=tuple(sorted({r["seed"] for r in runs})),
+        n_seeds=len({r["seed"] for r in runs}),
+        replicates=len({int(r.get("replicate") or 1) for r in runs}),
+        values=tuple(values),
+        mean=mean,
+        std=std,
+        collapsed=collapsed_runs(runs),
+        retried=sum(1 for r in runs if r.get("retry")),
+        train_seconds=sum(seconds) / len(seconds) if seconds else None,
+    )
 
 
 def _comparison_row(
@@ -273,44 +255,49 @@ def _comparison_row(
     compare_fn: CompareFn,
     confidence: float,
     family: int,
-) -> dict[str, Any]:
-    """``model_a`` against ``model_b`` on one task: the difference, its interval and the verdict."""
+) -> Comparison:
+    """``model_a`` against ``model_b`` on one task: the difference, its interval and the interval's reading."""
     model_a, model_b = models
-    row = {
-        "task": task,
-        "metric": metric,
-        "model": model_a,
-        "reference": model_b,
-        "confidence": confidence,
-        "collapsed": {m: collapsed_runs(by_model[m]) for m in (model_a, model_b) if collapsed_runs(by_model[m])},
-        "runs": {m: len(by_model[m]) for m in (model_a, model_b)},
-    }
+    collapsed = {m: collapsed_runs(by_model[m]) for m in (model_a, model_b) if collapsed_runs(by_model[m])}
+    runs = {m: len(by_model[m]) for m in (model_a, model_b)}
     try:
         stat = compare_fn(by_model[model_a], by_model[model_b], metric, family)
     except ValueError as exc:
         # e.g. no common seed, or a different test set: say so on the page instead of failing it.
-        return {
-            **row,
-            "diff": None,
-            "ci_low": None,
-            "ci_high": None,
-            "n_seeds": 0,
-            "p_value": None,
-            "verdict": "not compared",
-            "reason": str(exc),
-        }
+        return Comparison(
+            task,
+            metric,
+            model_a,
+            model_b,
+            confidence,
+            collapsed,
+            runs,
+            None,
+            None,
+            None,
+            0,
+            None,
+            NOT_COMPARED,
+            reason=str(exc),
+        )
     diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
-    return {
-        **row,
-        "diff": diff,
-        "ci_low": low,
-        "ci_high": high,
-        "n_seeds": int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
-        "p_value": stat.get("p_value"),
-        "aso_eps": stat.get("aso_eps"),
-        "runs_text": stat.get("runs_text"),
-        "resampled": stat.get("resampled"),
-        **{key: stat.get(key) for key in DESIGN_KEYS},
-        "_draws": stat.get("_draws"),
-        "verdict": verdict(diff, low, high),
-    }
+    p = stat.get("p_value")
+    return Comparison(
+        task=task,
+        metric=metric,
+        model=model_a,
+        reference=model_b,
+        confidence=confidence,
+        collapsed=collapsed,
+        runs=runs,
+        diff=diff,
+        ci_low=low,
+        ci_high=high,
+        n_seeds=int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
+        p_value=float(p) if p is not None else None,
+        unadjusted=unadjusted_verdict(low, high),
+        runs_text=stat.get("runs_text"),
+        resampled=stat.get("resampled"),
+        design=Design(**{key: stat.get(key) for key in DESIGN_FIELDS}),
+        draws=stat.get("_draws"),
+    )

@@ -23,10 +23,8 @@ Every comparison returns ``se`` and ``df`` of its draws, the one design summary 
 ``power.detectable_difference`` computes what it can detect. The p-value is ``(k + 1) / (B + 1)`` per tail
 (``draws.p_value``), never 0; with ``family`` (the page's number of comparisons) the draws go on in chunks until
 the smallest Holm threshold, ``alpha / family``, is resolved (``draws.draws_needed``) while the p-value is near
-it. Multiple comparisons are corrected by the caller (``power.apply_holm``, over the page); this module gives the
-unadjusted interval and p-value. ``aso_eps`` is Almost Stochastic Order (deepsig's ``eps_min``,
-``report.aso``) of A's per-run scores over B's, UNCORRECTED for the page's comparisons and, with 3 runs a
-side, far from calibrated: a second opinion that never makes a verdict. Calibration on simulated scores:
+it. Multiple comparisons are corrected by the caller (``rows.holm_adjusted``, over the page); this module gives the
+unadjusted interval and p-value. Calibration on simulated scores:
 ``tests/finetune/test_finetune_calibration.py`` (unpaired) and ``tests/report/test_report_paired.py`` (paired,
 the A/A rate over whole pages). The fast count-matrix path is tested against a plain paired bootstrap over any
 metric function (``tests/reference/bootstrap.py``).
@@ -41,7 +39,6 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.report.aso import aso_eps
 from domainbert.report.draws import NO_DIFFERENCE, RunScores, bootstrap_indices, draws_needed, interval, p_value
 from domainbert.report.paired import PairedDraws, Pairing, pairing, replicate_of, seed_correlation
 
@@ -51,7 +48,6 @@ SCORE_RANGE = (0.0, 1.0)  # every metric compared here (F1, macro-F1, accuracy) 
 METHOD_EXAMPLES = "paired example bootstrap"
 METHOD_SEEDS = "paired example bootstrap + Welch-t seed draw, each mean bounded to the metric's range"
 METHOD_PAIRED = "paired by seed: example bootstrap + Student-t draw of the per-seed differences' mean"
-ASO_ITERATIONS = 200  # deepsig's default is 1000; 200 keeps a comparison to a few milliseconds
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> dict[str, float]:
@@ -210,7 +206,7 @@ def compare_models(
         ``model_a``, ``model_b``, ``task``, ``metric``, the seeds (``_seed_table``), ``n_examples``, ``n_samples``
         (draws made), ``a``/``b`` (``mean_std`` of the per-run test metric), ``paired`` and ``pairing`` (the
         level, or None), ``seed_correlation``, ``replicates`` ({"a", "b"}), ``se`` and ``df`` (of the draws),
-        how it was drawn (``method``, ``resampled``, ``seed_sd``, ``seed_df``), ``aso_eps`` (uncorrected), the
+        how it was drawn (``method``, ``resampled``, ``seed_sd``, ``seed_df``), the
         draws themselves (``_draws``, never written to disk) and the interval of A's mean minus B's
         (``diff``, ``low``, ``high``, ``p_value``, ``significant``, ``verdict``).
 
@@ -227,7 +223,6 @@ def compare_models(
     drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise, seed)
     stat = _adaptive(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
-    sizes = (len(runs_a), len(runs_b))
     return {
         "model_a": first["model"],
         "model_b": runs_b[0]["model"],
@@ -239,7 +234,6 @@ def compare_models(
         "a": mean_std(full_a),
         "b": mean_std(full_b),
         **_design(drawer, pair, full_a, full_b, runs_a, runs_b, scores.n_examples),
-        "aso_eps": _aso(full_a, full_b, confidence, seed) if max(sizes) >= 2 else None,
         "_draws": stat,
         **out,
     }
@@ -267,10 +261,6 @@ def _adaptive(drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float,
     while sum(c.size for c in chunks) < needed and p_value(np.concatenate(chunks)) < 2 * alpha:
         chunks.append(drawer.chunk(len(chunks)))
     return np.concatenate(chunks)
-
-
-def _aso(full_a: np.ndarray, full_b: np.ndarray, confidence: float, seed: int) -> float:
-    return aso_eps(full_a, full_b, confidence_level=confidence, num_bootstrap_iterations=ASO_ITERATIONS, seed=seed)
 
 
 def _design(

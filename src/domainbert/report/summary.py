@@ -5,14 +5,13 @@ Scores are stored as fractions and shown as points (x100), e.g. F1 0.853 -> 85.3
 0.021 -> +2.1. A sentence per comparison says "beat", "was worse than" or "did not differ significantly from",
 with the difference and its confidence interval, and a caution when a collapsed run is involved; models
 below the floor are named first; a closing line names the best mean per task. This module
-does not decide significance (``results.verdict`` does) and adds no claim the rows do not hold.
+does not decide significance (``rows.Comparison.verdict`` does) and adds no claim the rows do not hold.
 """
 
 from __future__ import annotations
 
-from typing import Any
-
 from domainbert.report.results import FLOOR_MODEL, METRIC_LABEL
+from domainbert.report.rows import Comparison, ScoreRow
 
 
 def points(value: float) -> str:
@@ -33,31 +32,25 @@ def metric_label(metric: str) -> str:
     return METRIC_LABEL.get(metric, metric)
 
 
-def interval_text(row: dict[str, Any]) -> str:
+def interval_text(row: Comparison) -> str:
     """``+0.8 to +3.4``: a comparison row's confidence interval in points."""
-    if row["ci_low"] is None:
+    if row.ci_low is None:
         return "-"
-    return f"{signed_points(row['ci_low'])} to {signed_points(row['ci_high'])}"
+    return f"{signed_points(row.ci_low)} to {signed_points(row.ci_high)}"
 
 
-def ci_text(row: dict[str, Any]) -> str:
+def ci_text(row: Comparison) -> str:
     """``95% CI +0.8 to +3.4; at Holm's level (99.5%) -0.2 to +4.4; paired over 5 seeds, r 0.96`` for a
     comparison row: the unadjusted interval, the one its verdict uses where the page makes more than one
-    comparison (``power.apply_holm``), and how its runs were paired. An interval that reaches both ends of what a
+    comparison (``rows.holm_adjusted``), and how its runs were paired. An interval that reaches both ends of what a
     difference of two scores can be (-100 to +100 points: a few seeds that scatter widely, whose t term the
     draws clip to the score's range) says so, since it bounds nothing."""
-    text = f"{round(100 * row['confidence'])}% CI {interval_text(row)}"
-    if (
-        row["ci_low"] is not None
-        and signed_points(row["ci_low"]) == "-100.0"
-        and signed_points(row["ci_high"]) == "+100.0"
-    ):
+    text = f"{round(100 * row.confidence)}% CI {interval_text(row)}"
+    if row.ci_low is not None and signed_points(row.ci_low) == "-100.0" and signed_points(row.ci_high) == "+100.0":
         text += ", every difference the metric allows: these runs bound nothing"
-    if row.get("fw_low") is not None and row.get("comparisons", 1) > 1:
-        text += (
-            f"; at Holm's level ({fw_level_text(row['fw_level'])}) {signed_points(row['fw_low'])} to "
-            f"{signed_points(row['fw_high'])}"
-        )
+    fw = row.family
+    if fw is not None and fw.level is not None and fw.comparisons > 1:
+        text += f"; at Holm's level ({fw_level_text(fw.level)}) {signed_points(fw.low)} to {signed_points(fw.high)}"
     return text + pairing_text(row)
 
 
@@ -70,52 +63,53 @@ def fw_level_text(level: float) -> str:
     return f"{100 * level:.4f}%"
 
 
-def pairing_text(row: dict[str, Any]) -> str:
+def pairing_text(row: Comparison) -> str:
     """``; paired over 5 seeds, r 0.96``: how a comparison's runs were paired (empty for an unpaired one)."""
-    if not row.get("paired"):
+    design = row.design
+    if design is None or not design.paired:
         return ""
     unit = {"seed": "seeds", "replicate": "pretraining replicates", "two-way": "replicates x seeds"}
-    text = f"; paired over {row.get('units')} {unit.get(row.get('pairing') or 'seed', 'seeds')}"
-    r = row.get("seed_correlation")
+    text = f"; paired over {design.units} {unit.get(design.pairing or 'seed', 'seeds')}"
+    r = design.seed_correlation
     return text + (f", r {r:.2f}" if r is not None else "")
 
 
-def holm_text(row: dict[str, Any]) -> str:
+def holm_text(row: Comparison) -> str:
     """``; p 0.012, 0.072 after Holm over 6 comparisons`` where the interval alone would have called it."""
-    if row.get("verdict_unadjusted") in ("better", "worse") and row.get("verdict") not in ("better", "worse"):
+    if row.unadjusted in ("better", "worse") and row.verdict not in ("better", "worse"):
         return (
-            f"; p {row['p_value']:.3f}, {row['p_holm']:.3f} after Holm's correction over the page's "
-            f"{row['comparisons']} comparisons"
+            f"; p {row.p_value:.3f}, {row.p_holm:.3f} after Holm's correction over the page's "
+            f"{row.comparisons} comparisons"
         )
     return ""
 
 
-def comparison_sentence(row: dict[str, Any]) -> str:
+def comparison_sentence(row: Comparison) -> str:
     """One comparison as a sentence, e.g. ``continued beat base on ner-task by +2.1 F1 (95% CI +0.8 to +3.4).``"""
-    label = metric_label(row["metric"])
-    a, b, task = row["model"], row["reference"], row["task"]
-    if row["diff"] is None:
-        return f"{a} could not be compared with {b} on {task}: {row.get('reason', 'no statistic')}."
-    if row["verdict"] == "better":
-        text = f"{a} beat {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
-    elif row["verdict"] == "worse":
-        text = f"{a} was worse than {b} on {task} by {signed_points(row['diff'])} {label} ({ci_text(row)})"
+    label = metric_label(row.metric)
+    a, b, task = row.model, row.reference, row.task
+    if row.diff is None:
+        return f"{a} could not be compared with {b} on {task}: {row.reason or 'no statistic'}."
+    if row.verdict == "better":
+        text = f"{a} beat {b} on {task} by {signed_points(row.diff)} {label} ({ci_text(row)})"
+    elif row.verdict == "worse":
+        text = f"{a} was worse than {b} on {task} by {signed_points(row.diff)} {label} ({ci_text(row)})"
     else:
         text = (
             f"{a} did not differ significantly from {b} on {task} "
-            f"({signed_points(row['diff'])} {label}, {ci_text(row)}{holm_text(row)})"
+            f"({signed_points(row.diff)} {label}, {ci_text(row)}{holm_text(row)})"
         )
-    if row.get("n_seeds", 2) < 2 and row.get("reference") != "floor":
+    if row.n_seeds < 2 and row.reference != "floor":
         text += "; one seed only, so the interval covers test-set sampling but not seed variance"
     return text + "." + collapse_caveat(row)
 
 
-def collapse_caveat(row: dict[str, Any]) -> str:
+def collapse_caveat(row: Comparison) -> str:
     """`` Caution: scratch collapsed in 3 of 3 runs ...`` for a comparison that involves collapsed runs."""
-    collapsed = row.get("collapsed") or {}
+    collapsed = row.collapsed
     if not collapsed:
         return ""
-    runs = row.get("runs") or {}
+    runs = row.runs
     parts = [
         f"{m} collapsed in {n} of {runs.get(m, n)} run{'s' if runs.get(m, n) != 1 else ''}"
         for m, n in collapsed.items()
@@ -126,38 +120,38 @@ def collapse_caveat(row: dict[str, Any]) -> str:
     )
 
 
-def best_sentences(scores: list[dict[str, Any]]) -> list[str]:
+def best_sentences(scores: list[ScoreRow]) -> list[str]:
     """Per task, the model with the highest mean (ties named together)."""
     out = []
-    tasks = list(dict.fromkeys(r["task"] for r in scores))
+    tasks = list(dict.fromkeys(r.task for r in scores))
     for task in tasks:
-        rows = [r for r in scores if r["task"] == task]
-        top = max(r["mean"] for r in rows)
-        winners = [r for r in rows if r["mean"] == top]
-        names = " and ".join(r["model"] for r in winners)
-        seeds = winners[0]["n_seeds"]
+        rows = [r for r in scores if r.task == task]
+        top = max(r.mean for r in rows)
+        winners = [r for r in rows if r.mean == top]
+        names = " and ".join(r.model for r in winners)
+        seeds = winners[0].n_seeds
         out.append(
-            f"Highest mean on {task}: {names} with {points(top)} {metric_label(winners[0]['metric'])} "
+            f"Highest mean on {task}: {names} with {points(top)} {metric_label(winners[0].metric)} "
             f"(mean over {seeds} seed{'s' if seeds != 1 else ''})."
         )
     return out
 
 
-def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[str]:
+def floor_sentences(scores: list[ScoreRow], comparisons: list[Comparison]) -> list[str]:
     """Per task with a floor: which models scored below it (called out first: a model below a bag-of-words
     baseline says more about the set-up than about the encoder)."""
     out = []
-    for task in dict.fromkeys(r["task"] for r in scores):
-        floor = next((r for r in scores if r["task"] == task and r["model"] == "floor"), None)
+    for task in dict.fromkeys(r.task for r in scores):
+        floor = next((r for r in scores if r.task == task and r.model == "floor"), None)
         if floor is None:
             continue
-        below = [r for r in scores if r["task"] == task and r["model"] != "floor" and r["mean"] < floor["mean"]]
-        label = metric_label(floor["metric"])
+        below = [r for r in scores if r.task == task and r.model != "floor" and r.mean < floor.mean]
+        label = metric_label(floor.metric)
         if not below:
-            vs_floor = [c for c in comparisons if c["task"] == task and c["reference"] == "floor"]
-            sure = [c["model"] for c in vs_floor if c["verdict"] == "better"]
-            unsure = [c["model"] for c in vs_floor if c["verdict"] != "better"]
-            text = f"Every model's mean is above the floor on {task} ({points(floor['mean'])} {label})"
+            vs_floor = [c for c in comparisons if c.task == task and c.reference == "floor"]
+            sure = [c.model for c in vs_floor if c.verdict == "better"]
+            unsure = [c.model for c in vs_floor if c.verdict != "better"]
+            text = f"Every model's mean is above the floor on {task} ({points(floor.mean)} {label})"
             if unsure:
                 text += (
                     f"; significantly for {', '.join(sure) or 'none'}, not significantly for "
@@ -170,25 +164,21 @@ def floor_sentences(scores: list[dict[str, Any]], comparisons: list[dict[str, An
         named = []
         for r in below:
             cmp = next(
-                (
-                    c
-                    for c in comparisons
-                    if c["task"] == task and c["model"] == r["model"] and c["reference"] == "floor"
-                ),
+                (c for c in comparisons if c.task == task and c.model == r.model and c.reference == "floor"),
                 None,
             )
             # the rule above the floor holds below it too: only a difference that survives the correction
-            significance = "significantly" if cmp is not None and cmp["verdict"] == "worse" else "not significantly"
-            named.append(f"{r['model']} {points(r['mean'])} ({significance})")
+            significance = "significantly" if cmp is not None and cmp.verdict == "worse" else "not significantly"
+            named.append(f"{r.model} {points(r.mean)} ({significance})")
         out.append(
-            f"Below the floor on {task} ({points(floor['mean'])} {label}, a simple baseline trained on the "
+            f"Below the floor on {task} ({points(floor.mean)} {label}, a simple baseline trained on the "
             f"same examples): {', '.join(named)}."
         )
     return out
 
 
 def summary_lines(
-    scores: list[dict[str, Any]], comparisons: list[dict[str, Any]], uninformative: set[str] | None = None
+    scores: list[ScoreRow], comparisons: list[Comparison], uninformative: set[str] | None = None
 ) -> list[str]:
     """The summary: one sentence per comparison (significant ones first), then the best mean per task.
 
@@ -204,30 +194,27 @@ def summary_lines(
     if not scores:
         return []
     skip = uninformative or set()
-    pairs = [r for r in comparisons if r["reference"] != "floor" and r["task"] not in skip]
-    significant = [r for r in pairs if r["verdict"] in ("better", "worse")]
-    rest = [r for r in pairs if r["verdict"] not in ("better", "worse")]
+    pairs = [r for r in comparisons if r.reference != "floor" and r.task not in skip]
+    significant = [r for r in pairs if r.verdict in ("better", "worse")]
+    rest = [r for r in pairs if r.verdict not in ("better", "worse")]
     lines = floor_sentences(scores, comparisons) + [comparison_sentence(r) for r in significant + rest]
     if not comparisons:
         lines.append(
             "No comparison could be made: the base model and the pretrained arms were not all "
             "fine-tuned on the same task."
         )
-    return lines + best_sentences([r for r in scores if r["task"] not in skip])
+    return lines + best_sentences([r for r in scores if r.task not in skip])
 
 
-def above_floor(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+def above_floor(scores: list[ScoreRow], comparisons: list[Comparison]) -> str:
     """Every model's mean is above the floor: which of them significantly so on every task."""
-    models = [m for m in dict.fromkeys(r["model"] for r in scores) if m != FLOOR_MODEL]
-    tasks = {r["task"] for r in scores}
+    models = [m for m in dict.fromkeys(r.model for r in scores) if m != FLOOR_MODEL]
+    tasks = {r.task for r in scores}
     sure = [
         m
         for m in models
         if all(
-            any(
-                (c["task"], c["model"], c["reference"], c["verdict"]) == (t, m, FLOOR_MODEL, "better")
-                for c in comparisons
-            )
+            any((c.task, c.model, c.reference, c.verdict) == (t, m, FLOOR_MODEL, "better") for c in comparisons)
             for t in tasks
         )
     ]
@@ -240,22 +227,20 @@ def above_floor(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]])
     return f"Every model's mean is above the floor on every task; {which}."
 
 
-def floor_lead(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> str:
+def floor_lead(scores: list[ScoreRow], comparisons: list[Comparison]) -> str:
     """The floor in the verdict's opening, under the same significance rule above it and below it."""
-    if not any(r["model"] == FLOOR_MODEL for r in scores):
+    if not any(r.model == FLOOR_MODEL for r in scores):
         return ""
     below = {
-        r["model"]
+        r.model
         for r in scores
-        if r["model"] != FLOOR_MODEL
-        and any(f["task"] == r["task"] and f["model"] == FLOOR_MODEL and r["mean"] < f["mean"] for f in scores)
+        if r.model != FLOOR_MODEL
+        and any(f.task == r.task and f.model == FLOOR_MODEL and r.mean < f.mean for f in scores)
     }
     if not below:
         return above_floor(scores, comparisons)
     sure = sorted(
-        m
-        for m in below
-        if any((c["model"], c["reference"], c["verdict"]) == (m, FLOOR_MODEL, "worse") for c in comparisons)
+        m for m in below if any((c.model, c.reference, c.verdict) == (m, FLOOR_MODEL, "worse") for c in comparisons)
     )
     unsure = sorted(below - set(sure))
     parts = []
