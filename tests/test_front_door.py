@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from domainbert.report import answer_figure as answer
+from domainbert.report.rows import Comparison, FamilyWise, ScoreRow
 
 REPO = Path(__file__).resolve().parents[1]
 README_LIMIT = 6000  # characters
@@ -100,25 +101,35 @@ def _drawn(tmp_path: Path, monkeypatch, rows: int) -> object:
     monkeypatch.setattr(answer, "save_png", keep)
     task = "science-terms-ner"
     scores = [
-        {"task": task, "model": m, "mean": v, "metric": "f1"}
+        ScoreRow(task, "ner", "f1", m, (1, 2, 3, 4, 5), 5, 1, (v,) * 5, v, 0.0, 0, 0, None)
         for m, v in [("base", 0.314), ("original", 0.308), ("floor", 0.207)]
     ]
     arms = [f"arm-{i}" for i in range(rows)]
     comparisons = [
-        {
-            "task": task,
-            "model": arm,
-            "reference": "base",
-            "metric": "f1",
-            "diff": 0.003 + 0.004 * i,
-            "ci_low": -0.008 + 0.004 * i,
-            "ci_high": 0.012 + 0.004 * i,
-            "fw_low": -0.011 + 0.004 * i,
-            "fw_high": 0.019 + 0.004 * i,
-            "holm_significant": i == 1,
-            "detectable": 0.019,
-            "collapsed": {arm: 1} if i == 2 else {},
-        }
+        Comparison(
+            task=task,
+            metric="f1",
+            model=arm,
+            reference="base",
+            confidence=0.95,
+            collapsed={arm: 1} if i == 2 else {},
+            runs={arm: 5, "base": 5},
+            diff=0.003 + 0.004 * i,
+            ci_low=-0.008 + 0.004 * i,
+            ci_high=0.012 + 0.004 * i,
+            n_seeds=5,
+            p_value=0.04 if i == 1 else 0.5,
+            unadjusted="no significant difference",
+            family=FamilyWise(
+                comparisons=2 * rows,
+                p_holm=0.04 if i == 1 else 0.9,
+                significant=i == 1,
+                level=0.975,
+                low=-0.011 + 0.004 * i,
+                high=0.019 + 0.004 * i,
+                detectable=0.019,
+            ),
+        )
         for i, arm in enumerate(arms)
     ]
     assert answer.answer_figure(scores, comparisons, arms, tmp_path) == "answer.png"

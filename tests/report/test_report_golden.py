@@ -25,10 +25,10 @@ from domainbert.report.compare import render_report
 from domainbert.report.headline import headline_section
 from domainbert.report.inputs import RunArtifacts
 from domainbert.report.results import build_tables, default_compare_fn
-from domainbert.report.score_files import read_scores
+from studies.score_files import read_scores
 
 GOLDEN = Path(__file__).parent / "golden"
-DEMO_SCORES = Path(__file__).parents[2] / "bench" / "scores" / "science-demo-6seeds.json.gz"
+DEMO_SCORES = Path(__file__).parents[2] / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
 def check(name: str, page: str) -> None:
@@ -64,7 +64,7 @@ def test_a_page_with_a_floor_collapsed_runs_and_a_warm_up(science_run: Path) -> 
     check("floor-collapsed", render(science_run, "continued, scratch"))
 
 
-@pytest.mark.skipif(not DEMO_SCORES.is_file(), reason="bench/scores/ is not in this tree")
+@pytest.mark.skipif(not DEMO_SCORES.is_file(), reason="studies/scores/ is not in this tree")
 def test_the_page_of_the_demo_s_committed_scores(tmp_path: Path) -> None:
     _, runs = read_scores(DEMO_SCORES)
     arms = [a for a in ("continued", "extended", "scratch", "tapt", "control") if any(r["model"] == a for r in runs)]
