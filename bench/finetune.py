@@ -34,7 +34,7 @@ set_offline_env()
 def load_task_data(domain: str, task_name: str, train_examples: int, eval_examples: int) -> tuple[Any, str]:
     """The task's data cut to the given sizes, and the domain's base model reference."""
     from domainbert.config.domain import load_domain
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     cfg = load_domain(domain)
     task = next(t for t in cfg.finetune.tasks if t.name == task_name)

@@ -9,7 +9,7 @@ The run's configuration is read back from its ``config.resolved.json`` (the doma
 it was made with; ``--domain``/``--profile``/``--override`` for a folder without one, and ``--override`` appended
 after the recorded ones, e.g. ``pretrain.precision=fp32``). Each stage the run recorded is then sized from the
 record itself (an arm's and the warm-up's tokens from their ``summary.json``, one fine-tuning run per
-``result.json``, floors left out) and timed by ``plan_estimate.estimate``, the code ``plan`` runs, here and now.
+``result.json``, floors left out) and timed by ``plan.estimate.estimate``, the code ``plan`` runs, here and now.
 Real times: an arm's training steps (``summary.json`` ``wall_seconds``) and the arm's whole stage (first to last
 record of its ``metrics.jsonl``: evaluations and checkpoints included); the warm-up's ``wall_seconds``; the sum of
 the fine-tuning runs' ``wall_seconds`` divided by ``--workers`` (the runs the run trained side by side: a demo
@@ -51,8 +51,8 @@ def _span(metrics: Path) -> float | None:
 def recorded_stages(run: Path, workers: int = 1) -> tuple[list[Any], dict[str, dict[str, float]]]:
     """The stages ``run`` recorded, as plan's ``StagePlan`` sized from the records, and their real seconds (the
     fine-tuning runs' summed over ``workers`` running side by side)."""
+    from domainbert.plan.stage_plans import StagePlan
     from domainbert.pretrain.base_warmup import NAME as WARMUP
-    from domainbert.run_plan import StagePlan
 
     plans, real = [], {}
     for folder in sorted((run / "pretrain").glob("*/")):
@@ -92,7 +92,7 @@ def main() -> None:
     args = parser.parse_args()
     common.set_offline_env()
     from domainbert.config.domain import DEFAULT_PROFILE, load_domain
-    from domainbert.plan_estimate import estimate
+    from domainbert.plan.estimate import estimate
 
     recorded = _read(args.run / "config.resolved.json") or {}
     domain = args.domain or recorded.get("domain_file")

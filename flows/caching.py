@@ -20,7 +20,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domainbert.flows.options import RunSpec
-from domainbert.stage_state import (  # noqa: F401 - the flows and tests read the states through this module
+from domainbert.plan.stage_state import (  # noqa: F401 - the flows and tests read the states through this module
     UNKNOWN,
     StageState,
     corpus_state,

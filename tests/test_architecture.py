@@ -16,11 +16,11 @@ DOC = ROOT / "docs" / "architecture.md"
 
 
 def _sections() -> dict[str, set[str]]:
-    """Package -> the module file names its section of the map names (``top`` for the top layers)."""
+    """Package -> the module file names its section of the map names (``top`` for the top-level modules)."""
     out: dict[str, set[str]] = {}
     current = None
     for line in DOC.read_text(encoding="utf-8").splitlines():
-        heading = re.match(r"^### (?:`domainbert\.(\w+)`|top layers)", line)
+        heading = re.match(r"^### (?:`domainbert\.(\w+)`|top-level modules)", line)
         if heading:
             current = heading.group(1) or "top"
             out[current] = set()
@@ -49,7 +49,7 @@ def test_the_layers_table_is_the_import_linter_layers():
     contracts = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["importlinter"]["contracts"]
     layers = next(c for c in contracts if c["type"] == "layers")["layers"]
     rows = [row.split("|") for row in DOC.read_text(encoding="utf-8").splitlines() if re.match(r"^\| \d+ \|", row)]
-    table = [re.findall(r"`(domainbert\.\w+)`", cells[2]) for cells in rows]  # the package column
+    table = [re.findall(r"`(domainbert(?:\.\w+)+)`", cells[2]) for cells in rows]  # the package column
     assert [set(names) for names in table] == [{n.strip() for n in layer.split("|")} for layer in layers]
     # every package and top-level module of domainbert stands in some layer
     in_layers = {name.split(".")[1] for names in table for name in names}

@@ -121,7 +121,7 @@ def test_full_profile_points_at_real_data():
 def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain_file(tmp_path):
     import json
 
-    from domainbert.services.cards import dataset_ids
+    from domainbert.cards.finetuned_and_corpus import dataset_ids
 
     saved = tmp_path / "saved-dataset"
     saved.mkdir()

@@ -79,7 +79,7 @@ def test_the_template_states_every_setting_that_decides_the_cost():
     import yaml
 
     from domainbert.config.domain import load_domain
-    from domainbert.pretrain.plan import make_plan
+    from domainbert.pretrain.step_plan import make_plan
 
     [template] = re.findall(r"```yaml\n(.*?)```", GUIDE.read_text(encoding="utf-8"), flags=re.S)
     data = yaml.safe_load(template)

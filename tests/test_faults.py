@@ -173,9 +173,9 @@ def test_plan_reads_a_read_only_run_folder(tmp_path, capsys):
 def test_a_result_names_its_model_relative_to_the_project(tmp_path):
     from types import SimpleNamespace
 
+    from domainbert.cards.finetuned_and_corpus import hub_id_of
     from domainbert.finetune.jobs import Job
     from domainbert.finetune.stage import _run_fields
-    from domainbert.services.cards import hub_id_of
 
     model = ROOT / "runs" / "science" / "pretrain" / "continued" / "model"
     job = Job("continued", str(model), "science-subject", 1, "full")

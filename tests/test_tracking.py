@@ -9,7 +9,7 @@ import pytest
 
 from domainbert.config.tracking import TrackingConfig
 from domainbert.core.errors import DomainbertError
-from domainbert.services.tracking import MetricsLog, Tracker, flat_params
+from domainbert.trackers import MetricsLog, Tracker, flat_params
 
 
 def _tracker(tmp_path, fingerprint: str, resume_step: int | None = None) -> Tracker:
@@ -64,10 +64,10 @@ def test_a_backend_lost_mid_run_is_switched_off_and_the_metrics_file_goes_on(tmp
     metrics.write({"kind": "train", "step": 1, "loss": 2.0})
     client, (run,) = _runs(tmp_path)
     client.delete_run(run.info.run_id)  # the store now refuses every write to this run
-    with caplog.at_level(logging.WARNING, logger="domainbert.services.tracking"):
+    with caplog.at_level(logging.WARNING, logger="domainbert.trackers"):
         metrics.write({"kind": "train", "step": 2, "loss": 1.5})
         metrics.write({"kind": "train", "step": 3, "loss": 1.0})
-    warnings = [r.getMessage() for r in caplog.records if r.name == "domainbert.services.tracking"]
+    warnings = [r.getMessage() for r in caplog.records if r.name == "domainbert.trackers"]
     assert len(warnings) == 1 and warnings[0].startswith("mlflow tracking failed at step 2")
     metrics.close()
     assert [line.count('"step"') for line in (tmp_path / "arm" / "metrics.jsonl").read_text().splitlines()] == [1] * 3

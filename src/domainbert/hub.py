@@ -17,9 +17,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from domainbert.cards.finetuned_and_corpus import dataset_card
 from domainbert.core.artifacts import CARD
 from domainbert.core.errors import DomainbertError
-from domainbert.services.cards import dataset_card
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
@@ -126,7 +126,7 @@ def _finetuned_plan(cfg: DomainConfig, layout: RunLayout, what: str) -> PushPlan
     from domainbert.core.artifacts import is_complete, verify_folder
     from domainbert.finetune.best_model import group_fingerprints, held_seed
     from domainbert.finetune.jobs import FROZEN_SUFFIX, Job, models_to_compare, task_config
-    from domainbert.services.tasks import task_data_hash
+    from domainbert.task_data.splits import task_data_hash
 
     model, _, task = what.partition("/")
     models = models_to_compare(cfg, layout)

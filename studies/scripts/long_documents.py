@@ -48,7 +48,7 @@ def tokens_read(cfg: Any, task_name: str, chunks: int) -> dict[str, float]:
 
     from domainbert.core.models import load_tokenizer
     from domainbert.finetune.jobs import task_config
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     tok = load_tokenizer(cfg.base_model.name_or_path)
     texts = [ex.text for ex in load_task(task_config(cfg, task_name)).splits["test"]]

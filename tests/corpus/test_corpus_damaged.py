@@ -9,7 +9,7 @@ from test_build import _cfg, _make_inputs, _shard_bytes
 
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
-from domainbert.stage_state import corpus_state, status
+from domainbert.plan.stage_state import corpus_state, status
 
 
 def _truncate(path, keep: int = 100) -> None:

@@ -15,7 +15,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
 from domainbert.corpus.decontaminate import eval_texts
 from domainbert.corpus.store import iter_documents
-from domainbert.services.tasks import load_task, split_texts
+from domainbert.task_data.splits import load_task, split_texts
 
 CONLL = "-DOCSTART-\tO\n\nLisp\tB-TERM\nis\tO\nold\tO\n\nunix\tB-TERM\nfile\tI-TERM\n"
 

@@ -11,7 +11,7 @@ import pytest
 from domainbert.config.finetune import TaskConfig
 from domainbert.finetune.floors import run_floor, word_shape
 from domainbert.finetune.runner import gold_of
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 
 TASKS = Path(__file__).resolve().parents[2] / "corpora" / "tasks"
 FILLER = ("the a of system data code runs on uses with file memory network old new fast small large program "

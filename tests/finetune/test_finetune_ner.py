@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from domainbert.finetune.ner import IGNORE, decode_ner, encode_ner, ner_metrics, repair_lines
-from domainbert.services.tasks import NerExample
+from domainbert.task_data.splits import NerExample
 
 LABELS = ["O", "B-TERM", "I-TERM", "B-LANG", "I-LANG"]
 L2I = {t: i for i, t in enumerate(LABELS)}

@@ -63,7 +63,7 @@ def test_the_stock_head_starts_from_a_pooler_drawn_from_the_seed_not_the_checkpo
 
     from domainbert.finetune.pooling import head_pooler
     from domainbert.finetune.runner import load_task_model
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     cfg = make_cfg(tiny_bert, tasks_dir)
     data = load_task(next(t for t in cfg.finetune.tasks if t.name == "cls"))

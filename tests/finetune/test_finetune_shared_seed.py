@@ -13,7 +13,7 @@ from test_finetune_floors import keyword_task
 
 from domainbert.finetune.runner import prepare_run, run_finetune
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 
 
 def other_encoder(tiny_bert: Path, folder: Path) -> Path:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from domainbert.services.tags import check_label_set, iob2_labels, to_iob2
+from domainbert.task_data.tag_schemes import check_label_set, iob2_labels, to_iob2
 
 
 @pytest.mark.parametrize("tags, expected", [
@@ -42,7 +42,7 @@ def test_gold_file_repairs_warn_once_with_the_count(tmp_path, caplog):
     import logging
 
     from domainbert.config.finetune import TaskConfig
-    from domainbert.services.tasks import read_conll
+    from domainbert.task_data.splits import read_conll
 
     path = tmp_path / "train.conll"
     path.write_text("a\tO\nb\tI-TERM\n\nc\tI-TERM\nd\tO\n")
@@ -58,7 +58,7 @@ def test_predictions_are_repaired_like_gold():
     import numpy as np
 
     from domainbert.finetune.ner import decode_ner
-    from domainbert.services.tasks import NerExample
+    from domainbert.task_data.splits import NerExample
 
     id2label = ["O", "B-TERM", "I-TERM"]
     logits = [np.eye(3)[[0, 0, 2, 2]]]  # positions 1..2 hold the words: O, I-TERM, I-TERM

@@ -10,7 +10,7 @@ import pytest
 
 from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
-from domainbert.services.tasks import load_task, subsample
+from domainbert.task_data.splits import load_task, subsample
 
 CONLL = "-DOCSTART-\tO\n\nLisp\tB-TERM\nis\tO\na\tO\nlanguage\tB-TERM\n\nunix\tB-TERM\nfile\tI-TERM\n"
 

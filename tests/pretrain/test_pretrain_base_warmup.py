@@ -230,7 +230,7 @@ def test_the_warmup_fingerprint_follows_content_and_settings_not_paths(headless_
 def test_extended_starts_from_the_warmed_base_with_its_new_rows_the_mean_of_their_pieces(headless_base, layout):
     from domainbert.pretrain.start import extend_warm_model
     from domainbert.vocab.extend import build_extended_model
-    from domainbert.vocab.references import load_base_tokenizer
+    from domainbert.vocab.reference_vocabs import load_base_tokenizer
 
     cfg = _cfg(headless_base)
     warm = ensure_base_warmup(cfg, layout)

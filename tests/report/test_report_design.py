@@ -10,7 +10,7 @@ from report_fixtures import NER_TASK, write_ner_result
 
 from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
-from domainbert.report.design import design_power, solve_design
+from domainbert.plan.design_power import design_power, solve_design
 from domainbert.report.power import design_se, detectable_difference, task_prior
 
 SCORES = Path(__file__).resolve().parents[2] / "studies" / "scores"
@@ -127,7 +127,7 @@ def test_solve_design_finds_the_fewest_seeds_for_each_replicate_count() -> None:
 def test_solve_design_sizes_every_task_by_its_own_prior_and_the_weakest_decides(monkeypatch) -> None:
     """A 2,000-sentence NER task and a 375-example classification task: the classification task's prior is the
     wider, so it decides, though its split is not the only thing that differs (one replicate: a quick search)."""
-    monkeypatch.setattr("domainbert.report.design.MAX_REPLICATES", 1)
+    monkeypatch.setattr("domainbert.plan.design_power.MAX_REPLICATES", 1)
     ner, subject = (task_prior("ner", 2000), 2000), (task_prior("classification", 375), 375)
     both = solve_design(0.08, [ner, subject], family=1, alpha=0.05)
     assert both == solve_design(0.08, [subject], family=1, alpha=0.05)
@@ -170,7 +170,7 @@ def test_plan_gives_each_task_the_prior_of_its_type(tmp_path: Path) -> None:
 
 
 def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregistered_claim(tmp_path: Path) -> None:
-    from domainbert.report.design import detect_lines
+    from domainbert.plan.design_power import detect_lines
 
     cfg = config("pretrain.arms=[continued, control]")
     lines = detect_lines(cfg, RunLayout(tmp_path / "run"), 0.02, (60.0, 30.0))
@@ -193,9 +193,9 @@ def test_plan_detect_prints_the_fewest_seeds_for_the_page_and_for_one_preregiste
 def test_plan_detect_sizes_a_task_with_results_by_this_run_s_own_paired_comparisons(
     tmp_path: Path, monkeypatch
 ) -> None:
-    from domainbert.report.design import detect_lines
+    from domainbert.plan.design_power import detect_lines
 
-    monkeypatch.setattr("domainbert.report.design.MAX_REPLICATES", 1)  # a quick search: the prior is what is tested
+    monkeypatch.setattr("domainbert.plan.design_power.MAX_REPLICATES", 1)  # a quick search: the prior is what is tested
 
     run = tmp_path / "run"
     for seed, (base, cont) in {1: (20, 14), 2: (23, 13), 3: (22, 17), 4: (25, 15)}.items():

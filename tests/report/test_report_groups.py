@@ -13,7 +13,7 @@ from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
 from domainbert.report.groups import group_scores, groups_section
 from domainbert.report.inputs import RunArtifacts
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 
 TASK = TaskConfig(name="t", type="classification", format="jsonl", path=".", labels=["neg", "pos"])
 

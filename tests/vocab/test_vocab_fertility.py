@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domainbert.vocab.fertility import count_words, heldout_stats, token_counts, token_counts_from_words
-from domainbert.vocab.references import describe, wordpiece_from_vocab
+from domainbert.vocab.reference_vocabs import describe, wordpiece_from_vocab
 
 VOCAB = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "the", "run", "##ning", "##s", "cat", "."]
 

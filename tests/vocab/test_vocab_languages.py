@@ -9,7 +9,7 @@ from domainbert.core.paths import project_root
 from domainbert.corpus.store import write_shard
 from domainbert.vocab.fertility import heldout_stats
 from domainbert.vocab.languages import by_language
-from domainbert.vocab.references import describe
+from domainbert.vocab.reference_vocabs import describe
 
 EN = ["the network protocol carries packets", "a compiler reads the program"]
 RU = ["сеть передаёт пакеты данных", "компилятор читает программу"]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domainbert.vocab.overlap import ReferenceForms, canonical_forms, comparable, decode_bytelevel
-from domainbert.vocab.references import describe, wordpiece_from_vocab
+from domainbert.vocab.reference_vocabs import describe, wordpiece_from_vocab
 
 REF = ["[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]", "[unused0]", "the", "run", "##s", "##ed", "cat", "dog"]
 

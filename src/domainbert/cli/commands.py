@@ -74,7 +74,7 @@ def _check_inputs(cfg: DomainConfig) -> list[str]:
     """One line per problem of the local corpus sources and the tasks (Hugging Face ones need the network)."""
     from domainbert.corpus.filters import build_pipeline
     from domainbert.corpus.source_check import check_local_source, vocab_size_problem
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     found = []
     try:  # each filter's options against its component's typed options, as the corpus stage will build them
@@ -302,20 +302,20 @@ def plan(
         from domainbert.core.artifacts import verify_everything
 
         verify_everything()
-    from domainbert.plan_estimate import estimate as estimate_time
-    from domainbert.run_plan import render, stage_plans
+    from domainbert.plan.estimate import estimate as estimate_time
+    from domainbert.plan.stage_plans import render, stage_plans
 
     plans = stage_plans(cfg, layout)
     measured: dict[tuple[str, int], Any] = {}  # fine-tuning probes, timed once for the plan and --detect
     timed = estimate_time(cfg, plans, workers, calibrate, measured) if estimate else None
     typer.echo(render(plans, timed.seconds if timed else None, timed))
-    from domainbert.report.design import design_power
+    from domainbert.plan.design_power import design_power
 
     for task_power in design_power(cfg, layout):
         typer.echo(task_power.line())
     if detect is not None:
-        from domainbert.plan_estimate import design_costs
-        from domainbert.report.design import detect_lines
+        from domainbert.plan.design_power import detect_lines
+        from domainbert.plan.estimate import design_costs
 
         costs = design_costs(cfg, workers, calibrate, measured) if estimate else None
         for line in detect_lines(cfg, layout, detect / 100, costs):
@@ -384,7 +384,7 @@ def _with_base_repo(plan: PushPlan, cfg: DomainConfig, finetuned: str | None, ba
     if base_repo is not None:
         if finetuned is None:
             raise DomainbertError("--base-repo goes with --finetuned MODEL/TASK", field="--base-repo")
-        from domainbert.services.cards import with_base_model
+        from domainbert.cards.finetuned_and_corpus import with_base_model
 
         return dataclasses.replace(plan, card=with_base_model(plan.card, base_repo))
     if finetuned is not None and "\nbase_model:" not in plan.card.split("\n---", 1)[0]:

@@ -150,9 +150,9 @@ def stage(
 
 def flags(cfg: DomainConfig, corpus_dir: Path) -> list[str]:
     """Settings far from the literature's, a budget far from one pass over the corpus (before it exists, over
-    the most its source files can hold), tasks whose splits share examples (``services.flags``): warnings."""
+    the most its source files can hold), tasks whose splits share examples (``config_flags``): warnings."""
+    from domainbert.config_flags import all_flags
     from domainbert.corpus.source_check import source_tokens_at_most
-    from domainbert.services.flags import all_flags
 
     return all_flags(cfg, corpus_dir, source_tokens_at_most(cfg.corpus.sources))
 

@@ -1,6 +1,6 @@
 """``tracking:`` in a domain file: which backends receive metrics, and where.
 
-The trackers themselves are ``domainbert.services.tracking``; this module only holds their settings.
+The trackers themselves are ``domainbert.trackers``; this module only holds their settings.
 """
 
 from __future__ import annotations

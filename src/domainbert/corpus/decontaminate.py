@@ -1,7 +1,7 @@
 """Decontamination: remove corpus text that overlaps the domain's evaluation sets.
 
 The evaluation texts are every text of the chosen splits (``corpus.decontamination.splits``) of every task in
-``finetune.tasks``, read by ``services.tasks.split_texts``, the reader fine-tuning uses (same file names and
+``finetune.tasks``, read by ``task_data.splits.split_texts``, the reader fine-tuning uses (same file names and
 aliases, formats, fields and text pairs). ``eval_texts`` gathers them and never skips quietly: a local task
 whose split is missing or unreadable is an error; a hub task that cannot be read (offline) is listed as not
 checked, which the manifest and the report show.
@@ -36,7 +36,7 @@ from domainbert.config.corpus import DecontaminationConfig
 from domainbert.core.errors import DataError
 from domainbert.corpus.hashing import doc_ngrams, ngram_hashes_at, segment_hashes, sorted_unique
 from domainbert.corpus.words import WordBatch, lower_words
-from domainbert.services.tasks import split_texts
+from domainbert.task_data.splits import split_texts
 
 if TYPE_CHECKING:
     import numpy.typing as npt

@@ -17,6 +17,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from domainbert.cards.finetuned_and_corpus import dataset_card
 from domainbert.core.artifact_types import CorpusManifest, validate_artifact
 from domainbert.core.artifacts import write_json_atomic
 from domainbert.core.errors import DataError
@@ -32,7 +33,6 @@ from domainbert.corpus.dedup import (
 )
 from domainbert.corpus.shards import PROCESSED, shard_name
 from domainbert.corpus.store import SCHEMA, SPLITS, read_work_table, write_table
-from domainbert.services.cards import dataset_card
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig

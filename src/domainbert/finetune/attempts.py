@@ -19,7 +19,7 @@ from domainbert.finetune.collapse import kept_attempt
 from domainbert.finetune.jobs import Job
 from domainbert.finetune.runner import PRIMARY, run_finetune
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import TaskData
+from domainbert.task_data.splits import TaskData
 
 logger = logging.getLogger(__name__)
 

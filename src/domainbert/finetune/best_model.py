@@ -110,7 +110,7 @@ def offer(
 ) -> bool:
     """Offer the model ``job``'s run saved in ``model_dir`` (its result already written) as the group's kept
     model; returns whether it was kept. ``model_dir`` is copied, never moved: the caller owns it."""
-    from domainbert.services.cards import finetuned_card
+    from domainbert.cards.finetuned_and_corpus import finetuned_card
 
     folder = layout.finetuned_model(job.model_name, job.task_name)
     with _group_lock(folder.parent):

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.services.tasks import ClsExample
+from domainbert.task_data.splits import ClsExample
 
 
 def encode_classification(

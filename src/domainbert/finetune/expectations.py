@@ -19,7 +19,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.artifacts import damage, is_complete, read_record, write_json_atomic
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import RESULT, only_models, references, run_list, run_record, task_config
-from domainbert.services.tasks import task_data_hash
+from domainbert.task_data.splits import task_data_hash
 
 log = logging.getLogger(__name__)
 EXPECTED = "expected.json"

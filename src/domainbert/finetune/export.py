@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from domainbert.finetune.pooling import MeanPoolClassifier
-from domainbert.services.tasks import TaskData
+from domainbert.task_data.splits import TaskData
 
 MODEL = "model"  # the folder name inside a run's result folder
 

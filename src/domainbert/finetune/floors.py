@@ -36,7 +36,7 @@ from sklearn.linear_model import LogisticRegression
 from threadpoolctl import threadpool_limits
 
 from domainbert.finetune.runner import PRIMARY, gold_of, score
-from domainbert.services.tasks import ClsExample, TaskData
+from domainbert.task_data.splits import ClsExample, TaskData
 
 logger = logging.getLogger(__name__)
 

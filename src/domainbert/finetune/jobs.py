@@ -22,8 +22,8 @@ from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import fingerprint, folder_identity
 from domainbert.core.models import require_safetensors, resolve_model_ref
 from domainbert.core.paths import RunLayout
-from domainbert.services.split_overlap import EVAL_SPLITS, SplitOverlap, find_overlap, without_overlap
-from domainbert.services.tasks import TaskData, load_task, task_data_hash
+from domainbert.task_data.split_overlap import EVAL_SPLITS, SplitOverlap, find_overlap, without_overlap
+from domainbert.task_data.splits import TaskData, load_task, task_data_hash
 
 logger = logging.getLogger(__name__)
 

@@ -26,7 +26,7 @@ from domainbert.finetune.jobs import RESULT, Job, load_task_data, only_models, r
 from domainbert.finetune.ner import repair_lines
 from domainbert.finetune.stage import finetune_one, has_model, run_current, settings_for, write_result
 from domainbert.finetune.track_run import open_tracker, send_run
-from domainbert.services.tasks import TaskData
+from domainbert.task_data.splits import TaskData
 
 logger = logging.getLogger(__name__)
 

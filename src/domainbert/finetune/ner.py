@@ -19,8 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.services.tags import to_iob2
-from domainbert.services.tasks import NerExample
+from domainbert.task_data.splits import NerExample
+from domainbert.task_data.tag_schemes import to_iob2
 
 log = logging.getLogger(__name__)
 

@@ -27,7 +27,7 @@ from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier, head_pooler
 from domainbert.finetune.trainer import TrainSettings, fit
-from domainbert.services.tasks import TaskData
+from domainbert.task_data.splits import TaskData
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase

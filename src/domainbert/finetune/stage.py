@@ -70,7 +70,7 @@ from domainbert.finetune.parallel import launch_run, launches
 from domainbert.finetune.runner import PRIMARY
 from domainbert.finetune.track_run import open_tracker, send_run
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import TaskData, task_data_hash
+from domainbert.task_data.splits import TaskData, task_data_hash
 
 logger = logging.getLogger(__name__)
 
@@ -231,7 +231,7 @@ def write_result(
         with atomic_output(final, config=run_cfg, inputs=inputs, fp=fps[job.seed], root=layout.root) as tmp:
             (tmp / RESULT).write_text(dump_artifact(FinetuneResult, result, final / RESULT))
             if in_run and staging is not None:
-                from domainbert.services.cards import finetuned_card
+                from domainbert.cards.finetuned_and_corpus import finetuned_card
 
                 os.replace(staging, tmp / MODEL)
                 custom = (tmp / MODEL / "modeling_mean_pool.py").is_file()

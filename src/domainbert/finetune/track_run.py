@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from domainbert import __version__
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tracking import Tracker
+from domainbert.trackers import Tracker
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig

@@ -28,7 +28,7 @@ from domainbert.corpus.decontaminate import eval_texts
 from domainbert.pretrain.base_warmup import warmup_corpus
 from domainbert.pretrain.data import read_jsonl_texts
 from domainbert.pretrain.task_text import EVAL_SPLITS, MANIFEST, general_text_dir, without_evaluation_text
-from domainbert.services.tasks import task_data_hash
+from domainbert.task_data.splits import task_data_hash
 
 log = logging.getLogger(__name__)
 

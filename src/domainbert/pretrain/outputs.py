@@ -47,11 +47,11 @@ def strip_wrappers(weights: dict[str, torch.Tensor]) -> dict[str, torch.Tensor]:
 def model_card(
     cfg: DomainConfig, arm: str, summary: dict[str, Any], scores: list[dict[str, Any]] | None = None
 ) -> str:
-    """README.md of the model folder (``services.arm_card.model_card``), with the fine-tuning ``scores`` of the
+    """README.md of the model folder (``cards.arm.model_card``), with the fine-tuning ``scores`` of the
     report's ``results.json`` once they exist (``push`` adds them to the card it uploads)."""
     import json
 
-    from domainbert.services.arm_card import model_card as hub_card
+    from domainbert.cards.arm import model_card as hub_card
 
     ext = Path(str(summary["source"])) / "extension.json"  # the vocab stage's record of what extended adds
     extension = json.loads(ext.read_text()) if arm == "extended" and ext.is_file() else None

@@ -24,7 +24,6 @@ from domainbert.pretrain.masking import MaskingSpec
 from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, detection_flops, flops_per_token
 from domainbert.pretrain.pairs import PairStream
-from domainbert.pretrain.plan import Plan, make_plan
 from domainbert.pretrain.preflight import run_preflight
 from domainbert.pretrain.read_ahead import default_workers
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator
@@ -35,6 +34,7 @@ from domainbert.pretrain.runtime import (
     seed_everything,
 )
 from domainbert.pretrain.start import ArmStart, arm_start, load_arm
+from domainbert.pretrain.step_plan import Plan, make_plan
 from domainbert.pretrain.task_text import arm_config, data_dir
 from domainbert.pretrain.token_store import stored_reader
 

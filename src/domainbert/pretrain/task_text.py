@@ -32,8 +32,8 @@ from domainbert.core.paths import RunLayout
 from domainbert.corpus import store
 from domainbert.corpus.audit import LeakAudit
 from domainbert.corpus.decontaminate import eval_texts
-from domainbert.services.split_overlap import normalised
-from domainbert.services.tasks import example_texts, load_task, task_data_hash
+from domainbert.task_data.split_overlap import normalised
+from domainbert.task_data.splits import example_texts, load_task, task_data_hash
 
 log = logging.getLogger(__name__)
 MANIFEST = "manifest.json"

@@ -37,20 +37,20 @@ from domainbert.core.distributed import barrier, replica_digests
 from domainbert.core.paths import RunLayout
 from domainbert.core.progress import ProgressLine, duration
 from domainbert.pretrain import checkpoint as ckpt
+from domainbert.pretrain.arm_summary import arm_summary
 from domainbert.pretrain.engine import objective_of
 from domainbert.pretrain.evaluation import watch_steps
 from domainbert.pretrain.log_window import LogWindow
 from domainbert.pretrain.masking import apply_mask, host_positions, step_generator
 from domainbert.pretrain.outputs import loadable_view, write_outputs
-from domainbert.pretrain.plan import Phase
 from domainbert.pretrain.runtime import (
     stop_agreed,
     torch_threads,
 )
 from domainbert.pretrain.setup import ArmSetup, set_up
-from domainbert.pretrain.summary import arm_summary
+from domainbert.pretrain.step_plan import Phase
 from domainbert.pretrain.train_state import TrainState
-from domainbert.services.tracking import MetricsLog, Tracker
+from domainbert.trackers import MetricsLog, Tracker
 
 log = logging.getLogger(__name__)
 

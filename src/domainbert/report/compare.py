@@ -22,6 +22,7 @@ from typing import Any
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
 from domainbert.config.finetune import CompareConfig
+from domainbert.config_flags import budget_flags, setting_flags
 from domainbert.core.artifacts import atomic_output, fingerprint, is_complete, write_json_atomic
 from domainbert.core.document import Document, Section, to_html, to_markdown, to_text
 from domainbert.core.errors import DataError
@@ -37,7 +38,6 @@ from domainbert.report.keep import keep_complete, reported_results, results_used
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
 from domainbert.report.rows import Comparison, ScoreRow, tables_json
 from domainbert.report.vocab_section import vocab_section
-from domainbert.services.flags import budget_flags, setting_flags
 
 log = logging.getLogger(__name__)
 
@@ -172,7 +172,7 @@ def found_text(arts: RunArtifacts) -> str:
 
 
 def _flags(cfg: DomainConfig, arts: RunArtifacts) -> list[str]:
-    """The run's unusual settings and budget (``services.flags``); task overlaps come from the results."""
+    """The run's unusual settings and budget (``config_flags``); task overlaps come from the results."""
     corpus = ((arts.manifest or {}).get("estimated_tokens") or {}).get("train")
     return setting_flags(cfg) + budget_flags(cfg, corpus)
 
@@ -295,7 +295,7 @@ def track_report(cfg: DomainConfig, layout: RunLayout, folder: Path, fp: str) ->
     a run named ``report``; nothing when MLflow is not among ``tracking.report_to``."""
     if "mlflow" not in cfg.tracking.report_to:
         return
-    from domainbert.services.tracking import Tracker
+    from domainbert.trackers import Tracker
 
     tracker = Tracker(
         cfg.tracking.model_copy(update={"report_to": ["mlflow"]}),

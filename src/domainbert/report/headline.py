@@ -15,6 +15,7 @@ from typing import Any
 
 from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.document import Figure, Section, Table
+from domainbert.literature import smallest_published, too_small
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.answer_figure import answer_figure
 from domainbert.report.inputs import RunArtifacts
@@ -32,7 +33,6 @@ from domainbert.report.results import FLOOR_MODEL, ORIGINAL_MODEL, REFERENCES, b
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.scratch_curve import scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
-from domainbert.services.published import smallest_published, too_small
 
 
 def score_cell(row: ScoreRow, best: bool) -> str:
@@ -361,7 +361,7 @@ def headline_section(
     seeds: int = 0,
 ) -> Section:
     """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
-    and its caveats; ``flags`` (``services.flags``) join the caveats; ``seeds``: how many the run configured."""
+    and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))

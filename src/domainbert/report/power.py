@@ -17,7 +17,7 @@ step over 10; with infinite df 2.8 and 4.0).
 ``se`` and ``df`` are the draws' (``stats.compare_models``) in the report, and ``design_se`` builds them for a
 design before it runs, from the run's own results where they exist, else from the task's stated prior
 (``task_prior``: ``TASK_PRIORS``, measured per task type on the shipped tasks, scaled to the task's test split;
-``report.design``). This module renders nothing.
+``plan.design_power``). This module renders nothing.
 """
 
 from __future__ import annotations

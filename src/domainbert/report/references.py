@@ -12,11 +12,11 @@ arm's difference from it is the domain's own effect. The detectable difference o
 from __future__ import annotations
 
 from domainbert.config.pretrain import ARMS
+from domainbert.literature import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 from domainbert.report.power import WHOLE_SCALE
 from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.summary import ci_text, holm_text, metric_label, pairing_text, points, signed_points
-from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 
 CONTROL = "control"
 

@@ -37,7 +37,7 @@ from tokenizers import AddedToken, Tokenizer
 from domainbert.core.models import embedding_rows, input_embeddings
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.vocab.fertility import normalized_counts, pieces
-from domainbert.vocab.references import TokenizerInfo
+from domainbert.vocab.reference_vocabs import TokenizerInfo
 from domainbert.vocab.train import METASPACE
 
 if TYPE_CHECKING:

@@ -25,7 +25,7 @@ from collections.abc import Iterable, Iterator
 import numpy as np
 from tokenizers import Tokenizer, pre_tokenizers
 
-from domainbert.vocab.references import TokenizerInfo
+from domainbert.vocab.reference_vocabs import TokenizerInfo
 
 _WORDS = pre_tokenizers.BertPreTokenizer()
 

@@ -15,7 +15,7 @@ from typing import Any
 
 from domainbert.corpus import store
 from domainbert.vocab.fertility import heldout_stats
-from domainbert.vocab.references import TokenizerInfo
+from domainbert.vocab.reference_vocabs import TokenizerInfo
 
 
 def language_of(meta: object) -> str | None:

@@ -27,7 +27,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 from domainbert.vocab.bytelevel import decode_bytelevel
-from domainbert.vocab.references import SPECIAL_PATTERN, TokenizerInfo
+from domainbert.vocab.reference_vocabs import SPECIAL_PATTERN, TokenizerInfo
 
 Form = tuple[str, str]
 

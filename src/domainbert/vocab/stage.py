@@ -42,7 +42,7 @@ from domainbert.vocab.fertility import (
 from domainbert.vocab.languages import by_language
 from domainbert.vocab.overlap import Form, ReferenceForms, comparable, info_forms
 from domainbert.vocab.recommend import recommend
-from domainbert.vocab.references import TokenizerInfo, describe, load_base_tokenizer, load_reference
+from domainbert.vocab.reference_vocabs import TokenizerInfo, describe, load_base_tokenizer, load_reference
 from domainbert.vocab.report import published_comparison, write_report
 from domainbert.vocab.sizes import choose_extension, curve_points, fit_summary, lengths_vs_base
 from domainbert.vocab.train import (

@@ -1,14 +1,12 @@
 """The card of a pretrained arm's model folder (``model_card``): Hub metadata with the fine-tuning
 ``model-index`` once the report's scores exist, data, budget, figures, use and limits; the card written to
-disk is the card ``push`` uploads. Fine-tuned and dataset cards are ``cards.py``'s."""
+disk is the card ``push`` uploads. Fine-tuned and dataset cards are ``finetuned_and_corpus.py``'s."""
 
 from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from domainbert.config.pretrain import ARMS
-from domainbert.core.artifact_types import replaced_token_detection
-from domainbert.services.cards import (
+from domainbert.cards.finetuned_and_corpus import (
     TASK_TYPES,
     base_model_id,
     dataset_ids,
@@ -16,7 +14,9 @@ from domainbert.services.cards import (
     source_name,
     start_of,
 )
-from domainbert.services.published import smallest_published, too_small
+from domainbert.config.pretrain import ARMS
+from domainbert.core.artifact_types import replaced_token_detection
+from domainbert.literature import smallest_published, too_small
 
 if TYPE_CHECKING:
     from huggingface_hub import EvalResult

@@ -12,7 +12,7 @@ Sources (``TaskConfig.format``):
   ``ClassLabel`` names; NER reads ``tokens_field`` and ``tags_field``.
 
 NER tags are checked against the declared label set, in the declared scheme, then converted to IOB2
-(``domainbert.services.tags``). ``max_train_examples``/``max_eval_examples``/``max_test_examples`` take a fixed random subset
+(``domainbert.task_data.tag_schemes``). ``max_train_examples``/``max_eval_examples``/``max_test_examples`` take a fixed random subset
 (``subset_seed``), kept in file order, identical for every model and seed. ``split_texts`` gives every text of
 a split through the same readers (no subsample), for the corpus stage's decontamination and audit, so what is
 fine-tuned and scored and what is checked against the corpus cannot disagree. What this module leaves out:
@@ -32,7 +32,14 @@ from typing import TYPE_CHECKING, Any, TypeVar
 from domainbert.config.finetune import TaskConfig
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import iter_records, text_lines
-from domainbert.services.tags import BadLabels, LabelOutsideSet, check_label_set, iob2_labels, to_iob2, warn_repairs
+from domainbert.task_data.tag_schemes import (
+    BadLabels,
+    LabelOutsideSet,
+    check_label_set,
+    iob2_labels,
+    to_iob2,
+    warn_repairs,
+)
 
 if TYPE_CHECKING:
     from datasets import Dataset, DatasetDict, IterableDataset, IterableDatasetDict
@@ -73,7 +80,7 @@ class TaskData:
     splits: dict[str, list[Any]] = field(default_factory=dict)
     sources: dict[str, str] = field(default_factory=dict)  # split -> file (or dataset id)
     data_hash: str = ""  # sha256 over the split files (or the dataset id), for fingerprints
-    # examples the evaluation splits share with train, and whether they were left out (services.split_overlap)
+    # examples the evaluation splits share with train, and whether they were left out (task_data.split_overlap)
     split_overlap: dict[str, Any] | None = None
 
 

@@ -27,8 +27,8 @@ from pathlib import Path
 from domainbert.config.domain import DomainConfig
 from domainbert.config.pretrain import ARMS, DEFAULT_ARM_OPTIM, Arm
 from domainbert.core.errors import DomainbertError
-from domainbert.services.split_overlap import find_overlap
-from domainbert.services.tasks import load_task
+from domainbert.task_data.split_overlap import find_overlap
+from domainbert.task_data.splits import load_task
 
 LR_FACTOR = 5.0
 WARMUP_MAX = 0.25

@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from domainbert.services.tasks import ClsExample, NerExample, TaskData, example_texts
+from domainbert.task_data.splits import ClsExample, NerExample, TaskData, example_texts
 
 EVAL_SPLITS = ("validation", "test")
 _WORD = re.compile(r"\w+")

@@ -64,7 +64,7 @@ def finetune_state(cfg: DomainConfig, layout: RunLayout, job: Job) -> StageState
     from domainbert.finetune.best_model import group_fingerprints
     from domainbert.finetune.jobs import task_config
     from domainbert.finetune.stage import run_current
-    from domainbert.services.tasks import task_data_hash
+    from domainbert.task_data.splits import task_data_hash
 
     try:
         fps = group_fingerprints(cfg, job, task_data_hash(task_config(cfg, job.task_name)))

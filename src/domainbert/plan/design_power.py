@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from domainbert.finetune.expectations import expected_runs, result_state
+from domainbert.literature import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
 from domainbert.report.power import WHOLE_SCALE, DesignPrior, design_se, detectable_difference, task_prior
 from domainbert.report.references import against_best_reference, references_row
 from domainbert.report.results import comparison_pairs, model_order
 from domainbert.report.rows import Comparison
-from domainbert.services.published import PUBLISHED_GAINS, PUBLISHED_GAINS_SOURCE
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
@@ -272,7 +272,7 @@ def _row_prior(row: Comparison, stated: DesignPrior) -> DesignPrior | None:
 def detect_lines(cfg: DomainConfig, layout: RunLayout, target: float, costs: tuple[float, float] | None) -> list[str]:
     """What ``plan --detect`` prints: per replicate count, the fewest seeds that detect ``target`` on every task,
     each task with its own prior (this run's measurement where it has results, else the stated one; the weakest
-    task decides), with what it costs here (``plan_estimate.design_costs``: seconds per replicate of the arms, per
+    task decides), with what it costs here (``plan.estimate.design_costs``: seconds per replicate of the arms, per
     fine-tuning run); once at the report's family-wise level, once for a single preregistered comparison."""
     family, alpha = planned_family(cfg, layout), 1 - cfg.compare.confidence
     sizes = _test_sizes(cfg)

@@ -9,7 +9,7 @@ machine gets a slower rate. Its results are cached under ``machine_cache()/plan-
 probe's shape, the torch version and the CPU; a cached rate is reused while the load is near the one it was
 measured at (within half the CPU count) and for a day; one plan probes a shape once. A fine-tuning probe is a
 real run of the task on the base cut short (``run_rates``), as many at once as ``--workers`` trains side by
-side, timed each plan. Without calibration ``plan_estimate.estimate`` guesses instead, instantly: 6 FLOPs per
+side, timed each plan. Without calibration ``plan.estimate.estimate`` guesses instead, instantly: 6 FLOPs per
 parameter and token at ``GUESS_FLOPS``. Corpus and vocabulary are not timed (they depend on the input files).
 """
 
@@ -262,7 +262,7 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     from domainbert.finetune.runner import timed_short_run
     from domainbert.finetune.stage import settings_for
     from domainbert.pretrain.runtime import torch_threads
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     f, data = cfg.finetune, load_task(task)
     # a short run timed on its own: it stops on nothing, so no stopping step chosen by the reference is needed

@@ -6,7 +6,7 @@ import pytest
 from pretrain_fixtures import make_cfg
 
 from domainbert.core.errors import ConfigError
-from domainbert.pretrain.plan import make_plan
+from domainbert.pretrain.step_plan import make_plan
 
 
 def test_budget_buys_whole_steps(base_model):

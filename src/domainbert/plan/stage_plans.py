@@ -5,7 +5,7 @@ fingerprint no longer matches the config and inputs; a stage after one that will
 after it (its inputs do not exist yet). Per pretraining arm: optimizer steps, tokens and training FLOPs (the
 same per-token estimate the trainer reports). Fine-tuning: the number of runs and how many are current.
 
-How long the stages that will run should take on this machine is ``plan_estimate``'s (it reads these plans);
+How long the stages that will run should take on this machine is ``plan.estimate``'s (it reads these plans);
 ``render`` prints both. This module trains nothing and times nothing."""
 
 from __future__ import annotations
@@ -45,11 +45,11 @@ def base_architecture(cfg: DomainConfig) -> PreTrainedModel | None:
 
 
 def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
-    """Every stage of a ``domainbert run`` with its status (``stage_state``, as the flows decide) and sizes."""
+    """Every stage of a ``domainbert run`` with its status (``plan.stage_state``, as the flows decide) and sizes."""
     from domainbert.finetune import recipe
     from domainbert.finetune.jobs import FLOOR, stops_on_reference
     from domainbert.finetune.stage import expected_results
-    from domainbert.stage_state import corpus_state, status, vocab_state
+    from domainbert.plan.stage_state import corpus_state, status, vocab_state
 
     plans = [StagePlan("corpus", status(corpus_state(cfg, layout), layout.corpus))]
     upstream = None if plans[0].status == "up to date" else "corpus"
@@ -122,9 +122,9 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
     """One arm: its steps, tokens, rate and FLOPs (a task-text arm's estimated from the task files until its
     task text is built) and status."""
     from domainbert.core.errors import ModelError
-    from domainbert.pretrain.plan import make_plan
+    from domainbert.plan.stage_state import pretrain_state, status
+    from domainbert.pretrain.step_plan import make_plan
     from domainbert.pretrain.task_text import arm_config, read_manifest
-    from domainbert.stage_state import pretrain_state, status
 
     name, (arm, replicate) = arm, split_replicate(arm)
     kind = ARMS[arm]
@@ -147,7 +147,7 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "estimated": estimated,
     }
     if model is not None and kind.from_scratch:
-        from domainbert.plan_timing import scratch_model
+        from domainbert.plan.probes import scratch_model
 
         model = scratch_model(cfg)
     if model is not None:

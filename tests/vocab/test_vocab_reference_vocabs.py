@@ -9,7 +9,7 @@ import pytest
 from domainbert.config.vocab import ReferenceVocab
 from domainbert.core.errors import DataError, ModelError
 from domainbert.core.paths import project_root
-from domainbert.vocab.references import load_base_tokenizer, load_reference, read_wordpiece_vocab
+from domainbert.vocab.reference_vocabs import load_base_tokenizer, load_reference, read_wordpiece_vocab
 
 VOCAB = project_root() / "corpora" / "vocab"
 

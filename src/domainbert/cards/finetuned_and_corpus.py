@@ -1,5 +1,5 @@
 """Model and dataset cards: the Hugging Face card of a fine-tuned model and of the corpus, and the helpers every
-card shares (Hub ids, sources, number formats); an arm's card is ``arm_card.py``'s.
+card shares (Hub ids, sources, number formats); an arm's card is ``arm.py``'s.
 
 Built with ``huggingface_hub``'s card classes from a run's configuration and results; the pretraining and
 fine-tuning stages write them beside their models and ``domainbert.hub`` uploads them. Nothing here talks to

@@ -6,9 +6,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from domainbert.cards.finetuned_and_corpus import finetuned_card, start_of
 from domainbert.config.domain import load_domain
 from domainbert.pretrain.start import ArmStart, warmup_record
-from domainbert.services.cards import finetuned_card, start_of
 
 WARMUP = {"steps": 140, "tokens": 286720, "train": "full", "wall_seconds": 12.0}
 
@@ -64,7 +64,7 @@ def test_a_fine_tuned_card_names_what_it_was_fine_tuned_from_by_the_hubs_convent
     ``push --base-repo`` names where it was pushed, which keeps the card's scores."""
     from huggingface_hub import ModelCard
 
-    from domainbert.services.cards import with_base_model
+    from domainbert.cards.finetuned_and_corpus import with_base_model
 
     cfg = load_domain("science")
     labels = next(t for t in cfg.finetune.tasks if t.name == "science-subject").labels

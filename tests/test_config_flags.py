@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from domainbert.config.domain import load_domain
-from domainbert.services.flags import budget_flags, passes, setting_flags
+from domainbert.config_flags import budget_flags, passes, setting_flags
 
 
 @pytest.mark.parametrize("domain", ["science", "economics", "law", "tweets"])
@@ -63,9 +63,9 @@ def test_a_million_passes_and_a_sliver_of_a_pass_are_flagged():
 def test_bf16_is_auto_where_native_and_flagged_where_torch_would_emulate_it(monkeypatch, native):
     import torch
 
+    from domainbert.config_flags import machine_flags
     from domainbert.core.distributed import resolve_precision
     from domainbert.pretrain.runtime import autocast_dtype
-    from domainbert.services.flags import machine_flags
 
     # What the CPU reports about itself, as on an AVX512-BF16 machine and on an AVX2-only one.
     monkeypatch.setattr(torch.cpu, "_is_avx512_bf16_supported", lambda: native)
@@ -85,8 +85,8 @@ def test_before_the_corpus_exists_the_budget_is_weighed_against_the_most_its_sou
     import gzip
     import json
 
+    from domainbert.config_flags import source_budget_flags
     from domainbert.corpus.source_check import source_tokens_at_most
-    from domainbert.services.flags import source_budget_flags
 
     line = b'{"text": "word word"}\n'
     (tmp_path / "a.jsonl").write_bytes(line * 100)
@@ -105,8 +105,8 @@ def test_before_the_corpus_exists_the_budget_is_weighed_against_the_most_its_sou
 
 @pytest.mark.parametrize("domain", ["science", "economics", "law", "tweets"])
 def test_the_shipped_budgets_are_in_range_of_their_source_files(domain):
+    from domainbert.config_flags import source_budget_flags
     from domainbert.corpus.source_check import source_tokens_at_most
-    from domainbert.services.flags import source_budget_flags
 
     cfg = load_domain(domain, [])
     assert source_budget_flags(cfg, source_tokens_at_most(cfg.corpus.sources)) == []

@@ -15,7 +15,7 @@ Everything downstream (the model's label set, the loss, seqeval's strict IOB2 ev
 
 A task file written against another label set (``B-GENE`` where the domain says ``B-TERM``) is wrong on many
 lines; naming only the first would take a run of ``validate`` per line to fix. The readers of
-``services.tasks`` add each tag or label outside the set to ``BadLabels`` and raise the file's one error at its
+``task_data.splits`` add each tag or label outside the set to ``BadLabels`` and raise the file's one error at its
 end, naming every bad line up to ``BadLabels.MAX_LISTED``.
 """
 

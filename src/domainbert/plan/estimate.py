@@ -1,9 +1,9 @@
 """How long a planned run will take on this machine (``domainbert plan``'s estimate, and ``plan --detect``'s
-price of a design), stage by stage, from the plans ``run_plan`` makes.
+price of a design), stage by stage, from the plans ``plan.stage_plans`` makes.
 
 The estimate is a calibration, not a promise: a few real steps of the base architecture (random weights, this
 machine, ``torch_threads``; pretraining's own objective with sparse prediction, the encoder frozen for a
-head-only base warm-up; ``plan_timing``, cached per machine and shape) give seconds per pretraining token, and a
+head-only base warm-up; ``plan.probes``, cached per machine and shape) give seconds per pretraining token, and a
 short real run of each task gives a fine-tuning run's setup and its seconds per trained and per scored example.
 Uncalibrated, it is an instant guess from the parameter count. Not included: the arms' evaluations at start and
 end and their checkpoints, the floors, collapse retries, and corpus and vocabulary time (which depends on the
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from domainbert.config.pretrain import ARMS, split_replicate
-from domainbert.run_plan import StagePlan, TimeEstimate, base_architecture, stage_plans
+from domainbert.plan.stage_plans import StagePlan, TimeEstimate, base_architecture, stage_plans
 
 if TYPE_CHECKING:
     from domainbert.config.domain import DomainConfig
@@ -29,7 +29,7 @@ def _finetune_examples(cfg: DomainConfig, task: Any, once: bool) -> tuple[float,
     import math
 
     from domainbert.config.finetune import first_validated_step
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     f, data = cfg.finetune, load_task(task)
     n_train, n_val, n_test = (len(data.splits[s]) for s in ("train", "validation", "test"))
@@ -48,7 +48,7 @@ def _mean_tokens(cfg: DomainConfig, task: Any) -> float:
     from transformers import AutoTokenizer
 
     from domainbert.core.models import resolve_model_ref
-    from domainbert.services.tasks import load_task
+    from domainbert.task_data.splits import load_task
 
     tok = AutoTokenizer.from_pretrained(resolve_model_ref(cfg.base_model.name_or_path))
     train = load_task(task).splits["train"]
@@ -76,7 +76,7 @@ def _finetune_seconds(
     short real run of its task measured here (noted in ``how``), or without ``calibrate`` every example at its
     task's mean length (``_mean_tokens``) at ``guess`` seconds per training token. ``measured`` holds the short
     runs this command has timed, by task and runs at once (filled here): none is timed twice."""
-    from domainbert import plan_timing as timing
+    from domainbert.plan import probes as timing
 
     rates: dict[str, Any] = {}
     together = max(1, min(workers, len(todo)))  # runs that train side by side
@@ -116,14 +116,14 @@ def estimate(
     measured: dict[tuple[str, int], Any] | None = None,
 ) -> TimeEstimate | None:
     """Seconds each model stage that will run should take on this machine, from probes timed here and now
-    (``plan_timing``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
-    parameter count (``plan_timing.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
+    (``plan.probes``, cached per machine and shape) or, with ``calibrate`` off, an instant guess from the
+    parameter count (``plan.probes.GUESS_FLOPS``); None when the base's architecture is unreachable (a Hub id
     offline): nothing to time. An arm is its training steps and its perplexity curve (``watch_share`` of them);
     the evaluations at its start and end and its checkpoints are not included. A fine-tuning run is its setup,
     its training examples and its scored ones, each at the cost a short real run of the task measured here
-    (``plan_timing.run_rates``, as many at once as ``workers`` trains side by side; ``measured``: those a call
+    (``plan.probes.run_rates``, as many at once as ``workers`` trains side by side; ``measured``: those a call
     before this one in the same command timed, which are reused)."""
-    from domainbert import plan_timing as timing
+    from domainbert.plan import probes as timing
     from domainbert.pretrain.base_warmup import NAME as WARMUP
 
     model = base_architecture(cfg)
