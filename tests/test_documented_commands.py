@@ -32,7 +32,7 @@ from pathlib import Path
 
 import pytest
 
-from test_docs_own_domain import _project
+from support.docs import own_domain_project
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md")
@@ -287,7 +287,7 @@ def _checkout(root: Path) -> Path:
 
 def _where(how: How, tmp_path: Path) -> Path:
     if how.where == "project":
-        _project(tmp_path / "contracts-project")
+        own_domain_project(tmp_path / "contracts-project")
         return tmp_path / "contracts-project"
     return _checkout(tmp_path / "checkout")
 

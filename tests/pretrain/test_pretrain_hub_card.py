@@ -6,12 +6,12 @@ import json
 
 import pytest
 from huggingface_hub import ModelCard
-from pretrain_fixtures import make_cfg
 
 from domainbert.core.errors import DomainbertError
 from domainbert.hub import push_folder
 from domainbert.pretrain.stage import pretrain_arm, read_summary
 from domainbert.services.arm_card import model_card
+from support.pretrain import make_cfg
 
 SCORES = [{"model": "continued", "task": "science-subject", "task_type": "classification", "metric": "macro_f1",
            "mean": 0.7861, "n_seeds": 3, "collapsed": 0},

@@ -6,13 +6,13 @@ import math
 import time
 
 import pytest
-from pretrain_fixtures import make_cfg
 
 from domainbert import plan_timing
 from domainbert.core.paths import machine_cache
 from domainbert.finetune.expectations import expected_runs
 from domainbert.plan_estimate import estimate
 from domainbert.run_plan import render, stage_plans
+from support.pretrain import make_cfg
 
 ARM = "pretrain continued"
 

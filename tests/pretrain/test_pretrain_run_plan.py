@@ -7,7 +7,6 @@ import math
 import shutil
 
 import pytest
-from pretrain_fixtures import make_cfg
 
 from domainbert.config.domain import load_domain
 from domainbert.core.artifacts import atomic_output
@@ -18,6 +17,7 @@ from domainbert.pretrain.objective import flops_per_token
 from domainbert.pretrain.plan import make_plan
 from domainbert.pretrain.task_text import arm_config, estimated_task_tokens
 from domainbert.run_plan import render, stage_plans
+from support.pretrain import make_cfg
 
 
 def _record_corpus(cfg, layout, tmp_path):
