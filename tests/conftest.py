@@ -77,6 +77,7 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
 LANE_TIMEOUT_S = {"unit": 60, "stage": 300}
 
 
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the markers this adds
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Each test under ``tests/<lane>/`` gets its lane's marker (``-m unit``) and its lane's time limit."""
     tests = config.rootpath / "tests"
