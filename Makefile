@@ -15,7 +15,7 @@ TORCH_INDEX_URL ?=
 # Test processes (pytest-xdist): most tests run one thread, so two use both cores of a 2-core machine.
 PYTEST_WORKERS ?= 2
 
-.PHONY: setup demo scratch-study test test-fast bench lint typecheck clean
+.PHONY: setup demo scratch-study test test-unit test-stage test-system test-fast bench lint typecheck clean
 
 setup: $(VENV)/.installed
 
@@ -59,9 +59,19 @@ scratch-study: setup
 test: setup
 	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
 
-# The everyday lane: no DeepSpeed launches, no Prefect server, nothing marked slow.
+# The lanes, one folder each: unit (pure functions), stage (stages on tiny models), system (servers, signals,
+# DeepSpeed, two nodes, documented commands, calibration). test-fast is the everyday one: unit and stage.
+test-unit: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/unit $(PYTEST_ARGS)
+
+test-stage: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/stage $(PYTEST_ARGS)
+
+test-system: setup
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 tests/system $(PYTEST_ARGS)
+
 test-fast: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) -m "not slow and not deepspeed and not server" $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/unit tests/stage $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/corpus_build.py

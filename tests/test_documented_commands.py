@@ -38,7 +38,7 @@ from pathlib import Path
 
 import pytest
 
-from test_docs_own_domain import _project
+from support.docs import own_domain_project
 
 REPO = Path(__file__).resolve().parents[1]
 DOCS = ("README.md", "docs/usage.md", "docs/own-domain.md", "docs/cluster.md", "docs/development.md", "docs/demo.md",
@@ -82,6 +82,9 @@ COMMANDS: dict[str, How] = {
     "make scratch-study": How(LONG, "studies 7 and 12: an hour of from-scratch pretraining, then 30 fine-tuning runs of up to 10 epochs"),
     "make test": How(SKIP, SUITE),
     "make test-fast": How(SKIP, SUITE),
+    "make test-unit": How(SKIP, SUITE),
+    "make test-stage": How(SKIP, SUITE),
+    "make test-system": How(SKIP, SUITE),
     'make test PYTEST_ARGS="-m \'not slow\'"': How(SKIP, SUITE),
     "make setup": How(SKIP, NETWORK),
     "make demo TORCH_INDEX_URL=https://download.pytorch.org/whl/cpu": How(SKIP, NETWORK),
@@ -300,7 +303,7 @@ def _checkout(root: Path) -> Path:
 
 def _where(how: How, tmp_path: Path) -> Path:
     if how.where == "project":
-        _project(tmp_path / "contracts-project")
+        own_domain_project(tmp_path / "contracts-project")
         return tmp_path / "contracts-project"
     return _checkout(tmp_path / "checkout")
 

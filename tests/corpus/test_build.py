@@ -6,73 +6,23 @@ import gzip
 import json
 import logging
 import random
-from pathlib import Path
 
 import pytest
 from huggingface_hub import DatasetCard
 
-from domainbert.config.corpus import CorpusConfig
 from domainbert.config.domain import load_domain
-from domainbert.config.finetune import TaskConfig
 from domainbert.core.artifacts import content_hash
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus, prepare, stage_fingerprint
 from domainbert.corpus.shards import iter_input_shards, process_input_shard
 from domainbert.corpus.store import count_documents, iter_documents
-
-WORDS = ("system data program memory network compiler process file user language code object function value "
-         "server client protocol kernel thread queue cache disk register pointer array string type class method "
-         "module library interface query index table record field key hash tree graph node edge path").split()
-
-
-def _doc(rng: random.Random, n: int = 40) -> str:
-    return " ".join(rng.choice(WORDS) for _ in range(n)) + "."
-
-
-def _make_inputs(tmp_path: Path) -> dict[str, int]:
-    """Two sources with known exact duplicates, near duplicates, short docs and one eval text."""
-    rng = random.Random(7)
-    a = [_doc(rng) for _ in range(300)]
-    b = [_doc(rng) for _ in range(100)]
-    b += a[:10]  # 10 exact duplicates across sources (case and spacing differ)
-    b = b[:100] + [t.upper().replace(" ", "  ") for t in a[:10]]
-    near = [" ".join(t.split()[:-1] + ["endword."]) for t in a[10:20]]  # 10 near duplicates
-    short = ["too short"] * 5
-    eval_text = a[20]
-    with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
-        f.writelines(json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate(a))
-    (tmp_path / "b.txt").write_text("\n".join(b + near + short) + "\n")
-    task = tmp_path / "task"
-    task.mkdir()
-    for split in ("train", "validation", "test"):
-        with gzip.open(task / f"{split}.jsonl.gz", "wt") as f:
-            f.write(json.dumps({"text": eval_text if split == "test" else "other text", "label": "x"}) + "\n")
-    return {"in": 300 + 100 + 10 + 10 + 5, "exact": 10, "near": 10, "short": 5, "contaminated": 1}
-
-
-def _cfg(tmp_path: Path, **corpus_kw):
-    base = load_domain("science")
-    corpus = CorpusConfig.model_validate({
-        "sources": [{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]},
-                    {"type": "local", "name": "b", "paths": [str(tmp_path / "b.txt")], "format": "text_lines"}],
-        "filters": [{"name": "normalize_whitespace_v1"}, {"name": "min_length_v1", "options": {"min_words": 5}},
-                    {"name": "gopher_repetition_v1", "options": {"top_n_grams": {}}}],
-        "dedup": {"threshold": 0.7, "ngram": 3},
-        "decontamination": {"ngram": 8},
-        "validation_fraction": 0.1, "shard_documents": 60, "workers": 1, **corpus_kw})
-    task = TaskConfig(name="toy", type="classification", format="jsonl", path=str(tmp_path / "task"), labels=["x"])
-    return base.model_copy(update={"corpus": corpus, "finetune": base.finetune.model_copy(update={"tasks": [task]})})
-
-
-def _shard_bytes(corpus_dir: Path) -> dict[str, bytes]:
-    files = sorted(corpus_dir.glob("*/shard-*.parquet")) + [corpus_dir / "manifest.json"]
-    return {p.relative_to(corpus_dir).as_posix(): p.read_bytes() for p in files}
+from support.corpus import corpus_cfg, doc, make_inputs, shard_bytes
 
 
 def test_build_counts_outputs_and_skip(tmp_path, caplog):
-    known = _make_inputs(tmp_path)
+    known = make_inputs(tmp_path)
     layout = RunLayout(tmp_path / "run")
-    m = build_corpus(_cfg(tmp_path), layout)
+    m = build_corpus(corpus_cfg(tmp_path), layout)
     assert m["documents_in"] == known["in"]
     assert m["filters"]["min_length_v1"] == {"dropped": known["short"], "reasons": {"too_few_words": known["short"]}}
     assert m["dedup"]["exact_removed"] == known["exact"]
@@ -94,26 +44,26 @@ def test_build_counts_outputs_and_skip(tmp_path, caplog):
     assert card.data.size_categories == ["n<1K"] and "| a | 300 |" in card.text and str(tmp_path) not in str(card)
     assert f"| min_length_v1 | {known['short']} | too_few_words: {known['short']} |" in card.text
     assert f"{known['contaminated']} documents dropped" in card.text
-    assert not (layout.root / "corpus.work" / stage_fingerprint(_cfg(tmp_path))[:16]).exists()
+    assert not (layout.root / "corpus.work" / stage_fingerprint(corpus_cfg(tmp_path))[:16]).exists()
     caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
-    assert build_corpus(_cfg(tmp_path), layout) == m
+    assert build_corpus(corpus_cfg(tmp_path), layout) == m
     assert "skipped: up to date" in caplog.text
 
 
 def test_deterministic_across_runs_and_worker_counts(tmp_path):
-    _make_inputs(tmp_path)
+    make_inputs(tmp_path)
     one = RunLayout(tmp_path / "one")
     two = RunLayout(tmp_path / "two")
-    build_corpus(_cfg(tmp_path), one)
-    build_corpus(_cfg(tmp_path, workers=2), two)
-    assert _shard_bytes(one.corpus) == _shard_bytes(two.corpus)
+    build_corpus(corpus_cfg(tmp_path), one)
+    build_corpus(corpus_cfg(tmp_path, workers=2), two)
+    assert shard_bytes(one.corpus) == shard_bytes(two.corpus)
 
 
 def test_resume_redoes_only_unfinished_shards(tmp_path, caplog):
-    _make_inputs(tmp_path)
+    make_inputs(tmp_path)
     clean = RunLayout(tmp_path / "clean")
-    build_corpus(_cfg(tmp_path), clean)
-    cfg = _cfg(tmp_path)
+    build_corpus(corpus_cfg(tmp_path), clean)
+    cfg = corpus_cfg(tmp_path)
     resumed = RunLayout(tmp_path / "resumed")
     work = resumed.root / "corpus.work" / stage_fingerprint(cfg)[:16]
     # What a build killed during its third shard leaves behind: two shards done, one half-written.
@@ -128,21 +78,21 @@ def test_resume_redoes_only_unfinished_shards(tmp_path, caplog):
     caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
     build_corpus(cfg, resumed)
     assert "2 already processed" in caplog.text
-    assert _shard_bytes(resumed.corpus) == _shard_bytes(clean.corpus)
+    assert shard_bytes(resumed.corpus) == shard_bytes(clean.corpus)
 
 
 def test_empty_after_filtering_and_malformed_counts(tmp_path):
-    _make_inputs(tmp_path)
+    make_inputs(tmp_path)
     with gzip.open(tmp_path / "a.jsonl.gz", "at") as f:
         f.write("{broken\n")
     with pytest.raises(Exception, match="a.jsonl.gz:301"):
-        build_corpus(_cfg(tmp_path), RunLayout(tmp_path / "strict"))
-    m = build_corpus(_cfg(tmp_path, max_malformed_lines=1, write_dropped=True), RunLayout(tmp_path / "lenient"))
+        build_corpus(corpus_cfg(tmp_path), RunLayout(tmp_path / "strict"))
+    m = build_corpus(corpus_cfg(tmp_path, max_malformed_lines=1, write_dropped=True), RunLayout(tmp_path / "lenient"))
     assert m["malformed_lines"] == {"total": 1, "by_source": {"a": {"invalid_json": 1}}}
     with gzip.open(tmp_path / "lenient" / "corpus" / "dropped.jsonl.gz", "rt") as f:
         dropped = [json.loads(line) for line in f]
     assert sorted(d["reason"] for d in dropped) == ["decontamination:overlap"] + ["min_length_v1:too_few_words"] * 5
-    cfg = _cfg(tmp_path, max_malformed_lines=1, filters=[{"name": "min_length_v1", "options": {"min_words": 999}}])
+    cfg = corpus_cfg(tmp_path, max_malformed_lines=1, filters=[{"name": "min_length_v1", "options": {"min_words": 999}}])
     with pytest.raises(Exception, match="empty after filtering"):
         build_corpus(cfg, RunLayout(tmp_path / "empty"))
     assert not (tmp_path / "empty" / "corpus").exists()
@@ -163,8 +113,8 @@ def test_law_sample_contamination_is_found(tmp_path):
 def test_cut_sentences_are_gone_from_the_built_corpus(tmp_path):
     """A document with one contaminated sentence among clean ones keeps only the clean ones in the output."""
     rng = random.Random(3)
-    clean = [_doc(rng, 30) for _ in range(4)]
-    eval_text = _doc(rng, 20)
+    clean = [doc(rng, 30) for _ in range(4)]
+    eval_text = doc(rng, 20)
     mixed = f"{clean[0]} {clean[1]} {eval_text} {clean[2]}"
     with gzip.open(tmp_path / "a.jsonl.gz", "wt") as f:
         f.writelines(json.dumps({"id": f"a{i}", "text": t}) + "\n" for i, t in enumerate([mixed, clean[3]]))
@@ -173,7 +123,7 @@ def test_cut_sentences_are_gone_from_the_built_corpus(tmp_path):
     for split, text in (("test", eval_text), ("validation", "other text")):
         with gzip.open(task / f"{split}.jsonl.gz", "wt") as f:
             f.write(json.dumps({"text": text, "label": "x"}) + "\n")
-    cfg = _cfg(tmp_path, sources=[{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]}],
+    cfg = corpus_cfg(tmp_path, sources=[{"type": "local", "name": "a", "paths": [str(tmp_path / "a.jsonl.gz")]}],
                validation_fraction=0.01)
     m = build_corpus(cfg, RunLayout(tmp_path / "run"))
     texts = {d["id"]: d["text"] for split in ("train", "validation")
@@ -193,8 +143,8 @@ def test_sigkill_then_restart_gives_identical_output(tmp_path, caplog):
 
     import yaml
 
-    _make_inputs(tmp_path)
-    cfg = _cfg(tmp_path, shard_documents=20)
+    make_inputs(tmp_path)
+    cfg = corpus_cfg(tmp_path, shard_documents=20)
     data = cfg.model_dump(mode="json")
     data.pop("profile")
     data["profiles"] = {"offline": {}}
@@ -219,8 +169,8 @@ def test_sigkill_then_restart_gives_identical_output(tmp_path, caplog):
     build_corpus(load_domain(domain_file), killed)
     assert f"{done_before} already processed" in caplog.text
     clean = RunLayout(tmp_path / "clean")
-    build_corpus(_cfg(tmp_path, shard_documents=20), clean)
-    assert _shard_bytes(killed.corpus) == _shard_bytes(clean.corpus)
+    build_corpus(corpus_cfg(tmp_path, shard_documents=20), clean)
+    assert shard_bytes(killed.corpus) == shard_bytes(clean.corpus)
 
 
 def test_a_build_interrupted_and_resumed_has_the_hash_of_an_uninterrupted_one(tmp_path, monkeypatch):
@@ -228,15 +178,15 @@ def test_a_build_interrupted_and_resumed_has_the_hash_of_an_uninterrupted_one(tm
     report's filter order, reasons and drop samples included) must not tell them apart."""
     import domainbert.corpus.build as build
 
-    _make_inputs(tmp_path)
+    make_inputs(tmp_path)
     rng = random.Random(3)
     lengths = (2, 60, 20)  # short (min_length drops it), long (max_length drops it), kept
-    (tmp_path / "c.txt").write_text("\n".join(_doc(rng, lengths[i % 3]) for i in range(300)) + "\n")
+    (tmp_path / "c.txt").write_text("\n".join(doc(rng, lengths[i % 3]) for i in range(300)) + "\n")
     # The pipeline's order is not the names' order, so an order taken from a sorted record would show.
     filters = [{"name": "min_length_v1", "options": {"min_words": 5}},
                {"name": "max_length_v1", "options": {"max_words": 50}}]
     sources = [{"type": "local", "name": "c", "paths": [str(tmp_path / "c.txt")], "format": "text_lines"}]
-    cfg = _cfg(tmp_path, sources=sources, filters=filters)
+    cfg = corpus_cfg(tmp_path, sources=sources, filters=filters)
     clean = RunLayout(tmp_path / "clean")
     build_corpus(cfg, clean)
 

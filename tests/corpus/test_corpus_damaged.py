@@ -5,11 +5,10 @@ from __future__ import annotations
 
 import logging
 
-from test_build import _cfg, _make_inputs, _shard_bytes
-
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
-from domainbert.plan.stage_state import corpus_state, status
+from domainbert.stage_state import corpus_state, status
+from support.corpus import corpus_cfg, make_inputs, shard_bytes
 
 
 def _truncate(path, keep: int = 100) -> None:
@@ -17,10 +16,10 @@ def _truncate(path, keep: int = 100) -> None:
 
 
 def test_a_truncated_manifest_or_shard_is_stale_and_rebuilt(tmp_path, caplog):
-    _make_inputs(tmp_path)
-    cfg, layout = _cfg(tmp_path), RunLayout(tmp_path / "run")
+    make_inputs(tmp_path)
+    cfg, layout = corpus_cfg(tmp_path), RunLayout(tmp_path / "run")
     manifest = build_corpus(cfg, layout)
-    built = _shard_bytes(layout.corpus)
+    built = shard_bytes(layout.corpus)
     caplog.set_level(logging.WARNING, logger="domainbert")
     for damaged in (layout.corpus / "manifest.json", sorted(layout.corpus.glob("train/shard-*.parquet"))[0]):
         _truncate(damaged)
@@ -29,6 +28,6 @@ def test_a_truncated_manifest_or_shard_is_stale_and_rebuilt(tmp_path, caplog):
         line = status(state, layout.corpus)
         assert line.startswith(f"will rerun: {damaged}: damaged") and "\n" not in line
         assert build_corpus(cfg, layout) == manifest  # rebuilt, not skipped, and the same as before
-        assert _shard_bytes(layout.corpus) == built
+        assert shard_bytes(layout.corpus) == built
         assert f"{damaged}: damaged" in caplog.text
         assert corpus_state(cfg, layout).current

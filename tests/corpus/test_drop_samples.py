@@ -49,15 +49,14 @@ def test_report_table_lists_the_examples():
 
 
 def test_build_writes_the_sample_and_a_true_log_line(tmp_path, caplog):
-    from test_build import _cfg, _make_inputs
-
     from domainbert.core.paths import RunLayout
     from domainbert.corpus.build import build_corpus
+    from support.corpus import corpus_cfg, make_inputs
 
-    known = _make_inputs(tmp_path)
+    known = make_inputs(tmp_path)
     layout = RunLayout(tmp_path / "run")
     caplog.set_level(logging.INFO, logger="domainbert.corpus.build")
-    m = build_corpus(_cfg(tmp_path), layout)
+    m = build_corpus(corpus_cfg(tmp_path), layout)
     sample = m["filter_examples"]["min_length_v1"]
     assert len(sample) == known["short"] and {(r["text"], r["reason"]) for r in sample} == {
         ("too short", "too_few_words")}

@@ -6,8 +6,6 @@ from __future__ import annotations
 import json
 
 from huggingface_hub import ModelCard
-from test_finetune_export import _predict
-from test_finetune_stage import cfg_overrides, make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
 from domainbert.cli import run_cli
 from domainbert.core.artifacts import read_record
@@ -17,7 +15,8 @@ from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import Job
 from domainbert.finetune.matrix import finetune_all
 from domainbert.finetune.stage import expected_results
-from domainbert.task_data.splits import load_task
+from domainbert.services.tasks import load_task
+from support.finetune import cfg_overrides, make_cfg, predict_labels
 
 
 def _result(val: float) -> dict:
@@ -64,7 +63,7 @@ def test_the_best_seed_is_kept_loads_with_stock_classes_and_predicts_its_runs_an
 
     task = next(t for t in cfg.finetune.tasks if t.name == "ner")
     examples = load_task(task).splits["test"][:6]
-    assert _predict(folder, task, examples, custom=False) == results[best]["pred"][:6]  # stock class, no remote code
+    assert predict_labels(folder, task, examples, custom=False) == results[best]["pred"][:6]  # stock class, no remote code
 
     # Another learning rate: the kept model's run is no longer current, so it is held by no seed.
     changed = make_cfg(tiny_bert, tasks_dir, *extra, "finetune.lr=0.001")
@@ -130,5 +129,5 @@ def test_results_without_models_rerun_only_the_best_seed(tmp_path, tiny_bert, ta
     assert "trust_remote_code" not in (kept / "README.md").read_text() and not (kept / "modeling_mean_pool.py").exists()
     task = next(t for t in best.finetune.tasks if t.name == "cls")
     examples = load_task(task).splits["test"][:6]
-    assert _predict(kept, task, examples, custom=False) == json.loads(
+    assert predict_labels(kept, task, examples, custom=False) == json.loads(
         (layout.finetune("base", "cls", top) / "result.json").read_text())["pred"][:6]

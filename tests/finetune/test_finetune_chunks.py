@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_finetune_stage import make_cfg
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.paths import RunLayout
@@ -19,7 +18,8 @@ from domainbert.finetune.classification import encode_classification
 from domainbert.finetune.jobs import Job, run_record
 from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.stage import finetune_one
-from domainbert.task_data.splits import ClsExample
+from domainbert.services.tasks import ClsExample
+from support.finetune import make_cfg
 
 FILLER = "the a of and to is in for on with data program file system code user".split()
 

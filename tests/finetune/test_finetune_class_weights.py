@@ -8,10 +8,10 @@ import numpy as np
 import pytest
 import torch
 from sklearn.utils.class_weight import compute_class_weight
-from test_finetune_host_reads import _classifier
 
 from domainbert.config.finetune import TaskConfig
 from domainbert.finetune.class_weights import balanced_weights, weighted_loss
+from support.finetune import tiny_classifier
 
 
 def test_sequence_weights_are_scikit_learns_balanced_ones():
@@ -27,7 +27,7 @@ def test_token_weights_count_scored_tokens_only_and_an_absent_label_weighs_one()
 
 
 def test_the_weighted_loss_with_unit_weights_is_the_models_own_and_weights_move_it():
-    model = _classifier().eval()
+    model = tiny_classifier().eval()
     batch = {
         "input_ids": torch.tensor([[5, 6, 7, 8], [9, 10, 11, 0]]),
         "attention_mask": torch.tensor([[1, 1, 1, 1], [1, 1, 1, 0]]),

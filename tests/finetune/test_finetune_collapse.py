@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
 from domainbert.core.paths import RunLayout
 from domainbert.finetune import attempts
 from domainbert.finetune.collapse import diagnose, kept_attempt
 from domainbert.finetune.stage import finetune_one
+from support.finetune import make_cfg
 
 
 def test_constant_classifier_is_collapsed_and_a_varied_one_is_not():

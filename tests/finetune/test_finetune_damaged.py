@@ -5,12 +5,11 @@ from __future__ import annotations
 
 import json
 
-from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - tasks_dir is a fixture
-
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.matrix import finetune_all
 from domainbert.finetune.stage import expected_results
 from domainbert.report.compare import render_report
+from support.finetune import make_cfg
 
 
 def test_an_edited_or_truncated_result_is_left_out_named_and_recomputed(tmp_path, tiny_bert, tasks_dir, caplog):  # noqa: F811

@@ -7,9 +7,9 @@ from __future__ import annotations
 import dataclasses
 
 import torch
-from test_finetune_host_reads import _classifier, _examples
 
 from domainbert.finetune import trainer
+from support.finetune import tiny_classifier, token_examples
 
 
 def _state() -> trainer.FitState:
@@ -43,13 +43,13 @@ def test_a_tie_with_a_falling_training_loss_is_not_worse_and_a_tie_without_one_i
 
 def test_fit_leaves_the_model_holding_the_weights_of_its_best_evaluation():
     """A real loop over a 2-layer hidden-128 classifier, validation scripted: best at the second of four epochs."""
-    model, scores, snapshots = _classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
+    model, scores, snapshots = tiny_classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
 
     def evaluate() -> dict:
         snapshots.append({k: v.detach().clone() for k, v in model.state_dict().items()})
         return {"acc": next(scores)}
 
-    train = _examples(20)
+    train = token_examples(20)
     settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
     out = trainer.fit(model, train, [len(f["input_ids"]) for f in train], evaluate, "acc", settings, pad_id=0)
 
@@ -63,19 +63,19 @@ def test_fit_leaves_the_model_holding_the_weights_of_its_best_evaluation():
 def test_a_run_stopped_at_the_references_step_ends_with_the_weights_the_reference_kept_there():
     """``stop_step`` (``finetune.early_stopping: reference``): the run trains to the step on the whole schedule,
     validates once there and keeps those weights, the same as an early-stopping run that kept that step."""
-    reference, scores, kept = _classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
+    reference, scores, kept = tiny_classifier(), iter([0.2, 0.9, 0.5, 0.4]), []
 
     def scripted() -> dict:
         kept.append({k: v.detach().clone() for k, v in reference.state_dict().items()})
         return {"acc": next(scores)}
 
-    train = _examples(20)
+    train = token_examples(20)
     lengths = [len(f["input_ids"]) for f in train]
     settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
     chosen = trainer.fit(reference, train, lengths, scripted, "acc", settings, pad_id=0)
     assert chosen["best_step"] == 10
 
-    model, calls = _classifier(), []
+    model, calls = tiny_classifier(), []
 
     def evaluate() -> dict:
         calls.append(1)
@@ -87,7 +87,7 @@ def test_a_run_stopped_at_the_references_step_ends_with_the_weights_the_referenc
     assert [h["step"] for h in out["history"]] == [10]
     assert all(torch.equal(v, kept[1][k]) for k, v in model.state_dict().items())
     # Stopped at step 10 of a 30-step schedule, not trained on a 10-step one: the rate had not decayed to 0.
-    other = _classifier()
+    other = tiny_classifier()
     short = trainer.fit(other, train, lengths, evaluate, "acc", dataclasses.replace(settings, epochs=2), 0)
     assert short["steps"] == 10
     assert not all(torch.equal(v, kept[1][k]) for k, v in other.state_dict().items())
@@ -97,11 +97,11 @@ def test_a_run_stopped_in_the_first_tenth_of_its_schedule_compares_its_own_first
     """The loss windows of the collapse check are tenths of the steps run, not of the schedule: stopped at step 5
     of 50, tenths of the schedule would make the first and last windows the same five steps (a loss that
     "did not fall", read as a collapse)."""
-    train = _examples(20)
+    train = token_examples(20)
     settings = trainer.TrainSettings(
         epochs=10, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1, stop_step=5
     )
-    out = trainer.fit(_classifier(), train, [len(f["input_ids"]) for f in train], lambda: {"acc": 0.0}, "acc",
+    out = trainer.fit(tiny_classifier(), train, [len(f["input_ids"]) for f in train], lambda: {"acc": 0.0}, "acc",
                       settings, pad_id=0)
     assert out["steps"] == 5 and out["loss_start"] != out["loss_end"]
 
@@ -118,14 +118,14 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them(c
     assert state.step == 40 and state.best_step == 10
 
     caplog.set_level("INFO", logger="domainbert.finetune.trainer")
-    train = _examples(20)  # 5 steps an epoch at batch 4
+    train = token_examples(20)  # 5 steps an epoch at batch 4
     lengths = [len(f["input_ids"]) for f in train]
     scores = iter([0.9] + [0.1] * 20)  # best at the first epoch, then worse at every one
     settings = trainer.TrainSettings(
         epochs=2, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1, min_steps=23
     )
     assert settings.total_steps(5) == 23 and dataclasses.replace(settings, min_steps=0).total_steps(5) == 10
-    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(scores)}, "acc", settings, pad_id=0)
+    out = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": next(scores)}, "acc", settings, pad_id=0)
     # evaluations at 5, 10, 15, 20 (epochs) and 23 (the schedule's end): the whole schedule ran, its best kept
     assert [h["step"] for h in out["history"]] == [5, 10, 15, 20, 23] and out["steps"] == 23
     assert out["best_step"] == 5 and not out["stopped_early"]
@@ -134,7 +134,7 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them(c
     # min_steps once patience is spent (at 15 without min_steps)
     longer = dataclasses.replace(settings, epochs=6, min_steps=17)
     again = iter([0.9] + [0.1] * 20)
-    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(again)}, "acc", longer, pad_id=0)
+    out = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": next(again)}, "acc", longer, pad_id=0)
     assert [h["step"] for h in out["history"]] == [5, 10, 15, 20] and out["stopped_early"]
     assert "early stopping: no improvement in 3 evaluations" in caplog.text
 
@@ -142,20 +142,20 @@ def test_no_early_stop_before_min_steps_and_a_short_schedule_stretches_to_them(c
 def test_validation_starts_at_eval_delay_and_no_run_stops_or_keeps_an_epoch_before_it():
     """``eval_delay`` (a task's, transformers' name): the epochs before it are neither scored nor kept, early
     stopping cannot end the run before it, and the schedule's last step is scored even when the delay passes it."""
-    train = _examples(20)  # 5 steps an epoch at batch 4
+    train = token_examples(20)  # 5 steps an epoch at batch 4
     lengths = [len(f["input_ids"]) for f in train]
     settings = trainer.TrainSettings(epochs=6, lr=1e-3, batch_size=4, length_group_size=2, patience=2, seed=1)
-    every = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.5}, "acc", settings, pad_id=0)
+    every = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": 0.5}, "acc", settings, pad_id=0)
     assert [h["step"] for h in every["history"]][:2] == [5, 10]
     scores = iter([0.9, 0.1, 0.1, 0.1])  # the first evaluation is the best, then worse every time
     late = dataclasses.replace(settings, eval_delay=3)
-    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": next(scores)}, "acc", late, pad_id=0)
+    out = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": next(scores)}, "acc", late, pad_id=0)
     assert [h["step"] for h in out["history"]] == [15, 20, 25] and out["best_step"] == 15
     assert out["stopped_early"] and out["steps"] == 25  # patience counts from the first validated epoch
     past_end = dataclasses.replace(settings, epochs=2, eval_delay=5)
-    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", past_end, pad_id=0)
+    out = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", past_end, pad_id=0)
     assert [h["step"] for h in out["history"]] == [10] and out["best_step"] == 10
     # a fraction of an epoch: validation from the first evaluation step at or after it
     half = dataclasses.replace(settings, epochs=3, eval_delay=1.5)
-    out = trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", half, pad_id=0)
+    out = trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": 0.3}, "acc", half, pad_id=0)
     assert [h["step"] for h in out["history"]] == [10, 15]

@@ -8,16 +8,14 @@ import sys
 from pathlib import Path
 
 import pytest
-import torch
-from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import Job
 from domainbert.finetune.stage import expected_results, finetune_one
-from domainbert.plan.stage_state import finetune_state
-from domainbert.task_data.splits import load_task
-from domainbert.task_data.tag_schemes import to_iob2
+from domainbert.services.tasks import load_task
+from domainbert.stage_state import finetune_state
+from support.finetune import make_cfg, predict_labels
 
 HUB_ID = "google/bert_uncased_L-2_H-128_A-2"  # what the card names as the base (never fetched)
 
@@ -31,30 +29,6 @@ def modules_cache(tmp_path, monkeypatch) -> Path:
     monkeypatch.setattr(dmu, "HF_MODULES_CACHE", str(folder))
     monkeypatch.setattr(sys, "path", list(sys.path))  # it adds the cache to sys.path
     return folder
-
-
-def _predict(folder: Path, task, examples, custom: bool) -> list:
-    """Labels the way a transformers user gets them: Auto classes, the folder's tokenizer, argmax, id2label."""
-    from transformers import AutoModelForSequenceClassification, AutoModelForTokenClassification, AutoTokenizer
-
-    tok = AutoTokenizer.from_pretrained(folder)
-    auto = AutoModelForTokenClassification if task.type == "ner" else AutoModelForSequenceClassification
-    model = auto.from_pretrained(folder, trust_remote_code=custom).eval()
-    id2label = model.config.id2label
-    with torch.no_grad():
-        if task.type != "ner":
-            enc = tok([ex.text for ex in examples], padding=True, truncation=True, max_length=24, return_tensors="pt")
-            return [id2label[int(i)] for i in model(**enc).logits.argmax(-1)]
-        out = []
-        for ex in examples:
-            enc = tok(list(ex.tokens), is_split_into_words=True, truncation=True, max_length=24, return_tensors="pt")
-            row = model(**enc).logits[0].argmax(-1)
-            first: dict[int, int] = {}
-            for pos, word in enumerate(enc.word_ids()):
-                if word is not None:
-                    first.setdefault(word, pos)
-            out.append(to_iob2([id2label[int(row[first[w]])] for w in range(len(ex.tokens))], "IOB2", [0]))
-        return out
 
 
 @pytest.mark.parametrize(("task_name", "pooling"), [("ner", "mean"), ("cls", "mean"), ("cls", "cls")])
@@ -71,7 +45,7 @@ def test_saved_model_loads_and_predicts_the_runs_labels(tmp_path, tiny_bert, tas
     custom = task.type == "classification" and pooling == "mean"
     assert (folder / "modeling_mean_pool.py").is_file() is custom
     examples = load_task(task).splits["test"][:6]
-    assert _predict(folder, task, examples, custom) == result["pred"][:6]
+    assert predict_labels(folder, task, examples, custom) == result["pred"][:6]
     if custom:  # no [CLS]-pooler head quietly built on these weights
         from transformers import AutoModelForSequenceClassification
 
@@ -124,7 +98,7 @@ def test_save_models_reruns_runs_without_a_model_and_writes_it_atomically(tmp_pa
     def broken_card(*_args, **_kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("domainbert.cards.finetuned_and_corpus.finetuned_card", broken_card)
+    monkeypatch.setattr("domainbert.services.cards.finetuned_card", broken_card)
     with pytest.raises(RuntimeError, match="disk full"):
         finetune_one(on, layout, "base", str(tiny_bert), "cls", 1)
     assert _files(layout) == before  # no model, no temporary or staging folder left beside the run
@@ -134,8 +108,8 @@ def test_save_models_reruns_runs_without_a_model_and_writes_it_atomically(tmp_pa
 def test_card_of_an_arm_and_a_hub_task_names_no_local_path(tmp_path, tiny_bert, tasks_dir):  # noqa: F811
     from huggingface_hub import ModelCard
 
-    from domainbert.cards.finetuned_and_corpus import finetuned_card
     from domainbert.config.finetune import TaskConfig
+    from domainbert.services.cards import finetuned_card
 
     cfg = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]")
     hub_task = TaskConfig(name="hubner", type="ner", format="hf", path="org/ner-set", labels=["O", "B-X", "I-X"])

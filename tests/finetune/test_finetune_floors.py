@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import random
 from pathlib import Path
 
@@ -11,42 +10,10 @@ import pytest
 from domainbert.config.finetune import TaskConfig
 from domainbert.finetune.floors import run_floor, word_shape
 from domainbert.finetune.runner import gold_of
-from domainbert.task_data.splits import load_task
+from domainbert.services.tasks import load_task
+from support.finetune import KEYWORDS, SIZES, filler, keyword_task, write_jsonl
 
 TASKS = Path(__file__).resolve().parents[2] / "corpora" / "tasks"
-FILLER = ("the a of system data code runs on uses with file memory network old new fast small large program "
-          "language user server process list string object value type").split()
-KEYWORDS = {"alpha": "red", "beta": "green", "gamma": "blue"}
-SIZES = {"train": 90, "validation": 30, "test": 45}
-
-
-def write_jsonl(folder: Path, rows: dict[str, list[dict]]) -> Path:
-    folder.mkdir(parents=True, exist_ok=True)
-    for split, items in rows.items():
-        (folder / f"{split}.jsonl").write_text("".join(json.dumps(r) + "\n" for r in items))
-    return folder
-
-
-def filler(rng: random.Random, n: int) -> list[str]:
-    return [rng.choice(FILLER) for _ in range(n)]
-
-
-def keyword_task(tmp_path: Path, *, pair: bool = False) -> TaskConfig:
-    """One keyword decides the label; with ``pair`` it sits in the text pair and the text is pure noise."""
-    rng = random.Random(0)
-    rows: dict[str, list[dict]] = {}
-    for split, n in SIZES.items():
-        rows[split] = []
-        for i in range(n):
-            key = list(KEYWORDS)[i % 3]
-            words = filler(rng, 4 if pair else 8)
-            words.insert(rng.randrange(len(words) + 1), key)
-            row = {"text": " ".join(filler(rng, 4)), "pair": " ".join(words)} if pair else {"text": " ".join(words)}
-            rows[split].append({**row, "label": KEYWORDS[key]})
-    return TaskConfig(name="kw", type="classification", format="jsonl", path=str(write_jsonl(tmp_path / "kw", rows)),
-                      labels=["red", "green", "blue"], text_pair_field="pair" if pair else None)
-
-
 def test_classification_keyword_task_is_solved(tmp_path):
     data = load_task(keyword_task(tmp_path))
     out = run_floor(data)

@@ -5,37 +5,11 @@ next logging step rather than at its own, still fails the run naming the step it
 from __future__ import annotations
 
 import pytest
-import torch
 
 from domainbert.core.errors import ModelError
 from domainbert.finetune import trainer
-from host_reads import HostReads
-
-
-def _classifier():
-    from transformers import BertConfig, BertForSequenceClassification
-
-    torch.manual_seed(0)
-    config = BertConfig(
-        vocab_size=100,
-        hidden_size=128,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=256,
-        max_position_embeddings=64,
-        num_labels=2,
-    )
-    return BertForSequenceClassification(config)
-
-
-def _examples(n: int) -> list[dict]:
-    g = torch.Generator().manual_seed(1)
-    out = []
-    for i in range(n):
-        length = 4 + i % 9
-        ids = torch.randint(5, 100, (length,), generator=g).tolist()
-        out.append({"input_ids": ids, "attention_mask": [1] * length, "labels": int(ids[0] > 50)})
-    return out
+from support.finetune import tiny_classifier, token_examples
+from support.host_reads import HostReads
 
 
 def _settings() -> trainer.TrainSettings:
@@ -44,9 +18,9 @@ def _settings() -> trainer.TrainSettings:
 
 def _fit() -> dict:
     """``fit`` for 30 steps of 2 examples, one evaluation at the end (scored 0: evaluation is not counted)."""
-    train = _examples(60)
+    train = token_examples(60)
     lengths = [len(f["input_ids"]) for f in train]
-    return trainer.fit(_classifier(), train, lengths, lambda: {"acc": 0.0}, "acc", _settings(), pad_id=0)
+    return trainer.fit(tiny_classifier(), train, lengths, lambda: {"acc": 0.0}, "acc", _settings(), pad_id=0)
 
 
 def test_no_fine_tuning_step_reads_the_device_but_where_the_loop_logs(monkeypatch):

@@ -8,13 +8,13 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import Job, run_record
 from domainbert.finetune.parallel import launch_command, launches, rank_share
 from domainbert.finetune.stage import finetune_one
+from support.finetune import make_cfg
 
 
 def _token_features(rng: np.random.Generator, n: int) -> list[dict]:

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import pytest
 import torch
-from test_finetune_stage import make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
 
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.stage import finetune_one
+from support.finetune import make_cfg
 
 
 @pytest.fixture

@@ -7,13 +7,12 @@ from __future__ import annotations
 import json
 import re
 
-from test_finetune_stage import cfg_overrides, make_cfg, tasks_dir  # noqa: F401 - the shared task fixture
-
 from domainbert.cli import run_cli
 from domainbert.core.paths import RunLayout
 from domainbert.finetune import recipe
 from domainbert.finetune.jobs import run_record, task_config, task_lr
 from domainbert.finetune.matrix import finetune_all
+from support.finetune import cfg_overrides, make_cfg
 
 GRID = "finetune.lr_grid=[0.00001, 0.003]"  # far apart: the tiny tasks learn only at the second
 

@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 import torch
-from test_finetune_floors import keyword_task
 
 from domainbert.finetune.runner import prepare_run, run_finetune
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.task_data.splits import load_task
+from domainbert.services.tasks import load_task
+from support.finetune import keyword_task
 
 
 def other_encoder(tiny_bert: Path, folder: Path) -> Path:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import gzip
 import json
 import math
-import random
 import re
 import shutil
-from pathlib import Path
 
 import numpy as np
 import pytest
 
-from domainbert.config.domain import load_domain
 from domainbert.core.errors import ModelError
 from domainbert.core.paths import RunLayout
 from domainbert.finetune.jobs import models_to_compare, task_config
@@ -21,54 +18,7 @@ from domainbert.finetune.matrix import finetune_all
 from domainbert.finetune.stage import finetune_one, settings_for
 from domainbert.finetune.trainer import length_grouped_batches
 from domainbert.report.stats import compare_models
-
-TERMS = ["lisp", "unix", "compiler", "memory", "xyzzy"]
-OTHER = ["the", "a", "of", "and", "is", "in", "for", "with", "data", "user"]
-
-
-def ner_sentence(rng: random.Random) -> list[tuple[str, str]]:
-    """Tags follow word identity: each TERMS word is a one-word TERM entity (never two in a row).
-
-    "xyzzy" splits into several sub-tokens, so alignment to the first one matters.
-    """
-    out, prev = [], "O"
-    for _ in range(rng.randint(3, 9)):
-        word = rng.choice(TERMS) if prev == "O" and rng.random() < 0.35 else rng.choice(OTHER)
-        tag = "B-TERM" if word in TERMS else "O"
-        out.append((word, tag))
-        prev = tag
-    return out
-
-
-@pytest.fixture(scope="module")
-def tasks_dir(tmp_path_factory) -> Path:
-    root = tmp_path_factory.mktemp("tasks")
-    rng = random.Random(0)
-    (root / "ner").mkdir()
-    (root / "cls").mkdir()
-    for split, n in (("train", 64), ("validation", 16), ("test", 16)):
-        sents = [ner_sentence(rng) for _ in range(n)]
-        (root / "ner" / f"{split}.conll").write_text("\n".join("\n".join(f"{w}\t{t}" for w, t in s) + "\n" for s in sents))
-        with gzip.open(root / "cls" / f"{split}.jsonl.gz", "wt") as f:
-            for i in range(n):
-                label = ["tech", "plain"][i % 2]
-                words = [rng.choice(TERMS if label == "tech" else OTHER) for _ in range(rng.randint(3, 8))]
-                f.write(json.dumps({"id": f"{split}-{i}", "text": " ".join(words), "label": label}) + "\n")
-    return root
-
-
-def cfg_overrides(model: Path, tasks_dir: Path, *extra: str) -> list[str]:
-    """The science domain's overrides for a tiny model on the two tiny tasks (and the CLI's arguments)."""
-    tasks = [{"name": "ner", "type": "ner", "format": "conll", "path": str(tasks_dir / "ner"),
-              "labels": ["O", "B-TERM", "I-TERM"]},
-             {"name": "cls", "type": "classification", "format": "jsonl", "path": str(tasks_dir / "cls"),
-              "labels": ["tech", "plain"]}]
-    return [f"base_model.name_or_path={model}", "finetune.tasks=" + json.dumps(tasks), "finetune.seeds=[1]",
-            "finetune.epochs=4", "finetune.lr=0.003", "finetune.batch_size=8", "finetune.max_length=24", *extra]
-
-
-def make_cfg(model: Path, tasks_dir: Path, *extra: str):
-    return load_domain("science", cfg_overrides(model, tasks_dir, *extra))
+from support.finetune import make_cfg
 
 
 def test_finetune_one_writes_result_learns_and_skips(tmp_path, tiny_bert, tasks_dir, caplog):
@@ -290,7 +240,7 @@ def test_a_gpu_that_is_not_there_or_fp16_on_cpu_is_one_clear_error(tmp_path, tin
 def test_a_run_sends_its_curve_and_test_scores_to_mlflow_and_tensorboard(tmp_path, tiny_bert, tasks_dir):
     from mlflow import MlflowClient
 
-    from tracking_records import tensorboard_scalars
+    from support.tracking_records import tensorboard_scalars
 
     uri = f"sqlite:///{tmp_path}/mlflow.db"
     cfg = make_cfg(tiny_bert, tasks_dir, "tracking.report_to=[tensorboard, mlflow]",

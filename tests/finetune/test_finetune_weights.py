@@ -11,13 +11,13 @@ import subprocess
 import sys
 
 import pytest
-from test_finetune_stage import cfg_overrides, tasks_dir  # noqa: F401 - tasks_dir is a fixture
 
 from domainbert.cli import run_cli
 from domainbert.core.errors import DomainbertError, ModelError
 from domainbert.core.models import load_mlm_model, resolve_model_ref
 from domainbert.core.processes import run_command
 from domainbert.core.safeload import main as convert
+from support.finetune import cfg_overrides
 
 
 def _pickle_only(tiny_bert, folder):

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from flowkit import base_env, run_logged, task_states
+
+from support.flows import base_env, run_logged, task_states
 
 pytestmark = [pytest.mark.slow]
 

@@ -17,7 +17,8 @@ import time
 from pathlib import Path
 
 import pytest
-from flowkit import REPO, base_env, task_states
+
+from support.flows import REPO, base_env, task_states
 
 pytestmark = [pytest.mark.slow]
 

@@ -12,7 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from flowkit import STOP_WITHIN_S, base_env, signal_when
+
+from support.flows import STOP_WITHIN_S, base_env, signal_when
 
 pytestmark = [pytest.mark.slow]
 

@@ -20,7 +20,9 @@ from collections.abc import Callable
 from pathlib import Path
 
 import pytest
-from flowkit import (
+
+from domainbert.core.artifacts import RECORD, file_hash, recorded_hash
+from support.flows import (
     CORPORA,
     DOMAINBERT,
     TINY_YAML,
@@ -28,8 +30,6 @@ from flowkit import (
     kill_and_count_survivors,
     start_and_wait,
 )
-
-from domainbert.core.artifacts import RECORD, file_hash, recorded_hash
 
 pytestmark = [pytest.mark.slow]
 STAGES = ("corpus", "vocab", "pretrain", "finetune", "report")

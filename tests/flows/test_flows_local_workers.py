@@ -9,7 +9,8 @@ import sys
 from pathlib import Path
 
 import pytest
-from flowkit import base_env, run_logged
+
+from support.flows import base_env, run_logged
 
 pytestmark = [pytest.mark.slow]
 

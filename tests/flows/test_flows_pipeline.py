@@ -18,7 +18,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from flowkit import REPO, api_client, base_env, run_logged, stop_group, task_states
+
+from support.flows import REPO, api_client, base_env, run_logged, stop_group, task_states
 
 pytestmark = [pytest.mark.slow]
 

@@ -10,10 +10,10 @@ import time
 from pathlib import Path
 
 import pytest
-from flowkit import REPO, base_env, stop_group
 
 from domainbert.config.domain import RESOLVED_CONFIG
 from domainbert.flows.options import RunSpec, start_run
+from support.flows import REPO, base_env, stop_group
 
 
 def test_a_resolved_spec_rebuilds_the_run_config_without_the_yaml(tiny_domain: Path, tmp_path: Path) -> None:

@@ -13,7 +13,8 @@ import time
 from pathlib import Path
 
 import pytest
-from flowkit import (
+
+from support.flows import (
     PREFECT,
     REPO,
     _as_postgres,

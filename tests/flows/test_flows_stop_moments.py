@@ -25,7 +25,8 @@ from pathlib import Path
 
 import psutil
 import pytest
-from flowkit import STOP_WITHIN_S, base_env, family, session_processes, stop_group
+
+from support.flows import STOP_WITHIN_S, base_env, family, session_processes, stop_group
 
 pytestmark = [pytest.mark.slow]
 DOMAINBERT = str(Path(sys.executable).with_name("domainbert"))
@@ -107,7 +108,7 @@ def _survivors(pid: int, started: list[psutil.Process]) -> list[str]:
 @pytest.fixture(scope="module")
 def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path, Path]:
     """A tiny domain run to the end: (domain YAML, run folder, PREFECT_HOME)."""
-    from flowkit import CORPORA, TINY_YAML
+    from support.flows import CORPORA, TINY_YAML
 
     root = tmp_path_factory.mktemp("finished")
     domain = root / "tiny.yaml"

@@ -7,7 +7,8 @@ import subprocess
 
 import psutil
 import pytest
-from flowkit import DOMAINBERT, base_env, family, kill_and_count_survivors, session_processes, start_and_wait
+
+from support.flows import DOMAINBERT, base_env, family, kill_and_count_survivors, session_processes, start_and_wait
 
 
 def test_corpus_workers_die_with_a_sigkilled_command(tmp_path):

@@ -7,11 +7,11 @@ import logging
 import subprocess
 
 import pytest
-from flowkit import DOMAINBERT, base_env
 
 from domainbert.core.errors import DataError
 from domainbert.core.logs import VERBOSE_ENV
 from domainbert.flows.user_errors import UserErrorIsNotACrash
+from support.flows import DOMAINBERT, base_env
 
 
 def _record(msg: str, exc: BaseException | None = None) -> logging.LogRecord:

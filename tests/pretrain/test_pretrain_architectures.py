@@ -9,11 +9,11 @@ import json
 import random
 
 import pytest
-from pretrain_fixtures import make_cfg, unigram_tokenizer, wordpiece_tokenizer
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import load_mlm_model
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+from support.pretrain import make_cfg, unigram_tokenizer, wordpiece_tokenizer
 
 TINY = {"num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2, "intermediate_size": 256}
 FAMILIES = {

@@ -9,12 +9,12 @@ from pathlib import Path
 
 import pytest
 import torch
-from pretrain_fixtures import SMALL_WARMUP as SMALL
-from pretrain_fixtures import make_cfg
 from safetensors.torch import load_file
 
 from domainbert.pretrain.base_warmup import ensure_base_warmup, warmup_corpus
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import SMALL_WARMUP as SMALL
+from support.pretrain import make_cfg
 
 
 def _cfg(base: Path, *extra: str):
@@ -141,9 +141,8 @@ def test_base_with_its_head_needs_no_warmup_corpus(base_model, layout, tmp_path)
 def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(
     headless_base, tmp_path, texts, monkeypatch
 ):
-    from pretrain_fixtures import write_corpus
-
     from domainbert.core.paths import RunLayout
+    from support.pretrain import write_corpus
 
     heads = []
     for i, noise in enumerate((0, 10_000)):
@@ -159,9 +158,8 @@ def test_the_warmed_head_does_not_depend_on_what_ran_before_in_the_process(
 def test_full_warmup_trains_the_encoder_and_every_run_on_the_machine_reuses_it(
     headless_base, tmp_path, texts, monkeypatch, caplog
 ):
-    from pretrain_fixtures import write_corpus
-
     from domainbert.core.paths import RunLayout
+    from support.pretrain import write_corpus
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
     caplog.set_level(logging.INFO, logger="domainbert.pretrain.base_warmup")
@@ -279,9 +277,8 @@ PLAIN = "pretrain.base_warmup.encoder_lr_scale=1"  # the whole model at one rate
 def test_a_gentle_warmup_moves_the_encoder_less_and_still_trains_the_head(
     headless_base, tmp_path, texts, gentle, monkeypatch
 ):
-    from pretrain_fixtures import write_corpus
-
     from domainbert.core.paths import RunLayout
+    from support.pretrain import write_corpus
 
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))  # each recipe trained, not served from a cache
     shifts, summaries = {}, {}
@@ -322,9 +319,8 @@ def test_the_warmup_trains_with_the_arms_attention_and_dropout(headless_base, la
 def test_the_arms_masking_does_not_change_the_warmup(headless_base, tmp_path, texts, monkeypatch):
     """Tweets' arms mask whole words; the warm-up masked as the domain's arms did, so that domain trained a
     warm-up of its own. It masks as BERT did for every domain: the same weights either way."""
-    from pretrain_fixtures import write_corpus
-
     from domainbert.core.paths import RunLayout
+    from support.pretrain import write_corpus
 
     weights = []
     for k, arms in enumerate([(), ("pretrain.whole_word_mask=true", "pretrain.mask_rate=0.3")]):

@@ -11,12 +11,12 @@ import shutil
 import numpy as np
 import pytest
 import torch
-from pretrain_fixtures import make_cfg
 from safetensors.torch import load_file
 
 from domainbert.core.safeload import CheckpointError, safe_torch_load, vet_pickle
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import make_cfg
 
 
 class _Planted:

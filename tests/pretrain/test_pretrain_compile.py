@@ -4,16 +4,16 @@ from __future__ import annotations
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg
 
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import make_cfg
 
 pytestmark = [pytest.mark.slow]  # inductor compiles C++ on first use: about a minute on 2 cores
 
 
 def test_a_compiled_encoder_trains_like_the_eager_one(base_model, tmp_path, texts, monkeypatch):
-    from pretrain_fixtures import write_corpus
+    from support.pretrain import write_corpus
 
     monkeypatch.setenv("TORCHINDUCTOR_CACHE_DIR", str(tmp_path / "inductor"))
     losses = {}

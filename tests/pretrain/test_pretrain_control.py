@@ -5,14 +5,13 @@ from __future__ import annotations
 
 import json
 
-from pretrain_fixtures import SMALL_WARMUP, make_cfg
-
 from domainbert.corpus import store
 from domainbert.finetune.expectations import expected_runs
 from domainbert.finetune.jobs import ORIGINAL, models_to_compare
 from domainbert.pretrain.base_warmup import warm_model_folder
 from domainbert.pretrain.stage import pretrain_arm
 from domainbert.pretrain.task_text import general_text_dir
+from support.pretrain import SMALL_WARMUP, make_cfg
 
 
 def _cfg(base, *extra: str):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import torch
-from pretrain_fixtures import unigram_tokenizer, wordpiece_tokenizer, write_corpus
 
 from domainbert.pretrain.data import TokenStream, encode_documents
+from support.pretrain import unigram_tokenizer, wordpiece_tokenizer, write_corpus
 
 
 def test_packing_is_the_document_stream_cut_into_full_sequences(tmp_path, texts):

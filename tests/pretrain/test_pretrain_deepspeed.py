@@ -10,12 +10,12 @@ import socket
 
 import pytest
 import torch
-from pretrain_fixtures import hf_zero_config, make_cfg
 from safetensors.torch import load_file
 
 from domainbert.core.models import load_mlm_model
 from domainbert.pretrain.checkpoint import consolidate_zero_checkpoint, list_checkpoints
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import hf_zero_config, make_cfg
 
 pytestmark = [pytest.mark.deepspeed, pytest.mark.slow]
 

@@ -5,12 +5,12 @@ The logging interval is set beyond the run, so only the last step (which always 
 from __future__ import annotations
 
 import pytest
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer
 
 from domainbert.pretrain import trainer
 from domainbert.pretrain.data import TokenStream
 from domainbert.pretrain.pairs import PairStream
-from host_reads import HostReads
+from support.host_reads import HostReads
+from support.pretrain import make_cfg, wordpiece_tokenizer
 
 NO_LOGGING = [
     "pretrain.log_every=1000",

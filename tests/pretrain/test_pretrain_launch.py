@@ -6,11 +6,11 @@ import json
 
 import pytest
 import torch
-from pretrain_fixtures import hf_zero_config, make_cfg
 
 from domainbert.core.errors import ConfigError
 from domainbert.pretrain.ds_config import build_ds_config
 from domainbert.pretrain.launch import WORKER, build_command
+from support.pretrain import hf_zero_config, make_cfg
 
 
 def test_deepspeed_and_torchrun_commands(base_model, tmp_path):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import torch
-from pretrain_fixtures import unigram_tokenizer, wordpiece_tokenizer
 
 from domainbert.pretrain.data import pack_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, select_positions, step_generator
+from support.pretrain import unigram_tokenizer, wordpiece_tokenizer
 
 
 def _batch(tokenizer, texts):

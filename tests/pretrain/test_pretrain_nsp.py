@@ -7,7 +7,6 @@ import json
 import numpy as np
 import pytest
 import torch
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer, write_corpus
 
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import load_mlm_model, load_tokenizer
@@ -17,6 +16,7 @@ from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.pairs import IS_NEXT, NOT_NEXT, PairStream
 from domainbert.pretrain.preflight import check_nsp
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import make_cfg, wordpiece_tokenizer, write_corpus
 
 
 def _segments(row_ids: np.ndarray, row_types: np.ndarray, sep: int) -> tuple[list[int], list[int]]:

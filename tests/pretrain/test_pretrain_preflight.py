@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import pytest
-from pretrain_fixtures import make_cfg, tiny_bert, wordpiece_tokenizer
 
 from domainbert.core.errors import ConfigError, ModelError
 from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.preflight import check_whole_word, run_preflight, tokenizer_lowercases
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import make_cfg, tiny_bert, wordpiece_tokenizer
 
 
 def _check(model, tok, **kw):

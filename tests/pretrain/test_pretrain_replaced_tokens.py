@@ -10,7 +10,6 @@ import shutil
 import pytest
 import torch
 from huggingface_hub import ModelCard
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer
 from safetensors.torch import load_file
 
 from domainbert.core.errors import ConfigError
@@ -18,6 +17,7 @@ from domainbert.core.models import load_mlm_model
 from domainbert.pretrain.objective import detection_flops, flops_per_token
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator, corrupt
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+from support.pretrain import make_cfg, wordpiece_tokenizer
 
 DEBERTA_V3 = {"model_type": "deberta-v2", "num_hidden_layers": 2, "hidden_size": 128, "num_attention_heads": 2,
               "intermediate_size": 256, "relative_attention": True, "position_buckets": 32,

@@ -3,7 +3,6 @@ under its own seed, fine-tuned under every seed, and read back by the report as 
 
 from __future__ import annotations
 
-from pretrain_fixtures import SMALL_WARMUP, make_cfg
 from safetensors.torch import load_file
 
 from domainbert.config.pretrain import replicate_name, split_replicate
@@ -13,6 +12,7 @@ from domainbert.finetune.jobs import models_to_compare
 from domainbert.pretrain.base_warmup import warm_model_folder
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
 from domainbert.report.results import group_results
+from support.pretrain import SMALL_WARMUP, make_cfg
 
 
 def _cfg(base, *extra: str):

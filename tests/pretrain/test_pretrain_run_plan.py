@@ -7,17 +7,17 @@ import math
 import shutil
 
 import pytest
-from pretrain_fixtures import make_cfg
 
 from domainbert.config.domain import load_domain
 from domainbert.core.artifacts import atomic_output
 from domainbert.core.models import load_mlm_model
 from domainbert.corpus.build import stage_fingerprint
-from domainbert.plan.estimate import estimate_seconds
-from domainbert.plan.stage_plans import render, stage_plans
+from domainbert.plan_estimate import estimate_seconds
 from domainbert.pretrain.objective import flops_per_token
-from domainbert.pretrain.step_plan import make_plan
+from domainbert.pretrain.plan import make_plan
 from domainbert.pretrain.task_text import arm_config, estimated_task_tokens
+from domainbert.run_plan import render, stage_plans
+from support.pretrain import make_cfg
 
 
 def _record_corpus(cfg, layout, tmp_path):

@@ -12,9 +12,8 @@ this test holds the from-scratch path itself to learning, so that a collapse is 
 
 from __future__ import annotations
 
-from pretrain_fixtures import make_cfg, wordpiece_tokenizer
-
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import make_cfg, wordpiece_tokenizer
 
 STEPS = 60
 

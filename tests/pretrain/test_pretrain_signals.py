@@ -11,7 +11,6 @@ import time
 
 import pytest
 import torch
-from pretrain_fixtures import PRECISIONS, exact_cfg, write_corpus
 from safetensors.torch import load_file
 
 from domainbert.config.domain import save_run_config
@@ -19,6 +18,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.launch import worker_args
 from domainbert.pretrain.stage import pretrain_arm
+from support.pretrain import PRECISIONS, exact_cfg, write_corpus
 
 
 def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:

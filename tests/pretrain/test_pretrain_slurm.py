@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 
 import pytest
-from pretrain_fixtures import write_corpus
 
 from domainbert.core.paths import RunLayout, project_root
 from domainbert.pretrain import checkpoint as ckpt
+from support.pretrain import write_corpus
 
 SBATCH = project_root() / "deploy" / "slurm" / "pretrain.sbatch"
 

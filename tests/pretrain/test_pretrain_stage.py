@@ -7,12 +7,12 @@ import json
 import re
 
 import pytest
-from pretrain_fixtures import make_cfg, tiny_bert, unigram_tokenizer, wordpiece_tokenizer
 
 from domainbert.core.artifacts import is_complete
 from domainbert.core.errors import ModelError
 from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
+from support.pretrain import make_cfg, tiny_bert, unigram_tokenizer, wordpiece_tokenizer
 
 SUMMARY_FIELDS = {"arm", "steps", "tokens_consumed", "real_tokens_per_s", "real_token_fraction", "final_loss",
                   "domain_perplexity", "general_perplexity", "flops_per_token", "mfu", "wall_seconds", "loss_curve"}

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
-from pretrain_fixtures import make_cfg
 
 from domainbert.core.errors import ConfigError
-from domainbert.pretrain.step_plan import make_plan
+from domainbert.pretrain.plan import make_plan
+from support.pretrain import make_cfg
 
 
 def test_budget_buys_whole_steps(base_model):

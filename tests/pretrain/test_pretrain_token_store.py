@@ -9,7 +9,6 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import torch
-from pretrain_fixtures import unigram_tokenizer, wordpiece_tokenizer, write_corpus
 from transformers import AutoTokenizer
 
 from domainbert.core.errors import DataError
@@ -17,6 +16,7 @@ from domainbert.corpus.store import write_shard
 from domainbert.pretrain import token_store
 from domainbert.pretrain.data import TokenStream, encode_documents
 from domainbert.pretrain.token_store import TokenStore, ensure_token_store, stored_reader
+from support.pretrain import unigram_tokenizer, wordpiece_tokenizer, write_corpus
 
 
 def _pair(tok, corpus, packing, seed):

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 import pytest
-from pretrain_fixtures import make_cfg, write_corpus
 
 from domainbert.core.artifacts import read_record
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.stage import arm_fingerprint, pretrain_arm
-from tracking_records import tensorboard_scalars, wandb_history
+from support.pretrain import make_cfg, write_corpus
+from support.tracking_records import tensorboard_scalars, wandb_history
 
 
 def _records(layout: RunLayout, kind: str) -> list[dict]:

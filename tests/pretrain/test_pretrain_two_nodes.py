@@ -28,13 +28,13 @@ from pathlib import Path
 
 import pytest
 import torch
-from pretrain_fixtures import make_cfg, write_corpus
 
 from domainbert.config.domain import save_run_config
 from domainbert.core.models import load_mlm_model
 from domainbert.core.paths import RunLayout, project_root
 from domainbert.pretrain.launch import WORKER, worker_args
 from domainbert.pretrain.stage import arm_fingerprint
+from support.pretrain import make_cfg, write_corpus
 
 pytestmark = pytest.mark.slow
 

@@ -8,11 +8,11 @@ from collections import Counter
 
 import numpy as np
 import pytest
-from pretrain_fixtures import wordpiece_tokenizer, write_corpus
 
 from domainbert.pretrain import evaluation
 from domainbert.pretrain.data import pack_texts
 from domainbert.pretrain.evaluation import unigram_bar, unigram_perplexity
+from support.pretrain import wordpiece_tokenizer, write_corpus
 
 
 def test_unigram_perplexity_exact_values():

@@ -5,12 +5,12 @@ from __future__ import annotations
 from collections import Counter
 
 import torch
-from vocab_fixtures import make_texts
 
 from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.vocab.extend import build_extended_model, extension_candidates
 from domainbert.vocab.fertility import count_words
-from domainbert.vocab.reference_vocabs import load_base_tokenizer
+from domainbert.vocab.references import load_base_tokenizer
+from support.vocab import make_texts
 
 
 def test_candidates_are_ranked_by_frequency_times_fragmentation(tiny_base):

@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
-from test_vocab_stage import _cfg
 
 from domainbert.config.vocab import ExtensionConfig
 from domainbert.core.models import load_mlm_model
 from domainbert.core.paths import RunLayout
 from domainbert.vocab.sizes import choose_extension, curve_points
 from domainbert.vocab.stage import run_vocab
+from support.vocab import stage_cfg
 
 
 class _Summary(dict):
@@ -68,7 +68,7 @@ def test_stage_labels_achieved_sizes_and_extends_by_the_recommendation(tmp_path,
     layout = RunLayout(tmp_path / "run")
     (tmp_path / "run").mkdir()
     corpus.rename(layout.corpus)
-    cfg = _cfg(tiny_base, control_file, "tokenizer.vocab_size=200", "vocab.curve_sizes=[100, 200, 20000, 30000]",
+    cfg = stage_cfg(tiny_base, control_file, "tokenizer.vocab_size=200", "vocab.curve_sizes=[100, 200, 20000, 30000]",
                "vocab.extension.num_tokens=null")
     report = run_vocab(cfg, layout)
     curve = report["curve"]
@@ -97,7 +97,7 @@ def test_stage_labels_achieved_sizes_and_extends_by_the_recommendation(tmp_path,
 def test_model_card_states_an_override(tmp_path, tiny_base, control_file):
     (tmp_path / "extension.json").write_text(json.dumps({"num_tokens": 1000, "source": "override",
                                                          "recommended_tokens": 116}))
-    card = _card(_cfg(tiny_base, control_file), tmp_path)
+    card = _card(stage_cfg(tiny_base, control_file), tmp_path)
     assert "1,000 domain tokens added" in card and "overriding the recommendation of 116" in card
 
 

@@ -10,9 +10,7 @@ import sys
 
 import pytest
 from transformers import AutoTokenizer
-from vocab_fixtures import make_texts, write_corpus
 
-from domainbert.config.domain import load_domain
 from domainbert.config.vocab import RecommendConfig
 from domainbert.core.artifacts import RECORD, read_record
 from domainbert.core.errors import DataError
@@ -21,22 +19,9 @@ from domainbert.core.paths import RunLayout
 from domainbert.vocab.control import take_words
 from domainbert.vocab.recommend import recommend
 from domainbert.vocab.stage import run_vocab
+from support.vocab import make_texts, stage_cfg, stage_overrides, write_corpus
 
 SPECIAL = ("[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]")
-
-
-def _cfg(tiny_base, control_file, *extra):
-    return load_domain("science", _overrides(tiny_base, control_file, *extra))
-
-
-def _overrides(tiny_base, control_file, *extra):
-    refs = f"[{{name: tiny, path: {tiny_base / 'vocab.txt'}}}]"
-    return [
-        "tokenizer.vocab_size=300", "tokenizer.min_frequency=1", "vocab.curve_sizes=[150, 300]",
-        f"vocab.references={refs}", f"base_model.name_or_path={tiny_base}", f"vocab.control_corpus=[{control_file}]",
-        "vocab.heldout_documents=10", "vocab.extension.num_tokens=3", "vocab.extension.min_count=2",
-        "vocab.published=[{name: Paper, reference: tiny, overlap: 0.42, vocab_size: 31090, corpus_words: 3.17e9}]",
-        *extra]
 
 
 @pytest.mark.slow
@@ -44,7 +29,7 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
     layout = RunLayout(tmp_path / "run")
     (tmp_path / "run").mkdir()
     corpus.rename(layout.corpus)
-    report = run_vocab(_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
+    report = run_vocab(stage_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
     # no vocab_size configured: the base model's
     assert report["tokenizer"]["vocab_size"] == AutoTokenizer.from_pretrained(str(tiny_base)).vocab_size
     for name in ("report.json", "report.md", "report.html", "overlap_curve.png", "fertility.png"):
@@ -67,7 +52,7 @@ def test_run_vocab_end_to_end_and_skip(tmp_path, corpus, control_file, tiny_base
     assert read_record(layout.extended_model) is not None and read_record(layout.tokenizer) is not None
 
     finished = read_record(layout.vocab)["finished_at"]
-    again = run_vocab(_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
+    again = run_vocab(stage_cfg(tiny_base, control_file, "tokenizer.vocab_size=null"), layout)
     assert read_record(layout.vocab)["finished_at"] == finished  # skipped: up to date
     assert again["overlap"] == report["overlap"]
 
@@ -89,7 +74,7 @@ def test_same_inputs_give_a_byte_identical_tokenizer_and_extended_model(tmp_path
                                                                         kind, sizes):
     # Two processes with different hash seeds: Python's set and dict order and the tokenizers library's own
     # hash maps must not leak into the ids.
-    overrides = _overrides(tiny_base, control_file, f"tokenizer.kind={kind}", *sizes)
+    overrides = stage_overrides(tiny_base, control_file, f"tokenizer.kind={kind}", *sizes)
     folders = []
     for seed in ("1", "2"):
         layout = RunLayout(tmp_path / f"run-{seed}")
@@ -111,11 +96,11 @@ def test_too_small_or_empty_corpus(tmp_path, control_file, tiny_base):
     layout = RunLayout(tmp_path / "run")
     write_corpus(layout.corpus, make_texts(30, 1), make_texts(5, 2))
     with pytest.raises(DataError, match="too small"):
-        run_vocab(_cfg(tiny_base, control_file), layout)
+        run_vocab(stage_cfg(tiny_base, control_file), layout)
     assert not layout.vocab.exists()
     write_corpus(layout.corpus, [], make_texts(5, 2))
     with pytest.raises(DataError, match="empty"):
-        run_vocab(_cfg(tiny_base, control_file), layout)
+        run_vocab(stage_cfg(tiny_base, control_file), layout)
 
 
 def test_take_words_spreads_evenly():

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import pytest
 from transformers import AutoTokenizer, DataCollatorForLanguageModeling
-from vocab_fixtures import make_texts
 
 from domainbert.config.vocab import TokenizerConfig
 from domainbert.core.errors import DataError
@@ -15,6 +14,7 @@ from domainbert.vocab.train import (
     train_tokenizer,
     truncate_wordpiece,
 )
+from support.vocab import make_texts
 
 FIXED = ["low lower lowest"] * 5 + ["newer newest wider"] * 5
 
