@@ -7,7 +7,7 @@ import logging
 
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.build import build_corpus
-from domainbert.stage_state import corpus_state, status
+from domainbert.plan.stage_state import corpus_state, status
 from support.corpus import corpus_cfg, make_inputs, shard_bytes
 
 

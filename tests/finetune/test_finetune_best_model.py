@@ -15,7 +15,7 @@ from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import Job
 from domainbert.finetune.matrix import finetune_all
 from domainbert.finetune.stage import expected_results
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 from support.finetune import cfg_overrides, make_cfg, predict_labels
 
 

@@ -18,7 +18,7 @@ from domainbert.finetune.classification import encode_classification
 from domainbert.finetune.jobs import Job, run_record
 from domainbert.finetune.pooling import MeanPoolClassifier
 from domainbert.finetune.stage import finetune_one
-from domainbert.services.tasks import ClsExample
+from domainbert.task_data.splits import ClsExample
 from support.finetune import make_cfg
 
 FILLER = "the a of and to is in for on with data program file system code user".split()

@@ -13,8 +13,8 @@ from domainbert.core.paths import RunLayout
 from domainbert.finetune.export import MODEL
 from domainbert.finetune.jobs import Job
 from domainbert.finetune.stage import expected_results, finetune_one
-from domainbert.services.tasks import load_task
-from domainbert.stage_state import finetune_state
+from domainbert.plan.stage_state import finetune_state
+from domainbert.task_data.splits import load_task
 from support.finetune import make_cfg, predict_labels
 
 HUB_ID = "google/bert_uncased_L-2_H-128_A-2"  # what the card names as the base (never fetched)
@@ -98,7 +98,7 @@ def test_save_models_reruns_runs_without_a_model_and_writes_it_atomically(tmp_pa
     def broken_card(*_args, **_kwargs):
         raise RuntimeError("disk full")
 
-    monkeypatch.setattr("domainbert.services.cards.finetuned_card", broken_card)
+    monkeypatch.setattr("domainbert.cards.finetuned_and_corpus.finetuned_card", broken_card)
     with pytest.raises(RuntimeError, match="disk full"):
         finetune_one(on, layout, "base", str(tiny_bert), "cls", 1)
     assert _files(layout) == before  # no model, no temporary or staging folder left beside the run
@@ -108,8 +108,8 @@ def test_save_models_reruns_runs_without_a_model_and_writes_it_atomically(tmp_pa
 def test_card_of_an_arm_and_a_hub_task_names_no_local_path(tmp_path, tiny_bert, tasks_dir):  # noqa: F811
     from huggingface_hub import ModelCard
 
+    from domainbert.cards.finetuned_and_corpus import finetuned_card
     from domainbert.config.finetune import TaskConfig
-    from domainbert.services.cards import finetuned_card
 
     cfg = make_cfg(tiny_bert, tasks_dir, "pretrain.arms=[continued]")
     hub_task = TaskConfig(name="hubner", type="ner", format="hf", path="org/ner-set", labels=["O", "B-X", "I-X"])

@@ -10,7 +10,7 @@ import pytest
 from domainbert.config.finetune import TaskConfig
 from domainbert.finetune.floors import run_floor, word_shape
 from domainbert.finetune.runner import gold_of
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 from support.finetune import KEYWORDS, SIZES, filler, keyword_task, write_jsonl
 
 TASKS = Path(__file__).resolve().parents[2] / "corpora" / "tasks"

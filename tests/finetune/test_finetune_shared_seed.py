@@ -12,7 +12,7 @@ import torch
 
 from domainbert.finetune.runner import prepare_run, run_finetune
 from domainbert.finetune.trainer import TrainSettings
-from domainbert.services.tasks import load_task
+from domainbert.task_data.splits import load_task
 from support.finetune import keyword_task
 
 

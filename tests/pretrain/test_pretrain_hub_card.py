@@ -7,10 +7,10 @@ import json
 import pytest
 from huggingface_hub import ModelCard
 
+from domainbert.cards.arm import model_card
 from domainbert.core.errors import DomainbertError
 from domainbert.hub import push_folder
 from domainbert.pretrain.stage import pretrain_arm, read_summary
-from domainbert.services.arm_card import model_card
 from support.pretrain import make_cfg
 
 SCORES = [{"model": "continued", "task": "science-subject", "task_type": "classification", "metric": "macro_f1",
@@ -47,8 +47,8 @@ def test_card_has_hub_metadata_the_scores_and_no_local_path(base_model, layout, 
 
 
 def test_scratch_has_no_base_model_and_a_packaged_base_is_named_by_its_hub_id(base_model):
+    from domainbert.cards.finetuned_and_corpus import base_model_id
     from domainbert.config.domain import load_domain
-    from domainbert.services.cards import base_model_id
 
     assert base_model_id(load_domain("science")) == "sentence-transformers/all-MiniLM-L6-v2"
     assert base_model_id(make_cfg(base_model)) is None  # a local folder is not a Hub id

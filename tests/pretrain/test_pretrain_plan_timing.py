@@ -7,11 +7,11 @@ import time
 
 import pytest
 
-from domainbert import plan_timing
 from domainbert.core.paths import machine_cache
 from domainbert.finetune.expectations import expected_runs
-from domainbert.plan_estimate import estimate
-from domainbert.run_plan import render, stage_plans
+from domainbert.plan import probes
+from domainbert.plan.estimate import estimate
+from domainbert.plan.stage_plans import render, stage_plans
 from support.pretrain import make_cfg
 
 ARM = "pretrain continued"
@@ -38,9 +38,9 @@ class _Clock:
 
 def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_model, layout, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(plan_timing, "current_load", lambda: 0.5)
-    clock, timed = _Clock(), plan_timing._timed
-    monkeypatch.setattr(plan_timing, "clock", clock)
+    monkeypatch.setattr(probes, "current_load", lambda: 0.5)
+    clock, timed = _Clock(), probes._timed
+    monkeypatch.setattr(probes, "clock", clock)
 
     def advancing(step, n):
         def run():
@@ -49,7 +49,7 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
 
         return timed(run, n)
 
-    monkeypatch.setattr(plan_timing, "_timed", advancing)
+    monkeypatch.setattr(probes, "_timed", advancing)
     cfg = _cfg(base_model)
     plans = stage_plans(cfg, layout)
     tokens = next(p for p in plans if p.name == ARM).detail["tokens"]
@@ -59,16 +59,16 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
     assert math.isclose(first.seconds[ARM], watch * tokens * 0.1 / (4 * 32))  # 0.1 s a step of 4 x 32 tokens
     [line] = [h for h in first.how if h.startswith("pretrain mlm")]
     assert "4 x 32 tokens" in line and "measured now at load 0.5" in line, first.how
-    assert len(list((machine_cache() / plan_timing.CACHE).glob("*.json"))) == 1  # fine-tuning's probe is never cached
+    assert len(list((machine_cache() / probes.CACHE).glob("*.json"))) == 1  # fine-tuning's probe is never cached
 
     clock.step_s = 0.3  # the cache serves every probe: the same rates, said to be cached
-    plan_timing._timed_here.clear()  # from the disk, as in a new plan
+    probes._timed_here.clear()  # from the disk, as in a new plan
     again = estimate(cfg, plans)
     assert again.seconds == first.seconds and all("(cached, measured at load 0.5)" in h for h in _probes(again))
 
     # the machine got busier: the cache no longer fits the load, every probe is timed again, three times slower
-    monkeypatch.setattr(plan_timing, "current_load", lambda: 0.5 + plan_timing.os.cpu_count())
-    plan_timing._timed_here.clear()  # a new plan: within one, a shape is probed once
+    monkeypatch.setattr(probes, "current_load", lambda: 0.5 + probes.os.cpu_count())
+    probes._timed_here.clear()  # a new plan: within one, a shape is probed once
     slow = estimate(cfg, plans)
     assert all("measured now" in h for h in _probes(slow)), slow.how
     assert all(math.isclose(slow.seconds[k], 3 * first.seconds[k]) for k in first.seconds)
@@ -85,20 +85,20 @@ def test_the_estimate_follows_the_measured_rate_and_the_cache_its_shape(base_mod
 
 def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp_path, monkeypatch):
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "cache"))
-    monkeypatch.setattr(plan_timing, "_timed", lambda step, n: math.nan)  # would poison any probe
+    monkeypatch.setattr(probes, "_timed", lambda step, n: math.nan)  # would poison any probe
     cfg = _cfg(base_model)
     plans = stage_plans(cfg, layout)
     guess = estimate(cfg, plans, calibrate=False)
     assert guess is not None and not guess.calibrated
     assert all(math.isfinite(s) and s > 0 for s in guess.seconds.values())
-    assert not (machine_cache() / plan_timing.CACHE).exists()
+    assert not (machine_cache() / probes.CACHE).exists()
     assert "an uncalibrated guess" in render(plans, guess.seconds, guess)
     assert any(h.startswith("uncalibrated guess: 6 FLOPs per parameter") for h in guess.how)
     # fine-tuning: the encoder without its word embeddings, each example at its task's mean length (a sentence
     # is shorter than max_length: counting max_length put the demo's fine-tuning at 186 minutes, against 11)
     from transformers import AutoModelForMaskedLM
 
-    from domainbert.plan_estimate import _finetune_examples, _mean_tokens
+    from domainbert.plan.estimate import _finetune_examples, _mean_tokens
 
     [task] = cfg.finetune.tasks
     mean = _mean_tokens(cfg, task)
@@ -107,7 +107,7 @@ def test_no_calibrate_is_an_instant_guess_said_to_be_one(base_model, layout, tmp
     encoder = sum(p.numel() for p in model.parameters()) - model.get_input_embeddings().weight.numel()
     train, scored = _finetune_examples(cfg, task, once=False)
     runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
-    expected = runs * (train + scored / 3) * mean * 6 * encoder / plan_timing.GUESS_FLOPS
+    expected = runs * (train + scored / 3) * mean * 6 * encoder / probes.GUESS_FLOPS
     assert math.isclose(guess.seconds["finetune"], expected, rel_tol=1e-9)
 
 
@@ -123,17 +123,17 @@ class _Ticks:
 
 
 def test_a_fine_tuning_run_is_its_setup_and_its_examples_at_a_short_real_runs_costs(base_model, layout, monkeypatch):
-    from domainbert.plan_estimate import _finetune_examples
-    from domainbert.services.tasks import load_task
+    from domainbert.plan.estimate import _finetune_examples
+    from domainbert.task_data.splits import load_task
 
-    monkeypatch.setattr(plan_timing, "clock", _Ticks())  # each part of the short run takes 1 s
+    monkeypatch.setattr(probes, "clock", _Ticks())  # each part of the short run takes 1 s
     cfg = _cfg(base_model)
     plans = stage_plans(cfg, layout)
     est = estimate(cfg, plans, workers=1)
     [task] = cfg.finetune.tasks
     data = load_task(task)
-    picked = min(plan_timing.SAMPLE[0], len(data.splits["train"]))
-    held = min(plan_timing.SAMPLE[1], len(data.splits["validation"]))
+    picked = min(probes.SAMPLE[0], len(data.splits["train"]))
+    held = min(probes.SAMPLE[1], len(data.splits["validation"]))
     train, scored = _finetune_examples(cfg, task, once=False)
     runs = len(next(p for p in plans if p.name == "finetune").detail["todo_tasks"])
     assert math.isclose(est.seconds["finetune"], runs * (1 + train / picked + scored / held))
@@ -198,7 +198,7 @@ def test_the_fine_tuning_probe_is_the_median_of_its_rounds(base_model, layout, m
     monkeypatch.setattr(runner, "timed_short_run", lambda *args: next(parts))
     cfg = _cfg(base_model)
     [task] = cfg.finetune.tasks
-    rates = plan_timing.run_rates(cfg, task)
+    rates = probes.run_rates(cfg, task)
     assert rates.train_s_per_example == 0.100 and rates.setup_s == 1.0
     assert "the median of 3 rounds" in rates.what
 
@@ -232,7 +232,7 @@ def test_the_short_runs_of_several_workers_run_at_once(base_model, layout, monke
     assert any("2 runs at once" in h for h in est.how), est.how
     # the loads took turns: two at once left transformers' meta-device context on the whole process
     spans = sorted(loads)
-    assert len(spans) == 2 * plan_timing.ROUNDS and all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
+    assert len(spans) == 2 * probes.ROUNDS and all(a[1] <= b[0] for a, b in zip(spans, spans[1:], strict=False))
     import torch
 
     assert torch.empty(1).device.type == "cpu" and torch.nn.Linear(2, 2).weight.device.type == "cpu"
@@ -240,7 +240,7 @@ def test_the_short_runs_of_several_workers_run_at_once(base_model, layout, monke
 
 def test_a_from_scratch_arm_is_timed_and_sized_as_its_own_architecture_not_the_bases() -> None:
     from domainbert.config.domain import load_domain
-    from domainbert.plan_timing import architecture, scratch_model
+    from domainbert.plan.probes import architecture, scratch_model
 
     cfg = load_domain("science", ["pretrain.scratch_size=mini", "tokenizer.vocab_size=8000"])
     base, scratch = architecture(cfg, "continued"), architecture(cfg, "scratch")
@@ -258,13 +258,13 @@ def test_plan_detect_prices_a_run_with_the_short_runs_the_plan_timed(base_model,
     from domainbert.cli import run_cli
 
     timed: list[tuple[str, int]] = []
-    real = plan_timing.run_rates
+    real = probes.run_rates
 
     def counted(cfg, task, together=1):
         timed.append((task.name, together))
         return real(cfg, task, together)
 
-    monkeypatch.setattr(plan_timing, "run_rates", counted)
+    monkeypatch.setattr(probes, "run_rates", counted)
     args = ["plan", "science", f"base_model.name_or_path={base_model}", "--detect", "3", "--out", str(layout.root)]
     assert run_cli(args) == 0
     out = capsys.readouterr().out

@@ -12,11 +12,11 @@ from domainbert.config.domain import load_domain
 from domainbert.core.artifacts import atomic_output
 from domainbert.core.models import load_mlm_model
 from domainbert.corpus.build import stage_fingerprint
-from domainbert.plan_estimate import estimate_seconds
+from domainbert.plan.estimate import estimate_seconds
+from domainbert.plan.stage_plans import render, stage_plans
 from domainbert.pretrain.objective import flops_per_token
-from domainbert.pretrain.plan import make_plan
+from domainbert.pretrain.step_plan import make_plan
 from domainbert.pretrain.task_text import arm_config, estimated_task_tokens
-from domainbert.run_plan import render, stage_plans
 from support.pretrain import make_cfg
 
 

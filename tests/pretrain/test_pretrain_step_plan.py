@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from domainbert.core.errors import ConfigError
-from domainbert.pretrain.plan import make_plan
+from domainbert.pretrain.step_plan import make_plan
 from support.pretrain import make_cfg
 
 

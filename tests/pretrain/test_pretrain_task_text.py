@@ -12,8 +12,8 @@ from domainbert.core.errors import ConfigError, DataError
 from domainbert.corpus import store
 from domainbert.pretrain.stage import pretrain_arm
 from domainbert.pretrain.task_text import arm_config, ensure_task_text, estimated_task_tokens
-from domainbert.services.split_overlap import normalised
-from domainbert.services.tasks import example_texts, load_task
+from domainbert.task_data.split_overlap import normalised
+from domainbert.task_data.splits import example_texts, load_task
 from support.pretrain import make_cfg, write_corpus
 
 TAPT = ("pretrain.tapt.epochs=0.02",)

@@ -1,7 +1,7 @@
 """The paired comparison is calibrated on real runs: over every true null that real seeds make, its p-values are
 no smaller than chance allows.
 
-The runs are ``bench/scores/science-demo-6seeds.json.gz`` (make demo's design with six seeds: base, original,
+The runs are ``studies/scores/science-demo-6seeds.json.gz`` (make demo's design with six seeds: base, original,
 continued and control on science-terms-ner, each run's per-sentence counts as committed). A null splits one
 model's six seeds into two "arms" of three, the second arm's seeds relabelled to the first's, so the arms pair as
 the report pairs them though nothing differs: ten splits a model, 40 comparisons in all, each through the real
@@ -19,10 +19,10 @@ import numpy as np
 
 from domainbert.report.paired import replicate_of
 from domainbert.report.results import group_results
-from domainbert.report.score_files import read_scores
 from domainbert.report.stats import compare_models
+from studies.score_files import read_scores
 
-SCORES = Path(__file__).resolve().parents[2] / "bench" / "scores" / "science-demo-6seeds.json.gz"
+SCORES = Path(__file__).resolve().parents[2] / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
 def null_splits(runs: list[dict]) -> list[tuple[list[dict], list[dict]]]:

@@ -1,8 +1,8 @@
-"""The A/A pages' null pairs on real runs' scores (``report.aa``). The false-positive rate over 200 such pages is
+"""The A/A pages' null pairs on real runs' scores (``studies.aa``). The false-positive rate over 200 such pages is
 a study (``aa_pages``, bench/README.md's A/A), not a test: the suite checks the comparison's calibration on
 every null split of the same runs in ``test_report_calibration.py``.
 
-The runs are ``bench/scores/science-demo-6seeds.json.gz``: make demo's design with six seeds (base, original,
+The runs are ``studies/scores/science-demo-6seeds.json.gz``: make demo's design with six seeds (base, original,
 continued, control on science-terms-ner, 1,952 test sentences), each run's per-sentence counts as committed.
 """
 
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import numpy as np
 
-from domainbert.report.aa import null_pair
-from domainbert.report.score_files import read_scores
+from studies.aa import null_pair
+from studies.score_files import read_scores
 
-SCORES = Path(__file__).resolve().parents[2] / "bench" / "scores" / "science-demo-6seeds.json.gz"
+SCORES = Path(__file__).resolve().parents[2] / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
 def demo_runs() -> list[dict]:

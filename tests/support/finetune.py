@@ -14,7 +14,7 @@ import torch
 
 from domainbert.config.domain import load_domain
 from domainbert.config.finetune import TaskConfig
-from domainbert.services.tags import to_iob2
+from domainbert.task_data.tag_schemes import to_iob2
 
 WORDS = ("the a of and to is in for on with data program language compiler memory network file system unix "
          "lisp code computer process protocol server user term function object type list string").split()

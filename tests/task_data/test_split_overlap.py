@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from domainbert.config.finetune import TaskConfig
-from domainbert.services.split_overlap import find_overlap, normalised, without_overlap
-from domainbert.services.tasks import example_texts, load_task
+from domainbert.task_data.split_overlap import find_overlap, normalised, without_overlap
+from domainbert.task_data.splits import example_texts, load_task
 from reference.words import words_of
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -9,7 +9,7 @@ import torch
 from domainbert.core.models import load_mlm_model, load_tokenizer
 from domainbert.vocab.extend import build_extended_model, extension_candidates
 from domainbert.vocab.fertility import count_words
-from domainbert.vocab.references import load_base_tokenizer
+from domainbert.vocab.reference_vocabs import load_base_tokenizer
 from support.vocab import make_texts
 
 
