@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Install what the real-server test (tests/flows/test_flows_server.py) needs, the PostgreSQL server binaries,
-# and the browser the report test renders in (tests/report/test_report_browser.py): chromium-headless-shell.
+# Install what the real-server test (tests/system/flows/test_flows_server.py) needs, the PostgreSQL server binaries,
+# and the browser the report test renders in (tests/system/report/test_report_browser.py): chromium-headless-shell.
 # The test itself starts a throwaway cluster in a temp folder on a free port of 127.0.0.1 (as the postgres
 # user when run as root) and stops it afterwards; this script only installs the package when it is absent.
 # Usage (CI, as root): bash scripts/ci_services.sh

@@ -13,7 +13,7 @@ Two checks, both through the real ``stats.compare_models`` and ``power.holm``:
   instead, as two arms of one procedure. Holm runs over the page's comparisons, and the page is a false
   positive when any survives. The rate over many pages must stay at or under the family-wise level.
 
-This module reads no file; ``studies/scripts/study.py`` (``aa_check``) and ``tests/studies/test_aa.py`` (``aa_pages``)
+This module reads no file; ``studies/scripts/study.py`` (``aa_check``) and ``tests/system/studies/test_aa.py`` (``aa_pages``)
 feed it runs. It is study tooling, not part of the package: the report never runs an A/A check.
 """
 

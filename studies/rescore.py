@@ -13,7 +13,7 @@ Prints JSON: per task and model the mean, sd and per-seed scores, and every comp
 over these runs (paired by seed where both models have the seeds; Holm over the page), through the report's
 own code (``report.results.build_tables``). ``--pair A B`` adds that one comparison alone, uncorrected: a
 preregistered claim. ``--seeds`` keeps only those seeds (the floor's seed 0 always). ``--table`` prints instead the score table a study
-file carries (``studies/*.md``, checked by ``tests/studies/test_study_tables.py``): per task and model the runs,
+file carries (``studies/*.md``, checked by ``tests/unit/studies/test_study_tables.py``): per task and model the runs,
 mean, sd and each run's score in points, nothing drawn at random.
 """
 

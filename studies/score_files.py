@@ -6,7 +6,7 @@ One gzipped JSON per study point: per run its ``model``, ``task``, ``task_type``
 (``finetune.counts``: true positives, predicted and gold entities per NER sentence; per-label counts for
 classification, labels sorted), under the task's ``test_set`` hash (of its gold answers). ``report.stats`` takes
 such runs as it takes ``result.json`` dicts: every interval and p-value is the same, to the last digit, as from
-the predictions themselves (``tests/studies/test_score_files.py``). Predictions and texts are left out.
+the predictions themselves (``tests/unit/studies/test_score_files.py``). Predictions and texts are left out.
 """
 
 from __future__ import annotations

@@ -33,6 +33,9 @@ if "PREFECT_HOME" not in os.environ:
 
 import pytest  # noqa: E402 - after the environment above
 
+# Fixtures of a folder whose tests sit in several lanes (tests/support/fixtures_<folder>.py).
+pytest_plugins = ["support.fixtures_report"]
+
 
 @pytest.fixture(scope="session", autouse=True)
 def _machine_cache(tmp_path_factory: pytest.TempPathFactory) -> None:
@@ -54,7 +57,7 @@ def _stop_prefect_temporary_server():
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """The documented commands this session ran (tests/test_documented_commands.py): exit code and time of each,
+    """The documented commands this session ran (tests/system/project/test_documented_commands.py): exit code and time of each,
     or why it was not run, the table a release note quotes."""
     rows: dict[str, dict] = {}
     for reports in terminalreporter.stats.values():

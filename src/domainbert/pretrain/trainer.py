@@ -11,7 +11,7 @@ Host-device syncs (issue 43): a step reads nothing from the device. Masked and r
 host where the batch is built (``masking.host_positions``), batches go to a GPU pinned and non-blocking, and
 the losses, gradient norm and objective figures stay on the device until a logging step, a checkpoint or a
 stop reads them in one transfer (``LogWindow.read``); a progress line shows the last record's loss
-(``tests/pretrain/test_pretrain_host_reads.py`` counts the reads). Reads that remain, and why:
+(``tests/stage/pretrain/test_pretrain_host_reads.py`` counts the reads). Reads that remain, and why:
 evaluation and checkpoints (they need the values); with several ranks, ``stop_agreed`` all-reduces the stop
 flag on the host every step, so that every rank stops at the same step; inside transformers, a padded batch's
 attention mask is checked for padding on the device by the SDPA path (packed batches, the default, carry no

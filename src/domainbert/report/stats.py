@@ -25,7 +25,7 @@ Every comparison returns ``se`` and ``df`` of its draws, the one design summary 
 the smallest Holm threshold, ``alpha / family``, is resolved (``draws.draws_needed``) while the p-value is near
 it. Multiple comparisons are corrected by the caller (``rows.holm_adjusted``, over the page); this module gives the
 unadjusted interval and p-value. Calibration on simulated scores:
-``tests/finetune/test_finetune_calibration.py`` (unpaired) and ``tests/report/test_report_paired.py`` (paired,
+``tests/system/finetune/test_finetune_calibration.py`` (unpaired) and ``tests/stage/report/test_report_paired.py`` (paired,
 the A/A rate over whole pages). The fast count-matrix path is tested against a plain paired bootstrap over any
 metric function (``tests/reference/bootstrap.py``).
 """
