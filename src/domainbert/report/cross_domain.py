@@ -28,7 +28,7 @@ from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.report import figures
 from domainbert.report.compare import compare_tables
-from domainbert.report.finetune_sections import std_text
+from domainbert.report.finetune_sections import holm_p_text, std_text
 from domainbert.report.headline import caveats
 from domainbert.report.inputs import RunArtifacts, load_run
 from domainbert.report.results import CompareFn, page_family
@@ -231,7 +231,7 @@ def _results(all_scores: list[ScoreRow], all_cmps: list[Comparison], compare: Co
             f"{c.model} vs {c.reference}",
             signed_points(c.diff),
             interval_text(c),
-            fmt(c.p_holm, 3),
+            holm_p_text(c, compare.bootstrap_samples),
             c.verdict,
         ]
         for c in all_cmps

@@ -42,6 +42,16 @@ def p_text(p: Any, samples: int) -> str:
     return f"<= {floor:.2g}" if p <= floor * (1 + 1e-9) else (f"{p:.4f}" if p < 0.01 else f"{p:.3f}")
 
 
+def holm_p_text(c: Comparison, samples: int) -> str:
+    """Holm's adjusted p; where the unadjusted p sits at its Monte Carlo floor (no draw crossed 0) the adjusted one
+    is a bound, not a value: ``<= 0.003``."""
+    if c.p_holm is None:
+        return "-"
+    n = (c.design.n_samples if c.design else None) or samples
+    at_floor = c.p_value is not None and c.p_value <= 2 / (n + 1) * (1 + 1e-9)
+    return f"<= {c.p_holm:.2g}" if at_floor and c.p_holm < 1 else fmt(c.p_holm, 3)
+
+
 def finetune_section(
     scores: list[ScoreRow],
     comparisons: list[Comparison],
@@ -129,7 +139,7 @@ def _comparison_table(comparisons: list[Comparison], bootstrap_samples: int) -> 
             interval_text(c),
             fw_cell(c),
             p_text(c.p_value, (c.design.n_samples if c.design else None) or bootstrap_samples),
-            fmt(c.p_holm, 3),
+            holm_p_text(c, bootstrap_samples),
             points(c.detectable) if c.detectable is not None else "-",
             c.verdict + (" (collapsed runs involved)" if c.collapsed else ""),
         ]

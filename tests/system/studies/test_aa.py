@@ -1,5 +1,5 @@
 """The A/A pages' null pairs on real runs' scores (``studies.aa``). The false-positive rate over 200 such pages is
-a study (``aa_pages``, bench/README.md's A/A), not a test: the suite checks the comparison's calibration on
+a study (``aa_pages``, studies/paired-comparisons.md), not a test: the suite checks the comparison's calibration on
 every null split of the same runs in ``test_report_calibration.py``.
 
 The runs are ``studies/scores/science-demo-6seeds.json.gz``: make demo's design with six seeds (base, original,
