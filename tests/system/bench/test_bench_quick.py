@@ -4,13 +4,11 @@ run mean nothing and are not checked; the record's shape is."""
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+
+from support.quick_modes import run_quick
 
 BENCH = Path(__file__).resolve().parents[3] / "bench"
 
@@ -35,12 +33,6 @@ QUICK = {
 @pytest.mark.parametrize("script", sorted(QUICK))
 def test_the_quick_mode_of_each_benchmark_runs(script, tmp_path):
     args, record, keys = QUICK[script]
-    # the machine cache under tmp_path too: a quick warm-up must not be what a user's next run reuses
-    env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path), "OMP_NUM_THREADS": "1",
-           "XDG_CACHE_HOME": str(tmp_path / "cache")}
-    proc = subprocess.run([sys.executable, str(BENCH / f"{script}.py"), *args], cwd=tmp_path, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert proc.returncode == 0, proc.stderr[-3000:]
-    written = json.loads((tmp_path / record).read_text())
+    written = run_quick(BENCH / f"{script}.py", args, record, tmp_path)
     for key in keys:
         assert key in written, (key, sorted(written))
