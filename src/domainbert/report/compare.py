@@ -16,8 +16,8 @@ import json
 import logging
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
@@ -33,7 +33,7 @@ from domainbert.finetune.expectations import ExpectedRun, expected_runs, read_ex
 from domainbert.report import finetune_sections, pretrain_sections, sections
 from domainbert.report.groups import groups_section
 from domainbert.report.headline import headline_section
-from domainbert.report.inputs import RunArtifacts, load_run
+from domainbert.report.inputs import FinetuneRun, Record, ResultCheck, RunArtifacts, load_run
 from domainbert.report.keep import keep_complete, reported_results, results_used, staging_folder
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
 from domainbert.report.rows import Comparison, ScoreRow, tables_json
@@ -46,7 +46,7 @@ REPORT_FORMAT = 18
 
 
 def compare_tables(
-    results: list[dict[str, Any]],
+    results: Sequence[FinetuneRun | Record],
     compare: CompareConfig,
     task_order: list[str],
     arms: list[str],
@@ -72,7 +72,7 @@ def _tables(
     )
 
 
-def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
+def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> Record:
     # The result check is part of the key: a config change that makes results stale re-renders the page.
     return {
         "domain": cfg.name,
@@ -80,7 +80,7 @@ def _report_config(cfg: DomainConfig, arts: RunArtifacts) -> dict[str, Any]:
         "arms": list(cfg.pretrain.arms),
         "tasks": [t.name for t in cfg.finetune.tasks],
         "extra_models": list(cfg.finetune.extra_models),
-        "result_check": arts.result_check,
+        "result_check": arts.result_check.to_json() if arts.result_check else {},
         "report_format": REPORT_FORMAT,
         # only when set, so reports rendered before the setting stay current
         **(
@@ -108,18 +108,19 @@ def checked_run(cfg: DomainConfig, layout: RunLayout) -> RunArtifacts:
     for state in ("missing", "damaged"):
         check[state] = [f"{m}/{t}/seed-{seed}" for (m, t, seed), st in states.items() if st == state]
     kept = []
-    for r in arts.finetune:
-        state = states.get((r["model"], r["task"], r["seed"]), "not in this config")
+    for record, run in zip(arts.finetune, arts.runs, strict=True):
+        state = states.get((record["model"], run.task, run.seed), "not in this config")
         if state == "damaged":
             continue
-        if state in ("stale", "not in this config"):
-            check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
-            continue
-        if state == "unrecorded":
-            check[state].append(f"{r['model']}/{r['task']}/seed-{r['seed']}")
-        kept.append(r)
+        if state in ("stale", "not in this config", "unrecorded"):
+            check[state].append(f"{record['model']}/{run.task}/seed-{run.seed}")
+        if state not in ("stale", "not in this config"):
+            kept.append(record)
     arts.finetune = kept
-    arts.result_check = {"expected": len(states), **check}
+    arts.result_check = ResultCheck(
+        len(states),
+        *(tuple(check[k]) for k in ("missing", "stale", "damaged", "unrecorded", "not in this config")),
+    )
     return arts
 
 
@@ -325,7 +326,7 @@ def report_markdown(cfg: DomainConfig, layout: RunLayout) -> str:
         return to_markdown(doc)
 
 
-def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
+def results_table(cfg: DomainConfig, layout: RunLayout) -> list[Record]:
     """One flat row per task and model: mean, std, seeds, and the comparison with the base model.
 
     Returns:
@@ -342,7 +343,7 @@ def results_table(cfg: DomainConfig, layout: RunLayout) -> list[dict[str, Any]]:
     return flat_rows(tables["scores"], tables["comparisons"])
 
 
-def flat_rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def flat_rows(scores: list[Record], comparisons: list[Record]) -> list[Record]:
     """One row per task and model from the score and comparison tables as ``results.json`` holds them (see
     ``results_table``)."""
     rows = []
@@ -370,7 +371,7 @@ def flat_rows(scores: list[dict[str, Any]], comparisons: list[dict[str, Any]]) -
     return rows
 
 
-def read_rendered(report_dir: Path) -> tuple[str, list[dict[str, Any]]]:
+def read_rendered(report_dir: Path) -> tuple[str, list[Record]]:
     """(Markdown, flat result rows) of a report ``render_report`` has just written into ``report_dir``.
 
     Raises:

@@ -18,14 +18,14 @@ from domainbert.config.finetune import TaskConfig
 from domainbert.core.document import Section, Table
 from domainbert.finetune.classification import classification_metrics
 from domainbert.finetune.jobs import load_task_data
-from domainbert.report.inputs import RunArtifacts
+from domainbert.report.inputs import Record, RunArtifacts
 from domainbert.report.sections import fmt
 
 SMALL_GROUP = 30  # test examples under which a group's score is called too few to compare
 
 
 def group_scores(
-    task: TaskConfig, groups: list[str], gold: list[Any], label_list: list[str], results: list[dict[str, Any]]
+    task: TaskConfig, groups: list[str], gold: list[Any], label_list: list[str], results: list[Record]
 ) -> tuple[dict[str, dict[str, list[float]]], list[str]]:
     """``{model: {group: [primary score per seed]}}`` over ``results`` of one task, and the runs skipped
     because their answers are not those of the test examples ``groups`` and ``gold`` describe (another split,

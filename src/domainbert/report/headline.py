@@ -18,21 +18,20 @@ from domainbert.core.document import Figure, Section, Table
 from domainbert.literature import smallest_published, too_small
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.answer_figure import answer_figure
-from domainbert.report.inputs import RunArtifacts
+from domainbert.report.inputs import ResultCheck, RunArtifacts
 from domainbert.report.references import (
-    arm_tally,
     arm_verdicts,
-    between_arms,
     control_sentences,
     power_sentences,
     reference_sentences,
     scratch_sentences,
     seed_warning,
 )
-from domainbert.report.results import FLOOR_MODEL, ORIGINAL_MODEL, REFERENCES, best_reference, model_order
+from domainbert.report.results import FLOOR_MODEL, model_order
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.scratch_curve import scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
+from domainbert.report.verdict import decide, incomplete_models
 
 
 def score_cell(row: ScoreRow, best: bool) -> str:
@@ -207,46 +206,36 @@ def head_training_caveats(arts: RunArtifacts, arms: list[str]) -> list[str]:
 def overlap_caveats(arts: RunArtifacts) -> list[str]:
     """Per task, the examples its evaluation splits share with its training split, as fine-tuning recorded them."""
     out = []
-    for task in dict.fromkeys(r["task"] for r in arts.finetune):
-        record = next(
-            (r["split_overlap"] for r in arts.finetune if r["task"] == task and r.get("split_overlap")), None
-        )
-        if not record or not any(record.get(s, {}).get("normalised") for s in ("validation", "test")):
+    runs = arts.runs
+    for task in dict.fromkeys(r.task for r in runs):
+        record = next((r.split_overlap for r in runs if r.task == task and r.split_overlap), None)
+        if not record or not any(record.normalised.get(s) for s in ("validation", "test")):
             continue
         found = ", ".join(
-            f"{s} {record[s]['normalised']} ({record[s]['exact']} verbatim)"
+            f"{s} {record.normalised[s]} ({record.exact[s]} verbatim)"
             for s in ("validation", "test")
-            if record.get(s, {}).get("normalised")
+            if record.normalised.get(s)
         )
         action = (
             "left out of scoring, so every score is on unseen examples"
-            if record.get("excluded")
+            if record.excluded
             else "scored anyway (finetune.split_overlap: keep): every model scores them from memory alike"
         )
         out.append(f"{task}: examples also in its training split: {found}; {action}.")
     return out
 
 
-def incomplete_models(check: dict[str, Any], tasks: set[str]) -> list[str]:
-    """Models (the floor aside) with an expected result missing or stale on one of ``tasks`` (those with scores;
-    a task no model has run is named as not run), in name order."""
-    runs = [run.split("/") for key in ("missing", "stale", "damaged") for run in check.get(key) or []]
-    return sorted({run[0] for run in runs if len(run) == 3 and run[1] in tasks} - {FLOOR_MODEL})
-
-
-def result_check_text(check: dict[str, Any]) -> str:
+def result_check_text(check: ResultCheck | None) -> str:
     """Which expected results the tables use, and which are missing, stale or unrecorded."""
-    if not check:
+    if check is None:
         return "Results were not checked against the config."
 
-    def listed(names: list[str]) -> str:
+    def listed(names: tuple[str, ...]) -> str:
         return ", ".join(names[:8]) + (f" and {len(names) - 8} more" if len(names) > 8 else "")
 
-    missing, stale, loose, other, damaged = (
-        check.get(k) or [] for k in ("missing", "stale", "unrecorded", "not in this config", "damaged")
-    )
-    used = check["expected"] - len(missing) - len(stale) - len(damaged)
-    text = f"Results: {used} of the {check['expected']} this config asks for"
+    missing, stale, loose, other, damaged = check.missing, check.stale, check.unrecorded, check.other, check.damaged
+    used = check.expected - len(missing) - len(stale) - len(damaged)
+    text = f"Results: {used} of the {check.expected} this config asks for"
     parts = []
     if missing:
         parts.append(f"missing: {listed(missing)}")
@@ -315,41 +304,6 @@ def _corpus_budget(arts: RunArtifacts, arms: list[str]) -> list[str]:
     return [text]
 
 
-def _verdict_lead(
-    scores: list[ScoreRow],
-    comparisons: list[Comparison],
-    arms: list[str],
-    adequacy: dict[str, str],
-    incomplete: list[str],
-) -> str:
-    """The verdict's first sentence: the arms that beat the better reference on a task, or why none did
-    (``arms`` and ``comparisons``: those judged, on complete results and tasks that can separate the arms)."""
-    winners = [a for a in arms if arm_tally(scores, comparisons, a)["better"]]
-    present = {r.model for r in scores} & set(REFERENCES)
-    if len(present) == 2:
-        refs = sorted({ref for t in {r.task for r in scores} if (ref := best_reference(scores, t))})
-        which = f"the better reference ({' or '.join(refs)})"
-    else:  # only_models kept one reference (or none): name the one the arms were compared with
-        which = "the original checkpoint" if present == {ORIGINAL_MODEL} else "the base model"
-    if winners:
-        return f"Verdict: {', '.join(winners)} beat {which} on at least one task (details below)."
-    if adequacy and len(adequacy) == len({r.task for r in scores}):
-        return "Verdict: none: no task can separate the arms at this fine-tuning budget (see below)."
-    if incomplete and not arms:
-        return "Verdict: withheld: no adaptation arm has all its results."
-    if not {r.model for r in scores} & set(arms):  # only_models left every arm out: no adaptation was judged
-        return "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
-    if not present:  # only_models left both references out: no arm was compared with one
-        between = bool(between_arms(comparisons, arms))
-        return (
-            "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared "
-            "with one; the page compares the models it ran with the floor"
-            + (", and the arms with each other (below)." if between else ".")
-        )
-    judged = " with complete results" if incomplete else ""
-    return f"Verdict: no adaptation arm{judged} beat {which} on any task at this budget."
-
-
 def headline_section(
     scores: list[ScoreRow],
     comparisons: list[Comparison],
@@ -371,7 +325,7 @@ def headline_section(
             f"Incomplete: {', '.join(incomplete)}: results missing or stale for this configuration; "
             + ("no verdict for any model (the base model's are)." if "base" in incomplete else "no verdict for them.")
         )
-    adequacy = task_adequacy(scores, arts.finetune)
+    adequacy = task_adequacy(scores, arts.runs)
     if out_dir is not None and (name := answer_figure(scores, comparisons, arms, out_dir)):
         sec.add(
             Figure(
@@ -396,7 +350,7 @@ def headline_section(
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )
-    lead = _verdict_lead(scores, comparisons, arms, adequacy, incomplete)
+    lead = decide(scores, comparisons, arms, list(adequacy), incomplete).line
     lead += " " + floor_lead(scores, all_comparisons)
     sec.add(
         lead.strip(),

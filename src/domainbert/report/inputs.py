@@ -5,18 +5,24 @@ laxer rule is judged by today's and never shows as an effect without its mark.
 
 A stage that has not run (its file is absent) reads as ``None`` or empty, so the report can say "not run";
 a file that exists but is not valid JSON is a ``DataError`` naming the file and line, because a report
-built over a half-read artifact would show figures that are not the run's. This module leaves the meaning
-of the fields to ``results.py`` and ``sections.py``.
+built over a half-read artifact would show figures that are not the run's.
+
+``RunArtifacts`` holds the files as read (JSON objects, ``Record``: the file boundary, which the study scripts
+read too); the verdict's route reads a fine-tuning result as a frozen ``FinetuneRun`` (``RunArtifacts.runs``,
+``FinetuneRun.of``) and the result check as a ``ResultCheck``. This module leaves the meaning of the fields to
+``results.py`` and the sections.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from domainbert.config.pretrain import split_replicate
 from domainbert.core.artifact_types import (
     Artifact,
     CorpusManifest,
@@ -33,6 +39,7 @@ from domainbert.finetune.collapse import diagnose
 
 log = logging.getLogger(__name__)
 WARMUP = "base-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
+Record = dict[str, Any]  # a JSON object as a file holds it: only where a file is read or written
 
 
 def read_json(path: Path) -> Any | None:
@@ -45,21 +52,149 @@ def read_json(path: Path) -> Any | None:
         raise DataError(f"not valid JSON ({exc.msg})", file=path, line=exc.lineno) from None
 
 
+@dataclass(frozen=True)
+class SplitOverlap:
+    """The examples a task's evaluation splits share with its training split, as fine-tuning recorded them:
+    per split (``validation``, ``test``) the normalised and the verbatim (``exact``) matches."""
+
+    normalised: Mapping[str, int]
+    exact: Mapping[str, int]
+    excluded: bool
+
+
+@dataclass(frozen=True)
+class Window:
+    """How many test examples the encoder's window left partly unread, and the window (``cut_by_window``)."""
+
+    test: int
+    max_length: int
+    chunks: int
+
+
+@dataclass(frozen=True)
+class FinetuneRun:
+    """One fine-tuning result as the report reads it (``result.json``, or a study's score-file row): a replicate's
+    run (``continued@r2``) is its arm's (``model``), marked with its ``replicate``. ``record`` is the JSON object
+    the run came from (the replicate's marked so too), handed as it is to the statistics (``stats.compare_models``
+    reads the predictions or the counts a file kept); every other reader uses the fields."""
+
+    model: str
+    task: str
+    seed: int
+    replicate: int
+    task_type: str | None
+    primary_metric: str | None
+    scores: Mapping[str, float]  # the test scores (numbers only)
+    collapsed: bool
+    retried: bool
+    record: Mapping[str, Any] = field(repr=False, compare=False)
+    multi_label: bool = False
+    train_seconds: float | None = None
+    lr: float | None = None
+    steps: int | None = None
+    stopped_early: bool = False
+    train_examples: int | None = None
+    test_examples: int | None = None
+    window: Window | None = None
+    split_overlap: SplitOverlap | None = None
+
+    @property
+    def gold(self) -> Sequence[Any] | None:
+        return self.record.get("gold")
+
+    @property
+    def pred(self) -> Sequence[Any]:
+        return list(self.record.get("pred") or [])
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any] | FinetuneRun) -> FinetuneRun:
+        """The run of a result's JSON object (a ``FinetuneRun`` stays as it is)."""
+        if isinstance(result, FinetuneRun):
+            return result
+        model, replicate = split_replicate(result["model"])
+        record = {**result, "model": model, "replicate": replicate} if replicate > 1 else dict(result)
+        examples = record.get("num_examples") or {}
+        cut = record.get("cut_by_window") or {}
+        overlap = record.get("split_overlap")
+        seconds, lr, steps = record.get("train_seconds"), record.get("lr"), record.get("steps")
+        return cls(
+            model=record["model"],
+            task=record["task"],
+            seed=int(record["seed"]),
+            replicate=int(record.get("replicate") or 1),
+            task_type=record.get("task_type"),
+            primary_metric=record.get("primary_metric"),
+            scores={k: float(v) for k, v in (record.get("test") or {}).items() if isinstance(v, int | float)},
+            collapsed=bool(record.get("collapsed")),
+            retried=bool(record.get("retry")),
+            record=record,
+            multi_label=bool(record.get("multi_label")),
+            train_seconds=float(seconds) if seconds is not None else None,
+            lr=float(lr) if lr else None,
+            steps=int(steps) if steps else None,
+            stopped_early=bool(record.get("stopped_early")),
+            train_examples=examples.get("train"),
+            test_examples=examples.get("test"),
+            window=Window(int(cut["test"]), int(cut["max_length"]), int(cut["chunks"]))
+            if cut.get("test") is not None
+            else None,
+            split_overlap=_overlap(overlap) if overlap else None,
+        )
+
+
+def _overlap(record: Mapping[str, Any]) -> SplitOverlap:
+    splits = [s for s in ("validation", "test") if isinstance(record.get(s), Mapping)]
+    return SplitOverlap(
+        normalised={s: int(record[s].get("normalised") or 0) for s in splits},
+        exact={s: int(record[s].get("exact") or 0) for s in splits},
+        excluded=bool(record.get("excluded")),
+    )
+
+
+@dataclass(frozen=True)
+class ResultCheck:
+    """The results the config expects (``expected``) and, by ``model/task/seed-n``, those missing, stale, damaged,
+    used without a record beside them (``unrecorded``) or left out as not part of the config (``other``)."""
+
+    expected: int
+    missing: tuple[str, ...] = ()
+    stale: tuple[str, ...] = ()
+    damaged: tuple[str, ...] = ()
+    unrecorded: tuple[str, ...] = ()
+    other: tuple[str, ...] = ()
+
+    def to_json(self) -> Record:
+        """The check as the report's fingerprint keys it."""
+        return {
+            "expected": self.expected,
+            "missing": list(self.missing),
+            "stale": list(self.stale),
+            "unrecorded": list(self.unrecorded),
+            "not in this config": list(self.other),
+            "damaged": list(self.damaged),
+        }
+
+
 @dataclass
 class RunArtifacts:
     """Everything the report reads from one run folder."""
 
     root: Path
-    manifest: dict[str, Any] | None = None
-    vocab: dict[str, Any] | None = None
+    manifest: Record | None = None
+    vocab: Record | None = None
     corpus_plots: list[Path] = field(default_factory=list)
     vocab_plots: list[Path] = field(default_factory=list)
-    pretrain: dict[str, dict[str, Any]] = field(default_factory=dict)
-    metrics: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
-    finetune: list[dict[str, Any]] = field(default_factory=list)
-    base_warmup: dict[str, Any] | None = None  # pretrain/base-warmup/summary.json when the MLM head was warmed up
-    result_check: dict[str, Any] = field(default_factory=dict)  # expected results and the missing/stale ones
+    pretrain: dict[str, Record] = field(default_factory=dict)
+    metrics: dict[str, list[Record]] = field(default_factory=dict)
+    finetune: list[Record] = field(default_factory=list)
+    base_warmup: Record | None = None  # pretrain/base-warmup/summary.json when the MLM head was warmed up
+    result_check: ResultCheck | None = None  # None: the results were not checked against a config
     input_hashes: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def runs(self) -> list[FinetuneRun]:
+        """The fine-tuning results as typed runs, in the order read."""
+        return [FinetuneRun.of(r) for r in self.finetune]
 
     @property
     def holds_nothing(self) -> bool:
@@ -137,7 +272,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     return arts
 
 
-def finetune_results(layout: RunLayout) -> list[tuple[Path, dict[str, Any]]]:
+def finetune_results(layout: RunLayout) -> list[tuple[Path, Record]]:
     """Every complete, undamaged fine-tuning result of the run with its path, collapse judged by today's rule."""
     out = []
     for path in sorted((layout.root / "finetune").glob("*/*/seed-*/result.json")):
@@ -150,7 +285,7 @@ def finetune_results(layout: RunLayout) -> list[tuple[Path, dict[str, Any]]]:
     return out
 
 
-def rejudge_collapse(result: dict[str, Any]) -> dict[str, Any]:
+def rejudge_collapse(result: Record) -> Record:
     """``result`` with its test collapse diagnosed again from its predictions under the current rule; a run the
     stage marked collapsed stays collapsed (a retried run's first attempt is not in its predictions)."""
     stored = result.get("collapse") or {}

@@ -17,36 +17,14 @@ from domainbert.report.power import WHOLE_SCALE
 from domainbert.report.results import BASE_MODEL, ORIGINAL_MODEL, best_reference
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.summary import ci_text, holm_text, metric_label, pairing_text, points, signed_points
+from domainbert.report.verdict import against_best_reference, arm_tally, between_arms, comparison_of
 
 CONTROL = "control"
-
-
-def _row(comparisons: list[Comparison], task: str, model: str, reference: str) -> Comparison | None:
-    return next(
-        (c for c in comparisons if (c.task, c.model, c.reference) == (task, model, reference) and c.diff is not None),
-        None,
-    )
 
 
 def difference(row: Comparison) -> str:
     """``-1.2 F1 (95% CI -3.0 to +0.6)``, with Holm's reading where it changed the interval's."""
     return f"{signed_points(row.diff)} {metric_label(row.metric)} ({ci_text(row)}{holm_text(row)})"
-
-
-def against_best_reference(scores: list[ScoreRow], comparisons: list[Comparison], model: str) -> list[Comparison]:
-    """``model``'s comparison with the better reference on every task where both have results."""
-    out = []
-    for task in dict.fromkeys(r.task for r in scores):
-        ref = best_reference(scores, task)
-        row = _row(comparisons, task, model, ref) if ref and ref != model else None
-        if row is not None:
-            out.append(row)
-    return out
-
-
-def arm_tally(scores: list[ScoreRow], comparisons: list[Comparison], model: str) -> dict[str, list[Comparison]]:
-    rows = against_best_reference(scores, comparisons, model)
-    return {v: [c for c in rows if c.verdict == v] for v in ("better", "worse", "no significant difference")}
 
 
 def arm_verdicts(scores: list[ScoreRow], comparisons: list[Comparison], arms: list[str]) -> list[str]:
@@ -79,7 +57,7 @@ def arm_verdicts(scores: list[ScoreRow], comparisons: list[Comparison], arms: li
 
 def references_row(comparisons: list[Comparison], task: str) -> Comparison | None:
     """The two references' own comparison on ``task`` (base - original: what the warm-up did), if both ran."""
-    return _row(comparisons, task, BASE_MODEL, ORIGINAL_MODEL)
+    return comparison_of(comparisons, task, BASE_MODEL, ORIGINAL_MODEL)
 
 
 def reference_sentences(scores: list[ScoreRow], comparisons: list[Comparison]) -> list[str]:
@@ -103,7 +81,7 @@ def control_sentences(scores: list[ScoreRow], comparisons: list[Comparison], arm
     out = []
     for arm in arms:
         for task in dict.fromkeys(r.task for r in scores):
-            row = _row(comparisons, task, arm, CONTROL)
+            row = comparison_of(comparisons, task, arm, CONTROL)
             if row is None:
                 continue
             reading = {"better": "the domain's text helped", "worse": "general text did better"}.get(
@@ -185,12 +163,6 @@ def _nothing_detectable(task: str, family: int, smallest: float) -> str:
         "metric's whole range): the runs' scores vary too much between seeds for this design to answer anything; "
         "more seeds or a larger test split would."
     )
-
-
-def between_arms(comparisons: list[Comparison], arms: list[str]) -> list[Comparison]:
-    """The page's comparisons of one arm with another (continued - scratch, continued - control) that have a
-    difference."""
-    return [c for c in comparisons if c.model in arms and c.reference in arms and c.diff is not None]
 
 
 def _between_arms(task: str, comparisons: list[Comparison], arms: list[str]) -> list[str]:

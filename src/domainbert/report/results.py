@@ -21,10 +21,9 @@ this module writes no sentence.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
 
-from domainbert.config.pretrain import split_replicate
+from domainbert.report.inputs import FinetuneRun, Record
 from domainbert.report.rows import (
     DESIGN_FIELDS,
     NOT_COMPARED,
@@ -62,22 +61,27 @@ ARM_PAIRS = [
     ("extended", "control"),
 ]
 
-# compare_fn(results_a, results_b, metric, family) -> {"diff", "ci_low", "ci_high", optional "n_seeds",
-# "p_value", "se", "df", ...}; family: the page's number of comparisons (draws enough for its Holm thresholds).
-# default_compare_fn wraps stats.compare_models (paired by seed where both sides have seeds in common).
-CompareFn = Callable[[list[dict[str, Any]], list[dict[str, Any]], str, int], dict[str, Any]]
+# compare_fn(runs_a, runs_b, metric, family) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", "se",
+# "df", ...} (the statistics' JSON-shaped answer, read once by ``_comparison_row``); family: the page's number of
+# comparisons (draws enough for its Holm thresholds). default_compare_fn wraps stats.compare_models (paired by
+# seed where both sides have seeds in common).
+CompareFn = Callable[[list[FinetuneRun], list[FinetuneRun], str, int], Record]
 
 
 def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
     """The comparison of ``domainbert.report.stats`` with the run's compare settings."""
 
-    def compare(
-        results_a: list[dict[str, Any]], results_b: list[dict[str, Any]], metric: str, family: int
-    ) -> dict[str, Any]:
+    def compare(runs_a: list[FinetuneRun], runs_b: list[FinetuneRun], metric: str, family: int) -> Record:
         from domainbert.report import stats
 
         out = stats.compare_models(
-            results_a, results_b, n_samples=samples, confidence=confidence, seed=seed, metric=metric, family=family
+            [dict(r.record) for r in runs_a],
+            [dict(r.record) for r in runs_b],
+            n_samples=samples,
+            confidence=confidence,
+            seed=seed,
+            metric=metric,
+            family=family,
         )
         # Runs per side (a floor is one deterministic run); the seeds of the two sides need not match.
         return {
@@ -99,13 +103,14 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     return float(out["mean"]), float(out["std"])
 
 
-def primary_metric(result: dict[str, Any]) -> str:
+def primary_metric(result: Record | FinetuneRun) -> str:
     """The metric a task is judged on: span F1 for NER, macro-F1 for classification."""
-    return str(result.get("primary_metric") or PRIMARY_METRIC[result.get("task_type", "classification")])
+    run = FinetuneRun.of(result)
+    return str(run.primary_metric or PRIMARY_METRIC[run.task_type or "classification"])
 
 
-def test_score(result: dict[str, Any], metric: str) -> float:
-    return float(result["test"][metric])
+def test_score(result: Record | FinetuneRun, metric: str) -> float:
+    return FinetuneRun.of(result).scores[metric]
 
 
 def model_order(models: Iterable[str], arms: list[str], extra: list[str]) -> list[str]:
@@ -151,34 +156,39 @@ def comparison_pairs(models: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def collapsed_runs(runs: list[dict[str, Any]]) -> int:
+def collapsed_runs(runs: Sequence[Record | FinetuneRun]) -> int:
     """How many of a model's runs on a task collapsed (``collapsed`` in result.json, finetune/collapse.py)."""
-    return sum(1 for r in runs if r.get("collapsed"))
+    return sum(1 for r in runs if FinetuneRun.of(r).collapsed)
 
 
-def group_results(results: list[dict[str, Any]]) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """task -> model -> results sorted by replicate and seed; a pretraining replicate's runs (``continued@r2``)
-    are its arm's, marked with their ``replicate``."""
-    grouped: dict[str, dict[str, list[dict[str, Any]]]] = {}
-    for result in results:
-        model, replicate = split_replicate(result["model"])
-        if replicate > 1:
-            result = {**result, "model": model, "replicate": replicate}
-        grouped.setdefault(result["task"], {}).setdefault(model, []).append(result)
+def group_runs(results: Sequence[Record | FinetuneRun]) -> dict[str, dict[str, list[FinetuneRun]]]:
+    """task -> model -> runs sorted by replicate and seed; a pretraining replicate's runs (``continued@r2``) are
+    its arm's, marked with their ``replicate``."""
+    grouped: dict[str, dict[str, list[FinetuneRun]]] = {}
+    for run in map(FinetuneRun.of, results):
+        grouped.setdefault(run.task, {}).setdefault(run.model, []).append(run)
     for by_model in grouped.values():
         for runs in by_model.values():
-            runs.sort(key=lambda r: (int(r.get("replicate") or 1), r["seed"]))
+            runs.sort(key=lambda r: (r.replicate, r.seed))
     return grouped
 
 
-def page_family(results: list[dict[str, Any]], arms: list[str], extra: list[str]) -> int:
+def group_results(results: Sequence[Record]) -> dict[str, dict[str, list[Record]]]:
+    """``group_runs`` of results as a file holds them (a study's score file), each as its JSON object."""
+    return {
+        task: {model: [dict(r.record) for r in runs] for model, runs in by_model.items()}
+        for task, by_model in group_runs(results).items()
+    }
+
+
+def page_family(results: Sequence[Record | FinetuneRun], arms: list[str], extra: list[str]) -> int:
     """How many comparisons ``build_tables`` makes of ``results``: Holm's family of a page that shows them alone."""
-    grouped = group_results(results)
+    grouped = group_runs(results)
     return sum(len(comparison_pairs(model_order(by_model, arms, extra))) for by_model in grouped.values())
 
 
 def build_tables(
-    results: list[dict[str, Any]],
+    results: Sequence[Record | FinetuneRun],
     task_order: list[str],
     arms: list[str],
     extra: list[str],
@@ -189,7 +199,8 @@ def build_tables(
     """Score rows (one per task and model) and comparison rows (one per compared pair and task).
 
     Args:
-        results: fine-tuning result dicts (``result.json``).
+        results: fine-tuning runs (``inputs.FinetuneRun``), or their JSON objects (``result.json``, a study's
+            score file), read as runs.
         task_order: tasks in config order (others follow by name).
         arms: pretraining arms in config order; extra: extra model names in config order.
         compare_fn: the paired comparison (see ``default_compare_fn``).
@@ -201,7 +212,7 @@ def build_tables(
         (score_rows, comparison_rows), the comparisons Holm-corrected over ``family``; scores are in the metric's
         own unit (fractions for F1).
     """
-    grouped = group_results(results)
+    grouped = group_runs(results)
     tasks = [t for t in task_order if t in grouped] + sorted(t for t in grouped if t not in task_order)
     scores: list[ScoreRow] = []
     comparisons: list[Comparison] = []
@@ -225,24 +236,24 @@ def best_reference(scores: list[ScoreRow], task: str) -> str | None:
     return max(rows, key=lambda r: (r.mean, r.model == BASE_MODEL)).model if rows else None
 
 
-def _score_row(task: str, first: dict[str, Any], metric: str, model: str, runs: list[dict[str, Any]]) -> ScoreRow:
+def _score_row(task: str, first: FinetuneRun, metric: str, model: str, runs: list[FinetuneRun]) -> ScoreRow:
     """One model's scores on one task over its runs."""
-    values = [test_score(r, metric) for r in runs]
+    values = [r.scores[metric] for r in runs]
     mean, std = mean_std(values)
-    seconds = [float(r["train_seconds"]) for r in runs if r.get("train_seconds") is not None]
+    seconds = [r.train_seconds for r in runs if r.train_seconds is not None]
     return ScoreRow(
         task=task,
-        task_type=first.get("task_type"),
+        task_type=first.task_type,
         metric=metric,
         model=model,
-        seeds=tuple(sorted({r["seed"] for r in runs})),
-        n_seeds=len({r["seed"] for r in runs}),
-        replicates=len({int(r.get("replicate") or 1) for r in runs}),
+        seeds=tuple(sorted({r.seed for r in runs})),
+        n_seeds=len({r.seed for r in runs}),
+        replicates=len({r.replicate for r in runs}),
         values=tuple(values),
         mean=mean,
         std=std,
         collapsed=collapsed_runs(runs),
-        retried=sum(1 for r in runs if r.get("retry")),
+        retried=sum(1 for r in runs if r.retried),
         train_seconds=sum(seconds) / len(seconds) if seconds else None,
     )
 
@@ -251,7 +262,7 @@ def _comparison_row(
     task: str,
     metric: str,
     models: tuple[str, str],
-    by_model: dict[str, list[dict[str, Any]]],
+    by_model: dict[str, list[FinetuneRun]],
     compare_fn: CompareFn,
     confidence: float,
     family: int,

@@ -85,41 +85,38 @@ def test_bold_marks_only_a_mean_significantly_above_every_other_model() -> None:
 
 def test_a_run_that_fine_tuned_no_arm_says_so_rather_than_that_none_beat_the_base() -> None:
     """Study 9 ran the checkpoint alone (finetune.only_models=[original]); its page said no arm beat the base."""
-    from domainbert.report.headline import _verdict_lead
+    from domainbert.report.verdict import decide
 
     scores = [score("t", m, v) for m, v in (("original", 0.85), ("floor", 0.68))]
     for arms in ([], ["continued"]):  # a configured arm that only_models left out has no scores
-        assert _verdict_lead(scores, [], arms, {}, []) == (
-            "Verdict: none: no adaptation arm was fine-tuned in this run; the page compares the models it ran."
-        )
+        assert decide(scores, [], arms, [], []).kind == "no-arm"
     scores.append(score("t", "continued", 0.84))
-    lead = _verdict_lead(scores, [], ["continued"], {}, [])
-    assert lead == "Verdict: no adaptation arm beat the original checkpoint on any task at this budget."
+    verdict = decide(scores, [], ["continued"], [], [])
+    assert (verdict.kind, verdict.reference) == ("no-gain", "the original checkpoint")
     scores.append(score("t", "base", 0.83))
-    lead = _verdict_lead(scores, [], ["continued"], {}, [])
-    assert lead == "Verdict: no adaptation arm beat the better reference (original) on any task at this budget."
+    verdict = decide(scores, [], ["continued"], [], [])
+    assert (verdict.kind, verdict.reference) == ("no-gain", "the better reference (original)")
+    assert verdict.line == "Verdict: no adaptation arm beat the better reference (original) on any task at this budget."
 
 
 def test_a_run_that_fine_tuned_no_reference_says_so_rather_than_that_no_arm_beat_the_base() -> None:
     """Study 12 fine-tuned the from-scratch arm alone (finetune.only_models=[scratch]); its page said no arm beat
     the base model, which it had not run."""
-    from domainbert.report.headline import _verdict_lead
+    from domainbert.report.verdict import decide
 
     scores = [score("t", m, v) for m, v in (("scratch", 0.71), ("floor", 0.69))]
-    assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
-        "Verdict: none: no reference (base or original) was fine-tuned in this run, so no arm is compared with "
-        "one; the page compares the models it ran with the floor."
-    )
+    verdict = decide(scores, [], ["scratch"], [], [])
+    assert (verdict.kind, verdict.between) == ("no-reference", False)
+    assert verdict.line.startswith("Verdict: none: no reference (base or original) was fine-tuned in this run")
     # study 14 (scratch and continued): the page's paired comparison of the two arms is named in the lead
     scores.append(score("t", "continued", 0.78))
     between = [comparison(None, 0.02, 0.12, 0.07, task="t", reference="scratch")]
-    assert _verdict_lead(scores, between, ["scratch", "continued"], {}, []).endswith(
-        "the page compares the models it ran with the floor, and the arms with each other (below)."
-    )
+    verdict = decide(scores, between, ["scratch", "continued"], [], [])
+    assert (verdict.kind, verdict.between) == ("no-reference", True)
+    assert verdict.line.endswith(", and the arms with each other (below).")
     scores.append(score("t", "base", 0.70))
-    assert _verdict_lead(scores, [], ["scratch"], {}, []) == (
-        "Verdict: no adaptation arm beat the base model on any task at this budget."
-    )
+    verdict = decide(scores, [], ["scratch"], [], [])
+    assert (verdict.kind, verdict.reference) == ("no-gain", "the base model")
 
 
 def test_above_the_floor_says_for_which_models_significantly() -> None:
