@@ -26,6 +26,7 @@ from domainbert.report.draws import bounds
 from domainbert.report.power import NO_DIFFERENCE, detectable_difference, holm
 
 NOT_COMPARED = "not compared"
+JsonObject = dict[str, Any]  # a row as results.json holds it: only where the file is written or read
 
 
 @dataclass(frozen=True)
@@ -202,16 +203,16 @@ def holm_adjusted(rows: Sequence[Comparison], confidence: float) -> list[Compari
     return out
 
 
-def score_json(row: ScoreRow) -> dict[str, Any]:
+def score_json(row: ScoreRow) -> JsonObject:
     """A score row as ``results.json`` holds it."""
-    out: dict[str, Any] = {k: getattr(row, k) for k in ScoreRow.__dataclass_fields__ if k != "domain"}
+    out: JsonObject = {k: getattr(row, k) for k in ScoreRow.__dataclass_fields__ if k != "domain"}
     out["seeds"], out["values"] = list(row.seeds), list(row.values)
     return out if row.domain is None else {**out, "domain": row.domain}
 
 
-def comparison_json(row: Comparison) -> dict[str, Any]:
+def comparison_json(row: Comparison) -> JsonObject:
     """A comparison as ``results.json`` holds it (its draws left out), in the order the page's readers know."""
-    out: dict[str, Any] = {
+    out: JsonObject = {
         "task": row.task,
         "metric": row.metric,
         "model": row.model,
@@ -243,7 +244,7 @@ def comparison_json(row: Comparison) -> dict[str, Any]:
     return out if row.domain is None else {**out, "domain": row.domain}
 
 
-def tables_json(scores: Sequence[ScoreRow], comparisons: Sequence[Comparison]) -> dict[str, Any]:
+def tables_json(scores: Sequence[ScoreRow], comparisons: Sequence[Comparison]) -> JsonObject:
     """``results.json``: the score rows and the comparisons."""
     return {"scores": [score_json(r) for r in scores], "comparisons": [comparison_json(c) for c in comparisons]}
 

@@ -3,20 +3,29 @@ adequacy sentence instead of a verdict and a bold "best"."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.compare import render_report
+from domainbert.report.inputs import load_run
+from domainbert.report.rows import score_from_json
+from domainbert.report.verdict import CEILING, Uninformative, uninformative_tasks
 from support.report import BASE_MISSES, CONTINUED_MISSES, NER_TASK, score, write_ner_result
 
 
-def _render(run: Path) -> tuple[str, str]:
+def _render(run: Path) -> tuple[str, str, dict[str, Uninformative], str]:
+    """The page's headline and summary, the uninformative tasks of its score rows (results.json), and its
+    adequacy sentence for the NER task as ``task_adequacy`` writes it from the run's results."""
     cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"])
     render_report(cfg, RunLayout(run))
     md = (run / "report" / "report.md").read_text()
-    return md.split("## Headline")[1].split("\n## ")[0], md.split("## Summary")[1].split("\n## ")[0]
+    scores = [score_from_json(r) for r in json.loads((run / "report" / "results.json").read_text())["scores"]]
+    sentence = task_adequacy(scores, load_run(RunLayout(run)).runs).get(NER_TASK, "")
+    headline = md.split("## Headline")[1].split("\n## ")[0]
+    return headline, md.split("## Summary")[1].split("\n## ")[0], uninformative_tasks(scores), sentence
 
 
 def test_models_under_the_floor_get_the_underfit_sentence_and_no_best(science_run: Path) -> None:
@@ -24,34 +33,38 @@ def test_models_under_the_floor_get_the_underfit_sentence_and_no_best(science_ru
         write_ner_result(science_run, "continued", NER_TASK, seed, 9 + seed)
     write_ner_result(science_run, "floor", NER_TASK, 0, 6)  # F1 91.9: above every model, under the ceiling
     assert max(CONTINUED_MISSES.values()) < 6 < min(BASE_MISSES.values())  # the fixture's own continued would clear it
-    headline, summary = _render(science_run)
-    assert f"{NER_TASK} cannot separate the arms at this fine-tuning budget" in headline
-    assert "every model is under the floor" in headline and "more training examples or epochs" in headline
-    assert "what a CRF over word, affix and shape features learns" in headline  # the NER task's floor, by name
-    assert "Verdict: none: no task can separate the arms" in headline
+    headline, summary, uninformative, sentence = _render(science_run)
+    why = uninformative[NER_TASK]
+    assert (why.kind, why.best.model) == ("underfit", "continued") and why.floor is not None
+    assert why.best.mean < why.floor.mean < CEILING
+    assert sentence and sentence in headline  # the page prints the task's sentence instead of a verdict on it
+    assert "a CRF over word" in sentence  # the NER task's floor, by name
+    assert "Verdict: none:" in headline
     assert "**" not in headline  # no bold "best"
     assert "Highest mean" not in summary and "cannot separate the arms" in summary
 
 
 def test_a_floor_at_the_ceiling_gets_the_saturated_sentence(science_run: Path) -> None:
     write_ner_result(science_run, "floor", NER_TASK, 0, 0)  # a perfect floor
-    headline, _ = _render(science_run)
-    assert f"{NER_TASK} cannot separate the arms: the floor already scores 100.0" in headline
-    assert "saturated" in headline and "**" not in headline
+    headline, _, uninformative, sentence = _render(science_run)
+    assert uninformative[NER_TASK].kind == "floor-saturated"
+    assert sentence in headline and "saturated" in sentence and "**" not in headline
 
 
 def test_an_informative_task_keeps_its_verdict_and_best(science_run: Path) -> None:
     write_ner_result(science_run, "floor", NER_TASK, 0, 30)  # a weak floor, under every model
-    headline, summary = _render(science_run)
-    assert f"{NER_TASK} cannot separate" not in headline + summary
+    headline, summary, uninformative, sentence = _render(science_run)
+    assert NER_TASK not in uninformative and not sentence
+    assert "cannot separate" not in headline + summary
     assert "**" in headline and "Highest mean" in summary
 
 
 def test_saturation_by_every_model_near_the_ceiling() -> None:
     scores = [score("t", m, v) for m, v in (("base", 0.98), ("continued", 0.99))]
+    assert uninformative_tasks(scores)["t"].kind == "saturated"
     assert "every model scores at least 97.0" in task_adequacy(scores, [])["t"]
     scores[0] = score("t", "base", 0.9)
-    assert task_adequacy(scores, []) == {}
+    assert uninformative_tasks(scores) == {} and task_adequacy(scores, []) == {}
 
 
 def test_runs_that_stopped_early_are_counted_and_the_patience_named_first() -> None:

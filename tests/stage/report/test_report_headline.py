@@ -230,12 +230,18 @@ def test_the_warmup_sentence_says_whether_the_whole_base_or_its_head_was_trained
 def test_no_verdict_for_a_model_whose_expected_results_are_missing(run: Path) -> None:
     import shutil
 
+    from domainbert.report.compare import checked_run
+    from domainbert.report.verdict import incomplete_models
+
     shutil.rmtree(run / "finetune" / "continued" / NER_TASK / "seed-3")
     cfg = load_domain("science", ["compare.bootstrap_samples=200", "pretrain.arms=[continued, scratch]"])
     md = render_report(cfg, RunLayout(run)).with_name("report.md")
     headline = md.read_text().split("## Headline")[1].split("\n## ")[0]
     first = next(line for line in headline.splitlines() if line.strip())
-    assert first.startswith("Incomplete: continued: results missing or stale") and "no verdict for them" in first
+    check = checked_run(cfg, RunLayout(run)).result_check
+    assert check is not None and f"continued/{NER_TASK}/seed-3" in check.missing
+    assert incomplete_models(check, {NER_TASK}) == ["continued"]
+    assert first.startswith("Incomplete: continued:") and "no verdict for them" in first
     verdict = headline[headline.index("Verdict:"):headline.index("Caveats:")]
     assert "continued" not in verdict and "scratch" in verdict, verdict
 
@@ -243,8 +249,9 @@ def test_no_verdict_for_a_model_whose_expected_results_are_missing(run: Path) ->
     md = render_report(cfg, RunLayout(run)).with_name("report.md")  # less complete: beside report/, not over it
     assert md.parent != run / "report"
     headline = md.read_text().split("## Headline")[1].split("\n## ")[0]
+    assert incomplete_models(checked_run(cfg, RunLayout(run)).result_check, {NER_TASK}) == ["base", "continued"]
     assert "Incomplete: base, continued:" in headline and "no verdict for any model" in headline
-    assert "Verdict: withheld until every expected result is here." in headline
+    assert "Verdict: withheld until" in headline
     assert "beat the base model" not in headline
 
 
