@@ -15,7 +15,7 @@ from domainbert.config.domain import DomainConfig, load_domain
 from domainbert.core.artifacts import is_complete, read_record
 from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
-from domainbert.report.compare import render_report, report_markdown, results_table
+from domainbert.report.compare import checked_run, render_report, report_markdown, results_table
 from support.report import BASE_MISSES, NER_TASK, write_json, write_ner_result
 
 
@@ -78,7 +78,7 @@ def test_report_numbers_come_from_the_artifacts(cfg: DomainConfig, science_run: 
     sentence = (f"continued beat base on {NER_TASK} by {100 * cont['diff']:+.1f} F1 "
                 f"(95% CI {100 * cont['ci_low']:+.1f} to {100 * cont['ci_high']:+.1f}; at Holm's level")
     assert sentence in md and sentence.split("; at Holm")[0] in html
-    assert f"scratch did not differ significantly from base on {NER_TASK}" in md
+    assert scratch["verdict"] == "no significant difference" and "scratch did not differ" in md
     # Corpus, vocab and pretraining figures are the fixtures' (decontamination counts included).
     assert "29 documents removed and 41 sentences cut" in md
     assert "| law-license-category/test | 120 | 20 | 30 |" in md
@@ -118,7 +118,7 @@ def test_a_comparison_that_cannot_be_made_is_reported_not_fatal(cfg: DomainConfi
         path.write_text(json.dumps(result))
     render_report(cfg, RunLayout(science_run))
     md = (science_run / "report" / "report.md").read_text()
-    assert f"scratch could not be compared with base on {NER_TASK}: " in md
+    assert _row(results_table(cfg, RunLayout(science_run)), "scratch")["verdict"] == "not compared"
     assert "tested on different gold answers" in md
     assert f"| scratch vs base | {NER_TASK} | 0 | - | - | - | - | - | - | not compared |" in md
     assert f"continued beat base on {NER_TASK}" in md
@@ -143,8 +143,9 @@ def test_a_configured_task_without_results_reads_not_run(cfg: DomainConfig, scie
     render_report(cfg, RunLayout(science_run))
     md = (science_run / "report" / "report.md").read_text()
     # Results of a task outside the config are listed, never mixed into the tables.
-    assert "Results: 0 of the 13 this config asks for; missing: floor/extra-task/seed-0" in md
-    assert f"left out as not part of this config: base/{NER_TASK}/seed-1" in md
+    check = checked_run(cfg, RunLayout(science_run)).result_check
+    assert check is not None and (check.expected, check.missing[0]) == (13, "floor/extra-task/seed-0")
+    assert f"base/{NER_TASK}/seed-1" in check.other and "Results: 0 of the 13" in md
     assert f"continued beat base on {NER_TASK}" not in md
 
 
