@@ -167,6 +167,62 @@ DEFAULT_ARM_OPTIM: dict[str, dict[str, float]] = {
 }
 
 
+class LrScheduleConfig(StrictModel):
+    """The learning-rate schedule of the arms after the warm-up (``warmup_ratio``): its shape over the steps."""
+
+    kind: Literal["linear", "wsd", "constant"] = Field(
+        "linear",
+        description="linear: decay to zero over every step after the warm-up (BERT, RoBERTa); wsd: "
+        "warmup-stable-decay, the peak held until a final decay (ModernBERT's trapezoid); constant: the peak held "
+        "to the end, for a run whose decay comes later.",
+    )
+    decay_fraction: float = Field(
+        0.1, gt=0, le=1, description="wsd: share of the steps spent decaying, so the stable phase can be resumed."
+    )
+    decay_shape: Literal["linear", "cosine", "1-sqrt"] = Field(
+        "linear", description="wsd: how the final decay falls to zero, as the schedule literature compares them."
+    )
+
+    def line(self, warmup_ratio: float) -> str:
+        """The schedule in a few words, for ``plan``."""
+        warmup = f"warm-up {warmup_ratio:.0%}"
+        if self.kind == "linear":
+            return f"linear ({warmup}, then linear decay to 0)"
+        if self.kind == "constant":
+            return f"constant ({warmup}, then the peak)"
+        return f"warmup-stable-decay ({warmup}, {self.decay_shape} decay over the last {self.decay_fraction:.0%})"
+
+
+class MaskPhase(StrictModel):
+    """One phase of the masking-rate schedule: ``rate`` until ``until`` of the optimizer steps."""
+
+    until: float = Field(gt=0, le=1, description="End of the phase as a share of the optimizer steps.")
+    rate: float = Field(gt=0, lt=1, description="Share of tokens chosen for prediction during the phase.")
+
+
+class ReplayConfig(StrictModel):
+    """General-text replay: a share of an arm's tokens read from general text, to keep what the base knew."""
+
+    fraction: float = Field(
+        0.0, ge=0, lt=1, description="Share of each replaying arm's tokens taken from general text; 0 is no replay."
+    )
+    source: Literal["general"] = Field(
+        "general",
+        description="Where the replayed text comes from: general, the control arm's general corpus, so the "
+        "forgetting set stays unseen.",
+    )
+    arms: list[Arm] = Field(
+        default_factory=list,
+        description="Arms that replay; empty: every arm that reads domain or task text, so one setting covers a run.",
+    )
+
+    def replays(self, arm: str) -> bool:
+        """Whether ``arm`` mixes general text into its stream (the control reads general text throughout)."""
+        if self.fraction == 0 or ARMS[arm].on_general_text:
+            return False
+        return not self.arms or any(name == arm for name in self.arms)
+
+
 class TaptConfig(StrictModel):
     """Task-adaptive pretraining (Gururangan et al. 2020): MLM on the unlabeled text of the tasks' training
     examples (the union over the domain's tasks, as fine-tuning reads them), never their evaluation text."""
@@ -241,6 +297,13 @@ class PretrainConfig(StrictModel):
     mask_rate: float = Field(0.15, gt=0, lt=1)
     """Share of tokens chosen for prediction (BERT: 15%). The masking settings are the arms'; the base warm-up
     masks as BERT did (these defaults), so every domain shares one."""
+    mask_schedule: list[MaskPhase] = Field(
+        default_factory=list,
+        description="Masking-rate phases by share of steps, as recent encoders mask more early and less late; "
+        "empty: mask_rate throughout (evaluation always masks at mask_rate, so arms stay comparable).",
+    )
+    lr_schedule: LrScheduleConfig = LrScheduleConfig()
+    replay: ReplayConfig = ReplayConfig()
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
@@ -320,6 +383,24 @@ class PretrainConfig(StrictModel):
     ``finetune.seeds``. With one, a verdict is about that checkpoint, not the procedure; the report pairs
     replicates and seeds (MultiBERTs' Multi-Bootstrap). Replicate 1 is the arm as trained without replicates."""
 
+    def mask_rate_at(self, step: int, total_steps: int) -> float:
+        """The masking rate of optimizer step ``step`` (0-based) of ``total_steps``: the first phase of
+        ``mask_schedule`` whose ``until`` lies beyond the step's share of the run, else ``mask_rate``."""
+        done = step / max(1, total_steps)
+        for phase in self.mask_schedule:
+            if done < phase.until:
+                return phase.rate
+        return self.mask_schedule[-1].rate if self.mask_schedule else self.mask_rate
+
+    def schedule_line(self) -> str:
+        """The arm's schedules in one line (``plan``), of a config resolved by ``for_arm``."""
+        masking = (
+            " -> ".join(f"{p.rate:g} to {p.until:.0%}" for p in self.mask_schedule)
+            if self.mask_schedule
+            else f"{self.mask_rate:g}"
+        )
+        return f"lr {self.lr_schedule.line(self.warmup_share)}; masking {masking}"
+
     def objective(self, arm: str) -> Literal["mlm", "rtd"]:
         """The arm's pretraining objective: replaced-token detection for ``rtd.arms``, else masked-LM."""
         return "rtd" if any(name == arm for name in self.rtd.arms) else "mlm"
@@ -388,6 +469,14 @@ class PretrainConfig(StrictModel):
             )
         if self.next_sentence_prediction and self.rtd.arms:
             raise ValueError("next_sentence_prediction and rtd.arms cannot be combined: pick one objective")
+        if self.mask_schedule:
+            ends = [p.until for p in self.mask_schedule]
+            if any(b <= a for a, b in zip(ends, ends[1:], strict=False)) or abs(ends[-1] - 1.0) > 1e-9:
+                raise ValueError("mask_schedule: each phase's until must grow, and the last must be 1.0")
+        if self.replay.fraction and "control" in self.replay.arms:
+            raise ValueError("replay.arms: the control arm reads general text throughout; it cannot replay it")
+        if self.replay.fraction and self.next_sentence_prediction:
+            raise ValueError("replay cannot be combined with next_sentence_prediction (sentence pairs)")
         if self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError("mask_token_prob + random_token_prob must be at most 1")
         return self
