@@ -1,4 +1,5 @@
-"""Typed config of the pretraining stage (``base_model:`` and ``pretrain:`` in a domain YAML)."""
+"""Typed config of the pretraining stage (``base_model:`` and ``pretrain:`` in a domain YAML); its per-arm
+optimisation and schedules (length, learning rate, masking) are ``schedules.py``'s."""
 
 from __future__ import annotations
 
@@ -8,6 +9,16 @@ from typing import Any, Literal
 from pydantic import Field, field_validator, model_validator
 
 from domainbert.config.base_warmup import BaseWarmupConfig
+from domainbert.config.schedules import (
+    DEFAULT_ARM_OPTIM,
+    ArmOptimConfig,
+    LengthPhase,
+    LrScheduleConfig,
+    MaskPhase,
+    check_phases,
+    mask_rate_at,
+    masking_line,
+)
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
 from domainbert.core.paths import REPLICATE_SEP
 
@@ -116,14 +127,6 @@ class DeepSpeedConfig(StrictModel):
     config_file: PathStr | None = Field(None, description="A user's DeepSpeed JSON; replaces the generated one.")
 
 
-class LengthPhase(StrictModel):
-    """One phase of the sequence-length schedule (BERT: 90% of steps at 128, then 10% at 512)."""
-
-    fraction: float = Field(gt=0, le=1, description="Share of the optimizer steps spent in this phase.")
-    seq_len: int = Field(ge=8)
-    """Tokens per sequence in this phase."""
-
-
 class LaunchConfig(StrictModel):
     """How the training processes are started. ``none`` trains in the calling process (CPU demo default)."""
 
@@ -137,34 +140,21 @@ class LaunchConfig(StrictModel):
     """The rendezvous port of rank 0."""
 
 
-class ArmOptimConfig(StrictModel):
-    """One arm's optimisation settings; unset fields fall back to ``pretrain.lr`` / ``pretrain.warmup_ratio``."""
+class ReplayConfig(StrictModel):
+    """General-text replay: a share of an arm's tokens read from general text, to keep what the base knew."""
 
-    lr: float | None = Field(None, gt=0)
-    """This arm's peak learning rate."""
-    warmup_ratio: float | None = Field(None, ge=0, lt=1)
-    """This arm's share of steps spent warming the learning rate up."""
-    budget_tokens: int | None = Field(None, ge=1)
-    """This arm's token budget (unset: ``pretrain.budget_tokens``; the control arm: continued's). From scratch
-    needs far more tokens than continued pretraining (SciBERT trained from scratch on 3.2B tokens, BioBERT
-    continued on 4.5B after BERT's own 3.3B); the report then names each arm's budget."""
+    fraction: float = Field(0.0, ge=0, lt=1)
+    """Share of each replaying arm's tokens taken from general text; 0 is no replay."""
+    source: Literal["general"] = "general"
+    """Where the replayed text comes from: general, the control arm's corpus, so the forgetting set stays unseen."""
+    arms: list[Arm] = Field(default_factory=list)
+    """Arms that replay; empty: every arm that reads domain or task text, so one setting covers a run."""
 
-
-# Literature defaults. Continued pretraining: BERT's own peak rate, as BioBERT (Lee et al. 2020) used, with
-# RoBERTa/DAPT's 6% warmup (Gururangan et al. 2020). From scratch: a higher peak with a longer warmup, as
-# RoBERTa-base (6e-4, Liu et al. 2019) and academic-budget BERT (Izsak et al. 2021) train from random weights.
-DEFAULT_ARM_OPTIM: dict[str, dict[str, float]] = {
-    "continued": {"lr": 1e-4, "warmup_ratio": 0.06},
-    "extended": {"lr": 1e-4, "warmup_ratio": 0.06},
-    "scratch": {"lr": 5e-4, "warmup_ratio": 0.1},
-    # TAPT (Gururangan et al. 2020, appendix): continued pretraining's rate and warmup, on the task text.
-    "tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
-    "dapt-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
-    "curated-tapt": {"lr": 1e-4, "warmup_ratio": 0.06},
-    "self-pretrain": {"lr": 5e-4, "warmup_ratio": 0.1},
-    # the control differs from continued in its text alone
-    "control": {"lr": 1e-4, "warmup_ratio": 0.06},
-}
+    def replays(self, arm: str) -> bool:
+        """Whether ``arm`` mixes general text into its stream (the control reads general text throughout)."""
+        if self.fraction == 0 or ARMS[arm].on_general_text:
+            return False
+        return not self.arms or any(name == arm for name in self.arms)
 
 
 class TaptConfig(StrictModel):
@@ -241,6 +231,11 @@ class PretrainConfig(StrictModel):
     mask_rate: float = Field(0.15, gt=0, lt=1)
     """Share of tokens chosen for prediction (BERT: 15%). The masking settings are the arms'; the base warm-up
     masks as BERT did (these defaults), so every domain shares one."""
+    mask_schedule: list[MaskPhase] = Field(default_factory=list)
+    """Masking-rate phases by share of steps, as recent encoders mask more early and less late; empty: mask_rate
+    throughout (evaluation always masks at mask_rate, so arms stay comparable)."""
+    lr_schedule: LrScheduleConfig = LrScheduleConfig()
+    replay: ReplayConfig = ReplayConfig()
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
@@ -320,6 +315,14 @@ class PretrainConfig(StrictModel):
     ``finetune.seeds``. With one, a verdict is about that checkpoint, not the procedure; the report pairs
     replicates and seeds (MultiBERTs' Multi-Bootstrap). Replicate 1 is the arm as trained without replicates."""
 
+    def mask_rate_at(self, step: int, total_steps: int) -> float:
+        """The masking rate of optimizer step ``step`` (0-based) of ``total_steps`` (``schedules.mask_rate_at``)."""
+        return mask_rate_at(self.mask_schedule, self.mask_rate, step, total_steps)
+
+    def schedule_line(self) -> str:
+        """The arm's schedules in one line (``plan``), of a config resolved by ``for_arm``."""
+        return f"lr {self.lr_schedule.line(self.warmup_share)}; masking {masking_line(self.mask_schedule, self.mask_rate)}"
+
     def objective(self, arm: str) -> Literal["mlm", "rtd"]:
         """The arm's pretraining objective: replaced-token detection for ``rtd.arms``, else masked-LM."""
         return "rtd" if any(name == arm for name in self.rtd.arms) else "mlm"
@@ -353,7 +356,8 @@ class PretrainConfig(StrictModel):
 
     def arm_budget(self, arm: str) -> int:
         """The tokens a corpus arm trains on: its own ``arm_optim`` budget, else ``budget_tokens``; the control
-        arm, unless it has its own, trains continued's (the equal-token control)."""
+        arm, unless it has its own, trains continued's (the equal-token control). Replayed general text
+        (``replay``) is part of an arm's budget, not added to it: the control's rule is the same total tokens."""
         own = self._own_optim(arm)
         if own is not None and own.budget_tokens is not None:
             return own.budget_tokens
@@ -388,6 +392,9 @@ class PretrainConfig(StrictModel):
             )
         if self.next_sentence_prediction and self.rtd.arms:
             raise ValueError("next_sentence_prediction and rtd.arms cannot be combined: pick one objective")
+        check_phases(self.mask_schedule)
+        if self.replay.fraction and ("control" in self.replay.arms or self.next_sentence_prediction):
+            raise ValueError("replay: not for the control arm (general text throughout) nor next_sentence_prediction")
         if self.mask_token_prob + self.random_token_prob > 1:
             raise ValueError("mask_token_prob + random_token_prob must be at most 1")
         return self

@@ -1,13 +1,16 @@
 """The one optimizer and learning-rate schedule set-up of pretraining and fine-tuning.
 
 AdamW without weight decay on biases and normalisation weights (BERT's recipe), the fused kernel where torch
-has one for the parameters' device, and a linear warmup then linear decay to zero (BERT, RoBERTa and
-transformers' ``get_linear_schedule_with_warmup``, as a ``LambdaLR`` factor so its state is a plain dict).
+has one for the parameters' device, and the learning-rate schedules as ``LambdaLR`` factors (their state is a
+plain dict, and a factor depends on the step alone, so a resumed run follows the same curve): a linear warmup
+then linear decay to zero (BERT, RoBERTa and transformers' ``get_linear_schedule_with_warmup``), warmup-stable-
+decay with a linear, cosine or 1-sqrt decay (the trapezoid ModernBERT trains with), and warmup then constant.
 DeepSpeed's CPU Adam takes the same parameter groups (``pretrain/engine.py``). This module trains nothing.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable, Iterable
 from typing import Any
 
@@ -37,6 +40,54 @@ def linear_schedule(warmup_steps: int, total_steps: int) -> Callable[[int], floa
     return factor
 
 
+def warmup_stable_decay(
+    warmup_steps: int, total_steps: int, decay_fraction: float, shape: str = "linear"
+) -> Callable[[int], float]:
+    """``LambdaLR`` factor of warmup-stable-decay: 0 -> 1 over ``warmup_steps`` (as ``linear_schedule``), the peak
+    until the last ``decay_fraction`` of the steps, then down to 0 at ``total_steps`` along ``shape``: ``linear``,
+    ``cosine`` (half a cosine) or ``1-sqrt`` (one minus the square root of the decay's progress)."""
+    decay_steps = max(1, round(decay_fraction * total_steps))
+    decay_start = max(warmup_steps, total_steps - decay_steps)  # a decay longer than the run after warm-up
+    span = max(1, total_steps - decay_start)
+    fall = DECAY_SHAPES[shape]
+
+    def factor(step: int) -> float:
+        if warmup_steps > 0 and step < warmup_steps:
+            return (step + 1) / warmup_steps
+        if step < decay_start:
+            return 1.0
+        return max(0.0, fall(min(1.0, (step - decay_start) / span)))
+
+    return factor
+
+
+# The decay's factor at progress p in [0, 1] (1 at its start, 0 at its end).
+DECAY_SHAPES: dict[str, Callable[[float], float]] = {
+    "linear": lambda p: 1.0 - p,
+    "cosine": lambda p: 0.5 * (1.0 + math.cos(math.pi * p)),
+    "1-sqrt": lambda p: 1.0 - math.sqrt(p),
+}
+
+
+def warmup_constant(warmup_steps: int) -> Callable[[int], float]:
+    """``LambdaLR`` factor: 0 -> 1 over ``warmup_steps``, then the peak."""
+    return lambda step: min(1.0, (step + 1) / max(1, warmup_steps))
+
+
+def schedule(
+    kind: str, warmup_steps: int, total_steps: int, decay_fraction: float = 0.1, shape: str = "linear"
+) -> Callable[[int], float]:
+    """The factor of schedule ``kind``: ``linear`` (``linear_schedule``), ``wsd`` (``warmup_stable_decay``) or
+    ``constant`` (``warmup_constant``)."""
+    if kind == "linear":
+        return linear_schedule(warmup_steps, total_steps)
+    if kind == "wsd":
+        return warmup_stable_decay(warmup_steps, total_steps, decay_fraction, shape)
+    if kind == "constant":
+        return warmup_constant(warmup_steps)
+    raise ValueError(f"unknown learning-rate schedule {kind!r}")
+
+
 def adamw(
     groups: list[dict[str, Any]], lr: float, betas: tuple[float, float] = (0.9, 0.999), eps: float = 1e-8
 ) -> torch.optim.Optimizer:
@@ -56,7 +107,7 @@ def linear_warmup_decay(
 def linear_warmup_constant(optimizer: torch.optim.Optimizer, warmup_steps: int) -> torch.optim.lr_scheduler.LambdaLR:
     """A linear warmup to the peak, then the peak: for training that stops when its curve flattens (a decaying
     rate would flatten the curve by itself)."""
-    return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: min(1.0, (step + 1) / max(1, warmup_steps)))
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, warmup_constant(warmup_steps))
 
 
 def clipped_step(

@@ -145,6 +145,8 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "lr": pcfg.lr,
         "objective": pcfg.objective(arm),
         "estimated": estimated,
+        "schedule": pcfg.schedule_line()
+        + (f"; replay {pcfg.replay.fraction:.0%} general text" if pcfg.replay.replays(arm) else ""),
     }
     if model is not None and kind.from_scratch:
         from domainbert.plan.probes import scratch_model
@@ -246,7 +248,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
                     f"{len(search['todo_tasks'])} to run"
                 )
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
-        lines.append(f"{p.name:<20} {p.status}{sizes}{est}")
+        schedule = f"; schedule: {d['schedule']}" if "schedule" in d else ""
+        lines.append(f"{p.name:<20} {p.status}{sizes}{schedule}{est}")
     peaks = [p.detail["disk"]["peak"] for p in plans if "disk" in p.detail]
     if peaks:
         lines.append(

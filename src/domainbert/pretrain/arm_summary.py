@@ -33,6 +33,16 @@ def _task_text_fields(setup: ArmSetup, layout: RunLayout) -> dict[str, Any]:
     return {"data": kind.data, "task_text_tokens": manifest.get("task_tokens"), "tapt_epochs": setup.pcfg.tapt.epochs}
 
 
+def _token_sources(setup: ArmSetup, state: TrainState) -> dict[str, Any]:
+    """The arm's tokens by source: the domain's (its corpus or task text) and general text's (the control's
+    whole stream, or what ``pretrain.replay`` mixed in), and the replay share configured."""
+    from domainbert.config.pretrain import ARMS
+
+    general = state.tokens if ARMS[setup.arm].on_general_text else state.general_tokens
+    replay = setup.pcfg.replay.fraction if setup.pcfg.replay.replays(setup.arm) else 0.0
+    return {"domain_tokens": state.tokens - general, "general_tokens": general, "replay_fraction": replay}
+
+
 def arm_summary(
     cfg: DomainConfig,
     setup: ArmSetup,
@@ -53,6 +63,7 @@ def arm_summary(
         "budget_tokens": pcfg.budget_tokens,
         "tokens_consumed": state.tokens,
         **_task_text_fields(setup, layout),
+        **_token_sources(setup, state),
         "real_tokens_per_s": tps,
         "real_token_fraction": state.real_tokens / max(state.positions, 1),
         "final_loss": state.loss_curve[-1][1] if state.loss_curve else None,

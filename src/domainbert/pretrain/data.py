@@ -208,6 +208,7 @@ class Batch:
     real_tokens: int
     token_type_ids: torch.Tensor | None = None  # (n, len) int64 segment ids; sentence pairs only (pairs.py)
     next_sentence_label: torch.Tensor | None = None  # (n,) int64: 0 IsNext, 1 NotNext; sentence pairs only
+    general_tokens: int = 0  # of ``real_tokens``, those replayed from general text (replay.py)
 
 
 @dataclass

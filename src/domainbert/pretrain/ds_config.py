@@ -1,6 +1,6 @@
 """The DeepSpeed JSON config: generated from the ``pretrain:`` section, or a user's file resolved against it.
 
-The optimizer and scheduler are built in ``engine.py`` (AdamW, linear warmup/decay) and handed to
+The optimizer and scheduler are built in ``engine.py`` (AdamW, ``pretrain.lr_schedule``) and handed to
 ``deepspeed.initialize``, so the generated config carries no ``optimizer``/``scheduler`` blocks. A user's file
 (``pretrain.deepspeed.config_file``, for example one written for the Hugging Face Trainer) is resolved the way
 transformers' ``HfTrainerDeepSpeedConfig`` does (``trainer_config_process`` and ``trainer_config_finalize``):

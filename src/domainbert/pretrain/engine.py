@@ -1,7 +1,7 @@
 """Optimisation engines behind one protocol: plain PyTorch (single process, CPU or GPU) and DeepSpeed.
 
 Both follow DeepSpeed's calling convention, so the trainer has one loop: ``backward(loss)`` and ``step()``
-after every micro-batch; the optimizer (AdamW, linear warmup then linear decay, gradient clipping) steps only
+after every micro-batch; the optimizer (AdamW, the configured schedule, gradient clipping) steps only
 at the end of each accumulation window. ``save(dir)``/``load(dir)`` write and read everything an exact resume
 needs except the data position and RNG states (the trainer adds those). ``export_state_dict()`` gives the
 full fp32 weights of the wrapped model (ZeRO-3 shards gathered) for the final Hugging Face folder.
@@ -19,7 +19,7 @@ import torch
 from torch import nn
 
 from domainbert.config.pretrain import PretrainConfig
-from domainbert.core.optim import adamw, clipped_step, linear_warmup_decay, param_groups
+from domainbert.core.optim import adamw, clipped_step, param_groups, schedule
 from domainbert.pretrain.objective import MLMObjective
 
 log = logging.getLogger(__name__)
@@ -39,6 +39,16 @@ class Engine(Protocol):
     def export_state_dict(self) -> dict[str, torch.Tensor]: ...
 
 
+def lr_scheduler(
+    optimizer: torch.optim.Optimizer, pcfg: PretrainConfig, total_steps: int
+) -> torch.optim.lr_scheduler.LambdaLR:
+    """The arm's schedule (``pretrain.lr_schedule``) after its warm-up of ``warmup_share`` of the steps."""
+    s = pcfg.lr_schedule
+    warmup = int(pcfg.warmup_share * total_steps)
+    factor = schedule(s.kind, warmup, total_steps, s.decay_fraction, s.decay_shape)
+    return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
+
+
 class TorchEngine:
     """Single-process AdamW training with gradient accumulation.
 
@@ -55,8 +65,7 @@ class TorchEngine:
         self.optimizer = adamw(
             param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
         )
-        warmup = int(pcfg.warmup_share * total_steps)
-        self.scheduler = linear_warmup_decay(self.optimizer, warmup, total_steps)
+        self.scheduler = lr_scheduler(self.optimizer, pcfg, total_steps)
         self.micro_steps = 0
         self.scaler = (
             torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
@@ -175,8 +184,7 @@ class DeepSpeedEngine:
             optimizer = torch.optim.AdamW(
                 param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
             )
-        warmup = int(pcfg.warmup_share * total_steps)
-        scheduler = linear_warmup_decay(optimizer, warmup, total_steps)
+        scheduler = lr_scheduler(optimizer, pcfg, total_steps)
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config
         )

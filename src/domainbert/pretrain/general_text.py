@@ -66,9 +66,16 @@ def ensure_general_text(cfg: DomainConfig, layout: RunLayout) -> Path:
         "documents": len(docs),
         "holding_evaluation_text": holding,
     }
-    with atomic_output(folder, config={"general_text": manifest["files"]}, fp=fp, root=layout.root) as tmp:
+    write_documents(folder, docs, manifest, {"general_text": manifest["files"]}, fp, layout.root)
+    log.info("general text for the control arm: %d documents from %d file(s) -> %s", len(docs), len(files), folder)
+    return folder
+
+
+def write_documents(
+    folder: Path, docs: list[dict[str, str]], manifest: dict[str, Any], record: dict[str, Any], fp: str, root: Path
+) -> None:
+    """``docs`` as one corpus-format training shard in ``folder``, with its manifest, complete or absent."""
+    with atomic_output(folder, config=record, fp=fp, root=root) as tmp:
         (Path(tmp) / "train").mkdir()
         store.write_shard(Path(tmp) / "train" / "shard-00000.parquet", [{**d, "meta": {}} for d in docs])
         (Path(tmp) / MANIFEST).write_text(json.dumps(manifest, indent=2) + "\n")
-    log.info("general text for the control arm: %d documents from %d file(s) -> %s", len(docs), len(files), folder)
-    return folder

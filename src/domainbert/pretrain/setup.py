@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import torch
 
@@ -27,6 +27,8 @@ from domainbert.pretrain.pairs import PairStream
 from domainbert.pretrain.preflight import run_preflight
 from domainbert.pretrain.read_ahead import default_workers
 from domainbert.pretrain.replaced_tokens import ReplacedTokenObjective, build_generator
+from domainbert.pretrain.replay import ReplayStream
+from domainbert.pretrain.replay_text import replay_text_dir
 from domainbert.pretrain.runtime import (
     autocast_dtype,
     init_distributed,
@@ -58,7 +60,7 @@ class ArmSetup:
     plan: Plan
     engine: Engine
     spec: MaskingSpec
-    stream: PairStream | TokenStream
+    stream: PairStream | TokenStream | ReplayStream
     out_dir: Path
     evals: dict[str, Batch | None]
     watch: dict[str, Batch | None] | None  # the curve's subsets (evaluation.watch_sets), None: no curve
@@ -118,7 +120,10 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         model.base_model.forward = torch.compile(model.base_model.forward)
     objective = build_objective(pcfg, arm, model, autocast_dtype(pcfg.precision, device))
     objective.to(device)
-    stream = _train_stream(pcfg, tokenizer, data_dir(layout, arm), device)
+    stream: PairStream | TokenStream | ReplayStream = _train_stream(pcfg, tokenizer, data_dir(layout, arm), device)
+    if pcfg.replay.replays(arm) and isinstance(stream, TokenStream):  # the config refuses replay with NSP
+        general = _train_stream(pcfg, tokenizer, replay_text_dir(layout), device)
+        stream = ReplayStream(stream, cast(TokenStream, general), pcfg.replay.fraction)
     return ArmSetup(
         arm=arm,
         pcfg=pcfg,

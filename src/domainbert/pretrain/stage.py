@@ -17,7 +17,7 @@ from typing import Any
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
-from domainbert.config.pretrain import ARMS, split_replicate
+from domainbert.config.pretrain import ARMS, LrScheduleConfig, split_replicate
 from domainbert.core.artifacts import fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import folder_identity
@@ -25,6 +25,7 @@ from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
 from domainbert.pretrain.general_text import ensure_general_text
+from domainbert.pretrain.replay_text import ensure_replay_text, replay_text_dir
 from domainbert.pretrain.start import arm_start
 from domainbert.pretrain.task_text import data_dir, ensure_task_text
 
@@ -56,6 +57,7 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         pretrain.pop(key, None)
     if pretrain.get("scratch_model") is None or not kind.from_scratch:
         pretrain.pop("scratch_model", None)  # unset, or not this arm's: fingerprints from before it stay current
+    _drop_default_recipes(pretrain, cfg.pretrain.replay.replays(arm))
     if cfg.pretrain.objective(arm) == "mlm":
         pretrain.pop("rtd", None)  # fingerprints of masked-LM arms stay those from before the setting
     else:
@@ -71,6 +73,9 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         "corpus": folder_hash(data) if data.is_dir() else "not built",
         "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved,
     }
+    if cfg.pretrain.replay.replays(arm):
+        replayed = replay_text_dir(layout)
+        inputs["replay"] = folder_hash(replayed) if replayed.is_dir() else "not built"
     if kind.start == "extended" and start.warm_head is not None:
         inputs["head"] = folder_hash(start.warm_head)
     config = {
@@ -80,6 +85,19 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         "tokenizer": resolved_dict(cfg.tokenizer) if kind.from_scratch else None,
     }
     return fingerprint(config, inputs, __version__)
+
+
+def _drop_default_recipes(pretrain: dict[str, Any], replays: bool) -> None:
+    """Leave the schedule, masking-schedule and replay settings out of ``pretrain`` (an arm's fingerprinted
+    recipe) where they are the defaults, so that fingerprints from before the settings stay current; keep a
+    replaying arm's fraction and source (which other arms replay is not its recipe)."""
+    if pretrain.get("lr_schedule") == LrScheduleConfig().model_dump(mode="json"):
+        pretrain.pop("lr_schedule")
+    if not pretrain.get("mask_schedule"):
+        pretrain.pop("mask_schedule", None)
+    replay = pretrain.pop("replay", None)
+    if replays and replay is not None:
+        pretrain["replay"] = {"fraction": replay["fraction"], "source": replay["source"]}
 
 
 def read_summary(layout: RunLayout, arm: str) -> dict[str, Any]:
@@ -116,6 +134,8 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
         ensure_task_text(cfg, layout, curated=kind.data == "curated")
     if kind.on_general_text:
         ensure_general_text(cfg, layout)
+    if cfg.pretrain.replay.replays(arm):
+        ensure_replay_text(cfg, layout)
     fp = arm_fingerprint(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():

@@ -25,6 +25,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from pathlib import Path
 from typing import Any, cast
 
@@ -124,12 +125,13 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
     """One optimizer step of ``grad_accum`` micro-batches. Nothing is read from the device: the losses, the
     gradient norm and the objective's figures go to ``window`` unread (``LogWindow.read``)."""
     pcfg, engine, rank = setup.pcfg, setup.engine, setup.rank
-    losses, real, grad_norm = [], 0, None
+    losses, real, general, grad_norm = [], 0, 0, None
+    spec = replace(setup.spec, rate=pcfg.mask_rate_at(state.step, setup.plan.total_steps))  # mask_schedule
     sl = slice(rank * phase.batch_size, (rank + 1) * phase.batch_size)
     for micro in range(pcfg.grad_accum):
         batch = setup.stream.next_sequences(phase.batch_size * setup.world, phase.seq_len)
         inputs, labels = apply_mask(
-            batch.input_ids, batch.special, batch.word_start, setup.spec, step_generator(pcfg.seed, state.step, micro)
+            batch.input_ids, batch.special, batch.word_start, spec, step_generator(pcfg.seed, state.step, micro)
         )
         attn = batch.attention_mask[sl] if batch.attention_mask is not None else None
         extra = {}
@@ -152,10 +154,12 @@ def train_step(setup: ArmSetup, state: TrainState, phase: Phase, window: LogWind
         losses.append(loss.detach())
         window.add(objective_of(engine))
         real += batch.real_tokens
+        general += batch.general_tokens
         state.positions += batch.input_ids.numel()
     state.step += 1
     state.real_tokens += real
     state.tokens += real
+    state.general_tokens += general
     window.tokens += real
     window.add_step(state.step, losses, grad_norm)
 
@@ -281,8 +285,15 @@ def _write_train_metrics(
             "mfu": setup.mfu(tps),
             **(window.nsp_last if setup.pcfg.next_sentence_prediction else {}),
             **window.detection_last,
+            **_mask_rate(setup, state),
         }
     )
+
+
+def _mask_rate(setup: ArmSetup, state: TrainState) -> dict[str, float]:
+    """The masking rate of the step just taken, logged only under a ``mask_schedule`` (else it never changes)."""
+    pcfg = setup.pcfg
+    return {"mask_rate": pcfg.mask_rate_at(state.step - 1, setup.plan.total_steps)} if pcfg.mask_schedule else {}
 
 
 def _watch(setup: ArmSetup, state: TrainState, metrics: MetricsLog) -> None:

@@ -70,6 +70,9 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     assert [line.split(":")[0] for line in out if line.startswith("power ")] == [
         "power science-terms-ner", "power science-subject"]
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
+    # each arm's schedules, in its line
+    [continued] = [line for line in lines if line.startswith("pretrain continued")]
+    assert "schedule: lr linear (warm-up 6%, then linear decay to 0); masking 0.15" in continued
     # the demo's TAPT arm: its budget is passes over a task text the arm's own stage builds; until then the
     # task files size it, read as that stage reads them
     [tapt] = [line for line in lines if line.startswith("pretrain tapt")]
@@ -149,3 +152,14 @@ def test_every_full_profile_validates_and_plans_offline(tmp_path, capsys, monkey
         [scratch] = [line for line in out.splitlines() if line.startswith("pretrain scratch")]
         assert ("replaced-token detection" in scratch) == (domain == "economics"), scratch  # EconBERTa's objective
     assert run_cli(["validate", "tweets", "--profile", "multilingual"]) == 0  # XLM-T's setting offline
+
+
+def test_plan_prints_each_arm_s_schedule_and_replay_in_its_line(base_model, layout):
+    cfg = make_cfg(base_model, "pretrain.arms=[continued, control]", "pretrain.lr_schedule.kind=wsd",
+                   "pretrain.lr_schedule.decay_shape=cosine", "pretrain.replay.fraction=0.25",
+                   "pretrain.mask_schedule=[{until: 0.6, rate: 0.3}, {until: 1.0, rate: 0.15}]")
+    lines = {line.split()[1]: line for line in render(stage_plans(cfg, layout), None).splitlines()
+             if line.startswith("pretrain ")}
+    wsd = "schedule: lr warmup-stable-decay (warm-up 6%, cosine decay over the last 10%); masking 0.3 to 60% -> 0.15"
+    assert f"{wsd} to 100%; replay 25% general text" in lines["continued"]
+    assert lines["control"].endswith(f"{wsd} to 100%")  # the control reads general text throughout

@@ -17,6 +17,7 @@ from domainbert.config.domain import save_run_config
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain import checkpoint as ckpt
 from domainbert.pretrain.launch import worker_args
+from domainbert.pretrain.replay_text import ensure_replay_text
 from domainbert.pretrain.stage import pretrain_arm
 from support.pretrain import PRECISIONS, exact_cfg, write_corpus
 from support.tracking_records import tensorboard_scalars
@@ -29,13 +30,22 @@ def _worker(cfg, layout: RunLayout, throttle: float) -> subprocess.Popen:
     return subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
 
 
+# Warmup-stable-decay whose decay, and a masking phase whose change, start at step 9 of 12, after the resume
+# point, with a quarter of the tokens replayed from general text.
+RECIPE = ("pretrain.lr_schedule.kind=wsd", "pretrain.lr_schedule.decay_fraction=0.25",
+          "pretrain.lr_schedule.decay_shape=1-sqrt",
+          "pretrain.mask_schedule=[{until: 0.75, rate: 0.3}, {until: 1.0, rate: 0.15}]",
+          "pretrain.replay.fraction=0.25", "finetune.only_tasks=[science-terms-ner]")
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("precision", PRECISIONS)
-def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, texts, precision):
+@pytest.mark.parametrize(("precision", "recipe"), [*((p, ()) for p in PRECISIONS), ("fp32", RECIPE)],
+                         ids=[*PRECISIONS, "fp32-wsd-masking-replay"])
+def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, texts, precision, recipe):
     from mlflow import MlflowClient
 
     cfg = exact_cfg(base_model, precision, "pretrain.budget_tokens=1536", "pretrain.checkpoint_every=3",
-                   "pretrain.keep_checkpoints=2", "pretrain.log_every=1")  # 12 steps
+                   "pretrain.keep_checkpoints=2", "pretrain.log_every=1", *recipe)  # 12 steps
     # The killed run also reports to MLflow: its restart replays the steps after the last checkpoint, and
     # the tracked run must still hold each step once.
     store = f"sqlite:///{tmp_path}/mlflow.db"
@@ -43,6 +53,8 @@ def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, tex
         update={"report_to": ["tensorboard", "mlflow"], "mlflow_tracking_uri": store})})
     killed = RunLayout(tmp_path / "killed")
     write_corpus(killed.corpus, texts)
+    if recipe:
+        ensure_replay_text(cfg, killed)  # the stage builds it before it starts the workers
     proc = _worker(tracked, killed, throttle=0.4)
     ckpt_root = killed.pretrain("continued") / "checkpoints"
     deadline = time.time() + 120
@@ -63,6 +75,9 @@ def test_sigkill_and_restart_matches_uninterrupted_run(base_model, tmp_path, tex
     assert restarted.wait(timeout=300) == 0, restarted.stderr.read().decode()[-2000:]
     summary = json.loads((killed.pretrain("continued") / "summary.json").read_text())
     assert summary["resumed_from"] == [max(saved)]
+    if recipe:
+        assert max(saved) < 9  # the decay and the masking change come after the resume point
+        assert (summary["general_tokens"], summary["domain_tokens"]) == (384, 1152)
     assert summary["steps"] == 12 and summary["tokens_consumed"] == 1536
     assert len(ckpt.list_checkpoints(ckpt_root)) <= 2  # keep_checkpoints
 
