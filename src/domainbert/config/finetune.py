@@ -192,6 +192,18 @@ class FinetuneConfig(StrictModel):
     evals_per_epoch: int = Field(1, ge=1, description="Validation evaluations per epoch (early stopping checks).")
     eval_batch_size: int = Field(64, ge=1)
     """Examples per evaluation batch (speed only)."""
+    eval_inference_mode: bool = Field(
+        True,
+        description="Validation and test predictions under torch.inference_mode, which keeps no autograd "
+        "record at all; false: under torch.no_grad. The same predictions either way. A speed setting: not part "
+        "of a result's fingerprint.",
+    )
+    eval_length_sorted: bool = Field(
+        True,
+        description="Validation and test examples batched by their sorted length, so each batch pads little; "
+        "false: batched in their input order. The same predictions up to float rounding (padding is masked out "
+        "of attention). A speed setting: not part of a result's fingerprint.",
+    )
     torch_threads: int | None = Field(
         None,
         ge=1,

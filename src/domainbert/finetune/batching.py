@@ -55,28 +55,37 @@ def collate(features: list[dict[str, Any]], pad_id: int) -> dict[str, torch.Tens
     return batch
 
 
-@torch.no_grad()
 def predict_logits(
     model: torch.nn.Module,
     features: list[dict[str, Any]],
     batch_size: int,
     pad_id: int,
     dtype: torch.dtype | None = None,
+    *,
+    inference_mode: bool = True,
+    length_sorted: bool = True,
 ) -> list[np.ndarray]:
     """Logits per example (``[seq_len, labels]`` for tokens, ``[labels]`` for sequences), in input order, on
     the model's device under autocast to ``dtype`` (None: fp32).
 
-    Examples are batched by length (sorted) so that padding is small; the order of the output is restored.
+    ``length_sorted``: examples are batched by length (sorted) so that padding is small, and the order of the
+    output is restored; off, they are batched in input order. ``inference_mode``: the forward passes run under
+    ``torch.inference_mode`` (no autograd bookkeeping at all), off under ``torch.no_grad``. Neither changes a
+    logit beyond float rounding: padded positions are masked out of attention
+    (tests/stage/finetune/test_finetune_eval_levers.py states the tolerance).
     """
     model.eval()
     dev = next(model.parameters()).device
-    order = sorted(range(len(features)), key=lambda i: len(features[i]["input_ids"]))
+    order = list(range(len(features)))
+    if length_sorted:
+        order.sort(key=lambda i: len(features[i]["input_ids"]))
     out: list[np.ndarray | None] = [None] * len(features)
+    no_autograd = torch.inference_mode if inference_mode else torch.no_grad
     for start in range(0, len(order), batch_size):
         idx = order[start : start + batch_size]
         batch = collate([features[i] for i in idx], pad_id)
         batch.pop("labels")
-        with torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
+        with no_autograd(), torch.autocast(dev.type, dtype=dtype or torch.float32, enabled=dtype is not None):
             logits = model(**to_device(batch, dev)).logits.float().cpu().numpy()
         for row, i in zip(logits, idx, strict=True):
             out[i] = row[: len(features[i]["input_ids"])] if row.ndim == 2 else row

@@ -247,6 +247,8 @@ def run_record(cfg: DomainConfig, job: Job, data_hash: str | None = None) -> tup
                     "mode",
                     "torch_threads",
                     "eval_batch_size",
+                    "eval_inference_mode",
+                    "eval_length_sorted",
                     "device",
                     "num_processes",
                     "save_models",

@@ -133,9 +133,14 @@ def predict(
     pad_id: int,
     dtype: Any = None,
     repairs: list[int] | None = None,
+    inference_mode: bool = True,
+    length_sorted: bool = True,
 ) -> list[Any]:
-    """The model's answers on ``split`` (NER: each ill-formed ``I-X`` repaired, counted in ``repairs``)."""
-    logits = predict_logits(model, features, batch_size, pad_id, dtype)
+    """The model's answers on ``split`` (NER: each ill-formed ``I-X`` repaired, counted in ``repairs``);
+    ``inference_mode`` and ``length_sorted`` as ``batching.predict_logits`` takes them."""
+    logits = predict_logits(
+        model, features, batch_size, pad_id, dtype, inference_mode=inference_mode, length_sorted=length_sorted
+    )
     if data.config.type == "ner":
         return decode_ner(logits, features, data.splits[split], data.label_list, repairs)
     pred = decode_classification(np.stack(logits), data.label_list, data.config.multi_label)
@@ -213,7 +218,15 @@ def timed_short_run(
     )
     _, dtype = resolve_device(settings.device, settings.precision)
     pred = predict(
-        model, part, "validation", [feats["validation"][i] for i in held], settings.eval_batch_size, pad_id, dtype
+        model,
+        part,
+        "validation",
+        [feats["validation"][i] for i in held],
+        settings.eval_batch_size,
+        pad_id,
+        dtype,
+        None,
+        *eval_levers(settings),
     )
     score(part, gold_of(part, "validation"), pred)
     t3 = clock()
@@ -236,12 +249,17 @@ def _score_test(
     model: torch.nn.Module,
     test: tuple[list[dict[str, Any]], int, int, Any],
     validation: tuple[list[Any], list[Any]],
+    levers: tuple[bool, bool] = (True, True),
 ) -> None:
     """The test split predicted (``test``: its features, the batch size, the pad id, the dtype) and scored: its
     metrics, the answers, both collapse diagnoses, the parameter counts and, for NER, the count of predicted
-    ``I-X`` tags repaired (``predicted_repairs``: summed per task by ``ner.repair_lines``), into ``out``."""
+    ``I-X`` tags repaired (``predicted_repairs``: summed per task by ``ner.repair_lines``), into ``out``;
+    ``levers``: ``predict``'s switches (``eval_levers``)."""
     repairs = [0]
-    gold, pred = gold_of(data, "test"), predict(model, data, "test", *test, repairs)
+    gold, pred = (
+        gold_of(data, "test"),
+        predict(model, data, "test", *test, repairs, inference_mode=levers[0], length_sorted=levers[1]),
+    )
     if data.config.type == "ner":
         out["predicted_repairs"] = repairs[0]
     out["test"] = score(data, gold, pred)
@@ -251,6 +269,12 @@ def _score_test(
     out["collapse_validation"] = diagnose(kind, *validation, *losses, multi_label=multi)
     out["num_parameters"] = sum(p.numel() for p in model.parameters())
     out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+def eval_levers(settings: TrainSettings) -> tuple[bool, bool]:
+    """The prediction switches of ``settings`` (``finetune.eval_inference_mode``, ``finetune.eval_length_sorted``),
+    in the order ``predict`` takes them."""
+    return settings.eval_inference_mode, settings.eval_length_sorted
 
 
 def _with_class_weights(settings: TrainSettings, data: TaskData, train: list[dict[str, Any]]) -> TrainSettings:
@@ -299,10 +323,13 @@ def run_finetune(
     val_gold = gold_of(data, "validation")
     val_preds: list[list[Any]] = []  # every evaluation's predictions: the kept weights' are reused below
     _, dtype = resolve_device(settings.device, settings.precision)  # fit places the model
+    levers = eval_levers(settings)
 
     def evaluate() -> dict[str, Any]:
         val_preds.append(
-            predict(model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id, dtype)
+            predict(
+                model, data, "validation", feats["validation"], settings.eval_batch_size, pad_id, dtype, None, *levers
+            )
         )
         return score(data, val_gold, val_preds[-1])
 
@@ -314,7 +341,9 @@ def run_finetune(
     # The kept weights are those of the best evaluation, so its validation predictions are theirs.
     val_pred = val_preds[[entry["step"] for entry in out["history"]].index(out["best_step"])]
     out["validation"] = out.pop("best")
-    _score_test(out, data, model, (feats["test"], settings.eval_batch_size, pad_id, dtype), (val_gold, val_pred))
+    _score_test(
+        out, data, model, (feats["test"], settings.eval_batch_size, pad_id, dtype), (val_gold, val_pred), levers
+    )
     logger.info("test %s %.4f", primary, out["test"][primary])
     if save_to is not None:
         from domainbert.finetune.export import save_task_model

@@ -99,6 +99,8 @@ def settings_for(cfg: DomainConfig, seed: int, mode: str, task: TaskConfig | Non
         stop_step=chosen_stop(cfg, task, mode) if task is not None else None,
         min_steps=ft.min_steps,
         eval_delay=task.eval_delay if task is not None else 0.0,
+        eval_inference_mode=ft.eval_inference_mode,
+        eval_length_sorted=ft.eval_length_sorted,
     )
 
 

@@ -89,6 +89,8 @@ class TrainSettings:
     stop_step: int | None = None  # train to this step of the schedule, validate there only; None: early stopping
     min_steps: int = 0  # the fewest updates a run takes: the schedule stretches to them, no early stop before
     eval_delay: float = 0.0  # the first epoch validated (earlier ones are not); the schedule's last step always is
+    eval_inference_mode: bool = True  # predictions under torch.inference_mode (off: torch.no_grad)
+    eval_length_sorted: bool = True  # predictions batched by sorted length (off: in input order)
 
     def total_steps(self, steps_per_epoch: int) -> int:
         """The schedule's length in updates: ``epochs`` of ``steps_per_epoch``, at least ``min_steps``."""

@@ -23,6 +23,7 @@ QUICK = {
     "pretrain": (["--quick", "--contenders", "hf-line-by-line,hf-group-texts,domainbert"], "pretrain-quick.json",
                  ["summary", "contenders"]),
     "finetune": (["--quick"], "finetune.json", ["ours", "speedup_cpu_seconds_per_example"]),
+    "finetune_phases": (["--quick", "--repeats", "1"], "finetune-phases.json", ["phases", "same_predictions"]),
     "langid_short": (["--quick"], "langid_short.json", ["contenders"]),
     "cpu_precision": ([], "cpu-precision.json", ["matmul_gflops", "auto_resolves_to"]),
     "cpu_ceiling": (["--quick"], "cpu-ceiling.json", ["gemm_one_thread", "mlm_step_tokens_per_s"]),
