@@ -173,7 +173,7 @@ class PairedDraws:
         cells = _grid(self.pair, boot[: self.n_a], boot[self.n_a :]).reshape(self.pair.cells, -1)
         first = cells.mean(0)
         within = float((cells - first).var(axis=1).sum() / max(self.pair.cells - 1, 1)) / self.pair.cells
-        v_example = float(first.var())
+        self.v_example = v_example = float(first.var())  # the example bootstrap's own, before the shrink
         # the units' spread holds the flips at most once: take out no more of them than it holds
         self.example_var = max(0.0, v_example - min(within, self.unit_var))
         self.shrink = math.sqrt(self.example_var / v_example) if v_example > 0 else 0.0

@@ -57,7 +57,15 @@ from domainbert.report.draws import (
 )
 from domainbert.report.paired import PairedDraws, Pairing, pairing, replicate_of, seed_correlation
 
-__all__ = ["NO_DIFFERENCE", "SeedNoise", "bootstrap_indices", "compare_models", "mean_std", "seed_noise_of"]
+__all__ = [
+    "NO_DIFFERENCE",
+    "SeedNoise",
+    "bootstrap_indices",
+    "compare_models",
+    "draw_until_sure",
+    "mean_std",
+    "seed_noise_of",
+]
 
 SCORE_RANGE = (0.0, 1.0)  # every metric compared here (F1, macro-F1, accuracy) is a share
 METHOD_EXAMPLES = "paired example bootstrap"
@@ -237,7 +245,7 @@ def compare_models(
     metric = scores.metric
     full_a, full_b = scores.full[: len(runs_a)], scores.full[len(runs_a) :]
     drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise)
-    stat = _adaptive(drawer, n_samples, 1 - confidence, family)
+    stat = draw_until_sure(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
     out |= {"p_counted": stat.monte_carlo, "p_exact": stat.exact, "p_error": stat.p_error(), "bounds_error": stat.bounds_error(1 - confidence)}
     result = {
@@ -284,18 +292,21 @@ def _drawer(
     return UnpairedDraws(scores, (runs_a, runs_b), seed_noise), None
 
 
-def _adaptive(drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float, family: int) -> Difference:
-    """Chunks of draws until the figures are sure enough (``_short``)."""
+def draw_until_sure(
+    drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float, family: int, sure_bounds: bool = True
+) -> Difference:
+    """Chunks of draws until the figures are sure enough (``_short``): the comparison's distribution.
+    ``sure_bounds`` False: only the p-value's rule (a simulation that reads no interval)."""
     chunks = [drawer.chunk(0)]
     needed = draws_needed(n_samples, alpha, family)
     while True:
         dist = drawer.difference(np.concatenate(chunks))
-        if not _short(dist, needed, alpha, family) or (not dist.monte_carlo and len(chunks) >= MAX_CHUNKS):
+        if not _short(dist, needed, alpha, family, sure_bounds) or (not dist.monte_carlo and len(chunks) >= MAX_CHUNKS):
             return dist
         chunks.append(drawer.chunk(len(chunks)))
 
 
-def _short(dist: Difference, needed: int, alpha: float, family: int) -> bool:
+def _short(dist: Difference, needed: int, alpha: float, family: int, sure_bounds: bool = True) -> bool:
     """Whether more draws are needed: a Monte Carlo p near a threshold short of resolving the page's smallest
     one, an integrated p whose error is more than a ``RESOLUTION``-th of it, or bounds less sure than
     ``BOUND_ERROR``."""
@@ -304,7 +315,7 @@ def _short(dist: Difference, needed: int, alpha: float, family: int) -> bool:
         return len(dist) < needed and p < 2 * alpha
     if p < 2 * alpha and dist.p_error() > alpha / max(family, 1) / RESOLUTION:
         return True
-    return dist.bounds_error(alpha) > BOUND_ERROR
+    return sure_bounds and dist.bounds_error(alpha) > BOUND_ERROR
 
 
 def _design(
