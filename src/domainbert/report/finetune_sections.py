@@ -14,6 +14,7 @@ from domainbert.config.domain import DomainConfig
 from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
 from domainbert.report.adequacy import task_adequacy
+from domainbert.report.draws import BOUND_ERROR
 from domainbert.report.results import reference_of
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.sections import fmt
@@ -34,22 +35,32 @@ def _n_comparisons(comparisons: list[Comparison]) -> str:
     )
 
 
-def p_text(p: Any, samples: int) -> str:
-    """A bootstrap p-value ((k+1)/(B+1): never 0); at its floor, no draw crossed 0: ``<= 0.0005``."""
+def p_text(p: Any, samples: int, counted: bool = True) -> str:
+    """A p-value; a Monte Carlo count ((k+1)/(B+1), never 0) at its floor, where no draw crossed 0, is a bound:
+    ``< 0.0005``; one integrated over the t (``counted`` False) is a value at any size."""
     if p is None:
         return "-"
     floor = 2 / (samples + 1)
-    return f"<= {floor:.2g}" if p <= floor * (1 + 1e-9) else (f"{p:.4f}" if p < 0.01 else f"{p:.3f}")
+    if counted and p <= floor * (1 + 1e-9):
+        return f"< {floor:.2g}"
+    return f"{p:.1e}" if p < 0.0001 else (f"{p:.4f}" if p < 0.01 else f"{p:.3f}")
+
+
+def _counted(c: Comparison) -> bool:
+    """Whether a row's p-value is a Monte Carlo count (rows written before the t was integrated: assumed so)."""
+    return c.design is None or c.design.p_counted is not False
 
 
 def holm_p_text(c: Comparison, samples: int) -> str:
     """Holm's adjusted p; where the unadjusted p sits at its Monte Carlo floor (no draw crossed 0) the adjusted one
-    is a bound, not a value: ``<= 0.003``."""
+    is a bound, not a value: ``< 0.003``."""
     if c.p_holm is None:
         return "-"
     n = (c.design.n_samples if c.design else None) or samples
-    at_floor = c.p_value is not None and c.p_value <= 2 / (n + 1) * (1 + 1e-9)
-    return f"<= {c.p_holm:.2g}" if at_floor and c.p_holm < 1 else fmt(c.p_holm, 3)
+    at_floor = _counted(c) and c.p_value is not None and c.p_value <= 2 / (n + 1) * (1 + 1e-9)
+    if at_floor and c.p_holm < 1:
+        return f"< {c.p_holm:.2g}"
+    return p_text(c.p_holm, n, counted=False)
 
 
 def finetune_section(
@@ -138,7 +149,7 @@ def _comparison_table(comparisons: list[Comparison], bootstrap_samples: int) -> 
             signed_points(c.diff),
             interval_text(c),
             fw_cell(c),
-            p_text(c.p_value, (c.design.n_samples if c.design else None) or bootstrap_samples),
+            p_text(c.p_value, (c.design.n_samples if c.design else None) or bootstrap_samples, _counted(c)),
             holm_p_text(c, bootstrap_samples),
             points(c.detectable) if c.detectable is not None else "-",
             c.verdict + (" (collapsed runs involved)" if c.collapsed else ""),
@@ -212,8 +223,10 @@ def method_section(cfg: DomainConfig, comparisons: list[Comparison]) -> Section:
             "a difference then needs 5.7 standard errors to be found with 80% power in one comparison, 18 at "
             "Holm's first step over 10, so only more seeds make a small difference visible. The floor, one deterministic run, is compared unpaired (Welch's seed term from the model's "
             "own seeds), each mean kept inside the metric's range.",
-            "p-values count the draws on the far side of 0 as (k + 1) / (B + 1), so none is 0; a comparison whose "
-            "p-value is near a Holm threshold draws until the page's smallest threshold is resolved.",
+            "p-values integrate the t exactly over each draw of the test examples, so they are Monte Carlo only "
+            "in the test-sampling part; where no seed term is left they count the draws on the far side of 0 as "
+            "(k + 1) / (B + 1), and one at that floor prints as a bound ('< x'). A comparison whose p-value is "
+            f"near a Holm threshold, or whose bounds are unsure by more than {100 * BOUND_ERROR:g} point, draws more.",
             "Verdict: 'better' or 'worse' when the comparison survives Holm's correction over every comparison on the "
             "page, else 'no significant difference'. Beside the unadjusted interval stands the one the verdict uses, "
             "at Holm's threshold for the row (not a simultaneous interval); counted on the draws as the p-value is, "

@@ -21,8 +21,10 @@ pairs and test examples are all sources of the difference's variance, and each d
 Each draw is the example bootstrap of the mean difference (all runs on the same drawn test examples), shrunk by
 the part of its variance that per-example prediction flips make (already in the units' variance; never more
 than the units' variance holds, so the draws never vary less than test sampling alone makes them), plus
-``se x t(df)``: the Multi-Bootstrap's resampling of units, drawn from Student-t because a resample of 3-5 units
-holds (k - 1) / k of their variance and a handful of distinct values. A floor (one deterministic run) is not
+``se x t(df)``: the Multi-Bootstrap's resampling of units, taken as Student-t because a resample of 3-5 units
+holds (k - 1) / k of their variance and a handful of distinct values. The t is integrated exactly for each
+example draw (``draws.Difference``), not drawn: where the flips make all of the example term's variance the
+p-value is the t-test's. A floor (one deterministic run) is not
 paired: ``report.stats`` compares it unpaired. This module reads no file and renders nothing.
 """
 
@@ -35,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.report.draws import RunScores
+from domainbert.report.draws import Difference, Scores
 
 
 def replicate_of(result: dict[str, Any]) -> int:
@@ -155,12 +157,12 @@ def seed_correlation(pair: Pairing, full_a: np.ndarray, full_b: np.ndarray) -> f
 
 @dataclass
 class PairedDraws:
-    """Draws of the paired mean difference, chunk by chunk (the shrink is fixed by the first chunk)."""
+    """Draws of the paired mean difference's example term, chunk by chunk (the shrink is fixed by the first
+    chunk), and the ``Difference`` they make with the units' t."""
 
     pair: Pairing
-    scores: RunScores
+    scores: Scores
     n_a: int  # the scores hold A's runs, then B's
-    seed: int
 
     def __post_init__(self) -> None:
         g = _grid(self.pair, self.scores.full[: self.n_a], self.scores.full[self.n_a :])
@@ -171,7 +173,7 @@ class PairedDraws:
         cells = _grid(self.pair, boot[: self.n_a], boot[self.n_a :]).reshape(self.pair.cells, -1)
         first = cells.mean(0)
         within = float((cells - first).var(axis=1).sum() / max(self.pair.cells - 1, 1)) / self.pair.cells
-        v_example = float(first.var())
+        self.v_example = v_example = float(first.var())  # the example bootstrap's own, before the shrink
         # the units' spread holds the flips at most once: take out no more of them than it holds
         self.example_var = max(0.0, v_example - min(within, self.unit_var))
         self.shrink = math.sqrt(self.example_var / v_example) if v_example > 0 else 0.0
@@ -194,6 +196,9 @@ class PairedDraws:
         return float(self.df) if self.unit_var > 0 else math.inf
 
     def chunk(self, index: int) -> np.ndarray:
+        """Chunk ``index`` of the example term's draws, centred on the point estimate."""
         example = self._first if index == 0 else self._example(index)
-        t = np.random.default_rng([self.seed, 7, index]).standard_t(self.df, example.size)
-        return np.clip(self.centre + self.shrink * (example - self.centre) + math.sqrt(self.unit_var) * t, -1, 1)
+        return np.asarray(self.point + self.shrink * (example - self.centre))
+
+    def difference(self, example: np.ndarray) -> Difference:
+        return Difference(example, math.sqrt(self.unit_var), self.df)

@@ -22,7 +22,7 @@ from typing import Any
 import numpy as np
 from scipy import stats
 
-from domainbert.report.draws import bounds
+from domainbert.report.draws import Difference, bounds
 from domainbert.report.power import NO_DIFFERENCE, detectable_difference, holm
 
 NOT_COMPARED = "not compared"
@@ -64,6 +64,7 @@ class Design:
     n_samples: int | None = None
     unit_sd: float | None = None
     n_examples: int | None = None
+    p_counted: bool | None = None  # the p-value a count of draws (no seed term); False: the t integrated
 
 
 DESIGN_FIELDS = tuple(Design.__dataclass_fields__)
@@ -109,7 +110,7 @@ class Comparison:
     reason: str | None = None
     family: FamilyWise | None = None
     domain: str | None = None
-    draws: np.ndarray | None = field(default=None, repr=False, compare=False)  # never written to disk
+    draws: np.ndarray | Difference | None = field(default=None, repr=False, compare=False)  # never written to disk
 
     @property
     def verdict(self) -> str:

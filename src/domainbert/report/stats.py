@@ -14,19 +14,22 @@ scores has three sources of uncertainty, and each draw of the statistic carries 
   says how many each side had).
 
 A side with a single run (a deterministic floor such as TF-IDF + logistic regression) cannot be paired: the
-comparison is UNPAIRED, the other side's seed variance drawn as ``sqrt(sd_a^2/n_a + sd_b^2/n_b) x t`` with
-Welch-Satterthwaite df (Welch's test), each mean kept inside the metric's range (``SCORE_RANGE``).
+comparison is UNPAIRED, the other side's seed variance taken as ``sqrt(sd_a^2/n_a + sd_b^2/n_b) x t`` with
+Welch-Satterthwaite df (Welch's test), the interval kept inside the range of a difference of shares.
 ``seed_noise`` lets a caller supply a seed variance estimated elsewhere, e.g. pooled over a task's models
 (``studies.aa``), which also makes the comparison unpaired.
 
 Every comparison returns ``se`` and ``df`` of its draws, the one design summary from which
-``power.detectable_difference`` computes what it can detect. The p-value is ``(k + 1) / (B + 1)`` per tail
-(``draws.p_value``), never 0; with ``family`` (the page's number of comparisons) the draws go on in chunks until
-the smallest Holm threshold, ``alpha / family``, is resolved (``draws.draws_needed``) while the p-value is near
-it. Multiple comparisons are corrected by the caller (``rows.holm_adjusted``, over the page); this module gives the
+``power.detectable_difference`` computes what it can detect. The p-value and bounds integrate the t exactly
+over each example draw (``draws.Difference``): Monte Carlo only in the test-sampling term, the t-test's own p where
+that term is zero, and ``(k + 1) / (B + 1)`` per tail (``draws.p_value``, never 0) where there is no seed term.
+The draws come from the comparison's own stream (``draws.comparison_stream``: the models and the task) and go on
+in chunks until the bounds' Monte Carlo error is under ``draws.BOUND_ERROR`` and, while the p-value is near a
+threshold, the page's smallest Holm threshold ``alpha / family`` is resolved (``draws.draws_needed``). Multiple comparisons are corrected by the caller (``rows.holm_adjusted``, over the page); this module gives the
 unadjusted interval and p-value. Calibration on simulated scores:
-``tests/system/finetune/test_finetune_calibration.py`` (unpaired) and ``tests/stage/report/test_report_paired.py`` (paired,
-the A/A rate over whole pages). The fast count-matrix path is tested against a plain paired bootstrap over any
+``tests/system/finetune/test_finetune_calibration.py`` (unpaired), ``tests/stage/report/test_report_paired.py`` (paired,
+the A/A rate over whole pages) and ``tests/unit/report/test_report_false_positives.py`` (the family-wise rate of
+pages simulated from a model fitted to real runs, ``studies/19-false-positive-calibration.md``). The fast count-matrix path is tested against a plain paired bootstrap over any
 metric function (``tests/reference/bootstrap.py``).
 """
 
@@ -39,15 +42,35 @@ from typing import Any
 
 import numpy as np
 
-from domainbert.report.draws import NO_DIFFERENCE, RunScores, bootstrap_indices, draws_needed, interval, p_value
+from domainbert.report.draws import (
+    BOUND_ERROR,
+    MAX_CHUNKS,
+    NO_DIFFERENCE,
+    RESOLUTION,
+    Difference,
+    RunScores,
+    Scores,
+    bootstrap_indices,
+    comparison_stream,
+    draws_needed,
+    interval,
+)
 from domainbert.report.paired import PairedDraws, Pairing, pairing, replicate_of, seed_correlation
 
-__all__ = ["NO_DIFFERENCE", "SeedNoise", "bootstrap_indices", "compare_models", "mean_std", "seed_noise_of"]
+__all__ = [
+    "NO_DIFFERENCE",
+    "SeedNoise",
+    "bootstrap_indices",
+    "compare_models",
+    "draw_until_sure",
+    "mean_std",
+    "seed_noise_of",
+]
 
 SCORE_RANGE = (0.0, 1.0)  # every metric compared here (F1, macro-F1, accuracy) is a share
 METHOD_EXAMPLES = "paired example bootstrap"
-METHOD_SEEDS = "paired example bootstrap + Welch-t seed draw, each mean bounded to the metric's range"
-METHOD_PAIRED = "paired by seed: example bootstrap + Student-t draw of the per-seed differences' mean"
+METHOD_SEEDS = "paired example bootstrap + Welch-t seed term, integrated exactly"
+METHOD_PAIRED = "paired by seed: example bootstrap + Student-t of the per-seed differences' mean, integrated exactly"
 
 
 def mean_std(values: Sequence[float] | np.ndarray) -> dict[str, float]:
@@ -100,12 +123,11 @@ class UnpairedDraws:
 
     def __init__(
         self,
-        scores: RunScores,
+        scores: Scores,
         runs: tuple[list[dict[str, Any]], list[dict[str, Any]]],
         noise: tuple[SeedNoise | None, SeedNoise | None] | None,
-        seed: int,
     ) -> None:
-        self.scores, self.runs, self.seed = scores, runs, seed
+        self.scores, self.runs = scores, runs
         full = self._sides(scores.full)
         boot = self._sides(scores.boot(0))
         self._first = boot
@@ -127,7 +149,7 @@ class UnpairedDraws:
         v_example = float(example.var())
         self.example_var = max(0.0, v_example - min(within, self.unit_var)) if terms else v_example
         self.shrink = math.sqrt(self.example_var / v_example) if v_example > 0 else 0.0
-        self.centres = [float(b.mean(0).mean()) for b in boot]
+        self.centre = float(example.mean())
 
     def _sides(self, values: np.ndarray) -> list[np.ndarray]:
         """Per side, one value (or row of draws) per unit: ``values`` holds A's runs, then B's."""
@@ -145,17 +167,17 @@ class UnpairedDraws:
         return float(self.df)  # the seed term's df, as PairedDraws.total_df says why
 
     def chunk(self, index: int) -> np.ndarray:
+        """Chunk ``index`` of the example term's draws: the plain bootstrap of A - B without a seed term, else
+        shrunk (as ``PairedDraws``) and centred on the point estimate."""
         boot = self._first if index == 0 else self._sides(self.scores.boot(index))
-        means = [b.mean(0) for b in boot]
+        example = np.asarray(boot[0].mean(0) - boot[1].mean(0))
         if self.df is None:
-            return np.asarray(means[0] - means[1])
-        t = np.random.default_rng([self.seed, 1, index]).standard_t(self.df, means[0].size)
-        seed_term = math.sqrt(self.unit_var) * t
-        sides = []
-        for mean, centre, share, sign in zip(means, self.centres, self.shares, (1.0, -1.0), strict=True):
-            moved = centre + self.shrink * (mean - centre) + sign * share / self.unit_var * seed_term
-            sides.append(np.clip(moved, *SCORE_RANGE))
-        return np.asarray(sides[0] - sides[1])
+            return example
+        return np.asarray(self.point + self.shrink * (example - self.centre))
+
+    def difference(self, example: np.ndarray) -> Difference:
+        scale = math.sqrt(self.unit_var) if self.df is not None else 0.0
+        return Difference(example, scale, self.df, span=SCORE_RANGE[1] - SCORE_RANGE[0])
 
 
 def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> None:
@@ -196,7 +218,7 @@ def compare_models(
         results_b: model B's runs on the same task and test set.
         n_samples: draws per chunk (and at least this many in all).
         confidence: interval level.
-        seed: seed of the draws.
+        seed: seed of the draws, with the models and task making the comparison's own stream.
         metric: the metric to compare; defaults to the results' ``primary_metric``.
         seed_noise: per side, a ``SeedNoise`` to use instead of the one estimated from that side's runs
             (forces the unpaired comparison).
@@ -207,8 +229,9 @@ def compare_models(
         (draws made), ``a``/``b`` (``mean_std`` of the per-run test metric), ``paired`` and ``pairing`` (the
         level, or None), ``seed_correlation``, ``replicates`` ({"a", "b"}), ``se`` and ``df`` (of the draws),
         how it was drawn (``method``, ``resampled``, ``seed_sd``, ``seed_df``), the
-        draws themselves (``_draws``, never written to disk) and the interval of A's mean minus B's
-        (``diff``, ``low``, ``high``, ``p_value``, ``significant``, ``verdict``).
+        distribution itself (``_draws``, a ``draws.Difference``, never written to disk), the interval of A's mean
+        minus B's (``diff``, ``low``, ``high``, ``p_value``, ``significant``, ``verdict``) and how sure its figures
+        are (``p_counted``: a count of draws; ``p_exact``: the t's own p; ``p_error`` and ``bounds_error``: their Monte Carlo standard errors).
 
     Raises:
         ValueError: a side without runs, mixed models or repeated cells, different tasks or test sets.
@@ -217,50 +240,82 @@ def compare_models(
     runs_b = sorted(results_b, key=lambda r: (replicate_of(r), r["seed"]))
     _check_runs(runs_a, runs_b)
     first = runs_a[0]
-    scores = RunScores(runs_a + runs_b, metric, seed, n_samples)
+    stream = comparison_stream(seed, (str(first["model"]), str(runs_b[0]["model"]), str(first["task"])))
+    scores = RunScores(runs_a + runs_b, metric, stream, n_samples)
     metric = scores.metric
     full_a, full_b = scores.full[: len(runs_a)], scores.full[len(runs_a) :]
-    drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise, seed)
-    stat = _adaptive(drawer, n_samples, 1 - confidence, family)
+    drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise)
+    stat = draw_until_sure(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
-    return {
+    out |= {"p_counted": stat.monte_carlo, "p_exact": stat.exact, "p_error": stat.p_error(), "bounds_error": stat.bounds_error(1 - confidence)}
+    result = {
         "model_a": first["model"],
         "model_b": runs_b[0]["model"],
         "task": first["task"],
         "metric": metric,
         **_seed_table(runs_a, runs_b, full_a, full_b),
         "n_examples": scores.n_examples,
-        "n_samples": int(stat.size),
+        "n_samples": len(stat),
         "a": mean_std(full_a),
         "b": mean_std(full_b),
         **_design(drawer, pair, full_a, full_b, runs_a, runs_b, scores.n_examples),
         "_draws": stat,
         **out,
     }
+    result["resampled"] = f"{result['resampled']}; {_sureness_text(stat, confidence)}"
+    return result
+
+
+def _sureness_text(dist: Difference, confidence: float) -> str:
+    """How sure the p-value and the bounds are: exact, or their Monte Carlo standard error."""
+    if dist.monte_carlo:
+        p = f"the p-value a count of {len(dist):,} draws (at least {2 / (len(dist) + 1):.2g})"
+    elif dist.exact:
+        p = "the p-value the t's own (no test-sampling term left)"
+    else:
+        p = f"the p-value's Monte Carlo error {dist.p_error():.1g} over {len(dist):,} draws"
+    error = dist.bounds_error(1 - confidence)
+    return p + ("" if error == 0 else f", the bounds' {100 * error:.2f} points")
 
 
 def _drawer(
-    scores: RunScores,
+    scores: Scores,
     runs_a: list[dict[str, Any]],
     runs_b: list[dict[str, Any]],
     seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None,
-    seed: int,
 ) -> tuple[PairedDraws | UnpairedDraws, Pairing | None]:
     """The draws of a comparison and its pairing: paired where the two sides' runs pair (``pairing``) and no
     seed noise is given, else unpaired (pairing None)."""
     pair = pairing(runs_a, runs_b) if seed_noise is None else None
     if pair is not None:
-        return PairedDraws(pair, scores, len(runs_a), seed), pair
-    return UnpairedDraws(scores, (runs_a, runs_b), seed_noise, seed), None
+        return PairedDraws(pair, scores, len(runs_a)), pair
+    return UnpairedDraws(scores, (runs_a, runs_b), seed_noise), None
 
 
-def _adaptive(drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float, family: int) -> np.ndarray:
-    """Chunks of draws until the page's smallest Holm threshold is resolved, or the p-value is far from any."""
+def draw_until_sure(
+    drawer: PairedDraws | UnpairedDraws, n_samples: int, alpha: float, family: int, sure_bounds: bool = True
+) -> Difference:
+    """Chunks of draws until the figures are sure enough (``_short``): the comparison's distribution.
+    ``sure_bounds`` False: only the p-value's rule (a simulation that reads no interval)."""
     chunks = [drawer.chunk(0)]
     needed = draws_needed(n_samples, alpha, family)
-    while sum(c.size for c in chunks) < needed and p_value(np.concatenate(chunks)) < 2 * alpha:
+    while True:
+        dist = drawer.difference(np.concatenate(chunks))
+        if not _short(dist, needed, alpha, family, sure_bounds) or (not dist.monte_carlo and len(chunks) >= MAX_CHUNKS):
+            return dist
         chunks.append(drawer.chunk(len(chunks)))
-    return np.concatenate(chunks)
+
+
+def _short(dist: Difference, needed: int, alpha: float, family: int, sure_bounds: bool = True) -> bool:
+    """Whether more draws are needed: a Monte Carlo p near a threshold short of resolving the page's smallest
+    one, an integrated p whose error is more than a ``RESOLUTION``-th of it, or bounds less sure than
+    ``BOUND_ERROR``."""
+    p = dist.p_value()
+    if dist.monte_carlo:
+        return len(dist) < needed and p < 2 * alpha
+    if p < 2 * alpha and dist.p_error() > alpha / max(family, 1) / RESOLUTION:
+        return True
+    return sure_bounds and dist.bounds_error(alpha) > BOUND_ERROR
 
 
 def _design(
@@ -308,8 +363,8 @@ def _paired_text(pair: Pairing, n: int, drawer: PairedDraws) -> str:
     return (
         f"test examples ({n}) drawn with replacement, the same indices for every run of both models; the "
         f"{pair.cells} paired difference(s) over {len(pair.seeds)} common seed(s) x {len(pair.rows)} replicate(s), "
-        f"per {unit}; the per-example part of their spread taken out of the example draws; the units' mean drawn "
-        f"as se {drawer.unit_var**0.5:.4f} x Student-t with {drawer.df:.1f} df"
+        f"per {unit}; the per-example part of their spread taken out of the example draws; the units' mean taken "
+        f"as se {drawer.unit_var**0.5:.4f} x Student-t with {drawer.df:.1f} df, integrated exactly over each draw"
     )
 
 
@@ -329,9 +384,10 @@ def _unpaired_text(n: int, sizes: tuple[int, int], noise: list[SeedNoise | None]
         else:
             sides.append(f"{name}: sd {nz.sd:.4f} over {nz.df:g} df, {size} run(s)")
     return (
-        text + "; unpaired; the per-example part of seed noise taken out of the example draws; seed noise drawn as "
-        f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df, shared out between the two "
-        "models' means by their seed variances, each mean kept inside the metric's range (" + "; ".join(sides) + ")"
+        text + "; unpaired; the per-example part of seed noise taken out of the example draws; seed noise taken as "
+        f"sqrt(sd_a^2/n_a + sd_b^2/n_b) x Student-t with {seed_df:.1f} Welch df, integrated exactly over each draw ("
+        + "; ".join(sides)
+        + ")"
     )
 
 

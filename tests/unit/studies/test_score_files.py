@@ -48,7 +48,7 @@ def test_comparisons_from_a_score_file_equal_those_from_the_predictions(tmp_path
         direct = compare_models(x, y, n_samples=500)
         for key in ("diff", "low", "high", "p_value", "se", "df"):
             assert from_file[key] == pytest.approx(direct[key], abs=1e-12), key
-        assert np.array_equal(from_file["_draws"], direct["_draws"])
+        assert np.array_equal(from_file["_draws"].example, direct["_draws"].example)
 
 
 def test_a_damaged_score_file_is_one_clear_error(tmp_path: Path) -> None:
