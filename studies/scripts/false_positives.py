@@ -1,9 +1,9 @@
 """Study 19: the page's family-wise false-positive rate, simulated from a model fitted to real runs.
 
-    python studies/scripts/false_positives.py --out studies/scores/study-19-false-positive-calibration.json
+    python studies/scripts/false_positives.py --task ner-sized --pages 200 --out ner.json
     python studies/scripts/false_positives.py --quick --out /tmp/fp.json
 
-Each test example of a run is right when ``mu + a_i + b_mi (+ b_mri) + c_ms + e_msi > 0`` (``studies/19-...``):
+Each test example of a run is right when ``mu + a_i + b_mi (+ b_mri) + c_ms + e_msi > 0`` (``studies/19-false-positive-calibration.md``):
 ``a`` the example's difficulty (sd 1), ``b`` the model's own per-example effect, ``c`` the seed's shift of the
 run, shared between models under one seed with correlation ``rho``, ``e`` per-example flips, ``b_mri`` a
 pretraining replicate's own per-example effect. ``fit_task`` sets ``mu``, ``sd_b``, ``sd_c``, ``sd_e`` and
@@ -123,12 +123,12 @@ def fit_task(name: str, target: dict[str, float], seed: int = 0) -> TaskModel:
     flips = target["flip_share"] * target["seed_sd"] ** 2
     sd_b, sd_e = 0.5, 0.5
     for _ in range(6):  # alternate the two one-dimensional fits; each moves the other little
-        sd_e = optimize.brentq(lambda e: parts(sd_b, e)[1] - flips, 0.02, 20)
+        sd_e = optimize.brentq(lambda e, b=sd_b: parts(b, e)[1] - flips, 0.02, 20)
         lo = example_var(0.0, sd_e)
         if target["pair_example_var"] <= lo:
             sd_b = 0.0
         else:
-            sd_b = optimize.brentq(lambda b: example_var(b, sd_e) - target["pair_example_var"], 0.0, 10)
+            sd_b = optimize.brentq(lambda b, e=sd_e: example_var(b, e) - target["pair_example_var"], 0.0, 10)
     mu, flip_var, slope = parts(sd_b, sd_e)
     sd_c = math.sqrt(max(target["seed_sd"] ** 2 - flip_var, 0.0)) / slope
     # a replicate's own per-example effect: the sd of its mean score REPLICATE_SHARE of the task type's pair sd

@@ -185,8 +185,10 @@ class Difference:
             return 0.0
         if self.monte_carlo:  # a percentile's: its draws' spread over sqrt(B) times sqrt(q (1 - q)) / density
             sd = float(self.example.std())
-            return sd * math.sqrt(level / 2 * (1 - level / 2) / self.example.size) / max(
-                float(stats.norm.pdf(stats.norm.ppf(level / 2))), 1e-12
+            return (
+                sd
+                * math.sqrt(level / 2 * (1 - level / 2) / self.example.size)
+                / max(float(stats.norm.pdf(stats.norm.ppf(level / 2))), 1e-12)
             )
         errors = []
         for q in (level / 2, 1.0 - level / 2):

@@ -247,7 +247,12 @@ def compare_models(
     drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise)
     stat = draw_until_sure(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
-    out |= {"p_counted": stat.monte_carlo, "p_exact": stat.exact, "p_error": stat.p_error(), "bounds_error": stat.bounds_error(1 - confidence)}
+    out |= {
+        "p_counted": stat.monte_carlo,
+        "p_exact": stat.exact,
+        "p_error": stat.p_error(),
+        "bounds_error": stat.bounds_error(1 - confidence),
+    }
     result = {
         "model_a": first["model"],
         "model_b": runs_b[0]["model"],
@@ -301,7 +306,9 @@ def draw_until_sure(
     needed = draws_needed(n_samples, alpha, family)
     while True:
         dist = drawer.difference(np.concatenate(chunks))
-        if not _short(dist, needed, alpha, family, sure_bounds) or (not dist.monte_carlo and len(chunks) >= MAX_CHUNKS):
+        if not _short(dist, needed, alpha, family, sure_bounds) or (
+            not dist.monte_carlo and len(chunks) >= MAX_CHUNKS
+        ):
             return dist
         chunks.append(drawer.chunk(len(chunks)))
 

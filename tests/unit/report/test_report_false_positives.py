@@ -55,9 +55,8 @@ def test_where_the_example_term_is_zero_the_p_value_and_bounds_are_the_t_s() -> 
 
 
 def test_a_real_comparison_without_test_sampling_term_has_the_t_test_s_p() -> None:
-    from studies.score_files import read_scores
-
     from domainbert.report.results import group_results
+    from studies.score_files import read_scores
 
     _, runs = read_scores(ROOT / "studies" / "scores" / "study-0-manpages-fr-order4.json.gz")
     models = group_results(runs)["manpages-fr-order"]
