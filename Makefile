@@ -12,8 +12,10 @@ export PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS ?= 120
 export TOKENIZERS_PARALLELISM ?= false
 PYTEST_ARGS ?=
 TORCH_INDEX_URL ?=
-# Test processes (pytest-xdist): most tests run one thread, so two use both cores of a 2-core machine.
+# Test processes (pytest-xdist): each runs torch on one thread (tests/conftest.py), so two use both cores of a 2-core machine.
 PYTEST_WORKERS ?= 2
+# An idle test process takes queued tests from the busy one (tests/conftest.py queues the slow tests first).
+PYTEST_DIST ?= worksteal
 
 .PHONY: setup demo scratch-study test test-unit test-stage test-system test-fast bench lint typecheck clean
 
@@ -57,21 +59,21 @@ scratch-study: setup
 
 # --durations: the slowest tests, printed at the end, so that a suite growing past its time says where
 test: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=25 $(PYTEST_ARGS)
 
 # The lanes, one folder each: unit (pure functions), stage (stages on tiny models), system (servers, signals,
 # DeepSpeed, two nodes, documented commands, calibration). test-fast is the everyday one: unit and stage.
 test-unit: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/unit $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) tests/unit $(PYTEST_ARGS)
 
 test-stage: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/stage $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) tests/stage $(PYTEST_ARGS)
 
 test-system: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --durations=25 tests/system $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) --durations=25 tests/system $(PYTEST_ARGS)
 
 test-fast: setup
-	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) tests/unit tests/stage $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(PYTEST_WORKERS) --dist $(PYTEST_DIST) tests/unit tests/stage $(PYTEST_ARGS)
 
 bench: setup
 	$(BIN)/python bench/corpus_build.py

@@ -24,6 +24,11 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 os.environ.setdefault("DO_NOT_TRACK", "1")
 os.environ.setdefault("PREFECT_SERVER_ANALYTICS_ENABLED", "false")
 os.environ.setdefault("PREFECT_SERVER_EPHEMERAL_STARTUP_TIMEOUT_SECONDS", "120")
+# One CPU thread for torch (OpenMP, MKL) in each test process and in every process a test starts: the suite runs
+# two test processes on a 2-core CPU, and torch's default of one thread per core would put four or more busy
+# threads on two cores. A test of the thread defaults themselves unsets these (tests/system/pretrain/).
+os.environ.setdefault("OMP_NUM_THREADS", "1")
+os.environ.setdefault("MKL_NUM_THREADS", "1")
 # Prefect's home (its ephemeral server's database) per test process: parallel test processes (pytest-xdist)
 # never share one SQLite file, and nothing is left in the user's ~/.prefect.
 if "PREFECT_HOME" not in os.environ:
@@ -82,7 +87,8 @@ LANE_TIMEOUT_S = {"unit": 60, "stage": 300}
 
 @pytest.hookimpl(tryfirst=True)  # before ``-m`` selects on the markers this adds
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Each test under ``tests/<lane>/`` gets its lane's marker (``-m unit``) and its lane's time limit."""
+    """Each test under ``tests/<lane>/`` gets its lane's marker (``-m unit``) and its lane's time limit; the tests
+    marked slow run first."""
     tests = config.rootpath / "tests"
     for item in items:
         try:
@@ -93,6 +99,9 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(getattr(pytest.mark, lane))
         if lane in LANE_TIMEOUT_S and item.get_closest_marker("timeout") is None:
             item.add_marker(pytest.mark.timeout(LANE_TIMEOUT_S[lane]))
+    # The slow tests first, each folder's order kept: the test processes (``make test``'s ``--dist worksteal``)
+    # then end on short tests, not one process finishing a two-minute test while the other waits.
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 # Fixtures shared across folders (each test's lane may differ from its neighbours').
