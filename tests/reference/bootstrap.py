@@ -19,7 +19,7 @@ from domainbert.report.draws import interval as _interval
 
 def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: Sequence[Any], pred_a: Sequence[Any],
                      pred_b: Sequence[Any], n_samples: int = 1000, confidence: float = 0.95,
-                     seed: int = 0) -> dict[str, Any]:
+                     seed: int | list[int] = 0) -> dict[str, Any]:
     """Paired bootstrap of ``metric_fn(gold, pred_a) - metric_fn(gold, pred_b)`` over test examples.
 
     Args:

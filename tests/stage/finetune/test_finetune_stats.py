@@ -12,7 +12,7 @@ from seqeval.scheme import IOB2
 from sklearn.metrics import accuracy_score, f1_score
 
 from domainbert.finetune.counts import count_metric
-from domainbert.report.draws import RunScores
+from domainbert.report.draws import RunScores, comparison_stream
 from domainbert.report.stats import (
     NO_DIFFERENCE,
     SeedNoise,
@@ -84,7 +84,7 @@ def test_compare_models_single_seed_equals_reference_bootstrap(ner_data):
     gold, good, bad, _ = ner_data
     # 400 draws: what the smallest Holm threshold of a one-comparison page needs, so no chunk is added
     fast = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, bad)], n_samples=400, seed=5)
-    ref = paired_bootstrap(strict_f1, gold, good, bad, n_samples=400, seed=5)
+    ref = paired_bootstrap(strict_f1, gold, good, bad, n_samples=400, seed=comparison_stream(5, ("a", "b", "t")))
     for key in ("diff", "low", "high", "p_value"):
         assert fast[key] == pytest.approx(ref[key], abs=1e-12)
     assert fast["verdict"] == "a better" and fast["seeds"] == [1] and "test examples (120)" in fast["resampled"]
@@ -200,7 +200,8 @@ def test_compare_models_classification_reference_and_errors():
     pb = [g if rng.random() < 0.7 else "q" for g in gold]
     fast = compare_models([result("a", 1, gold, pa, "classification", "macro_f1")],
                           [result("b", 1, gold, pb, "classification", "macro_f1")], n_samples=150, seed=2)
-    ref = paired_bootstrap(lambda g, p: f1_score(g, p, average="macro"), gold, pa, pb, n_samples=150, seed=2)
+    ref = paired_bootstrap(lambda g, p: f1_score(g, p, average="macro"), gold, pa, pb, n_samples=150,
+                           seed=comparison_stream(2, ("a", "b", "t")))
     for key in ("diff", "low", "high"):
         assert fast[key] == pytest.approx(ref[key], abs=1e-12)
     unmatched = compare_models([result("a", 1, gold, pa, "classification", "macro_f1")],

@@ -77,16 +77,12 @@ def test_paired_comparison_is_calibrated_and_more_powerful(seeds):
     assert found > 2 * found_apart + 10
 
 
-def test_no_p_value_is_zero_and_the_draws_resolve_the_page_s_smallest_threshold():
+def test_no_p_value_is_zero_and_a_far_difference_reads_below_the_page_s_smallest_threshold():
     a, b = simulate(np.random.default_rng(3), 1.5, 5)  # far apart: no draw crosses 0
     one = compare_models(a, b, n_samples=200, seed=0)
-    assert one["p_value"] == pytest.approx(2 / (one["n_samples"] + 1)) and one["p_value"] > 0
-    assert one["n_samples"] >= 20 / 0.05  # a page of one comparison: 2 / (B + 1) a tenth of alpha at most
+    assert 0 < one["p_value"] < 2 / (one["n_samples"] + 1)  # the t integrated exactly: below any count's floor
     page = compare_models(a, b, n_samples=200, seed=0, family=30)
-    assert page["n_samples"] >= 20 * 30 / 0.05 and page["p_value"] < 0.05 / 30 / 5
-    near_null = compare_models(*simulate(np.random.default_rng(4), 0.0, 5), n_samples=200, seed=0, family=30)
-    if near_null["p_value"] > 0.1:
-        assert near_null["n_samples"] == 200  # far from every threshold: no more draws than asked for
+    assert 0 < page["p_value"] < 0.05 / 30 / 5  # resolved at the page's smallest Holm threshold
 
 
 def test_replicates_are_the_units_and_seeds_nest_inside_them():
