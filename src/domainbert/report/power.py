@@ -13,7 +13,7 @@ row's draws (``draws.bounds``) at Holm's threshold for the row, ``alpha / (m - r
 ``detectable_difference(se, df, alpha, m)`` is the smallest true difference a comparison finds with 80% power at
 Holm's first threshold ``alpha / m``, two-sided: a noncentral t at the comparison's degrees of freedom (Cohen
 1988; with 3 paired seeds, df 2, a difference needs 5.7 standard errors for one comparison and 18 at Holm's first
-step over 10; with infinite df 2.8 and 4.0).
+step over 10; with infinite df 2.8 and 3.65).
 ``se`` and ``df`` are the draws' (``stats.compare_models``) in the report, and ``design_se`` builds them for a
 design before it runs, from the run's own results where they exist, else from the task's stated prior
 (``task_prior``: ``TASK_PRIORS``, measured per task type on the shipped tasks, scaled to the task's test split;
