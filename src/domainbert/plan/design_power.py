@@ -151,7 +151,7 @@ def design_power(cfg: DomainConfig, layout: RunLayout) -> list[TaskPower]:
         rows = measured.get(task.name, [])
         if rows and all(_same_design(r, seeds, replicates) for r in rows):
             found = [(detectable_difference(_se(r), r.df, alpha, family), r) for r in rows]
-            detect, row = min(found, key=lambda x: x[0])
+            detect, row = max(found, key=lambda x: x[0])  # the least favourable, as the page names it
             source = f"measured: {row.model} vs {row.reference} in this run"
             df = row.df if row.df is not None else math.inf  # None: a normal statistic
             out.append(TaskPower(task.name, n_test, seeds, replicates, _se(row), df, source, family, detect))

@@ -126,6 +126,24 @@ def detectable_difference(se: float, df: float | None, alpha: float, comparisons
     return float(optimize.brentq(lambda ncp: _t_power(ncp, crit, df) - power, 0.0, hi, xtol=1e-10)) * se
 
 
+def detectable_range(
+    se: float, df: float | None, alpha: float, comparisons: int, coverage: float = 0.95
+) -> tuple[float, float] | None:
+    """The detectable difference at the two ends of the ``coverage`` interval of the true se, when ``se`` was
+    estimated from the run's own units on ``df`` degrees of freedom (a chi-square on ``df``); None where ``df``
+    is unknown or infinite (no spread of the run's own to bound)."""
+    if df is None or math.isinf(df) or df > 1e5:
+        return None
+    df = max(float(df), 1.0)
+    tail = (1 - coverage) / 2
+    low_se = se * math.sqrt(df / float(stats.chi2.ppf(1 - tail, df)))
+    high_se = se * math.sqrt(df / float(stats.chi2.ppf(tail, df)))
+    return (
+        detectable_difference(low_se, df, alpha, comparisons),
+        detectable_difference(high_se, df, alpha, comparisons),
+    )
+
+
 def _t_power(ncp: float, crit: float, df: float) -> float:
     """P(|T| > crit) for T noncentral t(df, ncp); integrated over the chi-square of its denominator where scipy's
     ``nct`` returns NaN (far in the tail that 3 seeds at Holm's level reach)."""

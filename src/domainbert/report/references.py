@@ -135,7 +135,9 @@ def power_sentences(scores: list[ScoreRow], comparisons: list[Comparison], arms:
         if not found:
             out += _between_arms(task, comparisons, arms)
             continue
-        smallest = min(found)
+        # the page's one figure is the least favourable comparison of an arm with its reference, not the best
+        weakest = max((c for c in rows if c.detectable is not None), key=lambda c: c.detectable or 0.0)
+        smallest = weakest.detectable or 0.0
         if smallest >= WHOLE_SCALE:
             out.append(_nothing_detectable(task, rows[0].comparisons, smallest))
             continue
@@ -145,7 +147,16 @@ def power_sentences(scores: list[ScoreRow], comparisons: list[Comparison], arms:
         )
         if len(found) > 1:
             each = ", ".join(f"{c.model} {points(c.detectable)}" for c in rows if c.detectable is not None)
-            text += f" (each arm: {each})"
+            text += f" for the least favourable arm, {weakest.model} (each arm: {each})"
+        spread = weakest.family.detectable_range if weakest.family is not None else None
+        if spread is not None:
+            design = weakest.design
+            name = {"seed": "seeds", "replicate": "replicates"}.get(
+                (design.pairing if design else None) or "", "units"
+            )
+            given = f"{design.units} {name}'" if design is not None and design.units else "the run's own"
+            top = points(spread[1]) if spread[1] < WHOLE_SCALE else "past the metric's whole range"
+            text += f"; {points(spread[0])} to {top} given {given} spread (95%)"
         if smallest > high:
             text += (
                 f", more than {PUBLISHED_GAINS_SOURCE} ({points(low)} to {points(high)} points): this design cannot "

@@ -23,7 +23,7 @@ import numpy as np
 from scipy import stats
 
 from domainbert.report.draws import Difference, bounds
-from domainbert.report.power import NO_DIFFERENCE, detectable_difference, holm
+from domainbert.report.power import NO_DIFFERENCE, detectable_difference, detectable_range, holm
 
 NOT_COMPARED = "not compared"
 JsonObject = dict[str, Any]  # a row as results.json holds it: only where the file is written or read
@@ -83,6 +83,7 @@ class FamilyWise:
     low: float | None = None
     high: float | None = None
     detectable: float | None = None
+    detectable_range: tuple[float, float] | None = None  # given the run's own spread (power.detectable_range)
 
 
 @dataclass(frozen=True)
@@ -199,8 +200,9 @@ def holm_adjusted(rows: Sequence[Comparison], confidence: float) -> list[Compari
         level = min(alpha * row.p_value / p, step[index]) if p > 0 else step[index]
         low, high = _family_interval(row, level)
         detectable = detectable_difference(row_se(row), row.df, alpha, family)
+        spread = detectable_range(row_se(row), row.df, alpha, family)
         # Holm: reject while p <= alpha / (m - rank)
-        out.append(replace(row, family=FamilyWise(family, p, p <= alpha, 1 - level, low, high, detectable)))
+        out.append(replace(row, family=FamilyWise(family, p, p <= alpha, 1 - level, low, high, detectable, spread)))
     return out
 
 

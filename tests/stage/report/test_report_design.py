@@ -66,7 +66,7 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     family of comparisons."""
     from domainbert.report.compare import compare_tables
     from domainbert.report.inputs import load_run
-    from domainbert.report.references import power_sentences
+    from domainbert.report.references import against_best_reference, power_sentences
 
     run = _four_seed_run(tmp_path)
     cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
@@ -75,9 +75,8 @@ def test_plan_and_the_report_give_the_same_detectable_difference_for_the_same_re
     scores, rows = compare_tables(load_run(RunLayout(run), ["continued"]).finetune, cfg.compare, [], ["continued"], [])
     (line,) = power_sentences(scores, rows, ["continued"])
     assert f"is {100 * planned.detectable:.1f} points" in line
-    reported = min(
-        r.detectable for r in rows if r.model == "continued" and r.reference in ("base", "original")
-    )
+    # the least favourable comparison of the arm with the better reference, as the page names it
+    reported = max(r.detectable for r in against_best_reference(scores, rows, "continued"))
     assert planned.detectable == pytest.approx(reported, rel=1e-9)
     assert planned.comparisons == rows[0].comparisons
 
@@ -298,3 +297,34 @@ def test_plan_measures_no_noise_from_results_this_configuration_would_not_use(tm
             shutil.copy(folder / "result.json", tmp / "result.json")
     (planned,) = design_power(cfg, RunLayout(run))
     assert planned.source.startswith("prior for ner")
+
+
+def test_the_power_line_names_the_least_favourable_arm_and_the_range_its_seeds_allow(tmp_path: Path) -> None:
+    """Two arms against the reference: the page's one figure is the arm whose comparison detects least (not the
+    best one), and since its se comes from the run's own 4 seeds, the line gives the range that spread allows."""
+    from scipy import stats
+
+    from domainbert.report.compare import compare_tables
+    from domainbert.report.inputs import load_run
+    from domainbert.report.power import detectable_difference
+    from domainbert.report.references import against_best_reference, power_sentences
+
+    run = _four_seed_run(tmp_path)
+    for seed, control in {1: (21), 2: (30), 3: (16), 4: (27)}.items():  # control moves apart from base by seed
+        write_ner_result(run, "control", NER_TASK, seed, control)
+    cfg = config("compare.bootstrap_samples=300", "finetune.seeds=[1, 2, 3, 4]")
+    arms = ["continued", "control"]
+    scores, rows = compare_tables(load_run(RunLayout(run), arms).finetune, cfg.compare, [], arms, [])
+    own = {a: next(iter(against_best_reference(scores, rows, a))) for a in arms}
+    weakest = max(own.values(), key=lambda r: r.detectable)
+    strongest = min(own.values(), key=lambda r: r.detectable)
+    assert weakest.detectable > strongest.detectable
+    (line,) = power_sentences(scores, rows, arms)
+    assert f"is {100 * weakest.detectable:.1f} points for the least favourable arm, {weakest.model}" in line
+    # the range: the detectable difference at the 95% chi-square bounds of the se estimated on its df
+    df, se, family = weakest.df, weakest.se, weakest.comparisons
+    low = detectable_difference(se * (df / stats.chi2.ppf(0.975, df)) ** 0.5, df, 0.05, family)
+    high = detectable_difference(se * (df / stats.chi2.ppf(0.025, df)) ** 0.5, df, 0.05, family)
+    assert low < weakest.detectable < high
+    top = f"{100 * high:.1f}" if high < 1.0 else "past the metric's whole range"  # a range no F1 can reach
+    assert f"; {100 * low:.1f} to {top} given 4 seeds' spread (95%)" in line
