@@ -43,6 +43,14 @@ def _fingerprint(cfg: DomainConfig, files: list[str]) -> str:
     return fingerprint(config, {}, __version__)
 
 
+def shuffled_general_texts(cfg: DomainConfig, files: list[str]) -> list[str]:
+    """The general corpus's texts in the pretraining seed's order (the files are sorted by headword: mixed, as the
+    warm-up mixes them); the control's and the replay's text both start here."""
+    texts = read_jsonl_texts(files, cfg.pretrain.base_warmup.max_documents)
+    random.Random(cfg.pretrain.seed).shuffle(texts)
+    return texts
+
+
 def ensure_general_text(cfg: DomainConfig, layout: RunLayout) -> Path:
     """Build the control's general text unless up to date; its folder.
 
@@ -55,8 +63,7 @@ def ensure_general_text(cfg: DomainConfig, layout: RunLayout) -> Path:
     fp = _fingerprint(cfg, files)
     if is_complete(folder, fp):
         return folder
-    texts = read_jsonl_texts(files, cfg.pretrain.base_warmup.max_documents)
-    random.Random(cfg.pretrain.seed).shuffle(texts)  # files sorted by headword: mix them, as the warm-up does
+    texts = shuffled_general_texts(cfg, files)
     docs = [{"id": f"general/{i}", "text": t, "source": "general"} for i, t in enumerate(texts)]
     docs, holding = without_evaluation_text(cfg, docs, eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts)
     if not docs:

@@ -12,7 +12,6 @@ was cut and left out. This module does not mix the text in (``replay.py``) nor d
 from __future__ import annotations
 
 import logging
-import random
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -24,8 +23,7 @@ from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.corpus.decontaminate import Decontaminator, build_index, eval_texts
 from domainbert.pretrain.base_warmup import warmup_corpus
-from domainbert.pretrain.data import read_jsonl_texts
-from domainbert.pretrain.general_text import write_documents
+from domainbert.pretrain.general_text import shuffled_general_texts, write_documents
 from domainbert.pretrain.task_text import EVAL_SPLITS, without_evaluation_text
 from domainbert.task_data.splits import task_data_hash
 
@@ -75,8 +73,7 @@ def ensure_replay_text(cfg: DomainConfig, layout: RunLayout) -> Path:
     fp = _fingerprint(cfg, files)
     if is_complete(folder, fp):
         return folder
-    texts = read_jsonl_texts(files, cfg.pretrain.base_warmup.max_documents)
-    random.Random(cfg.pretrain.seed).shuffle(texts)  # files sorted by headword: mix them, as the control does
+    texts = shuffled_general_texts(cfg, files)  # the control's text, in the control's order
     evals = eval_texts(cfg.finetune.tasks, EVAL_SPLITS).texts
     kept, removed = decontaminated(cfg, texts, evals)
     docs = [{"id": f"replay/{i}", "text": t, "source": "general"} for i, t in enumerate(kept)]
