@@ -3,6 +3,9 @@
     python studies/scripts/false_positives.py --task ner-sized --pages 200 --out ner.json
     python studies/scripts/false_positives.py --quick --out /tmp/fp.json
 
+A stopped run goes on where it stopped when started again with the same ``--out``: the file is rewritten, whole,
+after each design, with ``complete`` false until the last.
+
 Each test example of a run is right when ``mu + a_i + b_mi (+ b_mri) + c_ms + e_msi > 0`` (``studies/19-false-positive-calibration.md``):
 ``a`` the example's difficulty (sd 1), ``b`` the model's own per-example effect, ``c`` the seed's shift of the
 run, shared between models under one seed with correlation ``rho``, ``e`` per-example flips, ``b_mri`` a
@@ -26,6 +29,7 @@ import json
 import math
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
@@ -223,13 +227,26 @@ def page_rates(p: np.ndarray, size: int) -> list[int]:
     return [[pages, int((cut[:, v] <= ALPHA / size).sum())] for v in range(p.shape[1])]
 
 
-def run(tasks: dict[str, TaskModel], pages: int, seed: int) -> list[dict]:
-    designs = []
+def design_key(design: dict) -> tuple[str, int, int, str]:
+    return (design["task"], design["seeds"], design["replicates"], design["correlation"])
+
+
+def run(
+    tasks: dict[str, TaskModel], pages: int, seed: int, done: list[dict], save: Callable[[list[dict]], None]
+) -> list[dict]:
+    """Every design's counts; designs already in ``done`` are kept, and ``save`` gets the list after each new one.
+
+    A design's stream is seeded from its identity, so a design run after a stop gives the counts it would have
+    given in one uninterrupted run."""
+    designs = list(done)
+    finished = {design_key(d) for d in done}
     for task in tasks.values():
         t_index = list(REAL).index(task.name)
         for seeds in SEEDS:
             for replicates in REPLICATES:
                 for r_index, (label, rho) in enumerate(RHOS.items()):
+                    if (task.name, seeds, replicates, label) in finished:
+                        continue
                     start = time.time()
                     code = [seed, t_index, seeds, replicates, r_index]
                     p, r = simulate(task, seeds, replicates, rho, pages * max(PAGE_SIZES), int(np.dot(code, [1, 7, 31, 131, 523])))
@@ -239,6 +256,7 @@ def run(tasks: dict[str, TaskModel], pages: int, seed: int) -> list[dict]:
                             {"task": task.name, "seeds": seeds, "replicates": replicates, "correlation": label,
                              "r": round(r, 3), "page": size, **{v: c for v, c in zip(VARIANTS, counts, strict=True)}}
                         )
+                    save(designs)
                     print(f"{task.name} {seeds} seeds x {replicates} rep, {label} (r {r:.2f}): "
                           f"{time.time() - start:.0f} s; page 72: {designs[-1]}", flush=True)
     return designs
@@ -255,17 +273,34 @@ def main() -> None:
     args = ap.parse_args()
     if args.merge:
         parts = [json.loads(p.read_text(encoding="utf-8")) for p in args.merge]
+        for path, part in zip(args.merge, parts, strict=True):
+            if not part["about"].get("complete", True):
+                sys.exit(f"{path}: the run has not finished (about.complete is false); start it again to finish it")
         merged = {"about": [part["about"] for part in parts], "designs": [d for part in parts for d in part["designs"]]}
         args.out.write_text(json.dumps(merged, indent=1) + "\n", encoding="utf-8")
         return
     tasks = {name: fit_task(name, real_targets(*where)) for name, where in REAL.items() if name in (args.task or REAL)}
     for t in tasks.values():
         print(t, flush=True)
+    pages = 4 if args.quick else args.pages
+    about = {"alpha": ALPHA, "samples": SAMPLES, "pages_at_72": pages, "seed": args.seed,
+             "tasks": [asdict(t) for t in tasks.values()]}
+    done: list[dict] = []
+    if args.out.exists():  # a stopped run of the same settings: keep its finished designs
+        earlier = json.loads(args.out.read_text(encoding="utf-8"))
+        if {k: v for k, v in earlier["about"].items() if k in about} != about:
+            sys.exit(f"{args.out}: written with other settings (about); remove it or choose another --out")
+        done = earlier["designs"]
     start = time.time()
-    designs = run(tasks, 4 if args.quick else args.pages, args.seed)
-    about = {"alpha": ALPHA, "samples": SAMPLES, "pages_at_72": 4 if args.quick else args.pages, "seed": args.seed,
-             "seconds": round(time.time() - start), "tasks": [asdict(t) for t in tasks.values()]}
-    args.out.write_text(json.dumps({"about": about, "designs": designs}, indent=1) + "\n", encoding="utf-8")
+    elapsed = float(earlier["about"].get("seconds", 0)) if done else 0.0
+
+    def save(designs: list[dict], complete: bool = False) -> None:
+        whole = {**about, "seconds": round(elapsed + time.time() - start), "complete": complete}
+        tmp = args.out.with_name(args.out.name + ".tmp")
+        tmp.write_text(json.dumps({"about": whole, "designs": designs}, indent=1) + "\n", encoding="utf-8")
+        tmp.replace(args.out)  # all or nothing: a stop mid-write leaves the last whole file
+
+    save(run(tasks, pages, args.seed, done, save), complete=True)
     print(f"wrote {args.out}")
 
 
