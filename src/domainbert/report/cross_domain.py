@@ -35,7 +35,7 @@ from domainbert.report.results import CompareFn, page_family
 from domainbert.report.rows import Comparison, ScoreRow, holm_adjusted
 from domainbert.report.sections import fmt
 from domainbert.report.summary import comparison_sentence, floor_sentences, interval_text, points, signed_points
-from domainbert.report.vocab_section import domain_overlap, recommendation
+from domainbert.report.vocab_section import VocabFindings, domain_overlap, recommendation
 
 log = logging.getLogger(__name__)
 ARMS = list(typing.get_args(Arm))
@@ -58,8 +58,9 @@ def _corpus_vocab_table(runs: dict[str, RunArtifacts]) -> Table:
     rows = []
     for domain, arts in runs.items():
         train = _train_stats(arts)
-        choice, _, _ = recommendation(arts.vocab or {})
-        found = domain_overlap(arts.vocab or {})
+        vocab = VocabFindings.of(arts.vocab or {})
+        choice, _, _ = recommendation(vocab)
+        found = domain_overlap(vocab)
         overlap = f"{100 * found[1]:.1f}% ({found[0]})" if found else "-"
         rows.append(
             [

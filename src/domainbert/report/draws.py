@@ -30,6 +30,7 @@ import numpy as np
 from scipy import optimize, stats
 
 from domainbert.finetune.counts import count_metric, metric_of_counts
+from domainbert.report.inputs import FinetuneRun, Record
 
 NO_DIFFERENCE = "no significant difference"
 # A comparison's draws go on until the smallest Holm threshold of its page is resolved: 2 / (B + 1) at most a
@@ -203,22 +204,23 @@ class RunScores:
     """Every run's metric on the full test set and on chunks of shared bootstrap draws.
 
     Args:
-        runs: result dicts of one task (same gold answers), any models.
+        results: runs of one task (same gold answers), any models; a result's JSON object is read as its run.
         metric: the metric's name (default: the first run's ``primary_metric``).
         seed: seed of the draws (an int, or a ``comparison_stream``).
         chunk: draws per chunk.
     """
 
-    def __init__(self, runs: list[dict[str, Any]], metric: str | None, seed: int | list[int], chunk: int) -> None:
+    def __init__(
+        self, results: Sequence[FinetuneRun | Record], metric: str | None, seed: int | list[int], chunk: int
+    ) -> None:
+        runs = [FinetuneRun.of(r) for r in results]
         first = runs[0]
-        self.metric: str = (
-            metric or first.get("primary_metric") or ("f1" if first["task_type"] == "ner" else "macro_f1")
-        )
-        multi = bool(first.get("multi_label", False))
+        self.metric: str = metric or first.primary_metric or ("f1" if first.task_type == "ner" else "macro_f1")
+        multi = first.multi_label
         labels = None
-        if first["task_type"] != "ner" and "counts" not in first:
+        if first.task_type != "ner" and first.counts is None:
             labels = sorted(
-                {x for r in runs for rows in (r["gold"], r["pred"]) for row in rows for x in (row if multi else [row])}
+                {x for r in runs for rows in (r.gold or [], r.pred) for row in rows for x in (row if multi else [row])}
             )
         pairs = [self._counted(r, labels, multi) for r in runs]
         self._counts: list[np.ndarray] = [c for c, _ in pairs]
@@ -228,14 +230,15 @@ class RunScores:
         self.seed, self.chunk = seed, chunk
 
     def _counted(
-        self, run: dict[str, Any], labels: list[str] | None, multi: bool
+        self, run: FinetuneRun, labels: list[str] | None, multi: bool
     ) -> tuple[np.ndarray, Callable[[np.ndarray], np.ndarray]]:
         """A run's per-example counts and metric: from its predictions, or as a score file stores them
         (``counts``: the per-example count matrix of ``finetune.counts``, labels in sorted order)."""
-        if "counts" in run:
-            counts = np.asarray(run["counts"], dtype=float)
-            return counts, metric_of_counts(run["task_type"], self.metric, counts.shape[1], len(counts), multi)
-        return count_metric(run["task_type"], self.metric, run["gold"], run["pred"], labels, multi)
+        task_type = str(run.task_type)
+        if run.counts is not None:
+            counts = np.asarray(run.counts, dtype=float)
+            return counts, metric_of_counts(task_type, self.metric, counts.shape[1], len(counts), multi)
+        return count_metric(task_type, self.metric, list(run.gold or []), list(run.pred), labels, multi)
 
     def boot(self, index: int) -> np.ndarray:
         """``[runs, chunk]``: each run's metric on chunk ``index`` of the draws (chunk 0: ``bootstrap_indices``
@@ -245,3 +248,15 @@ class RunScores:
         weights = np.zeros((self.chunk, self.n_examples))
         np.add.at(weights, (np.arange(self.chunk)[:, None], draws), 1.0)
         return np.stack([fn(weights @ counts) for counts, fn in zip(self._counts, self._fns, strict=True)])
+
+
+def sureness_text(dist: Difference, confidence: float) -> str:
+    """How sure a comparison's p-value and bounds are: exact, or their Monte Carlo standard error."""
+    if dist.monte_carlo:
+        p = f"the p-value a count of {len(dist):,} draws (at least {2 / (len(dist) + 1):.2g})"
+    elif dist.exact:
+        p = "the p-value the t's own (no test-sampling term left)"
+    else:
+        p = f"the p-value's Monte Carlo error {dist.p_error():.1g} over {len(dist):,} draws"
+    error = dist.bounds_error(1 - confidence)
+    return p + ("" if error == 0 else f", the bounds' {100 * error:.2f} points")

@@ -14,15 +14,16 @@ empty or made-up chart). Styling is deliberately plain.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
 from matplotlib.ticker import FuncFormatter, LogLocator, NullFormatter
 
-from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.plotting import new_figure, save_png
 from domainbert.report.results import METRIC_LABEL
 from domainbert.report.rows import ScoreRow
+from domainbert.report.scratch_curve import ArmCurve, MetricPoint
 
 
 def _save(fig: Any, out_dir: Path, name: str) -> str:
@@ -39,21 +40,20 @@ def _moving_average(values: list[float], window: int) -> list[float]:
     return out
 
 
-def loss_points(summary: dict[str, Any], metrics: list[dict[str, Any]]) -> list[tuple[float, float]]:
+def loss_points(summary: ArmCurve, metrics: list[MetricPoint]) -> list[tuple[float, float]]:
     """(step, loss) pairs of an arm: the summary's per-step curve, else the logged train records."""
-    curve = summary.get("loss_curve") or []
-    if curve:
-        return [(float(s), float(v)) for s, v in curve if v is not None]
+    if summary.loss_curve:
+        return [(s, v) for s, v in summary.loss_curve if v is not None]
     return [
-        (float(r["step"]), float(r["loss"]))
+        (float(r.step), float(r.values["loss"]))
         for r in metrics
-        if r.get("kind", "train") == "train" and r.get("loss") is not None and "step" in r
+        if r.kind == "train" and r.values.get("loss") is not None and r.step is not None
     ]
 
 
 def loss_curves(
-    pretrain: dict[str, dict[str, Any]],
-    metrics: dict[str, list[dict[str, Any]]],
+    pretrain: Mapping[str, ArmCurve],
+    metrics: Mapping[str, list[MetricPoint]],
     out_dir: Path,
     name: str = "pretrain_loss.png",
 ) -> str | None:
@@ -78,7 +78,7 @@ def loss_curves(
         else:
             line.set_label(arm)
     ax.set_xlabel("optimizer step")
-    rtd = [arm for arm in series if replaced_token_detection(pretrain.get(arm))]
+    rtd = [arm for arm in series if pretrain[arm].rtd]
     ax.set_ylabel("training loss")
     ax.set_title(
         "Pretraining loss (MLM"
@@ -89,19 +89,19 @@ def loss_curves(
     return _save(fig, out_dir, name)
 
 
-def eval_points(metrics: list[dict[str, Any]], key: str) -> list[tuple[float, float]]:
+def eval_points(metrics: list[MetricPoint], key: str) -> list[tuple[float, float]]:
     return [
-        (float(r["step"]), float(r[key]))
+        (float(r.step), float(r.values[key]))
         for r in metrics
-        if r.get("kind") == "eval" and r.get(key) is not None and "step" in r
+        if r.kind == "eval" and r.values.get(key) is not None and r.step is not None
     ]
 
 
 def perplexity_curves(
-    metrics: dict[str, list[dict[str, Any]]],
+    metrics: Mapping[str, list[MetricPoint]],
     out_dir: Path,
     name: str = "pretrain_perplexity.png",
-    summaries: dict[str, dict[str, Any]] | None = None,
+    summaries: Mapping[str, ArmCurve] | None = None,
 ) -> str | None:
     """Domain (held-out) and general perplexity per arm over the eval records; None without any."""
     panels = [("domain_perplexity", "Held-out domain perplexity"), ("general_perplexity", "General-domain perplexity")]
@@ -112,7 +112,8 @@ def perplexity_curves(
     fig, axes = new_figure(1, len(panels), figsize=(5.2 * len(panels), 4.2), squeeze=False)
     for ax, (key, title) in zip(axes[0], panels, strict=True):
         for arm, pts in data[key].items():
-            rtd = replaced_token_detection((summaries or {}).get(arm))  # its perplexity is its generator's
+            curve = (summaries or {}).get(arm)
+            rtd = curve is not None and curve.rtd  # its perplexity is its generator's
             if pts:
                 ax.plot(
                     [p[0] for p in pts], [p[1] for p in pts], marker="o", label=f"{arm} (generator)" if rtd else arm

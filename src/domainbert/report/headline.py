@@ -29,7 +29,7 @@ from domainbert.report.references import (
 )
 from domainbert.report.results import FLOOR_MODEL, model_order
 from domainbert.report.rows import Comparison, ScoreRow
-from domainbert.report.scratch_curve import scratch_curve_sentences
+from domainbert.report.scratch_curve import curves_of, scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
 from domainbert.report.verdict import decide, incomplete_models
 
@@ -346,7 +346,7 @@ def headline_section(
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
         + scratch_sentences(comparisons, arms)
-        + scratch_curve_sentences(arts.pretrain, arts.metrics)
+        + scratch_curve_sentences(*curves_of(arts))
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )

@@ -87,7 +87,6 @@ class FinetuneRun:
     scores: Mapping[str, float]  # the test scores (numbers only)
     collapsed: bool
     retried: bool
-    record: Mapping[str, Any] = field(repr=False, compare=False)
     multi_label: bool = False
     train_seconds: float | None = None
     lr: float | None = None
@@ -97,22 +96,23 @@ class FinetuneRun:
     test_examples: int | None = None
     window: Window | None = None
     split_overlap: SplitOverlap | None = None
+    gold: Sequence[Any] | None = field(default=None, repr=False, compare=False)
+    pred: Sequence[Any] = field(default=(), repr=False, compare=False)
+    counts: Sequence[Sequence[float]] | None = field(default=None, repr=False, compare=False)
+    test_set: str | None = None
 
-    @property
-    def gold(self) -> Sequence[Any] | None:
-        return self.record.get("gold")
-
-    @property
-    def pred(self) -> Sequence[Any]:
-        return list(self.record.get("pred") or [])
+    @staticmethod
+    def marked(result: Mapping[str, Any]) -> Record:
+        """A result's JSON object with a replicate's model (``continued@r2``) as its arm's, marked ``replicate``."""
+        model, replicate = split_replicate(result["model"])
+        return {**result, "model": model, "replicate": replicate} if replicate > 1 else dict(result)
 
     @classmethod
     def of(cls, result: Mapping[str, Any] | FinetuneRun) -> FinetuneRun:
         """The run of a result's JSON object (a ``FinetuneRun`` stays as it is)."""
         if isinstance(result, FinetuneRun):
             return result
-        model, replicate = split_replicate(result["model"])
-        record = {**result, "model": model, "replicate": replicate} if replicate > 1 else dict(result)
+        record = cls.marked(result)
         examples = record.get("num_examples") or {}
         cut = record.get("cut_by_window") or {}
         overlap = record.get("split_overlap")
@@ -127,7 +127,6 @@ class FinetuneRun:
             scores={k: float(v) for k, v in (record.get("test") or {}).items() if isinstance(v, int | float)},
             collapsed=bool(record.get("collapsed")),
             retried=bool(record.get("retry")),
-            record=record,
             multi_label=bool(record.get("multi_label")),
             train_seconds=float(seconds) if seconds is not None else None,
             lr=float(lr) if lr else None,
@@ -139,6 +138,10 @@ class FinetuneRun:
             if cut.get("test") is not None
             else None,
             split_overlap=_overlap(overlap) if overlap else None,
+            gold=record.get("gold"),
+            pred=list(record.get("pred") or []),
+            counts=record.get("counts"),
+            test_set=record.get("test_set"),
         )
 
 

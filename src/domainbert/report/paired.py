@@ -31,17 +31,20 @@ paired: ``report.stats`` compares it unpaired. This module reads no file and ren
 from __future__ import annotations
 
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import numpy as np
 
 from domainbert.report.draws import Difference, Scores
+from domainbert.report.inputs import FinetuneRun, Record
 
 
-def replicate_of(result: dict[str, Any]) -> int:
-    """The pretraining replicate a result's model came from (1 for a model without replicates)."""
+def replicate_of(result: FinetuneRun | Record) -> int:
+    """The pretraining replicate a result's model came from (1 for a model without replicates); a result's JSON
+    object (a study's score-file row) as its ``replicate`` field says."""
+    if isinstance(result, FinetuneRun):
+        return result.replicate
     return int(result.get("replicate") or 1)
 
 
@@ -65,11 +68,11 @@ class Pairing:
         return len(self.rows) * len(self.seeds)
 
 
-def _cells(runs: list[dict[str, Any]]) -> dict[tuple[int, int], int]:
-    return {(replicate_of(r), int(r["seed"])): i for i, r in enumerate(runs)}
+def _cells(runs: Sequence[FinetuneRun | Record]) -> dict[tuple[int, int], int]:
+    return {(replicate_of(r), r.seed if isinstance(r, FinetuneRun) else int(r["seed"])): i for i, r in enumerate(runs)}
 
 
-def pairing(runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]]) -> Pairing | None:
+def pairing(runs_a: Sequence[FinetuneRun | Record], runs_b: Sequence[FinetuneRun | Record]) -> Pairing | None:
     """The paired design of two models' runs; None when it cannot be paired (a side with one run, or fewer than
     two seeds in common). Runs outside the common cells are left out of the pairing."""
     cells_a, cells_b = _cells(runs_a), _cells(runs_b)
@@ -202,3 +205,14 @@ class PairedDraws:
 
     def difference(self, example: np.ndarray) -> Difference:
         return Difference(example, math.sqrt(self.unit_var), self.df)
+
+
+def paired_text(pair: Pairing, n: int, drawer: PairedDraws) -> str:
+    """How a paired comparison was drawn, as the page says it."""
+    unit = {"seed": "seed", "replicate": "pretraining replicate", "two-way": "replicate x seed cell"}[pair.level]
+    return (
+        f"test examples ({n}) drawn with replacement, the same indices for every run of both models; the "
+        f"{pair.cells} paired difference(s) over {len(pair.seeds)} common seed(s) x {len(pair.rows)} replicate(s), "
+        f"per {unit}; the per-example part of their spread taken out of the example draws; the units' mean taken "
+        f"as se {drawer.unit_var**0.5:.4f} x Student-t with {drawer.df:.1f} df, integrated exactly over each draw"
+    )

@@ -12,6 +12,7 @@ from domainbert.core.artifact_types import replaced_token_detection
 from domainbert.core.document import Figure, Section, Table
 from domainbert.report import figures
 from domainbert.report.inputs import RunArtifacts
+from domainbert.report.scratch_curve import curves_of
 from domainbert.report.sections import fmt
 
 
@@ -48,9 +49,10 @@ def pretrain_section(arts: RunArtifacts, arms: list[str], out_dir: Path) -> Sect
     missing = [a for a in arms if a not in arts.pretrain]
     if missing:
         sec.add(f"Not run: arm(s) {', '.join(missing)} (no summary.json).")
-    if name := figures.loss_curves(arts.pretrain, arts.metrics, out_dir):
+    curves, points = curves_of(arts)
+    if name := figures.loss_curves(curves, points, out_dir):
         sec.add(Figure(name, "MLM training loss per optimizer step (long runs: faint per step, solid moving average)"))
-    if name := figures.perplexity_curves(arts.metrics, out_dir, summaries=arts.pretrain):
+    if name := figures.perplexity_curves(points, out_dir, summaries=curves):
         sec.add(
             Figure(
                 name,

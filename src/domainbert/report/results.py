@@ -75,8 +75,8 @@ def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
         from domainbert.report import stats
 
         out = stats.compare_models(
-            [dict(r.record) for r in runs_a],
-            [dict(r.record) for r in runs_b],
+            runs_a,
+            runs_b,
             n_samples=samples,
             confidence=confidence,
             seed=seed,
@@ -175,10 +175,13 @@ def group_runs(results: Sequence[Record | FinetuneRun]) -> dict[str, dict[str, l
 
 def group_results(results: Sequence[Record]) -> dict[str, dict[str, list[Record]]]:
     """``group_runs`` of results as a file holds them (a study's score file), each as its JSON object."""
-    return {
-        task: {model: [dict(r.record) for r in runs] for model, runs in by_model.items()}
-        for task, by_model in group_runs(results).items()
-    }
+    grouped: dict[str, dict[str, list[Record]]] = {}
+    for record in map(FinetuneRun.marked, results):
+        grouped.setdefault(record["task"], {}).setdefault(record["model"], []).append(record)
+    for by_model in grouped.values():
+        for runs in by_model.values():
+            runs.sort(key=lambda r: (int(r.get("replicate") or 1), int(r["seed"])))
+    return grouped
 
 
 def page_family(results: Sequence[Record | FinetuneRun], arms: list[str], extra: list[str]) -> int:

@@ -9,34 +9,88 @@ ln perplexity on ln tokens through its last ``FIT_POINTS`` held-out evaluations 
 eval``), extrapolated. It is a rough guide, and the sentence says so: the learning rate's decay to zero bends the
 last points of a run, and whether fine-tuned scores at that budget would follow is not measured. Reads what the
 pretraining recorded; computes no perplexity and trains nothing.
+
+The pretraining figures (``figures``) read the same two typed views, each read once from the files' objects:
+``ArmCurve`` (an arm's ``summary.json``, only what a curve needs) and ``MetricPoint`` (a ``metrics.jsonl``
+record); ``curves_of`` reads a run's. The other fields of a summary are the pretraining section's.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
+from dataclasses import dataclass
 
 import numpy as np
 
 from domainbert.config.pretrain import ARMS, split_replicate
+from domainbert.core.artifact_types import replaced_token_detection
+from domainbert.report.inputs import Record, RunArtifacts
 
 FIT_POINTS = 8  # the curve's last stretch: its early fall (learning token frequencies) runs at another slope
 MIN_POINTS = 3
 
 
-def unigram_share(summary: dict[str, Any]) -> float | None:
+@dataclass(frozen=True)
+class ArmCurve:
+    """What an arm's ``summary.json`` says of its curves: the per-step loss, its final perplexities and budget,
+    and whether it is of replaced-token detection (its perplexities its generator's)."""
+
+    loss_curve: tuple[tuple[float, float | None], ...]
+    rtd: bool
+    domain_perplexity: float | None
+    unigram_perplexity: float | None
+    tokens_consumed: float
+    steps: int
+
+    @classmethod
+    def of(cls, summary: Record) -> ArmCurve:
+        return cls(
+            loss_curve=tuple((float(s), None if v is None else float(v)) for s, v in summary.get("loss_curve") or []),
+            rtd=replaced_token_detection(summary),
+            domain_perplexity=summary.get("domain_perplexity"),
+            unigram_perplexity=summary.get("unigram_perplexity"),
+            tokens_consumed=float(summary.get("tokens_consumed") or 0),
+            steps=int(summary.get("steps") or 0),
+        )
+
+
+@dataclass(frozen=True)
+class MetricPoint:
+    """One ``metrics.jsonl`` record: its ``kind`` (``train`` where it names none), its step (None where it has
+    none) and its numbers."""
+
+    kind: str | None
+    step: float | None
+    values: Mapping[str, float]
+
+    @classmethod
+    def of(cls, record: Record) -> MetricPoint:
+        numbers = {k: v for k, v in record.items() if k not in ("kind", "step") and isinstance(v, int | float)}
+        return cls(record.get("kind", "train"), record.get("step"), numbers)
+
+
+def curves_of(arts: RunArtifacts) -> tuple[dict[str, ArmCurve], dict[str, list[MetricPoint]]]:
+    """A run's arms' curves and metrics records, as the figures and the scratch sentence read them."""
+    return (
+        {arm: ArmCurve.of(s) for arm, s in arts.pretrain.items()},
+        {arm: [MetricPoint.of(r) for r in records] for arm, records in arts.metrics.items()},
+    )
+
+
+def unigram_share(summary: ArmCurve) -> float | None:
     """The arm's held-out perplexity over its unigram bar (None when either is missing)."""
-    model, bar = summary.get("domain_perplexity"), summary.get("unigram_perplexity")
+    model, bar = summary.domain_perplexity, summary.unigram_perplexity
     return model / bar if model and bar else None
 
 
-def eval_curve(summary: dict[str, Any], records: list[dict[str, Any]]) -> list[tuple[float, float]]:
+def eval_curve(summary: ArmCurve, records: list[MetricPoint]) -> list[tuple[float, float]]:
     """(tokens trained, held-out domain perplexity) at each evaluation after the start, tokens at the run's mean
     tokens per step."""
-    per_step = summary["tokens_consumed"] / max(summary["steps"], 1)
+    per_step = summary.tokens_consumed / max(summary.steps, 1)
     return [
-        (r["step"] * per_step, r["domain_perplexity"])
+        (r.step * per_step, r.values["domain_perplexity"])
         for r in records
-        if r.get("kind") == "eval" and r.get("step", 0) > 0 and r.get("domain_perplexity")
+        if r.kind == "eval" and r.step is not None and r.step > 0 and r.values.get("domain_perplexity")
     ]
 
 
@@ -56,9 +110,7 @@ def _tokens(n: float) -> str:
     return f"{n / 1e6:,.1f} M" if n >= 1e6 else f"{n:,.0f}"
 
 
-def scratch_curve_sentences(
-    pretrain: dict[str, dict[str, Any]], metrics: dict[str, list[dict[str, Any]]]
-) -> list[str]:
+def scratch_curve_sentences(pretrain: Mapping[str, ArmCurve], metrics: Mapping[str, list[MetricPoint]]) -> list[str]:
     """One sentence per from-scratch arm (first replicate) with a bar when ``continued`` ran too; where
     continued's summary has no bar (recorded before there was one, and reused), the sentence says so."""
     if "continued" not in pretrain:
@@ -67,13 +119,13 @@ def scratch_curve_sentences(
     out = []
     for arm, summary in pretrain.items():
         name, replicate = split_replicate(arm)
-        share = unigram_share(summary)
-        if name not in ARMS or not ARMS[name].from_scratch or replicate > 1 or share is None:
+        share, bar = unigram_share(summary), summary.unigram_perplexity
+        if name not in ARMS or not ARMS[name].from_scratch or replicate > 1 or share is None or bar is None:
             continue
         text = (
-            f"Masked-LM fit: {arm} ended at a held-out perplexity of {summary['domain_perplexity']:,.0f} after "
-            f"{_tokens(summary['tokens_consumed'])} tokens, {share:.2f} of a unigram model's "
-            f"{summary['unigram_perplexity']:,.0f} on its vocabulary"
+            f"Masked-LM fit: {arm} ended at a held-out perplexity of {summary.domain_perplexity:,.0f} after "
+            f"{_tokens(summary.tokens_consumed)} tokens, {share:.2f} of a unigram model's "
+            f"{bar:,.0f} on its vocabulary"
         )
         if reference is None:
             out.append(
@@ -85,7 +137,7 @@ def scratch_curve_sentences(
         if share <= reference:
             out.append(text + ": it fits the domain's text as well as continued does.")
             continue
-        fit = catch_up(eval_curve(summary, metrics.get(arm, [])), reference * summary["unigram_perplexity"])
+        fit = catch_up(eval_curve(summary, metrics.get(arm, [])), reference * bar)
         if fit is None:
             out.append(text + ": its curve has too few held-out evaluations to say where it would catch up.")
             continue
@@ -93,7 +145,7 @@ def scratch_curve_sentences(
         out.append(
             text + f". A line through ln perplexity against ln tokens over its last {points} held-out evaluations "
             f"(slope {slope:.2f}) reaches continued's share at about {_tokens(tokens)} tokens, "
-            f"{tokens / summary['tokens_consumed']:.1f}x this run's: a rough guide (the learning rate's decay bends "
+            f"{tokens / summary.tokens_consumed:.1f}x this run's: a rough guide (the learning rate's decay bends "
             "a run's last points), and what it would score fine-tuned there is not measured."
         )
     return out

@@ -54,8 +54,10 @@ from domainbert.report.draws import (
     comparison_stream,
     draws_needed,
     interval,
+    sureness_text,
 )
-from domainbert.report.paired import PairedDraws, Pairing, pairing, replicate_of, seed_correlation
+from domainbert.report.inputs import FinetuneRun, Record
+from domainbert.report.paired import PairedDraws, Pairing, paired_text, pairing, seed_correlation
 
 __all__ = [
     "NO_DIFFERENCE",
@@ -110,12 +112,12 @@ def seed_noise_of(full: np.ndarray, boot: np.ndarray) -> SeedNoise | None:
     )
 
 
-def _units(runs: list[dict[str, Any]], values: np.ndarray) -> np.ndarray:
+def _units(runs: list[FinetuneRun], values: np.ndarray) -> np.ndarray:
     """One value per unit of an unpaired side: per run, or per replicate (the mean of its seeds) with several."""
-    reps = sorted({replicate_of(r) for r in runs})
+    reps = sorted({r.replicate for r in runs})
     if len(reps) < 2:
         return values
-    return np.stack([values[[i for i, r in enumerate(runs) if replicate_of(r) == rep]].mean(0) for rep in reps])
+    return np.stack([values[[i for i, r in enumerate(runs) if r.replicate == rep]].mean(0) for rep in reps])
 
 
 class UnpairedDraws:
@@ -124,7 +126,7 @@ class UnpairedDraws:
     def __init__(
         self,
         scores: Scores,
-        runs: tuple[list[dict[str, Any]], list[dict[str, Any]]],
+        runs: tuple[list[FinetuneRun], list[FinetuneRun]],
         noise: tuple[SeedNoise | None, SeedNoise | None] | None,
     ) -> None:
         self.scores, self.runs = scores, runs
@@ -180,30 +182,30 @@ class UnpairedDraws:
         return Difference(example, scale, self.df, span=SCORE_RANGE[1] - SCORE_RANGE[0])
 
 
-def _check_runs(results_a: list[dict[str, Any]], results_b: list[dict[str, Any]]) -> None:
+def _check_runs(results_a: list[FinetuneRun], results_b: list[FinetuneRun]) -> None:
     if not results_a or not results_b:
         raise ValueError("each model needs at least one run")
     for runs in (results_a, results_b):
-        cells = [(replicate_of(r), r["seed"]) for r in runs]
-        if len(set(cells)) != len(cells) or len({r["model"] for r in runs}) != 1:
-            raise ValueError(f"one side mixes models or repeats a seed: {[(r['model'], r['seed']) for r in runs]}")
-    tasks = {r["task"] for r in results_a + results_b}
+        cells = [(r.replicate, r.seed) for r in runs]
+        if len(set(cells)) != len(cells) or len({r.model for r in runs}) != 1:
+            raise ValueError(f"one side mixes models or repeats a seed: {[(r.model, r.seed) for r in runs]}")
+    tasks = {r.task for r in results_a + results_b}
     if len(tasks) != 1:
         raise ValueError(f"results of different tasks: {sorted(tasks)}")
     test = _test_set(results_a[0])
     for r in results_a + results_b:
         if _test_set(r) != test:
-            raise ValueError(f"{r['model']} seed {r['seed']} was tested on different gold answers")
+            raise ValueError(f"{r.model} seed {r.seed} was tested on different gold answers")
 
 
-def _test_set(result: dict[str, Any]) -> Any:
+def _test_set(result: FinetuneRun) -> object:
     """What identifies a run's test set: its gold answers, or a score file's ``test_set`` hash."""
-    return result["gold"] if "gold" in result else result["test_set"]
+    return list(result.gold) if result.gold is not None else result.test_set
 
 
 def compare_models(
-    results_a: list[dict[str, Any]],
-    results_b: list[dict[str, Any]],
+    results_a: Sequence[FinetuneRun | Record],
+    results_b: Sequence[FinetuneRun | Record],
     n_samples: int = 1000,
     confidence: float = 0.95,
     seed: int = 0,
@@ -211,7 +213,8 @@ def compare_models(
     seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None = None,
     family: int = 1,
 ) -> dict[str, Any]:
-    """Compare two models on one task from their ``result.json`` dicts (one per run): paired where possible.
+    """Compare two models on one task from their runs (one per seed; a ``result.json`` object is read as its
+    run, ``FinetuneRun.of``): paired where possible.
 
     Args:
         results_a: model A's runs on one task (one per seed and replicate; a single run is deterministic).
@@ -236,17 +239,17 @@ def compare_models(
     Raises:
         ValueError: a side without runs, mixed models or repeated cells, different tasks or test sets.
     """
-    runs_a = sorted(results_a, key=lambda r: (replicate_of(r), r["seed"]))
-    runs_b = sorted(results_b, key=lambda r: (replicate_of(r), r["seed"]))
+    runs_a = sorted(map(FinetuneRun.of, results_a), key=lambda r: (r.replicate, r.seed))
+    runs_b = sorted(map(FinetuneRun.of, results_b), key=lambda r: (r.replicate, r.seed))
     _check_runs(runs_a, runs_b)
     first = runs_a[0]
-    stream = comparison_stream(seed, (str(first["model"]), str(runs_b[0]["model"]), str(first["task"])))
+    stream = comparison_stream(seed, (first.model, runs_b[0].model, first.task))
     scores = RunScores(runs_a + runs_b, metric, stream, n_samples)
     metric = scores.metric
     full_a, full_b = scores.full[: len(runs_a)], scores.full[len(runs_a) :]
     drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise)
     stat = draw_until_sure(drawer, n_samples, 1 - confidence, family)
-    out = interval(stat, drawer.point, confidence, (first["model"], runs_b[0]["model"]))
+    out = interval(stat, drawer.point, confidence, (first.model, runs_b[0].model))
     out |= {
         "p_counted": stat.monte_carlo,
         "p_exact": stat.exact,
@@ -254,9 +257,9 @@ def compare_models(
         "bounds_error": stat.bounds_error(1 - confidence),
     }
     result = {
-        "model_a": first["model"],
-        "model_b": runs_b[0]["model"],
-        "task": first["task"],
+        "model_a": first.model,
+        "model_b": runs_b[0].model,
+        "task": first.task,
         "metric": metric,
         **_seed_table(runs_a, runs_b, full_a, full_b),
         "n_examples": scores.n_examples,
@@ -267,26 +270,14 @@ def compare_models(
         "_draws": stat,
         **out,
     }
-    result["resampled"] = f"{result['resampled']}; {_sureness_text(stat, confidence)}"
+    result["resampled"] = f"{result['resampled']}; {sureness_text(stat, confidence)}"
     return result
-
-
-def _sureness_text(dist: Difference, confidence: float) -> str:
-    """How sure the p-value and the bounds are: exact, or their Monte Carlo standard error."""
-    if dist.monte_carlo:
-        p = f"the p-value a count of {len(dist):,} draws (at least {2 / (len(dist) + 1):.2g})"
-    elif dist.exact:
-        p = "the p-value the t's own (no test-sampling term left)"
-    else:
-        p = f"the p-value's Monte Carlo error {dist.p_error():.1g} over {len(dist):,} draws"
-    error = dist.bounds_error(1 - confidence)
-    return p + ("" if error == 0 else f", the bounds' {100 * error:.2f} points")
 
 
 def _drawer(
     scores: Scores,
-    runs_a: list[dict[str, Any]],
-    runs_b: list[dict[str, Any]],
+    runs_a: list[FinetuneRun],
+    runs_b: list[FinetuneRun],
     seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None,
 ) -> tuple[PairedDraws | UnpairedDraws, Pairing | None]:
     """The draws of a comparison and its pairing: paired where the two sides' runs pair (``pairing``) and no
@@ -330,12 +321,12 @@ def _design(
     pair: Pairing | None,
     full_a: np.ndarray,
     full_b: np.ndarray,
-    runs_a: list[dict[str, Any]],
-    runs_b: list[dict[str, Any]],
+    runs_a: list[FinetuneRun],
+    runs_b: list[FinetuneRun],
     n: int,
 ) -> dict[str, Any]:
     """How the comparison was drawn: pairing, replicates, se and df of the draws, and the text saying so."""
-    replicates = {"a": len({replicate_of(r) for r in runs_a}), "b": len({replicate_of(r) for r in runs_b})}
+    replicates = {"a": len({r.replicate for r in runs_a}), "b": len({r.replicate for r in runs_b})}
     common = {"se": drawer.se, "df": drawer.total_df, "replicates": replicates, "n_examples": n}
     if isinstance(drawer, PairedDraws) and pair is not None:
         return {
@@ -348,7 +339,7 @@ def _design(
             "seed_sd": {"a": mean_std(full_a)["std"] or None, "b": mean_std(full_b)["std"] or None},
             "seed_df": drawer.df,
             "method": METHOD_PAIRED if pair.level == "seed" else f"paired by {pair.level}: {METHOD_PAIRED}",
-            "resampled": _paired_text(pair, n, drawer),
+            "resampled": paired_text(pair, n, drawer),
         }
     noise: list[SeedNoise | None] = drawer.noise if isinstance(drawer, UnpairedDraws) else [None, None]
     seed_df = drawer.df if isinstance(drawer, UnpairedDraws) else None
@@ -363,16 +354,6 @@ def _design(
         "method": METHOD_SEEDS if seed_df is not None else METHOD_EXAMPLES,
         "resampled": _unpaired_text(n, (len(runs_a), len(runs_b)), noise, seed_df),
     }
-
-
-def _paired_text(pair: Pairing, n: int, drawer: PairedDraws) -> str:
-    unit = {"seed": "seed", "replicate": "pretraining replicate", "two-way": "replicate x seed cell"}[pair.level]
-    return (
-        f"test examples ({n}) drawn with replacement, the same indices for every run of both models; the "
-        f"{pair.cells} paired difference(s) over {len(pair.seeds)} common seed(s) x {len(pair.rows)} replicate(s), "
-        f"per {unit}; the per-example part of their spread taken out of the example draws; the units' mean taken "
-        f"as se {drawer.unit_var**0.5:.4f} x Student-t with {drawer.df:.1f} df, integrated exactly over each draw"
-    )
 
 
 def _unpaired_text(n: int, sizes: tuple[int, int], noise: list[SeedNoise | None], seed_df: float | None) -> str:
@@ -399,11 +380,11 @@ def _unpaired_text(n: int, sizes: tuple[int, int], noise: list[SeedNoise | None]
 
 
 def _seed_table(
-    runs_a: list[dict[str, Any]], runs_b: list[dict[str, Any]], full_a: np.ndarray, full_b: np.ndarray
+    runs_a: list[FinetuneRun], runs_b: list[FinetuneRun], full_a: np.ndarray, full_b: np.ndarray
 ) -> dict[str, Any]:
     """``seeds`` (either side's), ``seeds_a``/``seeds_b`` and ``per_seed`` ([seed, A's score or None, B's];
     with replicates, a seed's score is its mean over the side's replicates)."""
-    seeds_a, seeds_b = [r["seed"] for r in runs_a], [r["seed"] for r in runs_b]
+    seeds_a, seeds_b = [r.seed for r in runs_a], [r.seed for r in runs_b]
 
     def by_seed(seeds: list[int], full: np.ndarray) -> dict[int, float]:
         return {s: float(np.mean([v for t, v in zip(seeds, full, strict=True) if t == s])) for s in set(seeds)}

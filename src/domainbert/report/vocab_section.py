@@ -11,11 +11,13 @@ no number of its own. The stage's PNG plots are copied into the report folder.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from domainbert.core.document import Figure, Section, Table
-from domainbert.report.inputs import RunArtifacts
+from domainbert.report.inputs import Record, RunArtifacts
 from domainbert.report.sections import fmt, not_run
 from domainbert.vocab.report import extension_sentence
 
@@ -26,10 +28,40 @@ def pct(value: Any, digits: int = 1) -> str:
     return f"{100 * float(value):.{digits}f}%" if isinstance(value, (int, float)) else "-"
 
 
-def recommendation(vocab: dict[str, Any]) -> tuple[str | None, str | None, list[str]]:
+@dataclass(frozen=True)
+class VocabFindings:
+    """The parts of ``vocab/report.json`` the pages read, each shape checked once where the file's object is
+    read (``of``): what is not of its shape reads as absent, as the stage had not recorded it."""
+
+    recommendation: Mapping[str, Any] | None
+    overlap: tuple[tuple[str, Mapping[str, Any]], ...]  # (reference, {"domain", "control", "domain_matched"})
+    published: tuple[Any, ...]
+    heldout: Mapping[str, Any]
+    languages: Mapping[str, Any] | None  # a multilingual corpus's, with its per-language held-out figures
+    fragmented: tuple[Mapping[str, Any], ...]  # the base tokenizer's most fragmented words
+    extension: Mapping[str, Any] | None
+
+    @classmethod
+    def of(cls, vocab: Record) -> VocabFindings:
+        rec, overlap, heldout = vocab.get("recommendation"), vocab.get("overlap"), vocab.get("heldout")
+        languages, ext = vocab.get("languages"), vocab.get("extension")
+        return cls(
+            recommendation=rec if isinstance(rec, dict) else None,
+            overlap=tuple((k, v) for k, v in overlap.items() if isinstance(v, dict))
+            if isinstance(overlap, dict)
+            else (),
+            published=tuple(vocab.get("published") or []),
+            heldout=heldout if isinstance(heldout, dict) else {},
+            languages=languages if isinstance(languages, dict) and languages.get("heldout") else None,
+            fragmented=tuple((vocab.get("fragmented_words") or {}).get("base") or []),
+            extension=ext if isinstance(ext, dict) and ext else None,
+        )
+
+
+def recommendation(vocab: VocabFindings) -> tuple[str | None, str | None, list[str]]:
     """(decision, one-line why, reasons) of the vocab report."""
-    rec = vocab.get("recommendation")
-    if not isinstance(rec, dict):
+    rec = vocab.recommendation
+    if rec is None:
         return None, None, []
     decision = rec.get("decision")
     if decision == "extend" and rec.get("extend_tokens"):
@@ -37,15 +69,9 @@ def recommendation(vocab: dict[str, Any]) -> tuple[str | None, str | None, list[
     return decision, rec.get("summary"), [str(r) for r in rec.get("reasons") or []]
 
 
-def overlap_rows(vocab: dict[str, Any]) -> list[tuple[str, dict[str, Any]]]:
-    """(reference, {"domain": ..., "control": ..., "domain_matched": ...}) as recorded by the vocab stage."""
-    overlap = vocab.get("overlap")
-    return [(k, v) for k, v in overlap.items() if isinstance(v, dict)] if isinstance(overlap, dict) else []
-
-
-def domain_overlap(vocab: dict[str, Any]) -> tuple[str, float] | None:
+def domain_overlap(vocab: VocabFindings) -> tuple[str, float] | None:
     """The first reference's share of the domain vocabulary found in it (for the cross-domain page)."""
-    for ref, row in overlap_rows(vocab):
+    for ref, row in vocab.overlap:
         value = (row.get("domain") or {}).get("domain_in_reference")
         if isinstance(value, (int, float)):
             return ref, float(value)
@@ -98,15 +124,15 @@ def published_blocks(published: list[Any]) -> list[str | Table]:
 def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section:
     """The vocabulary section (or "Not run" when ``vocab/report.json`` is absent)."""
     title = "Vocabulary"
-    v = arts.vocab
-    if v is None:
+    if arts.vocab is None:
         return not_run(title, vocab_dir / "report.json", arts.root, "vocab")
+    v = VocabFindings.of(arts.vocab)
     sec = Section(title)
     decision, why, reasons = recommendation(v)
     if decision:
         sec.add(f"Recommendation: {decision}" + (f" - {why}." if why else "."), "Reasons:", reasons)
     _overlap_table(sec, v)
-    sec.add(*published_blocks(v.get("published") or []))
+    sec.add(*published_blocks(list(v.published)))
     _heldout_table(sec, v)
     _language_table(sec, v)
     _fragmented_table(sec, v)
@@ -118,9 +144,9 @@ def vocab_section(arts: RunArtifacts, vocab_dir: Path, out_dir: Path) -> Section
     return sec
 
 
-def _overlap_table(sec: Section, v: dict[str, Any]) -> None:
+def _overlap_table(sec: Section, v: VocabFindings) -> None:
     rows = []
-    for ref, row in overlap_rows(v):
+    for ref, row in v.overlap:
         dom, ctl, matched = row.get("domain") or {}, row.get("control") or {}, row.get("domain_matched") or {}
         rows.append(
             [
@@ -152,9 +178,9 @@ def _overlap_table(sec: Section, v: dict[str, Any]) -> None:
         )
 
 
-def _heldout_table(sec: Section, v: dict[str, Any]) -> None:
-    heldout = v.get("heldout")
-    if isinstance(heldout, dict) and heldout:
+def _heldout_table(sec: Section, v: VocabFindings) -> None:
+    heldout = v.heldout
+    if heldout:
         sec.add(
             Table(
                 [
@@ -182,11 +208,11 @@ def _heldout_table(sec: Section, v: dict[str, Any]) -> None:
         )
 
 
-def _language_table(sec: Section, v: dict[str, Any]) -> None:
+def _language_table(sec: Section, v: VocabFindings) -> None:
     """Per language (a multilingual corpus's ``meta.lang``): documents, and each tokenizer's fertility and UNK
     rate on that language's held-out text."""
-    languages = v.get("languages")
-    if not isinstance(languages, dict) or not languages.get("heldout"):
+    languages = v.languages
+    if languages is None:
         return
     names = list(next(iter(languages["heldout"].values())))
     rows = [
@@ -208,8 +234,8 @@ def _language_table(sec: Section, v: dict[str, Any]) -> None:
     )
 
 
-def _fragmented_table(sec: Section, v: dict[str, Any]) -> None:
-    fragmented = (v.get("fragmented_words") or {}).get("base") or []
+def _fragmented_table(sec: Section, v: VocabFindings) -> None:
+    fragmented = v.fragmented
     if fragmented:
         sec.add(
             Table(
@@ -223,15 +249,15 @@ def _fragmented_table(sec: Section, v: dict[str, Any]) -> None:
         )
 
 
-def _extension_text(sec: Section, v: dict[str, Any]) -> None:
-    ext = v.get("extension")
-    if isinstance(ext, dict) and ext:
+def _extension_text(sec: Section, v: VocabFindings) -> None:
+    ext = v.extension
+    if ext is not None:
         if ext.get("enabled") and "method" in ext:
             top = ", ".join(
                 str(t.get("token", t.get("word", t))) if isinstance(t, dict) else str(t)
                 for t in (ext.get("top") or [])[:15]
             )
-            why = extension_sentence(ext, v.get("recommendation") or {}) if "source" in ext else ""
+            why = extension_sentence(dict(ext), dict(v.recommendation or {})) if "source" in ext else ""
             sec.add(
                 f"Vocabulary extension: {fmt(ext.get('num_tokens'))} tokens added to the base model "
                 f"({fmt(ext.get('candidates'))} candidates; method {ext.get('method', '-')}; new vocabulary "

@@ -55,7 +55,8 @@ from domainbert.report import figures
 from domainbert.vocab.report import plot
 plot_lengths(np.array([1, 5, 40, 300]), out / "lengths.png")
 plot_loss([[0, 9.0], [10, 4.0]], out / "loss.png")
-figures.loss_curves({"continued": {"loss_curve": [[0, 9.0], [1, 8.0]]}}, {}, out)
+from domainbert.report.scratch_curve import ArmCurve
+figures.loss_curves({"continued": ArmCurve.of({"loss_curve": [[0, 9.0], [1, 8.0]]})}, {}, out)
 from domainbert.report.rows import ScoreRow
 figures.domain_bars([ScoreRow("ner", "ner", "f1", "base", (1,), 1, 1, (0.5,), 0.5, 0.1, 0, 0, None, "law")], out)
 report = {"domain": "law", "curve": {"sizes": [10, 20], "domain": {"base": [0.5, 0.6]},
@@ -89,7 +90,10 @@ def test_perplexity_panels_start_at_zero_or_go_log_over_a_wide_range(tmp_path: P
         return [{"kind": "eval", "step": s, "domain_perplexity": d, "general_perplexity": g}
                 for s, d, g in ((0, domain[0], general[0]), (40, domain[1], general[1]))]
 
-    assert figures.perplexity_curves({"continued": evals((30000.0, 600.0), (214.0, 218.0))}, tmp_path)
+    from domainbert.report.scratch_curve import MetricPoint
+
+    points = [MetricPoint.of(r) for r in evals((30000.0, 600.0), (214.0, 218.0))]
+    assert figures.perplexity_curves({"continued": points}, tmp_path)
     domain_ax, general_ax = drawn[0].axes
     assert domain_ax.get_yscale() == "log"
     assert general_ax.get_yscale() == "linear" and general_ax.get_ylim()[0] == 0.0

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from domainbert.report.scratch_curve import catch_up, scratch_curve_sentences
+from domainbert.report.scratch_curve import ArmCurve, MetricPoint, catch_up, scratch_curve_sentences
 
 
 def _power_law(tokens: list[float], scale: float = 1000.0, slope: float = -0.5) -> list[tuple[float, float]]:
@@ -43,9 +43,17 @@ def _run(scratch_share: float, evaluations: int = 8) -> tuple[dict, dict]:
     return pretrain, {"scratch": records}
 
 
+def _sentences(pretrain: dict, metrics: dict) -> list[str]:
+    """The sentences of the files' objects, each read as the report reads it."""
+    return scratch_curve_sentences(
+        {arm: ArmCurve.of(s) for arm, s in pretrain.items()},
+        {arm: [MetricPoint.of(r) for r in records] for arm, records in metrics.items()},
+    )
+
+
 def test_a_scratch_arm_behind_continued_gets_the_budget_its_curve_gives():
     pretrain, metrics = _run(scratch_share=0.48)
-    (sentence,) = scratch_curve_sentences(pretrain, metrics)  # one: the replicate is not read again
+    (sentence,) = _sentences(pretrain, metrics)  # one: the replicate is not read again
     # 480 * (t / 8000)^-0.5 = 160 at t = 8000 * (480 / 160)^2 = 72,000
     assert "0.48 of a unigram model's 1,000" in sentence and "continued, 0.16 of its own" in sentence
     assert "slope -0.50" in sentence and "about 72,000 tokens, 9.0x this run's" in sentence
@@ -54,12 +62,12 @@ def test_a_scratch_arm_behind_continued_gets_the_budget_its_curve_gives():
 
 def test_a_scratch_arm_level_with_continued_or_without_a_curve():
     pretrain, metrics = _run(scratch_share=0.15)
-    assert scratch_curve_sentences(pretrain, metrics)[0].endswith("as well as continued does.")
+    assert _sentences(pretrain, metrics)[0].endswith("as well as continued does.")
     pretrain, metrics = _run(scratch_share=0.4, evaluations=2)
-    assert "too few held-out evaluations" in scratch_curve_sentences(pretrain, metrics)[0]
+    assert "too few held-out evaluations" in _sentences(pretrain, metrics)[0]
     del pretrain["continued"]["unigram_perplexity"]  # continued reused from a run recorded before the bar
-    (sentence,) = scratch_curve_sentences(pretrain, metrics)
+    (sentence,) = _sentences(pretrain, metrics)
     assert "0.40 of a unigram model's 1,000" in sentence and "continued's summary records no unigram bar" in sentence
     assert "catch up with it is not said" in sentence and "tokens, " not in sentence.split("vocabulary")[1]
     del pretrain["continued"]  # no continued arm: nothing to place scratch against
-    assert scratch_curve_sentences(pretrain, metrics) == []
+    assert _sentences(pretrain, metrics) == []
