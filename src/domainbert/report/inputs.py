@@ -35,7 +35,7 @@ from domainbert.core.artifacts import damage, file_hash
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import read_records
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.collapse import diagnose
+from domainbert.finetune.collapse import chance_score, diagnose
 
 log = logging.getLogger(__name__)
 WARMUP = "base-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
@@ -97,6 +97,16 @@ class FinetuneRun:
     test_examples: int | None = None
     window: Window | None = None
     split_overlap: SplitOverlap | None = None
+    # the kept (best) validation evaluation was the last of two or more: the run's validation was still rising
+    # when its budget ended (None: the result kept no history)
+    kept_last: bool | None = None
+
+    @property
+    def chance(self) -> float | None:
+        """The test score of the best constant answer (``collapse.chance_score``), None where none stands."""
+        if self.gold is None or self.task_type is None or self.primary_metric is None:
+            return None
+        return chance_score(self.task_type, list(self.gold), self.primary_metric, self.multi_label)
 
     @property
     def gold(self) -> Sequence[Any] | None:
@@ -139,7 +149,15 @@ class FinetuneRun:
             if cut.get("test") is not None
             else None,
             split_overlap=_overlap(overlap) if overlap else None,
+            kept_last=_kept_last(record),
         )
+
+
+def _kept_last(record: Mapping[str, Any]) -> bool | None:
+    history = record.get("history") or []
+    if len(history) < 2 or record.get("best_step") is None:
+        return None
+    return int(record["best_step"]) == int(history[-1]["step"])
 
 
 def _overlap(record: Mapping[str, Any]) -> SplitOverlap:
