@@ -346,14 +346,16 @@ def headline_section(
                 "with 80% power; dashed: the floor",
             )
         )
-    sec.add(headline_table(scores, arms, extra, set(adequacy), comparisons))
+    failed = failure_notes(scores, comparisons, arts.runs)  # a failure-difference makes no model best in bold
+    sec.add(headline_table(scores, arms, extra, set(adequacy), judged(comparisons, failed)))
     all_comparisons = comparisons
     if "base" in incomplete:
         sec.add("Verdict: withheld until every expected result is here.")
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
-    notes = recipe_notes(searches) + failure_notes(scores, comparisons, arts.runs) + rising_notes(arts.runs, arms)
+    failed = [n for n in failed if n.task not in adequacy and n.model in arms]
+    notes = recipe_notes(searches) + failed + rising_notes(arts.runs, arms)
     decided = decide(scores, comparisons, arms, list(adequacy), incomplete, notes)
     comparisons = judged(comparisons, notes)  # a failure-difference is named as one, never as an arm's result
     verdict = (

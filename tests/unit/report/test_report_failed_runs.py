@@ -6,8 +6,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from domainbert.core.document import Document, to_markdown
 from domainbert.finetune.collapse import chance_score
-from domainbert.report.inputs import FinetuneRun
+from domainbert.report.headline import headline_section
+from domainbert.report.inputs import FinetuneRun, RunArtifacts
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.verdict import decide, failure_notes, recipe_notes, recipe_searches, rising_notes
 
@@ -99,3 +101,20 @@ def test_an_arm_whose_validation_still_rises_at_its_last_evaluation_may_be_short
     # a single evaluation says nothing about a rise; the majority is of the seeds with a history
     assert rising_notes([run("continued", 1, GOLD, 10, 10)], ["continued"]) == []
     assert rising_notes(rising[1:], ["continued"]) == []  # 1 of 2 seeds is no majority
+
+
+def test_the_headline_says_each_note_after_the_verdict_line(tmp_path) -> None:
+    records = [dict(run("continued", s, ["a", "b"] * 5, 30).record) for s in (1, 2, 3)]
+    records += [{**dict(run("base", s, ["a"] * 10).record), "collapsed": True} for s in (1, 2, 3)]
+    failed = {1e-5: search_run(0.30, True), 3e-5: search_run(0.20, True)}
+    arts = RunArtifacts(root=tmp_path, finetune=records)
+    scores = [row("base", 0.20, collapsed=3), row("continued", 0.33)]
+    section = headline_section(
+        scores, [better("continued", "base", 0.13)], arts, ["continued"], [], searches=recipe_searches({TASK: failed})
+    )
+    text = to_markdown(Document("page", [section]))
+    assert "Verdict: no adaptation arm beat the base model on any task at this budget." in text
+    assert "topic: the recipe could not be chosen on the reference: base's run collapsed or stayed at chance" in text
+    assert "topic: continued - base is a difference between kinds of failure, not a gain" in text
+    assert "topic: continued's validation was still rising at its last evaluation (3 of 3 seeds" in text
+    assert "continued: beat base" not in text and "**33.0" not in text  # nor best in bold
