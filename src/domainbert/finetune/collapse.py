@@ -6,8 +6,9 @@ the encoder it started from; comparing it with another model reports the collaps
 ``diagnose`` looks at one split's predictions and the run's loss curve and returns a small verdict the stage
 stores in ``result.json`` (``collapse``: ``collapsed``, ``reasons`` and the figures behind them). The stage
 uses the VALIDATION diagnosis to decide on a retry (so the test set never steers training) and reports the
-TEST diagnosis. ``kept_attempt`` says which of a run's two attempts the stage keeps, from validation alone. This
-module does not retry anything and does not compare models.
+TEST diagnosis. ``kept_attempt`` says which of a run's two attempts the stage keeps, from validation alone; ``chance_score`` is
+the score of the best constant answer, the level a run "at chance" does not pass. This module does not retry
+anything and does not compare models.
 """
 
 from __future__ import annotations
@@ -160,3 +161,20 @@ def kept_attempt(first: dict[str, Any], retry: dict[str, Any], metric: str) -> s
         return (not attempt["collapse_validation"]["collapsed"], float(attempt["validation"][metric]))
 
     return "first" if rank(first) > rank(retry) else "retry"
+
+
+def chance_score(task_type: str, gold: list[Any], metric: str, multi_label: bool = False) -> float | None:
+    """The primary ``metric`` of the best constant answer on ``gold``: one label for every example (its macro-F1 or
+    accuracy), or no entity for NER (F1 0); a run that scores no more knows nothing the input told it. None for
+    multi-label tasks (no one constant answer stands for chance there) and empty splits."""
+    if task_type == "ner":
+        return 0.0
+    if multi_label or not gold:
+        return None
+    from domainbert.finetune.classification import classification_metrics
+
+    labels = sorted({str(g) for g in gold})
+    answers = [str(g) for g in gold]
+    return max(
+        float(classification_metrics(answers, [label] * len(answers), labels, False)[metric]) for label in labels
+    )

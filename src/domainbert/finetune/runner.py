@@ -22,7 +22,7 @@ from domainbert.core.errors import ModelError
 from domainbert.core.models import embedding_rows, load_tokenizer, loading, quiet_transformers, resolve_model_ref
 from domainbert.finetune.batching import predict_logits
 from domainbert.finetune.classification import classification_metrics, decode_classification, encode_classification
-from domainbert.finetune.collapse import diagnose
+from domainbert.finetune.collapse import chance_score, diagnose
 from domainbert.finetune.ner import decode_ner, encode_ner, ner_metrics
 from domainbert.finetune.parallel import broadcast
 from domainbert.finetune.pooling import MeanPoolClassifier, head_pooler
@@ -267,6 +267,8 @@ def _score_test(
     kind, multi, losses = data.config.type, data.config.multi_label, (out["loss_start"], out["loss_end"])
     out["collapse"] = diagnose(kind, gold, pred, *losses, multi_label=multi)
     out["collapse_validation"] = diagnose(kind, *validation, *losses, multi_label=multi)
+    # the level a run at chance does not pass on validation: the recipe search reads it (report/failures.py)
+    out["chance_validation"] = chance_score(kind, validation[0], PRIMARY[kind], multi)
     out["num_parameters"] = sum(p.numel() for p in model.parameters())
     out["trainable_parameters"] = sum(p.numel() for p in model.parameters() if p.requires_grad)
 
@@ -310,6 +312,7 @@ def run_finetune(
     Returns:
         ``validation`` (metrics of the kept weights), ``test`` (metrics), ``gold``/``pred`` (test answers),
         ``collapse`` and ``collapse_validation`` (``collapse.diagnose`` of the test and validation predictions),
+        ``chance_validation`` (``collapse.chance_score`` on validation),
         ``history``, ``best_step``, ``steps``, ``stopped_early``, ``train_seconds``, ``train_examples``,
         ``examples_per_s``, ``num_parameters``, ``trainable_parameters``, ``cut_by_window`` (``cut_by_window``).
 

@@ -37,6 +37,7 @@ from domainbert.report.inputs import FinetuneRun, Record, ResultCheck, RunArtifa
 from domainbert.report.keep import keep_complete, reported_results, results_used, staging_folder
 from domainbert.report.results import CompareFn, build_tables, default_compare_fn, reference_of
 from domainbert.report.rows import Comparison, ScoreRow, tables_json
+from domainbert.report.verdict import recipe_searches
 from domainbert.report.vocab_section import vocab_section
 
 log = logging.getLogger(__name__)
@@ -218,6 +219,7 @@ def build_document(
                 _flags(cfg, arts),
                 out_dir,
                 len(cfg.finetune.seeds),
+                recipe_searches(recipe.search_state(cfg, layout)) if recipe.searched_tasks(cfg) else [],
             ),
             intro,
             finetune_sections.summary_section(scores, comparisons),

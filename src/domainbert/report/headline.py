@@ -10,6 +10,7 @@ in words that the run cannot confirm or refute them. This module decides nothing
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,15 @@ from domainbert.report.results import FLOOR_MODEL, model_order
 from domainbert.report.rows import Comparison, ScoreRow
 from domainbert.report.scratch_curve import curves_of, scratch_curve_sentences
 from domainbert.report.summary import floor_lead, metric_label, points
-from domainbert.report.verdict import decide, incomplete_models
+from domainbert.report.verdict import (
+    RecipeSearch,
+    decide,
+    failure_notes,
+    incomplete_models,
+    judged,
+    recipe_notes,
+    rising_notes,
+)
 
 
 def score_cell(row: ScoreRow, best: bool) -> str:
@@ -313,9 +322,11 @@ def headline_section(
     flags: list[str] | None = None,
     out_dir: Path | None = None,
     seeds: int = 0,
+    searches: Sequence[RecipeSearch] = (),
 ) -> Section:
     """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
-    and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured."""
+    and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured;
+    ``searches``: the recipe's rate searches (``failures.recipe_searches``)."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -335,13 +346,18 @@ def headline_section(
                 "with 80% power; dashed: the floor",
             )
         )
-    sec.add(headline_table(scores, arms, extra, set(adequacy), comparisons))
+    failed = failure_notes(scores, comparisons, arts.runs)  # a failure-difference makes no model best in bold
+    sec.add(headline_table(scores, arms, extra, set(adequacy), judged(comparisons, failed)))
     all_comparisons = comparisons
     if "base" in incomplete:
         sec.add("Verdict: withheld until every expected result is here.")
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
+    failed = [n for n in failed if n.task not in adequacy and n.model in arms]
+    notes = recipe_notes(searches) + failed + rising_notes(arts.runs, arms)
+    decided = decide(scores, comparisons, arms, list(adequacy), incomplete, notes)
+    comparisons = judged(comparisons, notes)  # a failure-difference is named as one, never as an arm's result
     verdict = (
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
@@ -350,11 +366,10 @@ def headline_section(
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
     )
-    lead = decide(scores, comparisons, arms, list(adequacy), incomplete).line
-    lead += " " + floor_lead(scores, all_comparisons)
+    lead = decided.line + " " + floor_lead(scores, all_comparisons)
     sec.add(
         lead.strip(),
-        verdict,
+        decided.note_lines + verdict,
         "Power:",
         power_sentences(scores, all_comparisons, arms) or ["No comparison with the reference had an interval."],
         "Caveats:",

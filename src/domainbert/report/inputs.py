@@ -35,7 +35,7 @@ from domainbert.core.artifacts import damage, file_hash
 from domainbert.core.errors import DataError
 from domainbert.core.jsonl import read_records
 from domainbert.core.paths import RunLayout
-from domainbert.finetune.collapse import diagnose
+from domainbert.finetune.collapse import chance_score, diagnose
 
 log = logging.getLogger(__name__)
 WARMUP = "base-warmup"  # pretrain/<this> holds the MLM-head warm-up, not an arm
@@ -74,9 +74,8 @@ class Window:
 @dataclass(frozen=True)
 class FinetuneRun:
     """One fine-tuning result as the report reads it (``result.json``, or a study's score-file row): a replicate's
-    run (``continued@r2``) is its arm's (``model``), marked with its ``replicate``. ``record`` is the JSON object
-    the run came from (the replicate's marked so too), handed as it is to the statistics (``stats.compare_models``
-    reads the predictions or the counts a file kept); every other reader uses the fields."""
+    run (``continued@r2``) is its arm's (``model``), marked with its ``replicate``. The test answers (``gold``,
+    ``pred``, or a score file's ``counts``) travel with it for the statistics; every reader uses the fields."""
 
     model: str
     task: str
@@ -100,6 +99,16 @@ class FinetuneRun:
     pred: Sequence[Any] = field(default=(), repr=False, compare=False)
     counts: Sequence[Sequence[float]] | None = field(default=None, repr=False, compare=False)
     test_set: str | None = None
+    # the kept (best) validation evaluation was the last of two or more: the run's validation was still rising
+    # when its budget ended (None: the result kept no history)
+    kept_last: bool | None = None
+
+    @property
+    def chance(self) -> float | None:
+        """The test score of the best constant answer (``collapse.chance_score``), None where none stands."""
+        if self.gold is None or self.task_type is None or self.primary_metric is None:
+            return None
+        return chance_score(self.task_type, list(self.gold), self.primary_metric, self.multi_label)
 
     @staticmethod
     def marked(result: Mapping[str, Any]) -> Record:
@@ -142,7 +151,15 @@ class FinetuneRun:
             pred=list(record.get("pred") or []),
             counts=record.get("counts"),
             test_set=record.get("test_set"),
+            kept_last=_kept_last(record),
         )
+
+
+def _kept_last(record: Mapping[str, Any]) -> bool | None:
+    history = record.get("history") or []
+    if len(history) < 2 or record.get("best_step") is None:
+        return None
+    return int(record["best_step"]) == int(history[-1]["step"])
 
 
 def _overlap(record: Mapping[str, Any]) -> SplitOverlap:

@@ -8,16 +8,30 @@ arm or no reference. This is the last module of the route from a result file to 
 (``inputs -> results -> rows -> verdict``, docs/architecture.md); it reads typed rows only and imports no module
 that writes the page's other sentences. Those are ``headline.py``'s (the table and caveats),
 ``references.py``'s (each arm's difference, power) and ``adequacy.py``'s (why a task cannot tell). Nothing
-statistical is decided here: the rows carry Holm's reading.
+statistical is decided here: the rows carry Holm's reading. What failed runs mean for the verdict are typed notes (``Note``), which the
+verdict carries (``Verdict.notes``) and honours: a recipe the reference could not choose (``recipe-unchosen``), a
+difference between two kinds of failure (``failure-difference``), never a gain, and an arm whose validation was
+still rising when its budget ended (``budget-short``). Their rules (docs/pipeline.md says them too):
+
+- a run is *at chance* when its score is no higher than the best constant answer's (``collapse.chance_score``);
+  a model is at chance on a task when most of its runs collapsed or its mean test score is at chance;
+- the recipe search *failed* on a task when the reference's run at every searched rate collapsed on validation or
+  scored at chance there; the rate is then the one ``recipe.choose`` takes (its rule, stated in advance: the best
+  validation score among those failed runs, a tie to the lower rate), and the page says so;
+- a comparison of an arm at chance with a reference most of whose runs collapsed is a failure-difference, whatever
+  the floor says: the verdict leaves it out of what it judges (``judged``);
+- an arm's validation is *still rising* on a task when, in a majority of its seeds with two or more validation
+  evaluations, the kept (best) evaluation is the last one.
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
+from typing import Any, Literal
 
-from domainbert.report.inputs import ResultCheck
+from domainbert.finetune.recipe import choose
+from domainbert.report.inputs import FinetuneRun, ResultCheck
 from domainbert.report.results import FLOOR_MODEL, ORIGINAL_MODEL, REFERENCES, best_reference
 from domainbert.report.rows import NO_DIFFERENCE, Comparison, ScoreRow
 
@@ -94,6 +108,134 @@ def incomplete_models(check: ResultCheck | None, tasks: set[str]) -> list[str]:
     return sorted({run[0] for run in runs if len(run) == 3 and run[1] in tasks} - {FLOOR_MODEL})
 
 
+NoteKind = Literal["recipe-unchosen", "failure-difference", "budget-short"]
+
+
+@dataclass(frozen=True)
+class RecipeSearch:
+    """A task's finished rate search: the rates tried, those whose run failed on validation (collapsed or at
+    chance) and the rate chosen (``recipe.choose``)."""
+
+    task: str
+    rates: tuple[float, ...]
+    failed: tuple[float, ...]
+    chosen: float
+
+    @property
+    def unchosen(self) -> bool:
+        """Every searched rate failed: the reference could not choose the recipe."""
+        return bool(self.rates) and set(self.failed) == set(self.rates)
+
+
+def _failed_on_validation(result: Mapping[str, Any]) -> bool:
+    if (result.get("collapse_validation") or {}).get("collapsed"):
+        return True
+    chance = result.get("chance_validation")
+    return chance is not None and float(result["validation"][result["primary_metric"]]) <= float(chance)
+
+
+def recipe_searches(state: Mapping[str, Mapping[float, Mapping[str, Any] | None]]) -> list[RecipeSearch]:
+    """The finished searches of ``state`` (``recipe.search_state``: task -> rate -> the run's result); a task
+    with a run still missing is left out."""
+    out = []
+    for task, results in state.items():
+        done = {lr: r for lr, r in results.items() if r is not None}
+        if not done or len(done) != len(results):
+            continue
+        failed = tuple(sorted(lr for lr, r in done.items() if _failed_on_validation(r)))
+        out.append(RecipeSearch(task, tuple(sorted(done)), failed, choose({lr: dict(r) for lr, r in done.items()})))
+    return out
+
+
+@dataclass(frozen=True)
+class Note:
+    """One thing the verdict says of failed runs on ``task``: ``model`` (the arm; the reference for
+    ``recipe-unchosen``) and ``reference``; ``seeds``: (seeds whose kept evaluation was the last, seeds with a
+    history) for ``budget-short``; ``rates`` and ``chosen`` for ``recipe-unchosen``."""
+
+    kind: NoteKind
+    task: str
+    model: str
+    reference: str = ""
+    seeds: tuple[int, int] = (0, 0)
+    rates: tuple[float, ...] = ()
+    chosen: float | None = None
+
+    @property
+    def sentence(self) -> str:
+        if self.kind == "recipe-unchosen":
+            rates = ", ".join(f"{lr:g}" for lr in self.rates)
+            return (
+                f"{self.task}: the recipe could not be chosen on the reference: {self.model}'s run collapsed or stayed "
+                f"at chance on validation at every searched rate ({rates}), so the rate {self.chosen:g} was taken "
+                "by the rule stated in advance (the best validation score among those failed runs, a tie to the "
+                "lower rate); every model on this task ran at a rate no reference run showed to work."
+            )
+        if self.kind == "failure-difference":
+            return (
+                f"{self.task}: {self.model} - {self.reference} is a difference between kinds of failure, not a gain: "
+                f"{self.reference}'s runs collapsed and {self.model} is at chance (no better than a constant "
+                "answer), whatever the floor says."
+            )
+        k, n = self.seeds
+        return (
+            f"{self.task}: {self.model}'s validation was still rising at its last evaluation ({k} of {n} seeds kept "
+            "their last evaluation as their best): its epoch budget may be short."
+        )
+
+
+def recipe_notes(searches: Sequence[RecipeSearch], reference: str = "base") -> list[Note]:
+    """A ``recipe-unchosen`` note for each search in which every rate failed."""
+    return [Note("recipe-unchosen", s.task, reference, rates=s.rates, chosen=s.chosen) for s in searches if s.unchosen]
+
+
+def _row(scores: Sequence[ScoreRow], task: str, model: str) -> ScoreRow | None:
+    return next((r for r in scores if (r.task, r.model) == (task, model)), None)
+
+
+def at_chance(row: ScoreRow, runs: Sequence[FinetuneRun]) -> bool:
+    """Most of the model's runs on the task collapsed, or its mean test score is no higher than the best constant
+    answer's (the mean over its runs' test splits)."""
+    if 2 * row.collapsed > row.n_seeds:
+        return True
+    levels = [c for r in runs if (r.task, r.model) == (row.task, row.model) and (c := r.chance) is not None]
+    return bool(levels) and row.mean <= sum(levels) / len(levels)
+
+
+def failure_notes(
+    scores: Sequence[ScoreRow], comparisons: Sequence[Comparison], runs: Sequence[FinetuneRun]
+) -> list[Note]:
+    """A ``failure-difference`` note for each arm's comparison with a reference most of whose runs collapsed, the
+    arm at chance."""
+    out = []
+    for c in comparisons:
+        if c.diff is None or c.reference not in REFERENCES or c.model in (*REFERENCES, FLOOR_MODEL):
+            continue
+        ref, arm = _row(scores, c.task, c.reference), _row(scores, c.task, c.model)
+        if ref is None or arm is None or 2 * ref.collapsed <= ref.n_seeds:
+            continue
+        if at_chance(arm, runs):
+            out.append(Note("failure-difference", c.task, c.model, c.reference))
+    return out
+
+
+def rising_notes(runs: Sequence[FinetuneRun], arms: Sequence[str]) -> list[Note]:
+    """A ``budget-short`` note for each arm and task where most seeds kept their last validation evaluation."""
+    out = []
+    for task in dict.fromkeys(r.task for r in runs):
+        for arm in arms:
+            kept = [r.kept_last for r in runs if (r.task, r.model) == (task, arm) and r.kept_last is not None]
+            if kept and 2 * sum(kept) > len(kept):
+                out.append(Note("budget-short", task, arm, seeds=(sum(kept), len(kept))))
+    return out
+
+
+def judged(comparisons: Sequence[Comparison], notes: Sequence[Note]) -> list[Comparison]:
+    """``comparisons`` without the failure-differences among ``notes``: none of them can be a gain."""
+    failed = {(n.task, n.model, n.reference) for n in notes if n.kind == "failure-difference"}
+    return [c for c in comparisons if (c.task, c.model, c.reference) not in failed]
+
+
 VerdictKind = Literal["gain", "uninformative", "withheld", "no-arm", "no-reference", "no-gain"]
 
 
@@ -102,13 +244,20 @@ class Verdict:
     """The page's verdict: ``gain`` (``winners`` beat ``reference``, the better reference's name as the page says
     it), ``uninformative`` (no task can separate the arms), ``withheld`` (no arm has all its results),
     ``no-arm`` (no arm was fine-tuned), ``no-reference`` (no reference was; ``between``: the arms were compared
-    with each other) or ``no-gain`` (``judged_complete``: some arms were left out as incomplete)."""
+    with each other) or ``no-gain`` (``judged_complete``: some arms were left out as incomplete); ``notes``: what
+    it says of failed runs (``failures.Note``), one sentence each after the line."""
 
     kind: VerdictKind
     reference: str
     winners: tuple[str, ...] = ()
     between: bool = False
     judged_complete: bool = False
+    notes: tuple[Note, ...] = ()
+
+    @property
+    def note_lines(self) -> list[str]:
+        """One sentence per note, in the order the notes were given."""
+        return [n.sentence for n in self.notes]
 
     @property
     def line(self) -> str:
@@ -137,10 +286,23 @@ def decide(
     arms: list[str],
     uninformative: Sequence[str],
     incomplete: list[str],
+    notes: Sequence[Note] = (),
 ) -> Verdict:
     """The verdict over ``arms`` and ``comparisons`` (those judged: on complete results and tasks that can
     separate the arms; ``uninformative``: the tasks that cannot, ``uninformative_tasks``; ``incomplete``: the
-    models left out, ``incomplete_models``)."""
+    models left out, ``incomplete_models``); ``notes`` (``failures.py``) go with it, and its failure-differences
+    are left out of what is judged."""
+    verdict = _decide(scores, judged(comparisons, notes), arms, uninformative, incomplete)
+    return replace(verdict, notes=tuple(notes))
+
+
+def _decide(
+    scores: list[ScoreRow],
+    comparisons: list[Comparison],
+    arms: list[str],
+    uninformative: Sequence[str],
+    incomplete: list[str],
+) -> Verdict:
     winners = tuple(a for a in arms if arm_tally(scores, comparisons, a)["better"])
     present = {r.model for r in scores} & set(REFERENCES)
     if len(present) == 2:

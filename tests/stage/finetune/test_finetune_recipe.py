@@ -35,6 +35,9 @@ def test_the_rate_best_on_validation_is_every_models_rate(tmp_path, tiny_bert, t
         scores = {lr: r["validation"][r["primary_metric"]] for lr, r in by_rate.items()}
         assert all(r["seed"] == 1 and r["model"].startswith("lr-") for r in by_rate.values())
         assert scores[3e-3] > scores[1e-5], (task, scores)  # the grid's two ends differ on these tasks
+        # the level a run at chance does not pass on validation (the report's failed-search rule reads it)
+        chance = {r["chance_validation"] for r in by_rate.values()}
+        assert chance == {0.0} if task == "ner" else len(chance) == 1 and 0 < chance.pop() < 1, (task, chance)
     chosen = recipe.applied(cfg, layout).finetune.lr_chosen
     assert chosen == {"cls": 3e-3, "ner": 3e-3}
     assert {(r["model"], r["seed"]) for r in results} == {(m, s) for m in ("base", "other") for s in (1, 2)} and len(
