@@ -34,6 +34,7 @@ from domainbert.core.models import load_mlm_model, load_mlm_model_with_info, loa
 from domainbert.core.paths import RunLayout, machine_cache
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.engine import TorchEngine
+from domainbert.pretrain.forgetting_text import forgetting_identity
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, perplexity_change
 from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
@@ -114,6 +115,8 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
         "corpus": sorted(file_hash(Path(f)) for f in files),
         "general_eval": [file_hash(Path(f)) for f in general],
     }
+    if held_out := forgetting_identity(cfg):  # only when on: a warm-up cached without the task stays current
+        inputs["forgetting_task"] = held_out
     return fingerprint(config, inputs, __version__)
 
 

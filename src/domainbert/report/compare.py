@@ -218,6 +218,7 @@ def build_document(
                 _flags(cfg, arts),
                 out_dir,
                 len(cfg.finetune.seeds),
+                [t.name for t in cfg.finetune.tasks if t.role == "general"],
             ),
             intro,
             finetune_sections.summary_section(scores, comparisons),

@@ -11,6 +11,7 @@ in words that the run cannot confirm or refute them. This module decides nothing
 from __future__ import annotations
 
 from pathlib import Path
+from collections.abc import Collection
 from typing import Any
 
 from domainbert.core.artifact_types import replaced_token_detection
@@ -18,6 +19,7 @@ from domainbert.core.document import Figure, Section, Table
 from domainbert.literature import smallest_published, too_small
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.answer_figure import answer_figure
+from domainbert.report.forgetting import forgetting_paragraph
 from domainbert.report.inputs import ResultCheck, RunArtifacts
 from domainbert.report.references import (
     arm_verdicts,
@@ -313,9 +315,11 @@ def headline_section(
     flags: list[str] | None = None,
     out_dir: Path | None = None,
     seeds: int = 0,
+    general: Collection[str] = (),
 ) -> Section:
     """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
-    and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured."""
+    and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured;
+    ``general``: the general-English tasks, left out of the domain verdict and read in the forgetting line."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -342,6 +346,8 @@ def headline_section(
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
+    forgetting = forgetting_paragraph(scores, comparisons, arms, general)
+    scores, comparisons = [r for r in scores if r.task not in general], [c for c in comparisons if c.task not in general]
     verdict = (
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
@@ -349,6 +355,7 @@ def headline_section(
         + scratch_curve_sentences(arts.pretrain, arts.metrics)
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
+        + forgetting
     )
     lead = decide(scores, comparisons, arms, list(adequacy), incomplete).line
     lead += " " + floor_lead(scores, all_comparisons)
