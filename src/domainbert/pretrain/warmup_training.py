@@ -26,10 +26,10 @@ from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 from domainbert.core.optim import adamw, linear_warmup_constant, param_groups
 from domainbert.core.progress import ProgressLine, duration
-from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
-from domainbert.pretrain.forgetting_text import general_corpus_texts
+from domainbert.pretrain.data import Batch, pack_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
+from domainbert.pretrain.forgetting_text import general_corpus_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, prediction_head

@@ -20,7 +20,9 @@ from domainbert.report.verdict import comparison_of
 READING = {"better": "significant", "worse": "significant", "no significant difference": "not significant"}
 
 
-def _against_reference(scores: list[ScoreRow], comparisons: list[Comparison], arm: str, task: str) -> Comparison | None:
+def _against_reference(
+    scores: list[ScoreRow], comparisons: list[Comparison], arm: str, task: str
+) -> Comparison | None:
     ref = best_reference(scores, task)
     return comparison_of(comparisons, task, arm, ref) if ref and ref != arm else None
 

@@ -10,8 +10,8 @@ in words that the run cannot confirm or refute them. This module decides nothing
 
 from __future__ import annotations
 
-from pathlib import Path
 from collections.abc import Collection
+from pathlib import Path
 from typing import Any
 
 from domainbert.core.artifact_types import replaced_token_detection
@@ -347,7 +347,10 @@ def headline_section(
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
     forgetting = forgetting_paragraph(scores, comparisons, arms, general)
-    scores, comparisons = [r for r in scores if r.task not in general], [c for c in comparisons if c.task not in general]
+    scores, comparisons = (
+        [r for r in scores if r.task not in general],
+        [c for c in comparisons if c.task not in general],
+    )
     verdict = (
         arm_verdicts(scores, comparisons, arms)
         + control_sentences(scores, comparisons, arms)
