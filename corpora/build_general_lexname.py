@@ -20,6 +20,8 @@ import random
 from collections import Counter
 from pathlib import Path
 
+from build_science_subject import write_splits  # the same file format and rebuild rule
+
 HERE = Path(__file__).resolve().parent
 SOURCES = sorted((HERE / "general").glob("wordnet-glosses-*.jsonl.gz"))
 OUT = HERE / "tasks" / "general-lexname"
@@ -49,15 +51,7 @@ def main() -> None:
         splits["test"] += items[:TEST]
         splits["validation"] += items[TEST:TEST + VALIDATION]
         splits["train"] += items[TEST + VALIDATION:TEST + VALIDATION + TRAIN]
-    OUT.mkdir(parents=True, exist_ok=True)
-    for split, rows in splits.items():
-        rows.sort(key=lambda r: r["id"])
-        # mtime=0 keeps the gzip bytes identical across rebuilds
-        with open(OUT / f"{split}.jsonl.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
-            for row in rows:
-                gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
-        counts = Counter(r["label"] for r in rows)
-        print(split, len(rows), dict(sorted(counts.items())), (OUT / f"{split}.jsonl.gz").stat().st_size, "bytes")
+    write_splits(OUT, splits)
 
 
 if __name__ == "__main__":
