@@ -2,7 +2,7 @@
 
 A domain-adaptive arm can gain on its domain and lose elsewhere. ``finetune.forgetting_task`` fine-tunes every
 model on a general-English task too (role ``general``); its comparisons are ordinary rows of the page, paired
-under the same seeds and corrected by Holm with the others. This module only words them, one line per arm,
+under the same seeds and corrected by Holm with the others. This module only words them, one line per arm (``Forgetting, `` before it on the page),
 each difference from the task's better reference: ``continued: +2.1 on science-subject (significant); -1.3 on
 general English (general-lexname) (not significant); paired against base, after Holm.`` It decides nothing
 statistical and leaves the domain verdict (``verdict``, ``references``) to its modules.
@@ -52,12 +52,5 @@ def forgetting_lines(
 def forgetting_paragraph(
     scores: list[ScoreRow], comparisons: list[Comparison], arms: list[str], general: Collection[str]
 ) -> list[str]:
-    """The headline's forgetting block: a lead and the per-arm lines; empty without a general task's comparison."""
-    lines = forgetting_lines(scores, comparisons, arms, general)
-    if not lines:
-        return []
-    return [
-        "Forgetting (each arm's difference from the better reference, in points, on the domain's tasks and on "
-        "the general-English task that no pretraining stream read):",
-        *lines,
-    ]
+    """The headline's forgetting lines, each named as such; empty without a general task's comparison."""
+    return [f"Forgetting, {line}" for line in forgetting_lines(scores, comparisons, arms, general)]
