@@ -60,15 +60,20 @@ def main() -> None:
         splits["test"] += items[:n_test]
         splits["validation"] += items[n_test:n_test + n_val]
         splits["train"] += items[n_test + n_val:]
-    OUT.mkdir(parents=True, exist_ok=True)
+    write_splits(OUT, splits)
+
+
+def write_splits(out: Path, splits: dict[str, list[dict]]) -> None:
+    """Each split as ``out/<split>.jsonl.gz`` in id order, byte-identical across rebuilds; prints its counts."""
+    out.mkdir(parents=True, exist_ok=True)
     for split, rows in splits.items():
         rows.sort(key=lambda r: r["id"])
         # mtime=0 keeps the gzip bytes identical across rebuilds
-        with open(OUT / f"{split}.jsonl.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
+        with open(out / f"{split}.jsonl.gz", "wb") as raw, gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as gz:
             for row in rows:
                 gz.write((json.dumps(row, ensure_ascii=False) + "\n").encode("utf-8"))
         counts = Counter(r["label"] for r in rows)
-        print(split, len(rows), dict(sorted(counts.items())), (OUT / f"{split}.jsonl.gz").stat().st_size, "bytes")
+        print(split, len(rows), dict(sorted(counts.items())), (out / f"{split}.jsonl.gz").stat().st_size, "bytes")
 
 
 if __name__ == "__main__":

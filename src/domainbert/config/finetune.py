@@ -69,6 +69,11 @@ class TaskConfig(StrictModel):
         "over the training examples (NER: over the scored tokens), so rare classes count in a macro average as "
         "they do in the score; 'none': every example alike.",
     )
+    role: Literal["domain", "general"] = Field(
+        "domain",
+        description="domain: a task of the domain; general: the general-English task that measures forgetting "
+        "(set by finetune.forgetting_task).",
+    )
     chunks: int = Field(
         1,
         ge=1,
@@ -102,6 +107,26 @@ class TaskConfig(StrictModel):
         return self
 
 
+class ForgettingTaskConfig(TaskConfig):
+    """The general-English task every model is also fine-tuned on (``finetune.forgetting_task``): a task's
+    settings and ``enabled``. Its texts are left out of every pretraining stream (``pretrain.forgetting_text``)."""
+
+    enabled: bool = Field(True, description="Fine-tune every model on this general-English task too (forgetting).")
+
+
+def with_forgetting_task(data: dict) -> dict:
+    """``finetune``'s raw mapping with an enabled ``forgetting_task`` appended to ``tasks`` as a general task;
+    unchanged when a task of that name is there already (a config dumped and validated again, as workers do)."""
+    extra, tasks = data.get("forgetting_task"), data.get("tasks")
+    if not isinstance(extra, dict) or not isinstance(tasks, list) or not extra.get("enabled", True):
+        return data
+    names = {t.get("name") if isinstance(t, dict) else getattr(t, "name", None) for t in tasks}
+    if extra.get("name") in names:
+        return data
+    task = {k: v for k, v in extra.items() if k != "enabled"} | {"role": "general"}
+    return {**data, "tasks": [*tasks, task]}
+
+
 def first_validated_step(eval_delay: float, steps_per_epoch: int) -> int:
     """The first step a run may validate at under ``TaskConfig.eval_delay``: the end of that epoch, rounded up to
     a step (the trainer's rule, and what ``plan`` counts)."""
@@ -112,6 +137,9 @@ class FinetuneConfig(StrictModel):
     """The fine-tuning stage: the tasks, and how every model is fine-tuned on them over several seeds."""
 
     tasks: list[TaskConfig] = Field(min_length=1)
+    forgetting_task: ForgettingTaskConfig | None = Field(
+        None, description="The general-English task, appended to tasks when enabled (forgetting)."
+    )
     only_tasks: list[str] | None = Field(
         None,
         min_length=1,
@@ -282,6 +310,7 @@ class FinetuneConfig(StrictModel):
         # before validation: the model is frozen once built; a malformed value is left to field validation
         if not isinstance(data, dict):
             return data
+        data = with_forgetting_task(data)  # first: only_tasks may name it
         only, tasks = data.get("only_tasks"), data.get("tasks")
         if not isinstance(only, list) or not isinstance(tasks, list):
             return data

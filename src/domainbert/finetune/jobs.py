@@ -219,6 +219,7 @@ def _task_identity(task: TaskConfig) -> dict[str, Any]:
         if dump.get(name) == default:
             del dump[name]
     del dump["group_field"]  # which examples the report groups: not what a run trains or scores
+    del dump["role"]  # how the report reads the task: not what a run trains or scores
     return dump
 
 

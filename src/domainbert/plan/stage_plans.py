@@ -98,6 +98,7 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
                 "todo_validate_once": once,
                 **counts,
                 **({"search": search} if search else {}),
+                **_forgetting_detail(cfg, states, todo),
             },
         )
     )
@@ -202,6 +203,24 @@ class TimeEstimate:
     calibrated: bool
 
 
+def _forgetting_detail(cfg: DomainConfig, states: list[dict[str, Any]], todo: list[str]) -> dict[str, Any]:
+    """The general-English task's share of the fine-tuning runs (``finetune.forgetting_task``), if it is on."""
+    names = [t.name for t in cfg.finetune.tasks if t.role == "general"]
+    if not names:
+        return {}
+    runs = sum(r["task"] in names for r in states)
+    return {"forgetting": {"tasks": names, "runs": runs, "todo": sum(t in names for t in todo)}}
+
+
+def forgetting_line(detail: dict[str, Any]) -> str:
+    """One line: what the forgetting meter adds to fine-tuning (its runs, and how many are still to run)."""
+    f = detail["forgetting"]
+    return (
+        f"  forgetting meter: {', '.join(f['tasks'])}, {f['runs']} of the {detail['runs']} runs (every model and "
+        f"seed), {f['todo']} to run; finetune.forgetting_task.enabled: false drops it"
+    )
+
+
 def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEstimate | None = None) -> str:
     """The plan as plain text, one line per stage, and how the time was estimated."""
     lines = []
@@ -250,6 +269,8 @@ def render(plans: list[StagePlan], seconds: dict[str, float] | None, how: TimeEs
         est = f"  ~{seconds[p.name] / 60:.1f} min" if seconds and p.name in seconds else ""
         schedule = f"; schedule: {d['schedule']}" if "schedule" in d else ""
         lines.append(f"{p.name:<20} {p.status}{sizes}{schedule}{est}")
+        if "forgetting" in d:
+            lines.append(forgetting_line(d))
     peaks = [p.detail["disk"]["peak"] for p in plans if "disk" in p.detail]
     if peaks:
         lines.append(

@@ -35,6 +35,7 @@ from domainbert.core.paths import RunLayout, machine_cache
 from domainbert.core.tokenizer_files import make_portable
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import eval_sets, evaluate_all, masking_spec, perplexity_change
+from domainbert.pretrain.forgetting_text import forgetting_identity
 from domainbert.pretrain.objective import MLMObjective
 from domainbert.pretrain.runtime import autocast_dtype, torch_threads
 from domainbert.pretrain.warmup_training import train_warmup, warmup_masking
@@ -110,10 +111,12 @@ def warmup_fingerprint(cfg: DomainConfig, files: list[str]) -> str:
         "mask": [w.mask_rate, w.mask_token_prob, w.random_token_prob, w.whole_word_mask],
     }
     general = sorted({str(Path(f).resolve()) for pattern in p.general_eval_corpus for f in glob.glob(pattern)})
-    inputs = {
+    inputs: dict[str, Any] = {
         "corpus": sorted(file_hash(Path(f)) for f in files),
         "general_eval": [file_hash(Path(f)) for f in general],
     }
+    if held_out := forgetting_identity(cfg):  # only when on: a warm-up cached without the task stays current
+        inputs["forgetting_task"] = held_out
     return fingerprint(config, inputs, __version__)
 
 

@@ -4,7 +4,8 @@ The control (``control`` in ``config.pretrain.ARMS``) answers what "continued be
 domain's text helped, or any further masked-LM training would have (Don't Stop Pretraining's irrelevant-domain
 control). It starts where ``continued`` starts and trains ``continued``'s token budget on general text: the
 base warm-up's corpus (``base_warmup.warmup_corpus``: the vocab stage's control corpus less the files kept to
-measure forgetting), so the forgetting set stays unseen. ``pretrain/general-text/`` holds that text in the corpus
+measure forgetting, and less the general-English task's texts: ``forgetting_text``), so the forgetting set
+stays unseen. ``pretrain/general-text/`` holds that text in the corpus
 shard format, so the arms' token stream reads it as it reads the corpus; documents holding a task's evaluation
 text verbatim are left out, as for the task text. Its ``manifest.json`` says what it holds. This module does
 not train (``trainer.py``) and does not decide the budget (``pretrain.budget_tokens``, shared with continued).
@@ -26,7 +27,7 @@ from domainbert.core.paths import RunLayout
 from domainbert.corpus import store
 from domainbert.corpus.decontaminate import eval_texts
 from domainbert.pretrain.base_warmup import warmup_corpus
-from domainbert.pretrain.data import read_jsonl_texts
+from domainbert.pretrain.forgetting_text import general_corpus_texts
 from domainbert.pretrain.task_text import EVAL_SPLITS, MANIFEST, general_text_dir, without_evaluation_text
 from domainbert.task_data.splits import task_data_hash
 
@@ -46,7 +47,7 @@ def _fingerprint(cfg: DomainConfig, files: list[str]) -> str:
 def shuffled_general_texts(cfg: DomainConfig, files: list[str]) -> list[str]:
     """The general corpus's texts in the pretraining seed's order (the files are sorted by headword: mixed, as the
     warm-up mixes them); the control's and the replay's text both start here."""
-    texts = read_jsonl_texts(files, cfg.pretrain.base_warmup.max_documents)
+    texts = general_corpus_texts(cfg, files)  # less the general-English task's glosses
     random.Random(cfg.pretrain.seed).shuffle(texts)
     return texts
 

@@ -58,6 +58,8 @@ def task_documents(
     held_out = {normalised(t) for texts in evals.values() for t in texts}
     docs, counts, seen = [], {}, set()
     for task in cfg.finetune.tasks:
+        if task.role == "general":  # the general-English task measures forgetting: never pretrained on
+            continue
         kept = dropped = repeated = 0
         for i, example in enumerate(load_task(task).splits["train"]):
             text = " ".join(example_texts(example))

@@ -26,9 +26,10 @@ from domainbert.core.distributed import resolve_precision
 from domainbert.core.errors import ConfigError
 from domainbert.core.optim import adamw, linear_warmup_constant, param_groups
 from domainbert.core.progress import ProgressLine, duration
-from domainbert.pretrain.data import Batch, pack_texts, read_jsonl_texts
+from domainbert.pretrain.data import Batch, pack_texts
 from domainbert.pretrain.engine import TorchEngine
 from domainbert.pretrain.evaluation import evaluate, masking_spec
+from domainbert.pretrain.forgetting_text import general_corpus_texts
 from domainbert.pretrain.masking import MaskingSpec, apply_mask, step_generator
 from domainbert.pretrain.model import training_attention
 from domainbert.pretrain.objective import MLMObjective, prediction_head
@@ -100,7 +101,7 @@ def warmup_masking(p: PretrainConfig) -> PretrainConfig:
 def warmup_data(cfg: DomainConfig, tokenizer: PreTrainedTokenizerBase, files: list[str]) -> Batch:
     """The warm-up corpus, shuffled with the run's seed and packed into sequences."""
     p = cfg.pretrain
-    texts = read_jsonl_texts(files, p.base_warmup.max_documents)
+    texts = general_corpus_texts(cfg, files)  # less the general-English task's glosses
     random.Random(p.seed).shuffle(texts)  # files are often sorted (by headword, part of speech): mix them
     data = pack_texts(tokenizer, texts, p.base_warmup.seq_len)
     if data is None:

@@ -220,6 +220,7 @@ def build_document(
                 out_dir,
                 len(cfg.finetune.seeds),
                 recipe_searches(recipe.search_state(cfg, layout)) if recipe.searched_tasks(cfg) else [],
+                [t.name for t in cfg.finetune.tasks if t.role == "general"],
             ),
             intro,
             finetune_sections.summary_section(scores, comparisons),

@@ -10,7 +10,7 @@ in words that the run cannot confirm or refute them. This module decides nothing
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from domainbert.core.document import Figure, Section, Table
 from domainbert.literature import smallest_published, too_small
 from domainbert.report.adequacy import task_adequacy
 from domainbert.report.answer_figure import answer_figure
+from domainbert.report.forgetting import forgetting_paragraph
 from domainbert.report.inputs import ResultCheck, RunArtifacts
 from domainbert.report.references import (
     arm_verdicts,
@@ -323,10 +324,12 @@ def headline_section(
     out_dir: Path | None = None,
     seeds: int = 0,
     searches: Sequence[RecipeSearch] = (),
+    general: Collection[str] = (),
 ) -> Section:
     """The answer at a glance (a figure written into ``out_dir`` when given), the headline table, the verdict
     and its caveats; ``flags`` (``config_flags``) join the caveats; ``seeds``: how many the run configured;
-    ``searches``: the recipe's rate searches (``failures.recipe_searches``)."""
+    ``searches``: the recipe's rate searches (``failures.recipe_searches``); ``general``: the general-English
+    tasks, left out of the domain verdict and read in the forgetting line."""
     sec = Section("Headline")
     if not scores:
         return sec.add("No fine-tuning results yet, so no verdict.", result_check_text(arts.result_check))
@@ -354,7 +357,12 @@ def headline_section(
         return sec.add("Caveats:", caveats(scores, arts, arms) + [f"Unusual setting: {f}" for f in flags or []])
     arms = [a for a in arms if a not in incomplete]  # judged only on complete evidence
     comparisons = [c for c in comparisons if c.task not in adequacy]  # judged only where a task can tell
-    failed = [n for n in failed if n.task not in adequacy and n.model in arms]
+    forgetting = forgetting_paragraph(scores, comparisons, arms, general)
+    scores, comparisons = (
+        [r for r in scores if r.task not in general],
+        [c for c in comparisons if c.task not in general],
+    )
+    failed = [n for n in failed if n.task not in adequacy and n.model in arms and n.task not in general]
     notes = recipe_notes(searches) + failed + rising_notes(arts.runs, arms)
     decided = decide(scores, comparisons, arms, list(adequacy), incomplete, notes)
     comparisons = judged(comparisons, notes)  # a failure-difference is named as one, never as an arm's result
@@ -365,6 +373,7 @@ def headline_section(
         + scratch_curve_sentences(*curves_of(arts))
         + reference_sentences(scores, all_comparisons)
         + list(adequacy.values())
+        + forgetting
     )
     lead = decided.line + " " + floor_lead(scores, all_comparisons)
     sec.add(

@@ -65,10 +65,13 @@ def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     lines = [line for line in out if not line.startswith(("warning: ", "power ", "disk: "))]
     assert [" ".join(line.split()[:2]) for line in lines] == [
         "corpus will", "vocab after", "pretrain base-warmup", "pretrain continued", "pretrain control",
-        "pretrain tapt", "finetune will"]
+        "pretrain tapt", "finetune will", "forgetting meter:"]
+    # the general-English task's share of the runs, in one line
+    [meter] = [line for line in lines if line.startswith("  forgetting meter: general-lexname, ")]
+    assert "finetune.forgetting_task.enabled: false drops it" in meter
     # and the design's power, per task
     assert [line.split(":")[0] for line in out if line.startswith("power ")] == [
-        "power science-terms-ner", "power science-subject"]
+        "power science-terms-ner", "power science-subject", "power general-lexname"]
     assert "pretrain base-warmup not needed (the base checkpoint has its MLM head)" in lines
     # each arm's schedules, in its line
     [continued] = [line for line in lines if line.startswith("pretrain continued")]
