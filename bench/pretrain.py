@@ -16,6 +16,7 @@ and under log(vocabulary)); ``ok`` is false and the exit status 1 when one did n
 
 Usage:
     python bench/pretrain.py --quick                       # smoke check: 3 steps, 1 repeat, learning not checked
+                                                           # (a random 2-layer BERT at batch 4 x 64 unless named)
     python bench/pretrain.py --steps 20 --repeats 3        # a measurement (CPU, the offline MiniLM)
     python bench/pretrain.py --device cuda --model bert-base --batch-size 64   # MFU of a BERT-base on a GPU
 """
@@ -59,14 +60,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20, help="Optimizer steps per run (default 20).")
     p.add_argument("--repeats", type=int, default=2, help="Runs of each contender (default 2).")
-    p.add_argument("--quick", action="store_true", help="Smoke check: 3 steps, 1 repeat.")
+    p.add_argument("--quick", action="store_true",
+                   help="Smoke check: 3 steps, 1 repeat; unless given, a random 2-layer BERT at batch 4 x 64.")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--model", choices=["auto", "minilm", "bert-base"], default="auto",
+    p.add_argument("--model", choices=["auto", "minilm", "bert-base", "tiny-bert"], default="auto",
                    help="minilm: the offline MiniLM base; bert-base: a randomly initialised BERT-base "
-                        "(MFU does not depend on the weights). auto: bert-base on CUDA, minilm on CPU.")
+                        "(MFU does not depend on the weights); tiny-bert: a random 2-layer, hidden-128 BERT. "
+                        "auto: bert-base on CUDA, minilm on CPU (tiny-bert with --quick).")
     p.add_argument("--contenders", default=",".join(CONTENDERS), help="Comma-separated subset.")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=None, help="Sequences per step (default 16; 4 with --quick).")
+    p.add_argument("--seq-len", type=int, default=None, help="Tokens per sequence (default 128; 64 with --quick).")
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="Corpus JSONL(.gz) with a 'text' field.")
@@ -79,8 +82,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.quick:
+    if args.quick:  # a smoke check's figures mean nothing: the smallest shapes that still run every contender
         args.steps, args.repeats = 3, 1
+        args.model = "tiny-bert" if args.model == "auto" else args.model
+    args.batch_size = args.batch_size or (4 if args.quick else 16)
+    args.seq_len = args.seq_len or (64 if args.quick else 128)
     return args
 
 
