@@ -1,7 +1,7 @@
 """One prepared call for a lent GPU: the measurements owed to a device, in priority order, within one budget.
 
 A lent machine comes with minutes, not hours, and ends when its time is spent. This script runs, each in its own
-time slice of ``--budget-s`` (default 540 s, inside the device tool's 10 minutes a command):
+time slice of ``--budget-s`` (default 540 s, inside a lent machine's 10 minutes a command):
 
 1. ``gpu-check``: bench/gpu_check.py with torch.compile on both sides, at 128 and 512 tokens, ZeRO-2 and torchrun,
    and NER fine-tuning against the ``run_ner.py`` Trainer recipe (the configurations in ``GPU_CONFIGS``'s order);
@@ -12,18 +12,19 @@ time slice of ``--budget-s`` (default 540 s, inside the device tool's 10 minutes
    curve reaches continued's at (studies/03-from-scratch.md), paired with continued on both science tasks.
 
 Each part writes ``<out>/<part>.json`` as it ends (and ``<out>/session.json`` after every part), so a lease that
-ends early keeps what ran. A part whose slice cannot fit its least useful run is skipped with its reason; a
-failed part is recorded with its error and the next one runs. Slices add up: time a part leaves unspent goes to
-the next. ``--cpu-smoke`` runs the same code paths on a CPU with a 2-layer, 128-wide BERT, a few steps and one
-seed (tests/system/bench/test_device_session.py). The JSON of the session goes to stdout (bench/common.emit).
+ends early keeps what ran; run folders, logs and models go under ``--work``, so ``--out`` holds those four files.
+A part whose slice cannot fit its least useful run is skipped with its reason; a failed part is recorded with its
+error and the next one runs. Slices add up: time a part leaves unspent goes to the next. ``--cpu-smoke`` runs the
+same code paths on a CPU with a 2-layer, 128-wide BERT, a few steps and one seed
+(tests/system/bench/test_device_session.py). The JSON of the session goes to stdout (bench/common.emit).
 
 What it leaves out: choosing what to measure (the parts are fixed), resuming a part a previous lease began
-(rerunning it in the same ``--out`` reuses the run folders, which the pipeline resumes), and judging the
+(rerunning it with the same ``--work`` reuses the run folders, which the pipeline resumes), and judging the
 results: the study files do that.
 
 Usage:
     python bench/device_session.py --out $OUT/device --budget-s 540
-    python bench/device_session.py --cpu-smoke --out /tmp/device-smoke
+    python bench/device_session.py --cpu-smoke --out /tmp/device-smoke --work /tmp/device-smoke-work
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ import argparse
 import contextlib
 import json
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -41,14 +43,21 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
 from device_session_parts import PARTS, Session, run_part  # noqa: E402
 
-# Each part's share of the budget, and the fewest seconds in which it can still say something.
-SHARES = {"gpu-check": 0.40, "law-chunked": 0.25, "scratch-catch-up": 0.35}
+# Each part's share of the budget, and the fewest seconds in which it can still say something. The check first and
+# largest: each compiled configuration costs about a minute, the compilation included.
+SHARES = {"gpu-check": 0.50, "law-chunked": 0.25, "scratch-catch-up": 0.25}
 MIN_SECONDS = {"gpu-check": 60.0, "law-chunked": 60.0, "scratch-catch-up": 60.0}
 
 
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--out", type=Path, required=True, help="Folder for each part's JSON and the run folders.")
+    p.add_argument("--out", type=Path, required=True, help="Folder for the session's and each part's JSON alone.")
+    p.add_argument(
+        "--work",
+        type=Path,
+        default=Path(tempfile.gettempdir()) / "domainbert-device-session",
+        help="Run folders, logs and models: kept out of --out, whose few files are what comes back from a lease.",
+    )
     p.add_argument("--budget-s", type=float, default=540.0, help="Wall seconds for the whole session.")
     p.add_argument("--cpu-smoke", action="store_true", help="Tiny models, few steps, one seed, on the CPU.")
     p.add_argument("--parts", default=",".join(PARTS), help=f"Comma-separated subset of {', '.join(PARTS)}.")
@@ -88,14 +97,15 @@ def main(argv: list[str] | None = None) -> int:
     start = time.monotonic()
     out = args.out.resolve()
     out.mkdir(parents=True, exist_ok=True)
-    session = Session(out=out, work=out / "work", smoke=args.cpu_smoke, args=args)
+    session = Session(out=out, work=args.work.resolve(), smoke=args.cpu_smoke, args=args)
     head = {
         "benchmark": "device_session",
         "mode": "cpu-smoke" if args.cpu_smoke else "gpu",
         "git_commit": git_revision(),
         "budget_s": args.budget_s,
         "parts_asked": args.parts,
-        "settings": {k: v for k, v in vars(args).items() if k != "out"},
+        "work": str(session.work),
+        "settings": {k: v for k, v in vars(args).items() if k not in ("out", "work")},
     }
     parts: dict[str, dict[str, Any]] = {}
     ends = slice_ends(start, args.budget_s, args.parts)

@@ -27,7 +27,8 @@ PRETRAINING = ["own-128", "own-512", "torchrun-128", "hf-group-texts-bf16-128", 
 def _session(out: Path, *args: str, timeout: float) -> subprocess.CompletedProcess:
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(out / "results"), "OMP_NUM_THREADS": "1",
            "XDG_CACHE_HOME": str(out / "cache")}  # the base warm-up's machine cache: the test's own
-    argv = [sys.executable, str(BENCH / "device_session.py"), "--out", str(out / "device"), *args]
+    argv = [sys.executable, str(BENCH / "device_session.py"), "--out", str(out / "device"), "--work", str(out / "work"),
+            *args]
     return subprocess.run(argv, cwd=out, env=env, capture_output=True, text=True, timeout=timeout)
 
 
@@ -45,6 +46,8 @@ def test_every_part_ran_and_wrote_its_record(smoke):
     assert session == json.loads((out / "session.json").read_text())  # stdout is the JSON alone
     assert session["mode"] == "cpu-smoke" and session["budget_s"] == 1500 and session["git_commit"]
     assert list(session["parts"]) == list(parts.PARTS)
+    # what comes back from a lease: the session's and the parts' JSON alone, the run folders elsewhere
+    assert sorted(p.name for p in out.iterdir()) == sorted(["session.json", *(f"{n}.json" for n in parts.PARTS)])
     for name in parts.PARTS:
         record = json.loads((out / f"{name}.json").read_text())
         assert record["part"] == name and record["status"] == "done", record
