@@ -145,11 +145,15 @@ def law_chunked(session: Session, deadline: float) -> dict[str, Any]:
         rc = _run(session, ["run", "law", *overrides, "--out", str(run_dir)], left, f"law-seeds-{last}")
         if rc != 0:
             record["reason"] = f"seeds {seeds}: " + ("stopped at the slice's end" if rc is None else f"exit {rc}")
+            if rc is None and not record["seeds_done"]:
+                record["status"] = "stopped"
             break
         record["seed_seconds"].append(round(time.monotonic() - t0, 1))
         record.update(status="done", reason=None, seeds_done=seeds,
                       record=study.summary(plain, cfg, overrides, run_dir, chunks, record["seed_seconds"][-1]))
-        (session.out / "law-chunked.json").write_text(json.dumps(record, indent=2, default=str) + "\n")
+        # written now too: a lease that ends during the next seed keeps this one
+        interim = {"part": "law-chunked", **record}
+        (session.out / "law-chunked.json").write_text(json.dumps(interim, indent=2, default=str) + "\n")
     if record["seeds_done"] and record["reason"]:
         record["status"] = "partial"
     return record
