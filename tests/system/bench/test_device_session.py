@@ -147,3 +147,17 @@ def test_the_session_goes_on_after_a_skip_and_says_why(tmp_path):
         assert session["parts"][name]["status"] == "skipped" and "least" in session["parts"][name]["reason"]
         assert json.loads((tmp_path / "device" / f"{name}.json").read_text())["status"] == "skipped"
     assert _session(tmp_path, "--parts", "law", timeout=60).returncode == 2  # unknown part: refused
+
+
+def test_the_checks_compile_flag_reaches_both_sides_and_only_keeps_its_order():
+    import gpu_check
+
+    plan = gpu_check.specs(gpu_check.parse_args(["--compile"]), Path("w"), Path("c"), "model", "cuda")
+    for name in ("own-128", "own-512", "torchrun-128"):
+        assert plan[name][0]["overrides"] == ["pretrain.compile=true"], name
+    assert plan["deepspeed-zero2-128"][0]["overrides"] == [*gpu_check.ZERO2, "pretrain.compile=true"]
+    assert plan["hf-group-texts-bf16-128"][0]["compile"] is plan["hf-group-texts-bf16-512"][0]["compile"] is True
+    plain = gpu_check.specs(gpu_check.parse_args([]), Path("w"), Path("c"), "model", "cuda")
+    assert plain["own-128"][0]["overrides"] == [] and plain["hf-group-texts-bf16-128"][0]["compile"] is False
+    order = gpu_check.parse_args(["--only", parts.GPU_CONFIGS]).only
+    assert order == parts.GPU_CONFIGS.split(",") and order[:3] == ["own-128", "hf-group-texts-bf16-128", "finetune-ner"]
