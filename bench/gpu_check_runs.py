@@ -229,10 +229,12 @@ def measure_hf(spec: dict[str, Any]) -> dict[str, Any]:
         warmup_steps=spec["warmup_steps"],
         seconds=spec["seconds"],
         logging_steps=500,
+        torch_compile=spec.get("compile", False),
     )
     device = torch.device(spec["device"])
     return {
         "kind": "hf",
+        "torch_compile": spec.get("compile", False),
         "real_tokens_per_s": record.get("steady_real_tokens_per_s"),
         "steps": record.get("steady_steps"),
         "warmup_steps": spec["warmup_steps"],

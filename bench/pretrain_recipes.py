@@ -75,12 +75,14 @@ def run_hf(
     warmup_steps: int = 1,
     seconds: float | None = None,
     logging_steps: int = 1,
+    torch_compile: bool = False,
 ) -> dict[str, Any]:
     """One run of a ``run_mlm.py`` recipe; only the Trainer's training loop is timed.
 
     ``steady_real_tokens_per_s`` leaves out the first ``warmup_steps`` steps; with ``seconds`` the run stops
     that long after them (``steps`` is then a cap). ``logging_steps`` is the Trainer's: a loss logged every
-    step reads it back from the device every step, which ``run_mlm.py`` (500) does not.
+    step reads it back from the device every step, which ``run_mlm.py`` (500) does not. ``torch_compile`` is the
+    Trainer's own flag (``run_mlm.py --torch_compile``).
     """
     from datasets import Dataset
     from transformers import DataCollatorForLanguageModeling, Trainer, TrainerCallback, TrainingArguments, set_seed
@@ -154,6 +156,7 @@ def run_hf(
         use_cpu=(device == "cpu"),
         disable_tqdm=True,
         dataloader_num_workers=0,
+        torch_compile=torch_compile,
     )
     collator = DataCollatorForLanguageModeling(tokenizer=tokenizer, mlm_probability=0.15)
     trainer = CountingTrainer(

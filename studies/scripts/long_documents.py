@@ -92,6 +92,32 @@ def chunked_vs_truncated(run: Path, task: str, models: list[str], cfg: Any) -> l
     return out
 
 
+def summary(plain: Any, cfg: Any, overrides: list[str], out: Path, chunks: int, seconds: float) -> dict[str, Any]:
+    """The study's record from a finished run folder: ``plain`` the domain as given, ``cfg`` with the variants."""
+    tables = json.loads((out / "report" / "results.json").read_text())
+    models = sorted({r["model"] for r in tables["scores"] if r["model"] != "floor"})
+    tasks = [t.name for t in plain.finetune.tasks if t.type == "classification"]
+    return {
+        "benchmark": "long-documents",
+        "domain": cfg.name,
+        "revision": git_revision(),
+        "machine": machine_info(),
+        "overrides": overrides,
+        "seconds": seconds,
+        "run_folder": str(out),
+        "chunks": chunks,
+        "max_length": cfg.finetune.max_length,
+        "scores": [r for r in tables["scores"] if r["task"] in tasks or r["task"].removesuffix(CHUNKED) in tasks],
+        "vs_floor": [
+            {k: c.get(k) for k in ("task", "model", "diff", "ci_low", "ci_high", "verdict")}
+            for c in tables["comparisons"]
+            if c["reference"] == "floor"
+        ],
+        "tokens_read": {t: tokens_read(cfg, t, chunks) for t in tasks},
+        "chunked_minus_truncated": {t: chunked_vs_truncated(out, t, models, cfg) for t in tasks},
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("domain")
@@ -120,31 +146,7 @@ def main() -> None:
     if rc := run_pipeline(cmd):
         raise SystemExit(f"{' '.join(cmd)} exited {rc}")
     seconds = round(time.perf_counter() - t0, 1)
-    tables = json.loads((out / "report" / "results.json").read_text())
-    models = sorted({r["model"] for r in tables["scores"] if r["model"] != "floor"})
-    tasks = [t.name for t in plain.finetune.tasks if t.type == "classification"]
-    emit(
-        {
-            "benchmark": "long-documents",
-            "domain": cfg.name,
-            "revision": git_revision(),
-            "machine": machine_info(),
-            "overrides": overrides,
-            "seconds": seconds,
-            "run_folder": str(out),
-            "chunks": args.chunks,
-            "max_length": cfg.finetune.max_length,
-            "scores": [r for r in tables["scores"] if r["task"] in tasks or r["task"].removesuffix(CHUNKED) in tasks],
-            "vs_floor": [
-                {k: c.get(k) for k in ("task", "model", "diff", "ci_low", "ci_high", "verdict")}
-                for c in tables["comparisons"]
-                if c["reference"] == "floor"
-            ],
-            "tokens_read": {t: tokens_read(cfg, t, args.chunks) for t in tasks},
-            "chunked_minus_truncated": {t: chunked_vs_truncated(out, t, models, cfg) for t in tasks},
-        },
-        f"long-documents-{cfg.name}",
-    )
+    emit(summary(plain, cfg, overrides, out, args.chunks, seconds), f"long-documents-{cfg.name}")
 
 
 if __name__ == "__main__":
