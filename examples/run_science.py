@@ -29,8 +29,12 @@ from domainbert.pretrain.stage import pretrain_arm
 from domainbert.report.compare import read_answer, render_report
 from domainbert.vocab.stage import run_vocab
 
-# `make demo`: the NER task, the DAPT arm and its general-text control, five seeds.
-DEMO = ["finetune.only_tasks=[science-terms-ner]", "pretrain.arms=[continued,control]", "finetune.seeds=[1,2,3,4,5]"]
+# `make demo`: the NER task and the forgetting task, the DAPT arm and its general-text control, five seeds.
+DEMO = [
+    "finetune.only_tasks=[science-terms-ner,general-lexname]",
+    "pretrain.arms=[continued,control]",
+    "finetune.seeds=[1,2,3,4,5]",
+]
 
 
 def main() -> None:
