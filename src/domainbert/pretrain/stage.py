@@ -25,6 +25,7 @@ from domainbert.core.fingerprints import folder_identity
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
+from domainbert.pretrain.checkpoint import STATE
 from domainbert.pretrain.general_text import ensure_general_text
 from domainbert.pretrain.replay_text import ensure_replay_text, replay_text_dir
 from domainbert.pretrain.start import arm_start
@@ -112,6 +113,26 @@ def _drop_default_recipes(pretrain: dict[str, Any], replays: bool) -> None:
         pretrain["replay"] = {"fraction": replay["fraction"], "source": replay["source"]}
 
 
+def _check_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> None:
+    """Refuse to start ``arm`` from a checkpoint its source arm made under another recipe (the source's config
+    changed and it has not trained again): the arm would start from weights its fingerprint does not name.
+
+    Raises:
+        ConfigError: the checkpoint is missing, damaged or stale (one line naming the field).
+    """
+    start = start_of(cfg.pretrain.start_from, arm)
+    if start is None:
+        return
+    folder = arm_start(cfg, arm, layout).source  # kept and intact, or ConfigError
+    made_by = json.loads((Path(folder) / STATE).read_text()).get("fingerprint")
+    if made_by != arm_fingerprint(cfg, start.arm, layout):
+        raise ConfigError(
+            f"{start.arm}'s checkpoint at step {start.step} is from another configuration of {start.arm}: "
+            f"pretrain {start.arm} first",
+            field=f"pretrain.start_from.{arm}.arm",
+        )
+
+
 def read_summary(layout: RunLayout, arm: str) -> dict[str, Any]:
     return json.loads((Path(layout.pretrain(arm)) / "summary.json").read_text())
 
@@ -149,6 +170,7 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
     if cfg.pretrain.replay.replays(arm):
         ensure_replay_text(cfg, layout)
     fp = arm_fingerprint(cfg, arm, layout)
+    _check_start(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():
         log.info("pretrain %s: skipped: up to date", arm)

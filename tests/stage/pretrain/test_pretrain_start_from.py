@@ -65,3 +65,9 @@ def test_an_arm_continues_from_a_kept_step_and_resumes_exactly(base_model, layou
     with pytest.raises(ConfigError) as err:
         pretrain_arm(later, "control", layout)
     assert str(err.value) == "pretrain.start_from.control.step: continued keeps no checkpoint at step 12 (kept: 4, 8)"
+    # continued's recipe changed and it has not trained again: its checkpoint is not the start control names
+    changed = make_cfg(base_model, *START, "pretrain.start_from={control: {arm: continued, step: 4}}",
+                       "pretrain.arm_optim={continued: {lr: 2.0e-3}}")
+    with pytest.raises(ConfigError, match=r"^pretrain.start_from.control.arm: continued's checkpoint at step 4 is "
+                                          r"from another configuration of continued"):
+        pretrain_arm(changed, "control", layout)
