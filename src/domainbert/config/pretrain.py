@@ -235,7 +235,7 @@ class PretrainConfig(StrictModel):
     lr_schedule: LrScheduleConfig = LrScheduleConfig()
     replay: ReplayConfig = ReplayConfig()
     start_from: dict[Arm, StartFromConfig] = Field(default_factory=dict)
-    """Arms that start from a kept checkpoint step of an earlier arm instead of their own start."""
+    """Per arm (the key): the kept checkpoint step of an earlier arm it starts from instead of its own start."""
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
