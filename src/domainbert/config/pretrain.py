@@ -20,10 +20,8 @@ from domainbert.config.schedules import (
     masking_line,
 )
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
+from domainbert.config.start_from import Arm, StartFromConfig, check_starts
 from domainbert.core.paths import REPLICATE_SEP
-
-Arm = Literal["continued", "extended", "scratch", "tapt", "dapt-tapt", "curated-tapt", "self-pretrain", "control"]
-
 
 REPLICATE_SEED_STRIDE = 1000  # replicate r of an arm trains under seed + 1000 (r - 1)
 
@@ -84,9 +82,7 @@ ARMS: dict[str, ArmKind] = {
     "curated-tapt": ArmKind(
         "base", "curated", "the base pretrained on the task text and the corpus documents nearest to it"
     ),
-    "self-pretrain": ArmKind(
-        "random", "task", "a new encoder over the domain vocabulary, pretrained on the task text alone"
-    ),
+    "self-pretrain": ArmKind("random", "task", "a new encoder over the domain vocabulary, trained on task text alone"),
     # Don't Stop Pretraining's irrelevant-domain control: the same start and tokens as continued, general text,
     # so that "continued beat the base" can be told apart from "more masked-LM training helped".
     "control": ArmKind(
@@ -236,6 +232,8 @@ class PretrainConfig(StrictModel):
     throughout (evaluation always masks at mask_rate, so arms stay comparable)."""
     lr_schedule: LrScheduleConfig = LrScheduleConfig()
     replay: ReplayConfig = ReplayConfig()
+    start_from: dict[Arm, StartFromConfig] = Field(default_factory=dict)
+    """Per arm (the key): the kept checkpoint step of an earlier arm it starts from instead of its own start."""
     mask_token_prob: float = Field(0.8, ge=0, le=1, description="Of the selected tokens: share replaced by [MASK].")
     random_token_prob: float = Field(0.1, ge=0, le=1, description="Of the selected tokens: share replaced at random.")
     whole_word_mask: bool = False
@@ -393,6 +391,7 @@ class PretrainConfig(StrictModel):
         if self.next_sentence_prediction and self.rtd.arms:
             raise ValueError("next_sentence_prediction and rtd.arms cannot be combined: pick one objective")
         check_phases(self.mask_schedule)
+        check_starts(dict(self.start_from), list(self.arms), self.checkpoint_every)
         if self.replay.fraction and ("control" in self.replay.arms or self.next_sentence_prediction):
             raise ValueError("replay: not for the control arm (general text throughout) nor next_sentence_prediction")
         if self.mask_token_prob + self.random_token_prob > 1:

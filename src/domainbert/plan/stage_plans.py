@@ -13,12 +13,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from domainbert.config.pretrain import ARMS, ArmKind, split_replicate
+from domainbert.config.pretrain import ARMS, ArmKind, replicate_name, split_replicate
+from domainbert.config.start_from import start_of
 
 if TYPE_CHECKING:
     from transformers import PreTrainedModel
 
     from domainbert.config.domain import DomainConfig
+    from domainbert.config.pretrain import PretrainConfig
     from domainbert.core.paths import RunLayout
 
 
@@ -62,7 +64,9 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
     warm_pending = plans[-1].name if plans[-1].status.startswith(("will run", "cached")) else None
     upstream = vocab_pending or warm_pending  # fine-tuning follows every model
     for arm in cfg.pretrain.replicate_names():
-        waits_for = _arm_upstream(ARMS[split_replicate(arm)[0]], corpus_pending, vocab_pending, warm_pending, plans)
+        waits_for = _start_upstream(cfg, arm, plans) or _arm_upstream(
+            ARMS[split_replicate(arm)[0]], corpus_pending, vocab_pending, warm_pending, plans
+        )
         plans.append(_arm_plan(cfg, layout, arm, model, waits_for))
     states = [r for r in expected_results(cfg, layout, planned=True) if r["model"] != FLOOR]
     counts = {
@@ -103,6 +107,16 @@ def stage_plans(cfg: DomainConfig, layout: RunLayout) -> list[StagePlan]:
         )
     )
     return plans
+
+
+def _start_upstream(cfg: DomainConfig, name: str, plans: list[StagePlan]) -> str | None:
+    """The arm whose checkpoint ``name`` starts from (``pretrain.start_from``), while that arm will train."""
+    arm, replicate = split_replicate(name)
+    start = start_of(cfg.pretrain.start_from, arm)
+    if start is None:
+        return None
+    source = next((p for p in plans if p.name == f"pretrain {replicate_name(start.arm, replicate)}"), None)
+    return None if source is None or source.status == "up to date" else source.name
 
 
 def _arm_upstream(
@@ -146,8 +160,7 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
         "lr": pcfg.lr,
         "objective": pcfg.objective(arm),
         "estimated": estimated,
-        "schedule": pcfg.schedule_line()
-        + (f"; replay {pcfg.replay.fraction:.0%} general text" if pcfg.replay.replays(arm) else ""),
+        "schedule": _schedule_line(pcfg, arm),
     }
     if model is not None and kind.from_scratch:
         from domainbert.plan.probes import scratch_model
@@ -171,6 +184,18 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
     folder = layout.pretrained_model(name)
     arm_status = f"after {waits_for}" if waits_for else status(pretrain_state(cfg, layout, name), folder)
     return StagePlan(f"pretrain {name}", arm_status, detail)
+
+
+def _schedule_line(pcfg: PretrainConfig, arm: str) -> str:
+    """The arm's schedules in one line: its start when it starts from another arm's checkpoint (with no
+    re-warm-up, no warm-up of its own), the rates, the replay."""
+    start = start_of(pcfg.start_from, arm)
+    if start is not None and not start.rewarm:
+        pcfg = pcfg.model_copy(update={"warmup_ratio": 0.0})
+    line = pcfg.schedule_line() + (
+        f"; replay {pcfg.replay.fraction:.0%} general text" if pcfg.replay.replays(arm) else ""
+    )
+    return f"{start.line()}; {line}" if start is not None else line
 
 
 def _warmup_plan(cfg: DomainConfig, layout: RunLayout) -> StagePlan:

@@ -168,11 +168,13 @@ def disk_needed(parameters: int, keep: int) -> tuple[int, int]:
     return one, (keep + 1) * one + 4 * parameters
 
 
-def prune_checkpoints(root: Path, keep: int) -> None:
-    """Keep the newest ``keep`` complete checkpoints; remove older ones and incomplete folders."""
+def prune_checkpoints(root: Path, keep: int, kept: frozenset[int] = frozenset()) -> None:
+    """Keep the newest ``keep`` complete checkpoints and those of the steps in ``kept`` (other arms start from
+    them); remove older ones and incomplete folders."""
     complete = list_checkpoints(root)
-    for _, path in complete[:-keep]:
-        shutil.rmtree(path, ignore_errors=True)
+    for step, path in complete[:-keep]:
+        if step not in kept:
+            shutil.rmtree(path, ignore_errors=True)
     newest = complete[-1][0] if complete else -1
     for child in root.iterdir() if root.is_dir() else []:
         match = _STEP_DIR.match(child.name)

@@ -19,6 +19,7 @@ import torch
 from torch import nn
 
 from domainbert.config.pretrain import PretrainConfig
+from domainbert.config.start_from import StartFromConfig
 from domainbert.core.optim import adamw, clipped_step, param_groups, schedule
 from domainbert.pretrain.objective import MLMObjective
 
@@ -40,10 +41,19 @@ class Engine(Protocol):
 
 
 def lr_scheduler(
-    optimizer: torch.optim.Optimizer, pcfg: PretrainConfig, total_steps: int
+    optimizer: torch.optim.Optimizer, pcfg: PretrainConfig, total_steps: int, start: StartFromConfig | None = None
 ) -> torch.optim.lr_scheduler.LambdaLR:
-    """The arm's schedule (``pretrain.lr_schedule``) after its warm-up of ``warmup_share`` of the steps."""
+    """The arm's schedule (``pretrain.lr_schedule``) after its warm-up of ``warmup_share`` of the steps.
+
+    An arm started from another arm's checkpoint (``start``) with no re-warm-up continues the schedule from that
+    step: its step ``i`` takes the factor of step ``start.step + i`` of a run of ``start.step + total_steps``
+    steps, with no warm-up (a wsd arm from a pre-decay checkpoint starts at the peak); with ``rewarm`` it warms
+    up afresh over its own steps, as a fresh arm does."""
     s = pcfg.lr_schedule
+    if start is not None and not start.rewarm:
+        offset = start.step
+        whole = schedule(s.kind, 0, offset + total_steps, s.decay_fraction, s.decay_shape)
+        return torch.optim.lr_scheduler.LambdaLR(optimizer, lambda step: whole(offset + step))
     warmup = int(pcfg.warmup_share * total_steps)
     factor = schedule(s.kind, warmup, total_steps, s.decay_fraction, s.decay_shape)
     return torch.optim.lr_scheduler.LambdaLR(optimizer, factor)
@@ -58,14 +68,16 @@ class TorchEngine:
         total_steps: optimizer steps of the run (for the schedule).
     """
 
-    def __init__(self, module: nn.Module, pcfg: PretrainConfig, total_steps: int) -> None:
+    def __init__(
+        self, module: nn.Module, pcfg: PretrainConfig, total_steps: int, start: StartFromConfig | None = None
+    ) -> None:
         self.module = module
         self.accum = pcfg.grad_accum
         self.max_grad_norm = pcfg.max_grad_norm
         self.optimizer = adamw(
             param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
         )
-        self.scheduler = lr_scheduler(self.optimizer, pcfg, total_steps)
+        self.scheduler = lr_scheduler(self.optimizer, pcfg, total_steps, start)
         self.micro_steps = 0
         self.scaler = (
             torch.amp.GradScaler("cuda") if (pcfg.precision == "fp16" and torch.cuda.is_available()) else None
@@ -163,7 +175,14 @@ class DeepSpeedEngine:
         total_steps: optimizer steps of the run.
     """
 
-    def __init__(self, module: nn.Module, ds_config: dict[str, Any], pcfg: PretrainConfig, total_steps: int) -> None:
+    def __init__(
+        self,
+        module: nn.Module,
+        ds_config: dict[str, Any],
+        pcfg: PretrainConfig,
+        total_steps: int,
+        start: StartFromConfig | None = None,
+    ) -> None:
         from domainbert.core.extras import require
 
         deepspeed = require("deepspeed", "deepspeed", "pretrain.deepspeed.enabled")
@@ -184,7 +203,7 @@ class DeepSpeedEngine:
             optimizer = torch.optim.AdamW(
                 param_groups(module, pcfg.weight_decay), lr=pcfg.peak_lr, betas=pcfg.adam_betas, eps=pcfg.adam_eps
             )
-        scheduler = lr_scheduler(optimizer, pcfg, total_steps)
+        scheduler = lr_scheduler(optimizer, pcfg, total_steps, start)
         self.engine, self.optimizer, _, self.scheduler = deepspeed.initialize(
             model=module, optimizer=optimizer, lr_scheduler=scheduler, config=ds_config
         )
@@ -252,7 +271,9 @@ def objective_of(engine: Engine | TorchEngine) -> MLMObjective:
     return module
 
 
-def build_engine(objective: MLMObjective, pcfg: PretrainConfig, total_steps: int, world: int) -> Engine:
+def build_engine(
+    objective: MLMObjective, pcfg: PretrainConfig, total_steps: int, world: int, start: StartFromConfig | None = None
+) -> Engine:
     """DeepSpeed when ``pretrain.deepspeed.enabled``; else PyTorch, under DDP when there are several ranks."""
     if pcfg.deepspeed.enabled:
         from domainbert.pretrain.ds_config import build_ds_config
@@ -260,10 +281,10 @@ def build_engine(objective: MLMObjective, pcfg: PretrainConfig, total_steps: int
         ds_config = build_ds_config(
             pcfg, world, total_steps=total_steps, hidden_size=objective.model.config.hidden_size
         )
-        return DeepSpeedEngine(objective, ds_config, pcfg, total_steps)
+        return DeepSpeedEngine(objective, ds_config, pcfg, total_steps, start)
     # An objective with extras leaves the arm's own MLM head unused: DDP must not wait for its gradients.
     unused = objective.extras() is not None
     wrapped: nn.Module = (
         torch.nn.parallel.DistributedDataParallel(objective, find_unused_parameters=unused) if world > 1 else objective
     )
-    return TorchEngine(wrapped, pcfg, total_steps)
+    return TorchEngine(wrapped, pcfg, total_steps, start)

@@ -135,7 +135,7 @@ def set_up(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmSetup:
         tokenizer=tokenizer,
         start=start,
         plan=plan,
-        engine=build_engine(objective, pcfg, plan.total_steps, world),
+        engine=build_engine(objective, pcfg, plan.total_steps, world, start.checkpoint),
         spec=masking_spec(pcfg, tokenizer),
         stream=stream,
         out_dir=Path(layout.pretrain(arm)),

@@ -18,12 +18,14 @@ from typing import Any
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
 from domainbert.config.pretrain import ARMS, LrScheduleConfig, split_replicate
+from domainbert.config.start_from import start_of
 from domainbert.core.artifacts import fingerprint, is_complete, read_record
 from domainbert.core.errors import ConfigError
 from domainbert.core.fingerprints import folder_identity
 from domainbert.core.models import resolve_model_ref
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain.base_warmup import ensure_base_warmup
+from domainbert.pretrain.checkpoint import STATE
 from domainbert.pretrain.general_text import ensure_general_text
 from domainbert.pretrain.replay_text import ensure_replay_text, replay_text_dir
 from domainbert.pretrain.start import arm_start
@@ -58,6 +60,9 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
     if pretrain.get("scratch_model") is None or not kind.from_scratch:
         pretrain.pop("scratch_model", None)  # unset, or not this arm's: fingerprints from before it stay current
     _drop_default_recipes(pretrain, cfg.pretrain.replay.replays(arm))
+    own_start = pretrain.pop("start_from", {}).get(arm)  # other arms' starts are not this arm's recipe
+    if own_start is not None:
+        pretrain["start_from"] = own_start
     if cfg.pretrain.objective(arm) == "mlm":
         pretrain.pop("rtd", None)  # fingerprints of masked-LM arms stay those from before the setting
     else:
@@ -66,18 +71,11 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         pretrain.pop("budget_tokens")  # the task text's tokens x tapt.epochs: its folder and tapt are here
     else:
         pretrain.pop("tapt")
-    start = arm_start(cfg, arm, layout)
-    resolved = resolve_model_ref(start.source) if kind.start == "base" else start.source
     data = data_dir(layout, arm)
-    inputs = {
-        "corpus": folder_hash(data) if data.is_dir() else "not built",
-        "start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved,
-    }
+    inputs = {"corpus": folder_hash(data) if data.is_dir() else "not built", **_start_inputs(cfg, arm, layout)}
     if cfg.pretrain.replay.replays(arm):
         replayed = replay_text_dir(layout)
         inputs["replay"] = folder_hash(replayed) if replayed.is_dir() else "not built"
-    if kind.start == "extended" and start.warm_head is not None:
-        inputs["head"] = folder_hash(start.warm_head)
     config = {
         "arm": arm,
         "pretrain": pretrain,
@@ -85,6 +83,21 @@ def arm_fingerprint(cfg: DomainConfig, arm: str, layout: RunLayout) -> str:
         "tokenizer": resolved_dict(cfg.tokenizer) if kind.from_scratch else None,
     }
     return fingerprint(config, inputs, __version__)
+
+
+def _start_inputs(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, str]:
+    """The arm's start point among its fingerprint's inputs. An arm started from another arm's checkpoint
+    (``pretrain.start_from``) names that arm's fingerprint and the step: known before the source has trained
+    (``plan``), and changed when the source's recipe or the step does."""
+    checkpoint = start_of(cfg.pretrain.start_from, arm)
+    if checkpoint is not None:
+        return {"start": f"{arm_fingerprint(cfg, checkpoint.arm, layout)}@{checkpoint.step}"}
+    start = arm_start(cfg, arm, layout)
+    resolved = resolve_model_ref(start.source) if ARMS[arm].start == "base" else start.source
+    inputs = {"start": folder_hash(Path(resolved)) if Path(resolved).is_dir() else resolved}
+    if ARMS[arm].start == "extended" and start.warm_head is not None:
+        inputs["head"] = folder_hash(start.warm_head)
+    return inputs
 
 
 def _drop_default_recipes(pretrain: dict[str, Any], replays: bool) -> None:
@@ -98,6 +111,26 @@ def _drop_default_recipes(pretrain: dict[str, Any], replays: bool) -> None:
     replay = pretrain.pop("replay", None)
     if replays and replay is not None:
         pretrain["replay"] = {"fraction": replay["fraction"], "source": replay["source"]}
+
+
+def _check_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> None:
+    """Refuse to start ``arm`` from a checkpoint its source arm made under another recipe (the source's config
+    changed and it has not trained again): the arm would start from weights its fingerprint does not name.
+
+    Raises:
+        ConfigError: the checkpoint is missing, damaged or stale (one line naming the field).
+    """
+    start = start_of(cfg.pretrain.start_from, arm)
+    if start is None:
+        return
+    folder = arm_start(cfg, arm, layout).source  # kept and intact, or ConfigError
+    made_by = json.loads((Path(folder) / STATE).read_text()).get("fingerprint")
+    if made_by != arm_fingerprint(cfg, start.arm, layout):
+        raise ConfigError(
+            f"{start.arm}'s checkpoint at step {start.step} is from another configuration of {start.arm}: "
+            f"pretrain {start.arm} first",
+            field=f"pretrain.start_from.{arm}.arm",
+        )
 
 
 def read_summary(layout: RunLayout, arm: str) -> dict[str, Any]:
@@ -137,6 +170,7 @@ def pretrain_arm(cfg: DomainConfig, arm: str, layout: RunLayout) -> dict[str, An
     if cfg.pretrain.replay.replays(arm):
         ensure_replay_text(cfg, layout)
     fp = arm_fingerprint(cfg, arm, layout)
+    _check_start(cfg, arm, layout)
     out_dir = Path(layout.pretrain(arm))
     if is_complete(Path(layout.pretrained_model(arm)), fp) and (out_dir / "summary.json").is_file():
         log.info("pretrain %s: skipped: up to date", arm)

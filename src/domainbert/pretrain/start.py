@@ -4,8 +4,9 @@ Each arm's ``ArmKind.start`` (``config.pretrain.ARMS``) says where: ``base`` (co
 is the base, or the warmed-up base when the base has no MLM head; ``extended`` is the vocab stage's extended
 model (after a warm-up, the warmed base extended the same way: its new tokens' rows the mean of their
 pieces'); ``continued`` (dapt-tapt) is the continued arm's result; ``random`` (scratch, self-pretrain) is a
-randomly initialised encoder over the domain tokenizer. ``arm_start`` resolves this once; ``load_arm`` loads
-it. This module does not train and does not warm heads up (``base_warmup.py`` does).
+randomly initialised encoder over the domain tokenizer. An arm named in ``pretrain.start_from`` starts instead
+from a kept checkpoint of an earlier arm (its weights; the optimizer's moments start afresh). ``arm_start``
+resolves this once; ``load_arm`` loads it. This module does not train and does not warm heads up (``base_warmup.py`` does).
 """
 
 from __future__ import annotations
@@ -19,9 +20,12 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from domainbert.config.pretrain import ARMS
-from domainbert.core.errors import ModelError
+from domainbert.config.start_from import StartFromConfig, start_of
+from domainbert.core.errors import ConfigError, ModelError
 from domainbert.core.models import load_mlm_model, load_tokenizer
+from domainbert.core.safeload import CheckpointError
 from domainbert.pretrain.base_warmup import warm_model_folder
+from domainbert.pretrain.checkpoint import list_checkpoints, verify_checkpoint
 from domainbert.pretrain.model import (
     can_switch_attention,
     load_pretraining_model,
@@ -52,11 +56,14 @@ class ArmStart:
     source: str
     warm_head: Path | None
     warmup_enabled: str
+    checkpoint: StartFromConfig | None = None  # pretrain.start_from: source is that arm's checkpoint folder
 
     @property
     def head_origin(self) -> str:
         """Where the arm's MLM head came from, so that the report knows whether "before" figures mean anything."""
         kind = ARMS[self.arm]
+        if self.checkpoint is not None:
+            return f"the {self.checkpoint.arm} arm's at step {self.checkpoint.step}"
         if kind.from_scratch:
             return "random"
         if kind.start == "continued":
@@ -96,6 +103,9 @@ def arm_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmStart:
     warm = warm_model_folder(cfg, layout)
     enabled = cfg.pretrain.base_warmup.enabled
     kind = ARMS[arm]
+    checkpoint = start_of(cfg.pretrain.start_from, arm)
+    if checkpoint is not None:
+        return ArmStart(arm, str(start_checkpoint(layout, arm, checkpoint)), None, enabled, checkpoint)
     if kind.start == "base":
         return ArmStart(arm, base_reference(cfg, layout), warm, enabled)
     if kind.start == "continued":
@@ -118,6 +128,25 @@ def arm_start(cfg: DomainConfig, arm: str, layout: RunLayout) -> ArmStart:
     return ArmStart(arm, str(folder), None, enabled)
 
 
+def start_checkpoint(layout: RunLayout, arm: str, start: StartFromConfig) -> Path:
+    """The kept checkpoint folder ``arm`` starts from (``pretrain.start_from``), verified.
+
+    Raises:
+        ConfigError: the source arm keeps no complete, intact checkpoint at that step (one line naming the field).
+    """
+    root = Path(layout.pretrain(start.arm)) / "checkpoints"
+    kept = dict(list_checkpoints(root))
+    field = f"pretrain.start_from.{arm}.step"
+    if start.step not in kept:
+        listed = ", ".join(str(step) for step in kept) or "none: train it first"
+        raise ConfigError(f"{start.arm} keeps no checkpoint at step {start.step} (kept: {listed})", field=field)
+    try:
+        verify_checkpoint(kept[start.step])
+    except CheckpointError as exc:
+        raise ConfigError(f"{start.arm}'s checkpoint at step {start.step} is damaged: {exc}", field=field) from None
+    return kept[start.step]
+
+
 def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTrainedTokenizerBase]:
     """(masked-LM model, tokenizer) of an arm's start, ready to train; SDPA attention where available."""
     from transformers import AutoModelForMaskedLM, AutoModelForPreTraining
@@ -125,7 +154,7 @@ def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTr
     source, nsp = start.source, cfg.pretrain.next_sentence_prediction
     scratch = ARMS[start.arm].from_scratch
     tokenizer = load_tokenizer_folder(source) if scratch else load_tokenizer(source)
-    if scratch:
+    if scratch and start.checkpoint is None:
         torch.manual_seed(cfg.pretrain.seed)
         config = scratch_config(cfg, tokenizer)  # transformers picks SDPA where the family has it (DeBERTa has not)
         model = (AutoModelForPreTraining if nsp else AutoModelForMaskedLM).from_config(config)

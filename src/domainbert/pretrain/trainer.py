@@ -33,6 +33,7 @@ import torch
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig
+from domainbert.config.start_from import kept_steps
 from domainbert.core import signals
 from domainbert.core.distributed import barrier, replica_digests
 from domainbert.core.paths import RunLayout
@@ -189,7 +190,9 @@ def save(setup: ArmSetup, state: TrainState) -> None:
         hf_view=loadable_view(setup.engine, setup.tokenizer, setup.rank),
     )
     if setup.rank == 0:
-        ckpt.prune_checkpoints(setup.ckpt_root, setup.pcfg.keep_checkpoints)
+        # the steps other arms start from (pretrain.start_from) are kept whatever keep_checkpoints says
+        kept = kept_steps(setup.pcfg.start_from, setup.arm)
+        ckpt.prune_checkpoints(setup.ckpt_root, setup.pcfg.keep_checkpoints, kept)
 
 
 def run_steps(setup: ArmSetup, state: TrainState, metrics: MetricsLog, throttle_s: float) -> dict[str, Any]:

@@ -1,4 +1,4 @@
-"""The schedule, masking-phase and replay settings enter an arm's fingerprint only when set: a default config keeps
+"""The schedule, masking-phase, replay and start settings enter an arm's fingerprint only when set: a default config keeps
 the fingerprints it had before the settings existed, so nothing finished is trained again."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from domainbert.config.domain import load_domain
 from domainbert.core.paths import RunLayout
 from domainbert.pretrain import stage
 
-NEW = ("lr_schedule", "mask_schedule", "replay")
+NEW = ("lr_schedule", "mask_schedule", "replay", "start_from")
 
 
 def _without_new_settings(monkeypatch):
