@@ -57,7 +57,7 @@ def test_the_headline_keeps_the_general_task_out_of_the_domain_verdict(tmp_path)
     arts = RunArtifacts(root=tmp_path)
 
     def page(general: set[str]) -> list[str]:
-        sec = headline_section(scores, comparisons, arts, ["continued"], [], [], None, 3, general)
+        sec = headline_section(scores, comparisons, arts, ["continued"], [], [], None, 3, general=general)
         return to_markdown(Document("page", [sec])).splitlines()
 
     lines = page({GENERAL})
