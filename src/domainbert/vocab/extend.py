@@ -29,7 +29,7 @@ Initialisation (``vocab.init``):
   and the decoder bias of a new token is zero, as the model's initializer sets a new decoder's bias: the mean
   of the pieces' biases would hand the random row a prior learnt for other tokens.
 
-FOCUS is not among the choices (docs/own-domain.md says why). The result is saved as a model + tokenizer
+FOCUS is not among the choices (docs/pipeline.md says why). The result is saved as a model + tokenizer
 folder the pretraining stage loads with ``load_mlm_model`` / ``load_tokenizer``; ``extension.json`` names a
 non-default init. This module does not decide whether to extend.
 """
