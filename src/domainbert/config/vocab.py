@@ -100,6 +100,8 @@ class VocabConfig(StrictModel):
     )
     heldout_documents: int = Field(500, ge=10, description="Validation documents used for fertility and UNK rate.")
     extension: ExtensionConfig = ExtensionConfig()
+    init: Literal["mean_of_pieces", "random"] = "mean_of_pieces"
+    """How the extended model's new token rows start: the mean of their pieces' rows, or drawn at random."""
     min_words_per_token: float = Field(2.0, gt=0, description="Train-split words per requested vocab entry, at least.")
     top_words: int = Field(25, ge=1, description="Rows in the fragmented-words and missing-tokens tables.")
     published: list[PublishedOverlap] = Field(default_factory=list)

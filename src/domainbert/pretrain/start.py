@@ -2,8 +2,8 @@
 
 Each arm's ``ArmKind.start`` (``config.pretrain.ARMS``) says where: ``base`` (continued, tapt, curated-tapt)
 is the base, or the warmed-up base when the base has no MLM head; ``extended`` is the vocab stage's extended
-model (after a warm-up, the warmed base extended the same way: its new tokens' rows the mean of their
-pieces'); ``continued`` (dapt-tapt) is the continued arm's result; ``random`` (scratch, self-pretrain) is a
+model (after a warm-up, the warmed base extended the same way: its new tokens' rows set as ``vocab.init``
+says); ``continued`` (dapt-tapt) is the continued arm's result; ``random`` (scratch, self-pretrain) is a
 randomly initialised encoder over the domain tokenizer. An arm named in ``pretrain.start_from`` starts instead
 from a kept checkpoint of an earlier arm (its weights; the optimizer's moments start afresh). ``arm_start``
 resolves this once; ``load_arm`` loads it. This module does not train and does not warm heads up (``base_warmup.py`` does).
@@ -173,13 +173,15 @@ def load_arm(cfg: DomainConfig, start: ArmStart) -> tuple[PreTrainedModel, PreTr
 
 def extend_warm_model(warm: Path, extended: Path, tokenizer: PreTrainedTokenizerBase) -> PreTrainedModel:
     """The warmed base with the vocab stage's new tokens (``extended/extension.json``), initialised as the
-    vocab stage does: each new row the mean of its pieces' rows (AdaLM), in the warmed weights."""
+    vocab stage did (``vocab.init``, kept in ``extension.json``): by default each new row the mean of its
+    pieces' rows (AdaLM), in the warmed weights."""
     import json
 
-    from domainbert.vocab.extend import extend_model
+    from domainbert.vocab.extend import DEFAULT_INIT, extend_model
 
     model = load_mlm_model(str(warm))
-    rows = json.loads((extended / "extension.json").read_text()).get("tokens", [])
+    record = json.loads((extended / "extension.json").read_text())
+    rows = record.get("tokens", [])
     # one token in, one id out; transformers' annotation covers lists as well
     pieces = [[int(tokenizer.convert_tokens_to_ids(p)) for p in row["base_pieces"]] for row in rows]  # type: ignore[arg-type]
-    return extend_model(model, [int(row["id"]) for row in rows], pieces)
+    return extend_model(model, [int(row["id"]) for row in rows], pieces, str(record.get("init", DEFAULT_INIT)))

@@ -18,10 +18,20 @@ the model's own segmentation):
 - any other model (byte-level BPE): ``AddedToken(word, single_word=True, normalized=True)``, matched only as a
   whole word of the normalised text.
 
-Initialisation (AdaLM): each new embedding row is the mean of the base embeddings of the pieces the base
-tokenizer cut the word into; the MLM decoder is tied to the embeddings so its rows follow, and its bias gets
-the mean of the pieces' biases. The result is saved as a model + tokenizer folder the pretraining stage loads
-with ``load_mlm_model`` / ``load_tokenizer``. This module does not decide whether to extend.
+Initialisation (``vocab.init``):
+
+- ``mean_of_pieces`` (AdaLM, the default): each new embedding row is the mean of the base embeddings of the
+  pieces the base tokenizer cut the word into; the MLM decoder is tied to the embeddings so its rows follow,
+  and its bias gets the mean of the pieces' biases.
+- ``random``: each new row is drawn as the model's own initializer draws an embedding, normal with mean 0 and
+  standard deviation ``initializer_range``, from a generator seeded with ``RANDOM_SEED`` (so the warmed base,
+  re-extended in ``pretrain.start``, gets the same rows). An untied decoder's new rows are drawn the same way,
+  and the decoder bias of a new token is zero, as the model's initializer sets a new decoder's bias: the mean
+  of the pieces' biases would hand the random row a prior learnt for other tokens.
+
+FOCUS is not among the choices (docs/pipeline.md says why). The result is saved as a model + tokenizer
+folder the pretraining stage loads with ``load_mlm_model`` / ``load_tokenizer``; ``extension.json`` names a
+non-default init. This module does not decide whether to extend.
 """
 
 from __future__ import annotations
@@ -44,6 +54,8 @@ if TYPE_CHECKING:
     from transformers import PreTrainedModel, PreTrainedTokenizerBase
 
 log = logging.getLogger(__name__)
+DEFAULT_INIT = "mean_of_pieces"
+RANDOM_SEED = 0  # the generator of random new rows: the vocab stage and the warmed re-extension draw alike
 
 
 def extension_candidates(word_counts: Counter, base: TokenizerInfo, min_count: int) -> list[dict]:
@@ -89,21 +101,38 @@ def extend_tokenizer(base: TokenizerInfo, words: list[str]) -> tuple[Tokenizer, 
     return tok, "added_tokens_single_word"
 
 
-def extend_model(model: PreTrainedModel, new_ids: list[int], piece_ids: list[list[int]]) -> PreTrainedModel:
-    """Resize ``model``'s embeddings and set each new row to the mean of its pieces' rows (AdaLM)."""
+def extend_model(
+    model: PreTrainedModel, new_ids: list[int], piece_ids: list[list[int]], init: str = DEFAULT_INIT
+) -> PreTrainedModel:
+    """Resize ``model``'s embeddings and set each new row by ``init`` (see the module docstring)."""
     import torch
 
     size = max(embedding_rows(model), max(new_ids, default=-1) + 1)
     model.resize_token_embeddings(size, mean_resizing=False)
     emb = input_embeddings(model)
     out = model.get_output_embeddings()
+    untied = out is not None and out.weight is not emb.weight and out.weight.shape == emb.weight.shape
+    bias = getattr(out, "bias", None) if out is not None else None
+    bias = bias if bias is not None and bias.shape[0] == size else None
+    gen = torch.Generator().manual_seed(RANDOM_SEED)
+    std = float(getattr(model.config, "initializer_range", 0.02))
+
+    def drawn(weight: torch.Tensor) -> torch.Tensor:
+        return torch.normal(0.0, std, size=(weight.shape[1],), generator=gen).to(weight.dtype)
+
     with torch.no_grad():
         for tid, pids in zip(new_ids, piece_ids, strict=True):
+            if init == "random":
+                emb.weight[tid] = drawn(emb.weight)
+                if untied and out is not None:
+                    out.weight[tid] = drawn(out.weight)
+                if bias is not None:
+                    bias[tid] = 0.0
+                continue
             emb.weight[tid] = emb.weight[pids].mean(dim=0)
-            if out is not None and out.weight is not emb.weight and out.weight.shape == emb.weight.shape:
+            if untied and out is not None:
                 out.weight[tid] = out.weight[pids].mean(dim=0)
-            bias = getattr(out, "bias", None) if out is not None else None
-            if bias is not None and bias.shape[0] == size:
+            if bias is not None:
                 bias[tid] = bias[pids].mean()
     return model
 
@@ -115,6 +144,7 @@ def build_extended_model(
     chosen: list[dict],
     folder: Path,
     decision: dict | None = None,
+    init: str = DEFAULT_INIT,
 ) -> dict:
     """Write the extended model + tokenizer to ``folder``; returns a summary of what was added.
 
@@ -126,6 +156,7 @@ def build_extended_model(
         folder: the output folder (created).
         decision: how the number was chosen (``source``: recommendation or override, ``recommended_tokens``),
             kept in ``extension.json`` so the pretraining model card can state it.
+        init: ``vocab.init``, how the new rows start; a non-default one is kept in ``extension.json``.
     """
     import torch
     from transformers import PreTrainedTokenizerFast
@@ -141,7 +172,7 @@ def build_extended_model(
     with torch.random.fork_rng(devices=[]):
         torch.manual_seed(0)
         base_model = load_mlm_model(base_ref)
-    model = extend_model(base_model, new_ids, piece_ids)
+    model = extend_model(base_model, new_ids, piece_ids, init)
     specials = {k: v for k, v in base_hf.special_tokens_map.items() if isinstance(v, str)}
     hf = PreTrainedTokenizerFast(
         tokenizer_object=tok,
@@ -157,6 +188,8 @@ def build_extended_model(
         "method": method,
         "num_tokens": len(words),
         **(decision or {}),
+        # only a non-default init is written, so the folders of mean-of-pieces runs keep their content hash
+        **({"init": init} if init != DEFAULT_INIT else {}),
         "vocab_size": model.get_input_embeddings().num_embeddings,
         "tokens": [
             {"word": c["word"], "id": i, "count": c["count"], "base_pieces": c["pieces"]}

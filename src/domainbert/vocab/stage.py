@@ -30,7 +30,7 @@ from domainbert.core.errors import DataError
 from domainbert.core.paths import RunLayout
 from domainbert.corpus import store
 from domainbert.vocab import control as ctl
-from domainbert.vocab.extend import build_extended_model, extension_candidates
+from domainbert.vocab.extend import DEFAULT_INIT, build_extended_model, extension_candidates
 from domainbert.vocab.fertility import (
     count_words,
     heldout_stats,
@@ -326,6 +326,7 @@ def _extend(b: Build, candidates: list[dict], rec: dict, heldout: dict, texts: l
             chosen,
             tmp,
             decision={k: extension[k] for k in ("source", "recommended_tokens")},
+            init=b.cfg.vocab.init,
         )
     from domainbert.core.models import load_tokenizer
 
@@ -381,9 +382,13 @@ def _header(b: Build, v: Vocabularies) -> dict:
 
 
 def config_of(cfg: DomainConfig) -> dict:
-    """What the vocabulary depends on (the base model's card-only ``hub_id`` left out)."""
+    """What the vocabulary depends on (the base model's card-only ``hub_id`` left out; ``vocab.init`` left out
+    at its default, so fingerprints from before the setting stay current)."""
+    vocab = cfg.vocab.model_dump(mode="json")
+    if vocab["init"] == DEFAULT_INIT:
+        vocab.pop("init")
     return {
         "tokenizer": cfg.tokenizer.model_dump(mode="json"),
-        "vocab": cfg.vocab.model_dump(mode="json"),
+        "vocab": vocab,
         "base_model": cfg.base_model.recipe(),
     }

@@ -225,7 +225,7 @@ def test_the_warmup_fingerprint_follows_content_and_settings_not_paths(headless_
     assert warmup_fingerprint(cfg, moved) != warmup_fingerprint(cfg, files)
 
 
-def test_extended_starts_from_the_warmed_base_with_its_new_rows_the_mean_of_their_pieces(headless_base, layout):
+def test_extended_starts_from_the_warmed_base_with_its_new_rows_set_as_the_vocab_stage_set_them(headless_base, layout):
     from domainbert.pretrain.start import extend_warm_model
     from domainbert.vocab.extend import build_extended_model
     from domainbert.vocab.reference_vocabs import load_base_tokenizer
@@ -247,6 +247,13 @@ def test_extended_starts_from_the_warmed_base_with_its_new_rows_the_mean_of_thei
     assert new_id == warm_rows.shape[0] and rows.shape[0] == warm_rows.shape[0] + 1
     assert torch.equal(rows[: warm_rows.shape[0]], warm_rows)  # the warmed rows, not the base's
     assert torch.allclose(rows[new_id], warm_rows[pieces].mean(dim=0))
+    # vocab.init = random: the warmed base gets the very rows the vocab stage drew (extension.json names it)
+    drawn_folder = folder.parent / "extended-random"
+    build_extended_model(str(headless_base), base_hf, base, chosen, drawn_folder, init="random")
+    drawn = extend_warm_model(warm, drawn_folder, tokenizer).get_input_embeddings().weight
+    stage_rows = load_file(str(drawn_folder / "model.safetensors"))["bert.embeddings.word_embeddings.weight"]
+    assert torch.equal(drawn[new_id], stage_rows[new_id]) and torch.equal(drawn[:new_id], warm_rows)
+    assert not torch.allclose(drawn[new_id], warm_rows[pieces].mean(dim=0))
 
 
 def test_one_noisy_evaluation_does_not_stop_the_warmup_two_in_a_row_do():

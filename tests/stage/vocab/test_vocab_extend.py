@@ -70,3 +70,45 @@ def test_the_extended_model_of_a_headless_base_is_the_same_file_every_time(tiny_
     torch.rand(7)
     build_extended_model(str(headless), base_hf, base, chosen, tmp_path / "b")
     assert (tmp_path / "a" / "model.safetensors").read_bytes() == (tmp_path / "b" / "model.safetensors").read_bytes()
+
+
+def test_random_init_draws_new_rows_as_the_initializer_and_keeps_the_old_ones(tiny_base, tmp_path):
+    """vocab.init = random: new rows normal(0, initializer_range) from a seeded generator (the warmed
+    re-extension draws the same rows), old rows and biases untouched, the new tokens' decoder bias zero."""
+    from domainbert.vocab.extend import extend_model
+
+    base_hf, base = load_base_tokenizer(str(tiny_base), lowercase=True)
+    chosen = extension_candidates(count_words(make_texts(300, 1)), base, min_count=2)[:3]
+    summary = build_extended_model(str(tiny_base), base_hf, base, chosen, tmp_path / "ext", init="random")
+    assert summary["init"] == "random"
+    old, new = load_mlm_model(str(tiny_base)), load_mlm_model(tmp_path / "ext")
+    n0 = old.get_input_embeddings().num_embeddings
+    w_old, w_new = old.get_input_embeddings().weight, new.get_input_embeddings().weight
+    assert w_new.shape == (n0 + 3, w_old.shape[1])
+    assert torch.equal(w_new[:n0], w_old[:n0])
+    rows = w_new[n0:]
+    std = new.config.initializer_range
+    assert abs(rows.mean().item()) < 4 * std / rows.numel() ** 0.5
+    assert 0.8 * std < rows.std().item() < 1.2 * std
+    pieces = [base.tokenizer.token_to_id(p) for p in chosen[0]["pieces"]]
+    assert not torch.allclose(w_new[n0], w_old[pieces].mean(dim=0))
+    bias_old, bias_new = old.get_output_embeddings().bias, new.get_output_embeddings().bias
+    assert torch.equal(bias_new[:n0], bias_old[:n0]) and torch.equal(bias_new[n0:], torch.zeros(3))
+    # the same draw again (the warmed base re-extended in pretrain.start), whatever the global RNG did
+    torch.manual_seed(99)
+    again = extend_model(load_mlm_model(str(tiny_base)), list(range(n0, n0 + 3)), [[0]] * 3, "random")
+    assert torch.equal(again.get_input_embeddings().weight[n0:], rows)
+
+
+def test_the_default_init_leaves_the_vocab_fingerprint_and_extension_record_as_before(
+    tiny_base, control_file, tmp_path
+):
+    from domainbert.vocab.stage import config_of
+    from support.vocab import stage_cfg
+
+    assert "init" not in config_of(stage_cfg(tiny_base, control_file))["vocab"]  # earlier fingerprints hold
+    other = stage_cfg(tiny_base, control_file, "vocab.init=random")
+    assert config_of(other)["vocab"]["init"] == "random"  # a non-default init rebuilds the extended model
+    base_hf, base = load_base_tokenizer(str(tiny_base), lowercase=True)
+    chosen = extension_candidates(count_words(make_texts(300, 1)), base, min_count=2)[:2]
+    assert "init" not in build_extended_model(str(tiny_base), base_hf, base, chosen, tmp_path / "ext")
