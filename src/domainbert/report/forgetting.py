@@ -3,8 +3,8 @@
 A domain-adaptive arm can gain on its domain and lose elsewhere. ``finetune.forgetting_task`` fine-tunes every
 model on a general-English task too (role ``general``); its comparisons are ordinary rows of the page, paired
 under the same seeds and corrected by Holm with the others. This module only words them, one line per arm (``Forgetting, `` before it on the page),
-each difference from the task's better reference: ``continued: +2.1 on science-subject (significant); -1.3 on
-general English (general-lexname) (not significant); paired against base, after Holm.`` It decides nothing
+each difference from the task's better reference: ``continued: +2.1 on science-subject against base (significant);
+-1.3 on general English (general-lexname) against base (not significant); paired, after Holm.`` It decides nothing
 statistical and leaves the domain verdict (``verdict``, ``references``) to its modules.
 """
 
@@ -28,7 +28,8 @@ def _against_reference(
 
 
 def _part(row: Comparison, where: str) -> str:
-    return f"{signed_points(row.diff)} on {where} ({READING.get(row.verdict, row.verdict)})"
+    # each task names its own reference: the better reference can differ between tasks
+    return f"{signed_points(row.diff)} on {where} against {row.reference} ({READING.get(row.verdict, row.verdict)})"
 
 
 def forgetting_lines(
@@ -44,8 +45,7 @@ def forgetting_lines(
         if not on_general:
             continue
         on_domain = [_part(row, t) for t, row in rows if t not in general] or ["no comparison on the domain's tasks"]
-        references = ", ".join(dict.fromkeys(row.reference for _, row in rows))
-        out.append(f"{arm}: {', '.join(on_domain)}; {', '.join(on_general)}; paired against {references}, after Holm.")
+        out.append(f"{arm}: {', '.join(on_domain)}; {', '.join(on_general)}; paired, after Holm.")
     return out
 
 

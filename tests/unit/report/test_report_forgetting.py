@@ -27,15 +27,25 @@ def test_the_line_states_both_sides_after_holm():
     scores, comparisons = _page(general_significant=True)
     lines = forgetting_lines(scores, comparisons, ["continued"], {GENERAL})
     assert lines == [
-        "continued: +2.0 on science-subject (significant); -1.5 on general English (general-lexname) (significant); "
-        "paired against base, after Holm."
+        "continued: +2.0 on science-subject against base (significant); -1.5 on general English (general-lexname) "
+        "against base (significant); paired, after Holm."
     ]
+
+
+def test_each_task_names_its_own_better_reference():
+    scores, comparisons = _page(general_significant=True)
+    scores += [score(GENERAL, "original", 0.72)]  # on general English the original checkpoint is the better one
+    comparisons += [comparison(0.5, -0.06, 0.01, -0.035, task=GENERAL, reference="original",
+                               family=FamilyWise(4, 0.5, False, 0.9875, -0.07, 0.02))]
+    (line,) = forgetting_lines(scores, comparisons, ["continued"], {GENERAL})
+    assert "+2.0 on science-subject against base" in line
+    assert "-3.5 on general English (general-lexname) against original (not significant)" in line
 
 
 def test_a_loss_that_does_not_survive_holm_is_read_as_not_significant():
     scores, comparisons = _page(general_significant=False)
     (line,) = forgetting_lines(scores, comparisons, ["continued"], {GENERAL})
-    assert "-1.5 on general English (general-lexname) (not significant)" in line
+    assert "-1.5 on general English (general-lexname) against base (not significant)" in line
 
 
 def test_no_general_task_or_no_comparison_on_it_gives_no_line():
