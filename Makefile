@@ -50,7 +50,7 @@ $(VENV)/.installed: pyproject.toml constraints.txt
 # The science NER task and the general-English forgetting task, continued and its equal-token control, five
 # seeds: sized for a 2-core CPU, and why each choice is what it is: docs/demo.md.
 demo: setup
-	$(BIN)/domainbert run science --workers 2 "finetune.only_tasks=[science-terms-ner,general-lexname]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
+	$(BIN)/domainbert run science --workers 2 "finetune.forgetting_task.enabled=true" "finetune.only_tasks=[science-terms-ner,general-lexname]" "pretrain.arms=[continued,control]" "finetune.seeds=[1,2,3,4,5]"
 
 # From scratch against continued, each at a budget it can learn from: a study, not the demo, in its own run
 # folder (docs/profiles.md, scratch-study).

@@ -31,6 +31,7 @@ from domainbert.vocab.stage import run_vocab
 
 # `make demo`: the NER task and the forgetting task, the DAPT arm and its general-text control, five seeds.
 DEMO = [
+    "finetune.forgetting_task.enabled=true",
     "finetune.only_tasks=[science-terms-ner,general-lexname]",
     "pretrain.arms=[continued,control]",
     "finetune.seeds=[1,2,3,4,5]",

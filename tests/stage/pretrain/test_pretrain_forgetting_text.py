@@ -23,7 +23,7 @@ def _verbatim_hits(cfg, texts: list[str]) -> dict[str, int]:
 
 
 def test_no_stream_reads_the_general_task(monkeypatch):
-    cfg = load_domain("science")
+    cfg = load_domain("science", ["finetune.forgetting_task.enabled=true"])
     files = warmup_corpus(cfg)
     whole = read_jsonl_texts(files, cfg.pretrain.base_warmup.max_documents)
     # the task was drawn from these glosses: the audit finds its train split in the unfiltered text

@@ -242,7 +242,7 @@ def test_a_from_scratch_arm_is_timed_and_sized_as_its_own_architecture_not_the_b
     from domainbert.config.domain import load_domain
     from domainbert.plan.probes import architecture, scratch_model
 
-    cfg = load_domain("science", ["pretrain.scratch_size=mini", "tokenizer.vocab_size=8000"])
+    cfg = load_domain("science", ["finetune.forgetting_task.enabled=true", "pretrain.scratch_size=mini", "tokenizer.vocab_size=8000"])
     base, scratch = architecture(cfg, "continued"), architecture(cfg, "scratch")
     assert (base.num_hidden_layers, base.hidden_size) == (6, 384)  # the packaged MiniLM
     assert (scratch.num_hidden_layers, scratch.hidden_size, scratch.vocab_size) == (4, 256, 8000)

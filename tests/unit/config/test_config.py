@@ -137,7 +137,7 @@ def test_a_hub_task_id_stays_an_id_while_task_folders_resolve_against_the_domain
 
 def test_only_tasks_keeps_the_named_tasks_and_rejects_unknown_names():
     both = load_domain("science")
-    assert [t.name for t in both.finetune.tasks] == ["science-terms-ner", "science-subject", "general-lexname"]
+    assert [t.name for t in both.finetune.tasks] == ["science-terms-ner", "science-subject"]
     one = load_domain("science", ["finetune.only_tasks=[science-subject]"])
     assert [t.name for t in one.finetune.tasks] == ["science-subject"]
     assert one.finetune.tasks[0].max_train_examples == 250  # the profile's settings, not the top level's
