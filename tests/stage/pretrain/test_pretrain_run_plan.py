@@ -59,7 +59,7 @@ def test_plan_follows_the_recorded_fingerprints_and_counts_budget_and_flops(base
 def test_plan_command_prints_one_line_per_stage(base_model, layout, capsys):
     from domainbert.cli import run_cli
 
-    assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "--no-estimate",
+    assert run_cli(["plan", "science", f"base_model.name_or_path={base_model}", "finetune.forgetting_task.enabled=true", "--no-estimate",
                     "--out", str(layout.root)]) == 0
     out = capsys.readouterr().out.splitlines()
     lines = [line for line in out if not line.startswith(("warning: ", "power ", "disk: "))]

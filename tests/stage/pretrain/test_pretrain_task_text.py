@@ -29,7 +29,7 @@ def _eval_texts(cfg) -> set[str]:
 
 
 def test_task_text_is_the_training_text_and_never_evaluation_text(base_model, layout):
-    cfg = make_cfg(base_model, *TAPT)
+    cfg = make_cfg(base_model, *TAPT, "finetune.forgetting_task.enabled=true")
     before = estimated_task_tokens(cfg)  # what `plan` says before the task text exists
     folder = ensure_task_text(cfg, layout, curated=False)
     texts = list(store.iter_texts(folder, "train"))
