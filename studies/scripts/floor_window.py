@@ -72,8 +72,16 @@ def paired_difference(a: dict[str, Any], b: dict[str, Any], draws: int = 10_000)
     """Test macro-F1 of fit ``a`` less fit ``b`` on the report's shared bootstrap draws over test examples
     (``report.draws.RunScores``): the 95% percentile interval and the two-sided p-value."""
     from domainbert.report.draws import RunScores, bounds, p_value
+    from domainbert.report.inputs import FinetuneRun
 
-    runs = [{"task_type": "classification", "gold": f["answers"][0], "pred": f["answers"][1]} for f in (a, b)]
+    runs = [
+        FinetuneRun(
+            model=name, task="floor-window", seed=0, replicate=1, task_type="classification",
+            primary_metric="macro_f1", scores={}, collapsed=False, retried=False,
+            gold=f["answers"][0], pred=f["answers"][1],
+        )
+        for name, f in (("a", a), ("b", b))
+    ]
     scores = RunScores(runs, "macro_f1", seed=0, chunk=draws)
     boot = scores.boot(0)
     diffs = boot[0] - boot[1]
