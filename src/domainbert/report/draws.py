@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 import numpy as np
-from scipy import optimize, stats
+from scipy import optimize, special, stats
 
 from domainbert.finetune.counts import count_metric, metric_of_counts
 from domainbert.report.inputs import FinetuneRun, Record
@@ -139,15 +139,24 @@ class Difference:
         """Whether p-value and bounds are the t's own (no test-sampling term left)."""
         return not self.monte_carlo and float(np.ptp(self.example)) == 0.0
 
-    def _t(self) -> Any:
-        return stats.norm if self.df is None or math.isinf(self.df) else stats.t(self.df)
+    @property
+    def _normal(self) -> bool:
+        return self.df is None or math.isinf(self.df)
+
+    def _t_cdf(self, z: np.ndarray) -> np.ndarray:
+        """The unit term's CDF: the special function scipy.stats' ``cdf`` calls, without building a frozen
+        distribution on every call (a quantile's root search calls it hundreds of times)."""
+        return np.asarray(special.ndtr(z) if self._normal else special.stdtr(self.df, z))
+
+    def _t_pdf(self, z: np.ndarray) -> np.ndarray:
+        return np.asarray(stats.norm.pdf(z) if self._normal else stats.t.pdf(z, self.df))
 
     def cdf(self, x: float) -> float:
-        return float(self._t().cdf((x - self.example) / self.scale).mean())
+        return float(self._t_cdf((x - self.example) / self.scale).mean())
 
     def _low_tails(self) -> np.ndarray:
         """Per example draw, P(A - B <= 0) given it."""
-        return np.asarray(self._t().cdf(-self.example / self.scale))
+        return self._t_cdf(-self.example / self.scale)
 
     def p_value(self) -> float:
         """Two-sided: ``2 min(P(D <= 0), P(D >= 0))``, the t integrated exactly per example draw."""
@@ -174,7 +183,7 @@ class Difference:
         return max(low, -self.span), min(high, self.span)
 
     def _quantile(self, q: float) -> float:
-        t = float(self._t().ppf(q))
+        t = float(special.ndtri(q) if self._normal else special.stdtrit(self.df, q))
         lo, hi = float(self.example.min()) + self.scale * t, float(self.example.max()) + self.scale * t
         if hi - lo <= 1e-15:
             return lo
@@ -195,8 +204,8 @@ class Difference:
         for q in (level / 2, 1.0 - level / 2):
             x = self._quantile(q)
             z = (x - self.example) / self.scale
-            density = float(self._t().pdf(z).mean()) / self.scale
-            errors.append(float(self._t().cdf(z).std()) / math.sqrt(z.size) / max(density, 1e-300))
+            density = float(self._t_pdf(z).mean()) / self.scale
+            errors.append(float(self._t_cdf(z).std()) / math.sqrt(z.size) / max(density, 1e-300))
         return max(errors)
 
 

@@ -50,9 +50,11 @@ def _tail(path: Path, n: int = 4000) -> str:
     return path.read_text(errors="replace")[-n:] if path.is_file() else ""
 
 
-def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path) -> dict:
+def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path, worker_log: Path) -> dict:
     """Run the deployment with a long pretraining budget, cancel it (as the UI does: state Cancelling) once
-    an arm's training has checkpointed, and return the final state names of the run and of its subflows."""
+    an arm's training has checkpointed, and return the final state names of the run and of its subflows, once
+    the worker has finished its cancellation (its on_cancellation hooks run in a process of their own after the
+    run's final state: a worker stopped before they end kills them, and Prefect logs a traceback)."""
     from prefect.client.schemas.filters import FlowRunFilter, FlowRunFilterId, FlowRunFilterParentFlowRunId
     from prefect.states import Cancelling
 
@@ -66,6 +68,9 @@ def _cancel_during_pretraining(client, deployment_id, domain: Path, out: Path) -
     client.set_flow_run_state(flow_run.id, Cancelling(), force=True)
     run = _wait_final(client, flow_run.id, timeout=300)
     time.sleep(3)  # the subflows' last states land after the parent's
+    while f"Cancelled flow run '{run.name}'" not in _tail(worker_log, 10**6):
+        assert time.monotonic() < deadline + 300, "the worker never ended its cancellation"
+        time.sleep(1)
     subflows = client.read_flow_runs(
         flow_run_filter=FlowRunFilter(parent_flow_run_id=FlowRunFilterParentFlowRunId(any_=[flow_run.id])))
     names = {f.id: f.name for f in client.read_flows()}
@@ -106,7 +111,8 @@ def test_domain_pipeline_on_a_postgres_backed_server(tmp_path: Path, tiny_domain
                     artifacts = client.read_artifacts(
                         artifact_filter=ArtifactFilter(key=ArtifactFilterKey(any_=keys)))
                     by_key = {a.key: a for a in artifacts}
-                    cancelled = _cancel_during_pretraining(client, deployment.id, tiny_domain, tmp_path / "cancelled")
+                    cancelled = _cancel_during_pretraining(client, deployment.id, tiny_domain, tmp_path / "cancelled",
+                                                           tmp_path / "worker.log")
             # The artifacts the stages wrote, where the deployment's parameters put them.
             assert (out / "report" / "report.html").is_file()
             manifest = json.loads((out / "corpus" / "manifest.json").read_text())
