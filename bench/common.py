@@ -75,6 +75,18 @@ def task_record(args: Any) -> dict[str, Any]:
     }
 
 
+def tiny_tasks(domain: str, overrides: list[str], profile: str = "offline", train: int = 24,
+               evaluate: int = 12) -> list[str]:
+    """The override that cuts the domain's tasks (under ``overrides``) to a few examples and one epoch, with no
+    retry of a collapsed run: a smoke run's fine-tuning, whose figures mean nothing."""
+    from domainbert.config.domain import load_domain
+
+    cfg = load_domain(domain, overrides, profile=profile)
+    tiny = {"max_train_examples": train, "max_eval_examples": evaluate, "max_test_examples": evaluate, "epochs": 1}
+    tasks = [{**t.model_dump(mode="json", exclude_none=True), **tiny} for t in cfg.finetune.tasks]
+    return [f"finetune.tasks={json.dumps(tasks)}", "finetune.collapse_retry_lr_factor=null"]
+
+
 def results_dir() -> Path:
     RESULTS_DIR.mkdir(parents=True, exist_ok=True)
     return RESULTS_DIR

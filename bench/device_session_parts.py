@@ -28,7 +28,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from common import BENCH_DIR, REPO_ROOT, run_pipeline
+from common import BENCH_DIR, REPO_ROOT, run_pipeline, tiny_tasks
 
 PARTS = ("gpu-check", "law-chunked", "scratch-catch-up")
 # The headline ratio first, then the fine-tuning ratio no lease has measured yet, then 512, then the launchers.
@@ -127,7 +127,7 @@ def law_chunked(session: Session, deadline: float) -> dict[str, Any]:
     extra = ["pretrain.arms=[continued]", f"finetune.only_models={json.dumps(LAW_MODELS)}"]
     if smoke:
         extra += smoke_overrides(session, "law", ["law/licenses.jsonl.gz"])
-    plain = load_domain("law", (extra + _tiny_tasks("law", extra)) if smoke else extra)
+    plain = load_domain("law", (extra + tiny_tasks("law", extra)) if smoke else extra)
     run_dir = session.work / "law-run"
     record: dict[str, Any] = {"status": "failed", "reason": "seed 1 did not finish", "chunks": chunks,
                               "models": LAW_MODELS, "run_folder": str(run_dir), "seeds_done": [], "seed_seconds": []}
@@ -176,7 +176,7 @@ def scratch_catch_up(session: Session, deadline: float) -> dict[str, Any]:
     if session.smoke:
         extra += smoke_overrides(session, "science", ["science/foldoc.jsonl.gz"], profile="scratch-study")
         extra += ["pretrain.scratch_size=tiny", "pretrain.arm_optim.scratch.lr=5.0e-4"]
-        extra += _tiny_tasks("science", extra, profile="scratch-study")
+        extra += tiny_tasks("science", extra, profile="scratch-study")
     cfg = load_domain("science", extra, profile="scratch-study")
     run_dir = session.work / "science-run"
     argv = ["run", "science", "--profile", "scratch-study", *extra, "--out", str(run_dir)]
@@ -273,16 +273,6 @@ def smoke_overrides(session: Session, domain: str, corpus: list[str], profile: s
         "finetune.torch_threads=1",
         "compare.bootstrap_samples=100",
     ]
-
-
-def _tiny_tasks(domain: str, overrides: list[str], profile: str = "offline") -> list[str]:
-    """The domain's tasks cut to a few examples and one epoch."""
-    from domainbert.config.domain import load_domain
-
-    cfg = load_domain(domain, overrides, profile=profile)
-    tiny = {"max_train_examples": 24, "max_eval_examples": 12, "max_test_examples": 12, "epochs": 1}
-    tasks = [{**t.model_dump(mode="json", exclude_none=True), **tiny} for t in cfg.finetune.tasks]
-    return [f"finetune.tasks={json.dumps(tasks)}"]
 
 
 PART_FUNCTIONS = {"gpu-check": gpu_check, "law-chunked": law_chunked, "scratch-catch-up": scratch_catch_up}

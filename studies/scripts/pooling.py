@@ -1,7 +1,7 @@
 """Sequence-classification heads: does transformers' stock [CLS] head score like the mean-pooling head?
 
     .venv/bin/python studies/scripts/pooling.py science --seeds 1 2 3 4 5
-    .venv/bin/python studies/scripts/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed
+    .venv/bin/python studies/scripts/pooling.py science --quick     # a smoke check (CI): no warm-up, one seed, a few examples
     .venv/bin/python studies/scripts/pooling.py science --seeds 1 2 3 4 5 --cls-override finetune.lr=3e-4  # a [CLS] recipe
 
 The mean-pooling classifier (``finetune.pooling: mean``) is domainbert's own code, so a saved model needs
@@ -28,7 +28,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
 
-from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
+from common import emit, git_revision, machine_info, set_offline_env, tiny_tasks  # noqa: E402
 
 POOLINGS = ("mean", "cls")
 
@@ -78,13 +78,15 @@ def main() -> None:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="Smoke check: no base warm-up (the packaged base as it is), one seed, a tenth of an epoch.",
+        help="Smoke check: no base warm-up (the packaged base as it is), one seed, a few examples a task.",
     )
     args = parser.parse_args()
     if args.quick:  # the figures mean nothing: it checks that the benchmark still runs
         args.seeds = args.seeds or [1]
-        args.override = [*(args.override or []), "pretrain.base_warmup.enabled=off", "finetune.epochs=0.1"]
+        args.override = [*(args.override or []), "pretrain.base_warmup.enabled=off", "pretrain.eval_documents=8"]
     set_offline_env()
+    if args.quick:
+        args.override += tiny_tasks(args.domain, args.override, args.profile, train=64, evaluate=32)
     from domainbert.core import logs
 
     logs.configure(logging.INFO)  # progress on stderr

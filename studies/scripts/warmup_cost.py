@@ -3,7 +3,7 @@
     .venv/bin/python studies/scripts/warmup_cost.py science --seeds 1 2 3 4 5
     .venv/bin/python studies/scripts/warmup_cost.py science --seeds 1 2 3 4 5 --recipe shipped= \
         --recipe one-rate=pretrain.base_warmup.encoder_lr_scale=1 --recipe l2sp=pretrain.base_warmup.l2sp=1
-    .venv/bin/python studies/scripts/warmup_cost.py science --quick     # a smoke check (CI): a 2-step warm-up, one seed
+    .venv/bin/python studies/scripts/warmup_cost.py science --quick     # a smoke check (CI): a 2-step warm-up, one seed, a few examples
 
 A checkpoint without its masked-LM head is warmed up on general text before the arms (``pretrain.base_warmup``);
 the warmed model is the ``base`` of every comparison, and the checkpoint itself (``original``) is fine-tuned
@@ -31,7 +31,7 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [p for p in (str(ROOT / "bench"), str(ROOT)) if p not in sys.path]
 
-from common import emit, git_revision, machine_info, set_offline_env  # noqa: E402
+from common import emit, git_revision, machine_info, set_offline_env, tiny_tasks  # noqa: E402
 
 
 def runs_of(folder: Path, model: str, task: str) -> list[dict[str, Any]]:
@@ -65,7 +65,7 @@ def main() -> None:
     parser.add_argument("--override", action="append", default=[], help="More dotted.key=value overrides, every run.")
     parser.add_argument("--out", type=Path, default=None, help="Folder of the run folders.")
     parser.add_argument("--profile", default="offline", help="The domain's profile (default: offline).")
-    parser.add_argument("--quick", action="store_true", help="Smoke check: a 2-step warm-up, one seed, 0.1 epoch.")
+    parser.add_argument("--quick", action="store_true", help="Smoke check: a 2-step warm-up, one seed, one task of a few examples.")
     args = parser.parse_args()
     if args.quick:  # the figures mean nothing: it checks that the benchmark still runs
         args.seeds = args.seeds or [1]
@@ -73,8 +73,11 @@ def main() -> None:
             "pretrain.base_warmup.steps=2",
             "finetune.epochs=0.1",
             "finetune.only_tasks=[science-subject]",
+            "pretrain.eval_documents=8",
         ]
     set_offline_env()
+    if args.quick:
+        args.override += tiny_tasks(args.domain, args.override, args.profile, train=64, evaluate=32)
     from domainbert.core import logs
 
     logs.configure(logging.INFO)  # progress on stderr

@@ -41,6 +41,13 @@ SAMPLE = (128, 256)
 # Rounds of the fine-tuning probe: the median of three reads through a burst of load that one probe takes whole
 # (four single probes within four minutes gave 77-171 ms an example under a changing load).
 ROUNDS = 3
+# Two rounds whose every part agrees within this ratio end the probe: with 2t of 3t reads known, the median
+# of all 3t lies between the known ones' least and greatest, so a third round could not move it out of the band.
+# 15% is half the plan's accuracy against real runs (bench/results/plan_accuracy_cpu_2026-11.md).
+AGREE = 1.15
+# The load-and-encode part varies by tenths of a second between reads; paid once a run, half a second is seconds
+# of an estimate in minutes, so its reads agree within this too.
+SETUP_SLACK_S = 0.5
 MAX_AGE_S = 24 * 3600
 GUESS_FLOPS = 5e10  # the uncalibrated guess: a 2020s CPU core pair in fp32, order of magnitude only
 clock = time.perf_counter  # what a probe's steps are timed with (tests put a clock of their own here)
@@ -254,9 +261,9 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
     """A fine-tuning run of ``task`` on the base cut short and timed with the run's own code
     (``runner.timed_short_run``: the task loaded and encoded, one epoch on ``SAMPLE[0]`` training examples drawn
     at random, ``SAMPLE[1]`` validation examples predicted and scored), ``together`` such runs at once in threads
-    (``--workers``), ``ROUNDS`` times, the median of each part. Timing three synthetic steps at the mean length
-    missed half of a run: its padding, its loop, decoding and the task's metrics. Not cached: it reads the task's
-    files."""
+    (``--workers``), ``ROUNDS`` times (two when their every part agrees within ``AGREE``), the median of each
+    part. Timing three synthetic steps at the mean length missed half of a run: its padding, its loop, decoding
+    and the task's metrics. Not cached: it reads the task's files."""
     from concurrent.futures import ThreadPoolExecutor
 
     from domainbert.finetune.runner import timed_short_run
@@ -275,12 +282,21 @@ def run_rates(cfg: DomainConfig, task: TaskConfig, together: int = 1) -> RunRate
         with torch_threads(f.torch_threads), ThreadPoolExecutor(together) as pool:
             one_load = threading.Lock()  # loads one at a time (``timed_short_run``), the runs side by side
             args = (data, cfg.base_model.name_or_path, settings, f.max_length, f.pooling, SAMPLE, clock, one_load)
-            parts = [
-                part for _ in range(ROUNDS) for part in pool.map(lambda _: timed_short_run(*args), range(together))
-            ]
+            parts: list[tuple[float, float, float]] = []
+            rounds = 0
+            while rounds < ROUNDS and not (rounds == 2 and _agree(parts)):
+                parts += pool.map(lambda _: timed_short_run(*args), range(together))
+                rounds += 1
     finally:
         quiet.setLevel(level)
     setup, train, score = (statistics.median(p[k] for p in parts) for k in range(3))
     threads = f"{f.torch_threads or 'default'} thread(s)" + (f", {together} runs at once" if together > 1 else "")
-    what = f"{SAMPLE[0]} examples trained and {SAMPLE[1]} scored, {threads}, the median of {ROUNDS} rounds"
+    what = f"{SAMPLE[0]} examples trained and {SAMPLE[1]} scored, {threads}, the median of {rounds} rounds"
     return RunRates(setup, train, score, what)
+
+
+def _agree(parts: list[tuple[float, float, float]]) -> bool:
+    """Whether every part's reads lie within ``AGREE`` of each other (the setup's also within ``SETUP_SLACK_S``)."""
+    low, high = [min(p[k] for p in parts) for k in range(3)], [max(p[k] for p in parts) for k in range(3)]
+    setup_agrees = high[0] - low[0] <= SETUP_SLACK_S or high[0] <= AGREE * low[0]
+    return setup_agrees and all(high[k] <= AGREE * low[k] for k in (1, 2))
