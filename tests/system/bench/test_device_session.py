@@ -1,7 +1,7 @@
 """bench/device_session.py: the one prepared call a lent GPU gets. ``--cpu-smoke`` runs every part's code path on
 the CPU (the GPU check's configurations, a law run with its chunked variant, science's from-scratch study) and
-each part's record is checked for the fields a device session is read for; the GPU check's whole record is
-checked here too (this run is the GPU check's CPU smoke run). The budget's slices, skips and failures are
+each part's record is checked for the fields a device session is read for (one test: the run takes minutes); the
+GPU check's whole record is checked here too (this run is the GPU check's CPU smoke run). The budget's slices, skips and failures are
 checked without running anything heavy."""
 
 from __future__ import annotations
@@ -32,16 +32,20 @@ def _session(out: Path, *args: str, timeout: float) -> subprocess.CompletedProce
     return subprocess.run(argv, cwd=out, env=env, capture_output=True, text=True, timeout=timeout)
 
 
-@pytest.fixture(scope="module")
-def smoke(tmp_path_factory) -> tuple[dict, Path]:
-    root = tmp_path_factory.mktemp("device-session")
-    proc = _session(root, "--cpu-smoke", "--budget-s", "1500", timeout=1800)
-    assert proc.returncode == 0, proc.stderr[-4000:]
-    return json.loads(proc.stdout), root / "device"
-
-
 @pytest.mark.slow
-def test_every_part_ran_and_wrote_its_record(smoke):
+def test_the_cpu_dry_run_runs_every_part_and_each_record_holds_its_figures(tmp_path):
+    """One test for the one run (minutes): a fixture shared by several tests would run once per test process
+    that takes one of them."""
+    proc = _session(tmp_path, "--cpu-smoke", "--budget-s", "1500", timeout=1800)
+    assert proc.returncode == 0, proc.stderr[-4000:]
+    smoke = json.loads(proc.stdout), tmp_path / "device"
+    every_part_ran_and_wrote_its_record(smoke)
+    gpu_check_part_holds_every_figure(smoke)
+    law_part_compares_both_checkpoints_truncated_and_chunked_with_the_floor(smoke)
+    scratch_part_pairs_scratch_with_continued_on_both_science_tasks(smoke)
+
+
+def every_part_ran_and_wrote_its_record(smoke):
     session, out = smoke
     assert session == json.loads((out / "session.json").read_text())  # stdout is the JSON alone
     assert session["mode"] == "cpu-smoke" and session["budget_s"] == 1500 and session["git_commit"]
@@ -55,8 +59,7 @@ def test_every_part_ran_and_wrote_its_record(smoke):
         assert 0 < record["seconds"] <= record["allowance_s"] + 60
 
 
-@pytest.mark.slow
-def test_gpu_check_part_holds_every_figure(smoke):
+def gpu_check_part_holds_every_figure(smoke):
     _, out = smoke
     part = json.loads((out / "gpu-check.json").read_text())
     assert part["compile"] is False  # compiling on a CPU takes minutes: the GPU session turns it on
@@ -84,8 +87,7 @@ def test_gpu_check_part_holds_every_figure(smoke):
     assert ratios["own_vs_hf_group_texts_bf16_512"] > 0 and ratios["torchrun_vs_own_128"] > 0
 
 
-@pytest.mark.slow
-def test_law_part_compares_both_checkpoints_truncated_and_chunked_with_the_floor(smoke):
+def law_part_compares_both_checkpoints_truncated_and_chunked_with_the_floor(smoke):
     _, out = smoke
     part = json.loads((out / "law-chunked.json").read_text())
     assert part["seeds_done"] == [1] and part["models"] == ["base", "original"] and part["chunks"] == 2
@@ -101,8 +103,7 @@ def test_law_part_compares_both_checkpoints_truncated_and_chunked_with_the_floor
     assert "finetune.pooling=mean" in record["overrides"]
 
 
-@pytest.mark.slow
-def test_scratch_part_pairs_scratch_with_continued_on_both_science_tasks(smoke):
+def scratch_part_pairs_scratch_with_continued_on_both_science_tasks(smoke):
     _, out = smoke
     part = json.loads((out / "scratch-catch-up.json").read_text())
     assert part["scratch_budget_tokens"] == 8192 and part["continued_budget_tokens"] == 4096
