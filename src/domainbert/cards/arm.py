@@ -79,6 +79,7 @@ def model_card(
 
 def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
     """The arm card's title, data, budget and figures, from its pretraining summary ``p``."""
+    own = cfg.pretrain.for_arm(arm)
     lines = [
         f"# domainbert {cfg.name} / {arm}",
         "",
@@ -97,10 +98,11 @@ def _arm_card_body(cfg: DomainConfig, arm: str, p: dict[str, Any]) -> list[str]:
         "",
         f"- token budget: {fmt_value(p['budget_tokens'])}; consumed: {fmt_value(p['tokens_consumed'])} in {fmt_value(p['steps'])} "
         "optimizer steps (every arm of a domain gets the same budget)",
-        f"- objective: {_objective(p)}, "
-        f"{cfg.pretrain.mask_rate:.0%} dynamic masking "
-        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), lr {p.get('lr', cfg.pretrain.lr)}, "
+        f"- objective: {_objective(p)}, dynamic masking "
+        f"({'whole-word' if p['whole_word_mask'] else 'token-level'}), peak lr {p.get('lr', own.lr)}, "
         f"precision {p['precision']}, engine {p['engine']}, {p['world_size']} process(es)",
+        # the arm's own schedules (arm_optim resolved), as plan prints them: a mask schedule is not one rate
+        f"- schedules: {own.schedule_line()}",
         f"- parameters: {fmt_value(p['parameters']['total'])}, vocabulary: {fmt_value(p['vocab_size'])}",
         "",
         "## Figures",

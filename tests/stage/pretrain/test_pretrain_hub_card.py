@@ -44,6 +44,13 @@ def test_card_has_hub_metadata_the_scores_and_no_local_path(base_model, layout, 
     assert "**Budget warning:** 1,024 pretraining tokens" in str(card) and "not a model to use" in str(card)
     big = {**read_summary(layout, "continued"), "tokens_consumed": 30_000_000_000}
     assert "Budget warning" not in model_card(cfg, "continued", big, SCORES)
+    # the arm's schedules as it trained them: a masking schedule in phases, not the one rate of mask_rate
+    assert "- schedules: lr linear" in str(card) and "masking 0.15" in str(card)
+    phased = make_cfg(base_model, "pretrain.mask_schedule=[{rate: 0.3, until: 0.5}, {rate: 0.15, until: 1.0}]",
+                      "pretrain.lr_schedule={kind: wsd, decay_fraction: 0.2, decay_shape: 1-sqrt}")
+    text = model_card(phased, "continued", big, SCORES)
+    assert "masking 0.3 to 50% -> 0.15 to 100%" in text and "masking 0.15\n" not in text
+    assert "lr warmup-stable-decay (warm-up " in text and "1-sqrt decay over the last 20%" in text
 
 
 def test_scratch_has_no_base_model_and_a_packaged_base_is_named_by_its_hub_id(base_model):
