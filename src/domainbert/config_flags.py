@@ -57,11 +57,21 @@ def setting_flags(cfg: DomainConfig) -> list[str]:
                 f"pretrain: the {arm} arm warms its learning rate up over {warmup:.0%} of the steps (the "
                 f"literature uses 1-10%, {default['warmup_ratio']:.0%} for this arm)"
             )
-    if not MASK_RANGE[0] <= p.mask_rate <= MASK_RANGE[1]:
-        out.append(
-            f"pretrain.mask_rate is {p.mask_rate:g} (BERT and RoBERTa mask 0.15; more than "
-            f"{MASK_RANGE[1]:g} or under {MASK_RANGE[0]:g} is untested in the literature)"
-        )
+    # every rate the arms train at: the one rate, or each phase of a masking schedule
+    rates = (
+        [("pretrain.mask_rate", p.mask_rate)]
+        if not p.mask_schedule
+        else [
+            (f"pretrain.mask_schedule's phase {i} (until {phase.until:.0%})", phase.rate)
+            for i, phase in enumerate(p.mask_schedule, 1)
+        ]
+    )
+    for name, rate in rates:
+        if not MASK_RANGE[0] <= rate <= MASK_RANGE[1]:
+            out.append(
+                f"{name} is {rate:g} (BERT and RoBERTa mask 0.15; more than "
+                f"{MASK_RANGE[1]:g} or under {MASK_RANGE[0]:g} is untested in the literature)"
+            )
     shortest = min([p.seq_len, *(phase.seq_len for phase in p.seq_len_schedule)])
     if shortest < MIN_SEQ_LEN:
         out.append(f"pretrain: sequences of {shortest} tokens (BERT pretrains at 128 and 512)")

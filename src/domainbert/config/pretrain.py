@@ -18,6 +18,7 @@ from domainbert.config.schedules import (
     check_phases,
     mask_rate_at,
     masking_line,
+    mean_mask_rate,
 )
 from domainbert.config.schema import ModelRef, PathStr, StrictModel
 from domainbert.config.start_from import Arm, StartFromConfig, check_starts
@@ -316,6 +317,11 @@ class PretrainConfig(StrictModel):
     def mask_rate_at(self, step: int, total_steps: int) -> float:
         """The masking rate of optimizer step ``step`` (0-based) of ``total_steps`` (``schedules.mask_rate_at``)."""
         return mask_rate_at(self.mask_schedule, self.mask_rate, step, total_steps)
+
+    @property
+    def mean_mask_rate(self) -> float:
+        """The masking rate over the whole run (``schedules.mean_mask_rate``): ``mask_rate`` without phases."""
+        return mean_mask_rate(self.mask_schedule, self.mask_rate)
 
     def schedule_line(self) -> str:
         """The arm's schedules in one line (``plan``), of a config resolved by ``for_arm``."""

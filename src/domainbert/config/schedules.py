@@ -92,6 +92,15 @@ def check_phases(phases: list[MaskPhase]) -> None:
         raise ValueError("mask_schedule: each phase's until must grow, and the last must be 1.0")
 
 
+def mean_mask_rate(phases: list[MaskPhase], default: float) -> float:
+    """The masking rate over the whole run, each phase weighted by its share of the steps (what sparse prediction
+    costs on average: the FLOP counts), else ``default``."""
+    if not phases:
+        return default
+    ends = [0.0, *(p.until for p in phases)]
+    return sum(p.rate * (b - a) for p, a, b in zip(phases, ends, ends[1:], strict=False))
+
+
 def mask_rate_at(phases: list[MaskPhase], default: float, step: int, total_steps: int) -> float:
     """The masking rate of optimizer step ``step`` (0-based) of ``total_steps``: the first phase whose ``until``
     lies beyond the step's share of the run, else ``default`` (no phases)."""

@@ -171,9 +171,9 @@ def _arm_plan(cfg: DomainConfig, layout: RunLayout, arm: str, model: Any, waits_
 
         seq_len = plan.phases[0].seq_len
         per_token = (
-            detection_flops(model, seq_len, pcfg.mask_rate, pcfg.rtd.generator_layers)
+            detection_flops(model, seq_len, pcfg.mean_mask_rate, pcfg.rtd.generator_layers)
             if pcfg.objective(arm) == "rtd"
-            else flops_per_token(model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+            else flops_per_token(model, seq_len, pcfg.mean_mask_rate, pcfg.sparse_prediction)
         )
         detail["flops"] = per_token * plan.planned_tokens
         from domainbert.pretrain.checkpoint import disk_needed

@@ -177,5 +177,5 @@ def objective_flops(objective: MLMObjective, seq_len: int, pcfg: PretrainConfig)
     """Training FLOPs per token: the masked-LM model's; for replaced-token detection the discriminator's
     encoder (no vocabulary projection) plus the generator's sparse masked-LM."""
     if isinstance(objective, ReplacedTokenObjective):
-        return detection_flops(objective.model, seq_len, pcfg.mask_rate, pcfg.rtd.generator_layers)
-    return flops_per_token(objective.model, seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
+        return detection_flops(objective.model, seq_len, pcfg.mean_mask_rate, pcfg.rtd.generator_layers)
+    return flops_per_token(objective.model, seq_len, pcfg.mean_mask_rate, pcfg.sparse_prediction)

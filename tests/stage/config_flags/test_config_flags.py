@@ -46,6 +46,11 @@ def test_masking_warmup_and_sequence_length_flags():
     assert any("mask_rate is 0.6" in f for f in flags)
     assert sum("warms its learning rate up over 50%" in f for f in flags) == 3  # continued, control, extended
     assert any("sequences of 32 tokens" in f for f in flags)
+    # a masking schedule: each phase's rate is checked, not the mask_rate it replaces
+    phased = setting_flags(load_domain("science", [
+        "pretrain.mask_schedule=[{until: 0.5, rate: 0.5}, {until: 0.9, rate: 0.3}, {until: 1.0, rate: 0.05}]"]))
+    masking = [f for f in phased if "untested in the literature" in f]
+    assert len(masking) == 2 and "phase 1 (until 50%) is 0.5" in masking[0] and "phase 3" in masking[1], masking
 
 
 def test_a_million_passes_and_a_sliver_of_a_pass_are_flagged():

@@ -40,6 +40,13 @@ def test_plan_follows_the_recorded_fingerprints_and_counts_budget_and_flops(base
     assert (detail["steps"], detail["tokens"]) == (plan.total_steps, plan.planned_tokens)
     per_token = flops_per_token(load_mlm_model(str(base_model)), pcfg.seq_len, pcfg.mask_rate, pcfg.sparse_prediction)
     assert math.isclose(detail["flops"], per_token * plan.planned_tokens)
+    # sparse prediction under a masking schedule: the head's FLOPs at the steps' mean rate (0.24), not a phase's
+    phased = make_cfg(base_model, "pretrain.arms=[continued]", "pretrain.sparse_prediction=true",
+                      "pretrain.mask_schedule=[{until: 0.6, rate: 0.3}, {until: 1.0, rate: 0.15}]")
+    flops = next(p for p in stage_plans(phased, layout) if p.name == "pretrain continued").detail["flops"]
+    model = load_mlm_model(str(base_model))
+    assert math.isclose(flops, flops_per_token(model, pcfg.seq_len, 0.24, True) * plan.planned_tokens)
+    assert not math.isclose(flops, flops_per_token(model, pcfg.seq_len, 0.3, True) * plan.planned_tokens)
 
     _record_corpus(cfg, layout, tmp_path)
     plans = {p.name: p for p in stage_plans(cfg, layout)}

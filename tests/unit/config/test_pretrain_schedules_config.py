@@ -23,6 +23,14 @@ def test_the_masking_rate_follows_its_phases_by_share_of_steps():
 def test_without_phases_every_step_masks_at_mask_rate():
     p = load_domain("science", overrides=["pretrain.mask_rate=0.2"]).pretrain
     assert {p.mask_rate_at(s, 7) for s in range(7)} == {0.2}
+    assert p.mean_mask_rate == 0.2
+
+
+def test_the_mean_masking_rate_weighs_each_phase_by_its_share_of_the_steps():
+    """What the FLOP counts of sparse prediction read: 0.6 x 0.3 + 0.4 x 0.15 = 0.24, not the first phase's."""
+    p = load_domain("science", overrides=[PHASES]).pretrain
+    assert p.mean_mask_rate == pytest.approx(0.24)
+    assert p.mean_mask_rate == pytest.approx(sum(p.mask_rate_at(s, 1000) for s in range(1000)) / 1000)
 
 
 @pytest.mark.parametrize(
