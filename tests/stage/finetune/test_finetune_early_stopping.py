@@ -1,6 +1,7 @@
-"""Early stopping on validation (``trainer.fit``): the run keeps the weights of its best validation evaluation,
-stops after ``patience`` evaluations that are no better, and does not count a tie on the metric as worse while
-the training loss is still falling (a tagger at F1 0 that is learning to leave O is not done)."""
+"""Early stopping on validation (``fit_state.FitState``, in ``trainer.fit``): the run keeps the weights of its
+best validation evaluation, stops after ``patience`` evaluations that are no better, and does not count a tie on
+the metric as worse while the training loss is still falling (a tagger at F1 0 that is learning to leave O is not
+done)."""
 
 from __future__ import annotations
 
@@ -8,15 +9,15 @@ import dataclasses
 
 import torch
 
-from domainbert.finetune import trainer
+from domainbert.finetune import fit_state, trainer
 from support.finetune import tiny_classifier, token_examples
 
 
-def _state() -> trainer.FitState:
-    return trainer.FitState(total=100, steps_per_epoch=10)
+def _state() -> fit_state.FitState:
+    return fit_state.FitState(total=100, steps_per_epoch=10)
 
 
-def _evaluate(state: trainer.FitState, score: float, loss: float, model: torch.nn.Module, patience: int = 2) -> None:
+def _evaluate(state: fit_state.FitState, score: float, loss: float, model: torch.nn.Module, patience: int = 2) -> None:
     state.step += 10
     state.losses.append(loss)
     state.add_evaluation({"f1": score}, "f1", model, patience)
