@@ -216,7 +216,7 @@ def paired(run: Path, task: str, a: str, b: str, cfg: Any) -> dict[str, Any] | N
     if not (sides[0] and sides[1]):
         return None
     c = compare_models(*sides, n_samples=cfg.compare.bootstrap_samples, confidence=cfg.compare.confidence,
-                       seed=cfg.compare.seed)
+                       seed=cfg.compare.seed).record()
     return {"a_model": a, "b_model": b, "a": c["a"], "b": c["b"], "diff": c["diff"], "ci_low": c["low"],
             "ci_high": c["high"], "verdict": c["verdict"], "seeds": len(sides[0])}
 

@@ -83,7 +83,7 @@ def aa_check(
                     seed=draws_seed + k,
                     metric=metric,
                     seed_noise=(pooled, pooled),
-                )["significant"]
+                ).significant
                 for k, (i, j) in enumerate(pairs, 1)
             )
             draws_seed += len(pairs)
@@ -148,8 +148,8 @@ def aa_pages(
             out = compare_models(
                 *pair, n_samples=n_samples, confidence=confidence, seed=page * 1000 + k, family=len(groups)
             )
-            p_values.append(out["p_value"])
-            paired += int(out["paired"])
+            p_values.append(out.p_value)
+            paired += int(out.design.paired)
         per_page = len(p_values)
         adjusted = holm(p_values)
         false_pages += any(p is not None and p < alpha for p in adjusted)

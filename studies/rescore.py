@@ -131,7 +131,7 @@ def main() -> None:
     if args.pair:
         grouped = group_results(runs)
         out["claim"] = [
-            {k: v for k, v in compare_models(by[args.pair[0]], by[args.pair[1]], n_samples=args.samples).items()
+            {k: v for k, v in compare_models(by[args.pair[0]], by[args.pair[1]], n_samples=args.samples).record().items()
              if k in ("task", "diff", "low", "high", "p_value", "paired", "units", "seed_correlation", "se", "df",
                       "per_seed", "n_samples")}
             for by in grouped.values() if args.pair[0] in by and args.pair[1] in by

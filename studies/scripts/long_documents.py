@@ -77,7 +77,7 @@ def chunked_vs_truncated(run: Path, task: str, models: list[str], cfg: Any) -> l
             continue
         c = compare_models(
             *sides, n_samples=cfg.compare.bootstrap_samples, confidence=cfg.compare.confidence, seed=cfg.compare.seed
-        )
+        ).record()
         out.append(
             {
                 "model": model,

@@ -45,7 +45,7 @@ def cls_vs_mean(folders: dict[str, Path], task: str, model: str, cfg: Any) -> di
     if not all(sides.values()):
         return None
     kw = {"n_samples": cfg.compare.bootstrap_samples, "confidence": cfg.compare.confidence, "seed": cfg.compare.seed}
-    c = compare_models(sides["cls"], sides["mean"], **kw)
+    c = compare_models(sides["cls"], sides["mean"], **kw).record()
     floor = runs_of(folders["mean"], "floor", task)
     out = {
         "task": task,
@@ -56,7 +56,7 @@ def cls_vs_mean(folders: dict[str, Path], task: str, model: str, cfg: Any) -> di
     }
     if floor:
         for p in POOLINGS:
-            f = compare_models(sides[p], floor, **kw)
+            f = compare_models(sides[p], floor, **kw).record()
             out[f"{p}_minus_floor"] = {k: f[k] for k in ("diff", "low", "high", "verdict")}
     return out
 

@@ -45,7 +45,7 @@ def base_minus_original(recipe: Path, original: Path, task: str, cfg: Any) -> di
     if not base or not orig:
         return None
     kw = {"n_samples": cfg.compare.bootstrap_samples, "confidence": cfg.compare.confidence, "seed": cfg.compare.seed}
-    c = compare_models(base, orig, **kw)
+    c = compare_models(base, orig, **kw).record()
     return {"task": task, "base": c["a"], "original": c["b"], **{k: c[k] for k in ("diff", "low", "high", "verdict")}}
 
 

@@ -32,8 +32,9 @@ def paired_bootstrap(metric_fn: Callable[[list[Any], list[Any]], float], gold: S
         seed: seed of the draws.
 
     Returns:
-        ``diff`` (on the full test set), ``low``/``high`` (percentile interval), ``p_value`` (two-sided),
-        ``significant``, ``verdict`` ("A better", "B better" or "no significant difference"), ``confidence``.
+        The ``draws.Interval``: ``diff`` (on the full test set), ``low``/``high`` (percentile interval),
+        ``p_value`` (two-sided), ``significant``, ``verdict`` ("A better", "B better" or "no significant
+        difference"), ``confidence``.
     """
     gold, pred_a, pred_b = list(gold), list(pred_a), list(pred_b)
     if not (len(gold) == len(pred_a) == len(pred_b)):

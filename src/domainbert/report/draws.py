@@ -24,7 +24,7 @@ import hashlib
 import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Protocol
 
 import numpy as np
 from scipy import optimize, special, stats
@@ -82,9 +82,22 @@ def bounds(diffs: np.ndarray | Difference, level: float) -> tuple[float, float]:
     return float(ordered[k]), float(ordered[ordered.size - 1 - k])
 
 
+@dataclass(frozen=True)
+class Interval:
+    """A difference (``diff``) with its unadjusted interval at ``confidence``, two-sided p-value and reading."""
+
+    diff: float
+    low: float
+    high: float
+    p_value: float
+    significant: bool
+    verdict: str
+    confidence: float
+
+
 def interval(
     diffs: np.ndarray | Difference, point: float, confidence: float, names: tuple[str, str] | None = None
-) -> dict[str, Any]:
+) -> Interval:
     """The interval, two-sided p-value and verdict (``"<name> better"`` when ``names`` are given); the interval
     excludes 0 exactly when the p-value is at most ``1 - confidence`` (``bounds``)."""
     alpha = 1.0 - confidence
@@ -97,15 +110,7 @@ def interval(
             verdict = f"{names[0] if point > 0 else names[1]} better"
     else:
         verdict = NO_DIFFERENCE
-    return {
-        "diff": float(point),
-        "low": float(low),
-        "high": float(high),
-        "p_value": p,
-        "significant": significant,
-        "verdict": verdict,
-        "confidence": confidence,
-    }
+    return Interval(float(point), float(low), float(high), float(p), significant, verdict, confidence)
 
 
 class Scores(Protocol):

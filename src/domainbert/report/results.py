@@ -22,10 +22,10 @@ this module writes no sentence.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Sequence
+from typing import TYPE_CHECKING
 
 from domainbert.report.inputs import FinetuneRun, Record
 from domainbert.report.rows import (
-    DESIGN_FIELDS,
     NOT_COMPARED,
     Comparison,
     Design,
@@ -33,6 +33,9 @@ from domainbert.report.rows import (
     holm_adjusted,
     unadjusted_verdict,
 )
+
+if TYPE_CHECKING:
+    from domainbert.report.stats import ModelComparison
 
 BASE_MODEL = "base"
 ORIGINAL_MODEL = "original"  # the checkpoint before the base warm-up (finetune.jobs.ORIGINAL)
@@ -61,36 +64,21 @@ ARM_PAIRS = [
     ("extended", "control"),
 ]
 
-# compare_fn(runs_a, runs_b, metric, family) -> {"diff", "ci_low", "ci_high", optional "n_seeds", "p_value", "se",
-# "df", ...} (the statistics' JSON-shaped answer, read once by ``_comparison_row``); family: the page's number of
-# comparisons (draws enough for its Holm thresholds). default_compare_fn wraps stats.compare_models (paired by
-# seed where both sides have seeds in common).
-CompareFn = Callable[[list[FinetuneRun], list[FinetuneRun], str, int], Record]
+# compare_fn(runs_a, runs_b, metric, family) -> the comparison (``stats.ModelComparison``, read once by
+# ``_comparison_row``); family: the page's number of comparisons (draws enough for its Holm thresholds).
+# default_compare_fn wraps stats.compare_models (paired by seed where both sides have seeds in common).
+CompareFn = Callable[[list[FinetuneRun], list[FinetuneRun], str, int], "ModelComparison"]
 
 
 def default_compare_fn(samples: int, confidence: float, seed: int) -> CompareFn:
     """The comparison of ``domainbert.report.stats`` with the run's compare settings."""
 
-    def compare(runs_a: list[FinetuneRun], runs_b: list[FinetuneRun], metric: str, family: int) -> Record:
+    def compare(runs_a: list[FinetuneRun], runs_b: list[FinetuneRun], metric: str, family: int) -> ModelComparison:
         from domainbert.report import stats
 
-        out = stats.compare_models(
-            runs_a,
-            runs_b,
-            n_samples=samples,
-            confidence=confidence,
-            seed=seed,
-            metric=metric,
-            family=family,
+        return stats.compare_models(
+            runs_a, runs_b, n_samples=samples, confidence=confidence, seed=seed, metric=metric, family=family
         )
-        # Runs per side (a floor is one deterministic run); the seeds of the two sides need not match.
-        return {
-            **out,
-            "ci_low": out["low"],
-            "ci_high": out["high"],
-            "n_seeds": min(out["a"]["n"], out["b"]["n"]),
-            "runs_text": f"{out['a']['n']} v {out['b']['n']}",
-        }
 
     return compare
 
@@ -100,7 +88,7 @@ def mean_std(values: list[float]) -> tuple[float, float]:
     from domainbert.report import stats
 
     out = stats.mean_std(values)
-    return float(out["mean"]), float(out["std"])
+    return out.mean, out.std
 
 
 def primary_metric(result: Record | FinetuneRun) -> str:
@@ -294,8 +282,7 @@ def _comparison_row(
             NOT_COMPARED,
             reason=str(exc),
         )
-    diff, low, high = float(stat["diff"]), float(stat["ci_low"]), float(stat["ci_high"])
-    p = stat.get("p_value")
+    design = stat.design
     return Comparison(
         task=task,
         metric=metric,
@@ -304,14 +291,26 @@ def _comparison_row(
         confidence=confidence,
         collapsed=collapsed,
         runs=runs,
-        diff=diff,
-        ci_low=low,
-        ci_high=high,
-        n_seeds=int(stat.get("n_seeds", min(len(by_model[model_a]), len(by_model[model_b])))),
-        p_value=float(p) if p is not None else None,
-        unadjusted=unadjusted_verdict(low, high),
-        runs_text=stat.get("runs_text"),
-        resampled=stat.get("resampled"),
-        design=Design(**{key: stat.get(key) for key in DESIGN_FIELDS}),
-        draws=stat.get("_draws"),
+        diff=stat.diff,
+        ci_low=stat.low,
+        ci_high=stat.high,
+        n_seeds=stat.n_seeds,
+        p_value=stat.p_value,
+        unadjusted=unadjusted_verdict(stat.low, stat.high),
+        runs_text=stat.runs_text,
+        resampled=design.resampled,
+        design=Design(
+            paired=design.paired,
+            pairing=design.pairing,
+            units=design.units,
+            seed_correlation=design.seed_correlation,
+            replicates=design.replicates,
+            se=design.se,
+            df=design.df,
+            n_samples=stat.n_samples,
+            unit_sd=design.unit_sd,
+            n_examples=design.n_examples,
+            p_counted=stat.p_counted,
+        ),
+        draws=stat.draws,
     )

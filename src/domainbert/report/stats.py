@@ -37,8 +37,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, replace
 
 import numpy as np
 
@@ -57,10 +56,13 @@ from domainbert.report.draws import (
     sureness_text,
 )
 from domainbert.report.inputs import FinetuneRun, Record
+from domainbert.report.model_comparison import DrawDesign, MeanStd, ModelComparison, mean_std, seed_table
 from domainbert.report.paired import PairedDraws, Pairing, paired_text, pairing, seed_correlation
 
 __all__ = [
     "NO_DIFFERENCE",
+    "MeanStd",
+    "ModelComparison",
     "SeedNoise",
     "bootstrap_indices",
     "compare_models",
@@ -73,14 +75,6 @@ SCORE_RANGE = (0.0, 1.0)  # every metric compared here (F1, macro-F1, accuracy) 
 METHOD_EXAMPLES = "paired example bootstrap"
 METHOD_SEEDS = "paired example bootstrap + Welch-t seed term, integrated exactly"
 METHOD_PAIRED = "paired by seed: example bootstrap + Student-t of the per-seed differences' mean, integrated exactly"
-
-
-def mean_std(values: Sequence[float] | np.ndarray) -> dict[str, float]:
-    """Mean and sample standard deviation (ddof=1; 0.0 for a single value) and the count."""
-    arr = np.asarray(list(values), dtype=float)
-    if arr.size == 0:
-        raise ValueError("mean_std of no values")
-    return {"mean": float(arr.mean()), "std": float(arr.std(ddof=1)) if arr.size > 1 else 0.0, "n": int(arr.size)}
 
 
 @dataclass(frozen=True)
@@ -212,7 +206,7 @@ def compare_models(
     metric: str | None = None,
     seed_noise: tuple[SeedNoise | None, SeedNoise | None] | None = None,
     family: int = 1,
-) -> dict[str, Any]:
+) -> ModelComparison:
     """Compare two models on one task from their runs (one per seed; a ``result.json`` object is read as its
     run, ``FinetuneRun.of``): paired where possible.
 
@@ -228,13 +222,8 @@ def compare_models(
         family: the comparisons of the page; draws go on until ``alpha / family`` is resolved (see module).
 
     Returns:
-        ``model_a``, ``model_b``, ``task``, ``metric``, the seeds (``_seed_table``), ``n_examples``, ``n_samples``
-        (draws made), ``a``/``b`` (``mean_std`` of the per-run test metric), ``paired`` and ``pairing`` (the
-        level, or None), ``seed_correlation``, ``replicates`` ({"a", "b"}), ``se`` and ``df`` (of the draws),
-        how it was drawn (``method``, ``resampled``, ``seed_sd``, ``seed_df``), the
-        distribution itself (``_draws``, a ``draws.Difference``, never written to disk), the interval of A's mean
-        minus B's (``diff``, ``low``, ``high``, ``p_value``, ``significant``, ``verdict``) and how sure its figures
-        are (``p_counted``: a count of draws; ``p_exact``: the t's own p; ``p_error`` and ``bounds_error``: their Monte Carlo standard errors).
+        The ``ModelComparison``: A's mean minus B's with its interval, p-value and reading, each side's
+        ``MeanStd``, the seeds, how it was drawn (``DrawDesign``) and the draws themselves.
 
     Raises:
         ValueError: a side without runs, mixed models or repeated cells, different tasks or test sets.
@@ -250,28 +239,25 @@ def compare_models(
     drawer, pair = _drawer(scores, runs_a, runs_b, seed_noise)
     stat = draw_until_sure(drawer, n_samples, 1 - confidence, family)
     out = interval(stat, drawer.point, confidence, (first.model, runs_b[0].model))
-    out |= {
-        "p_counted": stat.monte_carlo,
-        "p_exact": stat.exact,
-        "p_error": stat.p_error(),
-        "bounds_error": stat.bounds_error(1 - confidence),
-    }
-    result = {
-        "model_a": first.model,
-        "model_b": runs_b[0].model,
-        "task": first.task,
-        "metric": metric,
-        **_seed_table(runs_a, runs_b, full_a, full_b),
-        "n_examples": scores.n_examples,
-        "n_samples": len(stat),
-        "a": mean_std(full_a),
-        "b": mean_std(full_b),
-        **_design(drawer, pair, full_a, full_b, runs_a, runs_b, scores.n_examples),
-        "_draws": stat,
-        **out,
-    }
-    result["resampled"] = f"{result['resampled']}; {sureness_text(stat, confidence)}"
-    return result
+    design = _design(drawer, pair, full_a, full_b, runs_a, runs_b, scores.n_examples)
+    return ModelComparison(
+        **asdict(out),
+        model_a=first.model,
+        model_b=runs_b[0].model,
+        task=first.task,
+        metric=metric,
+        n_examples=scores.n_examples,
+        n_samples=len(stat),
+        a=mean_std(full_a),
+        b=mean_std(full_b),
+        seeds=seed_table([r.seed for r in runs_a], [r.seed for r in runs_b], full_a, full_b),
+        design=replace(design, resampled=f"{design.resampled}; {sureness_text(stat, confidence)}"),
+        p_counted=stat.monte_carlo,
+        p_exact=stat.exact,
+        p_error=stat.p_error(),
+        bounds_error=stat.bounds_error(1 - confidence),
+        draws=stat,
+    )
 
 
 def _drawer(
@@ -324,36 +310,41 @@ def _design(
     runs_a: list[FinetuneRun],
     runs_b: list[FinetuneRun],
     n: int,
-) -> dict[str, Any]:
+) -> DrawDesign:
     """How the comparison was drawn: pairing, replicates, se and df of the draws, and the text saying so."""
     replicates = {"a": len({r.replicate for r in runs_a}), "b": len({r.replicate for r in runs_b})}
-    common = {"se": drawer.se, "df": drawer.total_df, "replicates": replicates, "n_examples": n}
     if isinstance(drawer, PairedDraws) and pair is not None:
-        return {
-            **common,
-            "paired": True,
-            "pairing": pair.level,
-            "units": pair.units,
-            "seed_correlation": seed_correlation(pair, full_a, full_b),
-            "unit_sd": drawer.unit_sd,
-            "seed_sd": {"a": mean_std(full_a)["std"] or None, "b": mean_std(full_b)["std"] or None},
-            "seed_df": drawer.df,
-            "method": METHOD_PAIRED if pair.level == "seed" else f"paired by {pair.level}: {METHOD_PAIRED}",
-            "resampled": paired_text(pair, n, drawer),
-        }
+        return DrawDesign(
+            paired=True,
+            pairing=pair.level,
+            units=pair.units,
+            seed_correlation=seed_correlation(pair, full_a, full_b),
+            replicates=replicates,
+            se=drawer.se,
+            df=drawer.total_df,
+            n_examples=n,
+            seed_sd={"a": mean_std(full_a).std or None, "b": mean_std(full_b).std or None},
+            seed_df=drawer.df,
+            method=METHOD_PAIRED if pair.level == "seed" else f"paired by {pair.level}: {METHOD_PAIRED}",
+            resampled=paired_text(pair, n, drawer),
+            unit_sd=drawer.unit_sd,
+        )
     noise: list[SeedNoise | None] = drawer.noise if isinstance(drawer, UnpairedDraws) else [None, None]
     seed_df = drawer.df if isinstance(drawer, UnpairedDraws) else None
-    return {
-        **common,
-        "paired": False,
-        "pairing": None,
-        "units": None,
-        "seed_correlation": None,
-        "seed_sd": {"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
-        "seed_df": seed_df,
-        "method": METHOD_SEEDS if seed_df is not None else METHOD_EXAMPLES,
-        "resampled": _unpaired_text(n, (len(runs_a), len(runs_b)), noise, seed_df),
-    }
+    return DrawDesign(
+        paired=False,
+        pairing=None,
+        units=None,
+        seed_correlation=None,
+        replicates=replicates,
+        se=drawer.se,
+        df=drawer.total_df,
+        n_examples=n,
+        seed_sd={"a": noise[0].sd if noise[0] else None, "b": noise[1].sd if noise[1] else None},
+        seed_df=seed_df,
+        method=METHOD_SEEDS if seed_df is not None else METHOD_EXAMPLES,
+        resampled=_unpaired_text(n, (len(runs_a), len(runs_b)), noise, seed_df),
+    )
 
 
 def _unpaired_text(n: int, sizes: tuple[int, int], noise: list[SeedNoise | None], seed_df: float | None) -> str:
@@ -377,23 +368,3 @@ def _unpaired_text(n: int, sizes: tuple[int, int], noise: list[SeedNoise | None]
         + "; ".join(sides)
         + ")"
     )
-
-
-def _seed_table(
-    runs_a: list[FinetuneRun], runs_b: list[FinetuneRun], full_a: np.ndarray, full_b: np.ndarray
-) -> dict[str, Any]:
-    """``seeds`` (either side's), ``seeds_a``/``seeds_b`` and ``per_seed`` ([seed, A's score or None, B's];
-    with replicates, a seed's score is its mean over the side's replicates)."""
-    seeds_a, seeds_b = [r.seed for r in runs_a], [r.seed for r in runs_b]
-
-    def by_seed(seeds: list[int], full: np.ndarray) -> dict[int, float]:
-        return {s: float(np.mean([v for t, v in zip(seeds, full, strict=True) if t == s])) for s in set(seeds)}
-
-    score_a, score_b = by_seed(seeds_a, full_a), by_seed(seeds_b, full_b)
-    seeds = sorted(set(seeds_a) | set(seeds_b))
-    return {
-        "seeds": seeds,
-        "seeds_a": sorted(set(seeds_a)),
-        "seeds_b": sorted(set(seeds_b)),
-        "per_seed": [[s, score_a.get(s), score_b.get(s)] for s in seeds],
-    }

@@ -87,8 +87,8 @@ def test_models_to_compare_and_finetune_all(tmp_path, tiny_bert, tasks_dir):
     results = results[1:]
     cmp = compare_models(results[2:], results[:2], n_samples=100)
     # the same weights, seeds and data order: identical predictions, a zero difference
-    assert (cmp["diff"], cmp["verdict"]) == (0.0, "no significant difference")
-    assert cmp["low"] <= 0.0 <= cmp["high"]
+    assert (cmp.diff, cmp.verdict) == (0.0, "no significant difference")
+    assert cmp.low <= 0.0 <= cmp.high
 
 
 def test_only_models_runs_and_expects_only_the_named_models(tmp_path, tiny_bert, tasks_dir):

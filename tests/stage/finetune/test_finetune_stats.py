@@ -15,6 +15,7 @@ from domainbert.finetune.counts import count_metric
 from domainbert.report.draws import RunScores, comparison_stream
 from domainbert.report.stats import (
     NO_DIFFERENCE,
+    MeanStd,
     SeedNoise,
     compare_models,
     mean_std,
@@ -42,23 +43,23 @@ def ner_data():
 
 
 def test_mean_std():
-    assert mean_std([1.0, 2.0, 3.0]) == {"mean": 2.0, "std": 1.0, "n": 3}
-    assert mean_std([0.5]) == {"mean": 0.5, "std": 0.0, "n": 1}
+    assert mean_std([1.0, 2.0, 3.0]) == MeanStd(mean=2.0, std=1.0, n=3)
+    assert mean_std([0.5]) == MeanStd(mean=0.5, std=0.0, n=1)
 
 
 def test_identical_predictions_mean_no_difference(ner_data):
     gold, good, _, _ = ner_data
     out = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, good)], n_samples=200, seed=1)
-    assert (out["diff"], out["low"], out["high"]) == (0.0, 0.0, 0.0)
-    assert out["verdict"] == NO_DIFFERENCE and not out["significant"] and out["p_value"] == 1.0
+    assert (out.diff, out.low, out.high) == (0.0, 0.0, 0.0)
+    assert out.verdict == NO_DIFFERENCE and not out.significant and out.p_value == 1.0
 
 
 def test_clearly_better_model_is_significant(ner_data):
     gold, good, bad, _ = ner_data
     out = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, bad)], n_samples=300, seed=1)
-    assert out["diff"] == pytest.approx(strict_f1(gold, good) - strict_f1(gold, bad))
-    assert 0 < out["low"] <= out["diff"] <= out["high"]
-    assert out["significant"] and out["verdict"] == "a better" and out["p_value"] < 0.01
+    assert out.diff == pytest.approx(strict_f1(gold, good) - strict_f1(gold, bad))
+    assert 0 < out.low <= out.diff <= out.high
+    assert out.significant and out.verdict == "a better" and out.p_value < 0.01
 
 
 def test_count_metrics_equal_the_libraries(ner_data):
@@ -86,8 +87,8 @@ def test_compare_models_single_seed_equals_reference_bootstrap(ner_data):
     fast = compare_models([result("a", 1, gold, good)], [result("b", 1, gold, bad)], n_samples=400, seed=5)
     ref = paired_bootstrap(strict_f1, gold, good, bad, n_samples=400, seed=comparison_stream(5, ("a", "b", "t")))
     for key in ("diff", "low", "high", "p_value"):
-        assert fast[key] == pytest.approx(ref[key], abs=1e-12)
-    assert fast["verdict"] == "a better" and fast["seeds"] == [1] and "test examples (120)" in fast["resampled"]
+        assert getattr(fast, key) == pytest.approx(getattr(ref, key), abs=1e-12)
+    assert fast.verdict == "a better" and fast.seeds.seeds == (1,) and "test examples (120)" in fast.design.resampled
 
 
 def test_runs_under_common_seeds_are_compared_in_pairs(ner_data):
@@ -95,16 +96,16 @@ def test_runs_under_common_seeds_are_compared_in_pairs(ner_data):
     a = [result("a", 1, gold, good), result("a", 2, gold, bad2), result("a", 9, gold, good)]
     b = [result("b", 2, gold, bad), result("b", 1, gold, bad2)]
     out = compare_models(a, b, n_samples=300, seed=0)
-    assert (out["seeds"], out["seeds_a"], out["seeds_b"]) == ([1, 2, 9], [1, 2, 9], [1, 2])
+    assert (out.seeds.seeds, out.seeds.seeds_a, out.seeds.seeds_b) == ((1, 2, 9), (1, 2, 9), (1, 2))
     fa = {1: strict_f1(gold, good), 2: strict_f1(gold, bad2), 9: strict_f1(gold, good)}
     fb = {2: strict_f1(gold, bad), 1: strict_f1(gold, bad2)}
     d = [fa[s] - fb[s] for s in (1, 2)]  # seed 9 has no partner: the pairs are the common seeds
-    assert out["paired"] and out["pairing"] == "seed" and out["units"] == 2
-    assert out["diff"] == pytest.approx(np.mean(d), abs=1e-12)
-    assert out["per_seed"][2] == [9, pytest.approx(fa[9]), None]
-    assert out["seed_df"] == 1 and out["unit_sd"] == pytest.approx(np.std(d, ddof=1))
-    assert "paired" in out["method"] and "Student-t" in out["resampled"]
-    assert out["low"] <= out["diff"] <= out["high"]
+    assert out.design.paired and out.design.pairing == "seed" and out.design.units == 2
+    assert out.diff == pytest.approx(np.mean(d), abs=1e-12)
+    assert out.seeds.per_seed[2] == (9, pytest.approx(fa[9]), None)
+    assert out.design.seed_df == 1 and out.design.unit_sd == pytest.approx(np.std(d, ddof=1))
+    assert "paired" in out.design.method and "Student-t" in out.design.resampled
+    assert out.low <= out.diff <= out.high
 
 
 def test_unpaired_sides_draw_welch_s_seed_term(ner_data):
@@ -118,10 +119,10 @@ def test_unpaired_sides_draw_welch_s_seed_term(ner_data):
     own_b = seed_noise_of(scores_b.full, scores_b.boot(0))
     out = compare_models(a, b, n_samples=300, seed=0, seed_noise=(own_a, own_b))
     fa, fb = [strict_f1(gold, p) for p in (good, bad2, good)], [strict_f1(gold, p) for p in (bad, bad2)]
-    assert not out["paired"] and out["diff"] == pytest.approx(np.mean(fa) - np.mean(fb), abs=1e-12)
+    assert not out.design.paired and out.diff == pytest.approx(np.mean(fa) - np.mean(fb), abs=1e-12)
     va, vb = np.var(fa, ddof=1) / 3, np.var(fb, ddof=1) / 2
-    assert out["seed_df"] == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 1))
-    assert "Welch" in out["method"] and "unpaired" in out["resampled"]
+    assert out.design.seed_df == pytest.approx((va + vb) ** 2 / (va**2 / 2 + vb**2 / 1))
+    assert "Welch" in out.design.method and "unpaired" in out.design.resampled
 
 
 def test_seed_variance_widens_the_interval(ner_data):
@@ -133,9 +134,9 @@ def test_seed_variance_widens_the_interval(ner_data):
     b = [result("b", s, gold, empty) for s in (1, 2, 3)]
     out = compare_models(a, b, n_samples=400, seed=1)
     examples_only = paired_bootstrap(strict_f1, gold, good, empty, n_samples=400, seed=1)
-    assert out["diff"] == pytest.approx(strict_f1(gold, good) / 3)
-    assert examples_only["significant"] and not out["significant"] and out["verdict"] == NO_DIFFERENCE
-    assert out["high"] - out["low"] > 2 * (examples_only["high"] - examples_only["low"])
+    assert out.diff == pytest.approx(strict_f1(gold, good) / 3)
+    assert examples_only.significant and not out.significant and out.verdict == NO_DIFFERENCE
+    assert out.high - out.low > 2 * (examples_only.high - examples_only.low)
 
 
 def test_one_run_sides(ner_data):
@@ -143,20 +144,20 @@ def test_one_run_sides(ner_data):
     floor = [result("floor", 0, gold, bad)]
     three = [result("a", s, gold, p) for s, p in ((1, good), (2, bad2), (3, good))]
     out = compare_models(three, floor, n_samples=300, seed=0)
-    assert out["seed_sd"] == {"a": pytest.approx(out["a"]["std"]), "b": None} and out["seed_df"] == pytest.approx(2)
-    assert "B has one run, taken as deterministic" in out["resampled"]
+    assert out.design.seed_sd == {"a": pytest.approx(out.a.std), "b": None} and out.design.seed_df == pytest.approx(2)
+    assert "B has one run, taken as deterministic" in out.design.resampled
     both = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=300, seed=0)
-    assert both["seed_df"] is None and both["method"] == "paired example bootstrap"
-    assert "seed variance could not be estimated" in both["resampled"]
+    assert both.design.seed_df is None and both.design.method == "paired example bootstrap"
+    assert "seed variance could not be estimated" in both.design.resampled
     # a known seed sd for a one-run side: the interval reaches about as far below the difference as the t(4)
     # term alone; above, A's mean cannot pass a perfect score, so neither can the interval
     noise = SeedNoise(sd=0.05, df=4, within=0.0)
     given = compare_models([result("a", 1, gold, good)], [result("floor", 0, gold, bad)], n_samples=400, seed=0,
                            seed_noise=(noise, None))
-    assert given["seed_sd"] == {"a": 0.05, "b": None} and given["seed_df"] == pytest.approx(4)
-    assert given["high"] - given["low"] > both["high"] - both["low"]
-    assert given["low"] < given["diff"] - 0.95 * student_t.ppf(0.975, 4) * 0.05
-    assert -1.0 <= given["low"] and given["high"] <= 1.0
+    assert given.design.seed_sd == {"a": 0.05, "b": None} and given.design.seed_df == pytest.approx(4)
+    assert given.high - given.low > both.high - both.low
+    assert given.low < given.diff - 0.95 * student_t.ppf(0.975, 4) * 0.05
+    assert -1.0 <= given.low and given.high <= 1.0
 
 
 def test_within_noise_is_the_seed_variance_of_pure_prediction_flips():
@@ -203,10 +204,10 @@ def test_compare_models_classification_reference_and_errors():
     ref = paired_bootstrap(lambda g, p: f1_score(g, p, average="macro"), gold, pa, pb, n_samples=150,
                            seed=comparison_stream(2, ("a", "b", "t")))
     for key in ("diff", "low", "high"):
-        assert fast[key] == pytest.approx(ref[key], abs=1e-12)
+        assert getattr(fast, key) == pytest.approx(getattr(ref, key), abs=1e-12)
     unmatched = compare_models([result("a", 1, gold, pa, "classification", "macro_f1")],
                                [result("b", 2, gold, pb, "classification", "macro_f1")], n_samples=50)
-    assert unmatched["seeds"] == [1, 2]
+    assert unmatched.seeds.seeds == (1, 2)
     with pytest.raises(ValueError, match="repeats a seed"):
         compare_models([result("a", 1, gold, pa), result("a", 1, gold, pb)], [result("b", 2, gold, pb)])
     with pytest.raises(ValueError, match="different gold"):
@@ -223,5 +224,5 @@ def test_no_interval_leaves_the_metrics_range_whatever_the_seeds_do(ner_data, ru
     perfect = [result("b", s, gold, gold) for s in (1, 2, 3)]
     for first, second in ((mixed, perfect), (perfect, mixed)):
         out = compare_models(first, second, n_samples=400, seed=0)
-        assert -1.0 <= out["low"] <= out["diff"] <= out["high"] <= 1.0, out
-        assert out["a"]["std"] > 0.3 or out["b"]["std"] > 0.3  # the premise: a degenerate seed spread
+        assert -1.0 <= out.low <= out.diff <= out.high <= 1.0, out
+        assert out.a.std > 0.3 or out.b.std > 0.3  # the premise: a degenerate seed spread

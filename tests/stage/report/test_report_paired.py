@@ -52,10 +52,10 @@ def test_pairing_cancels_the_shared_seed_effect():
     a, b = simulate(np.random.default_rng(0), 0.1, 5)
     paired = compare_models(a, b, n_samples=1000, seed=1)
     apart = compare_models(a, unpaired(b), n_samples=1000, seed=1)
-    assert paired["paired"] and not apart["paired"] and paired["diff"] == pytest.approx(apart["diff"])
-    assert paired["seed_correlation"] > 0.8  # the premise: the seed moves both models together
-    assert (apart["high"] - apart["low"]) > 2 * (paired["high"] - paired["low"])
-    assert paired["se"] < apart["se"] / 2
+    assert paired.design.paired and not apart.design.paired and paired.diff == pytest.approx(apart.diff)
+    assert paired.design.seed_correlation > 0.8  # the premise: the seed moves both models together
+    assert (apart.high - apart.low) > 2 * (paired.high - paired.low)
+    assert paired.design.se < apart.design.se / 2
 
 
 @pytest.mark.parametrize("seeds", [3, 5])
@@ -66,13 +66,13 @@ def test_paired_comparison_is_calibrated_and_more_powerful(seeds):
         a, b = simulate(rng, 0.0, seeds)
         assert any(x["pred"] != y["pred"] for x, y in zip(a, b, strict=True))  # the premise: two models, not one
         out = compare_models(a, b, n_samples=400, seed=k)
-        null.append(out["p_value"] <= 0.05)
+        null.append(out.p_value <= 0.05)
     assert np.mean(null) <= 0.07
     found, found_apart = 0, 0
     for k in range(100):
         a, b = simulate(rng, 0.3, seeds)  # about 5 points of accuracy
-        found += compare_models(a, b, n_samples=400, seed=k)["verdict"] == "a better"
-        found_apart += compare_models(a, unpaired(b), n_samples=400, seed=k)["verdict"] == "a better"
+        found += compare_models(a, b, n_samples=400, seed=k).verdict == "a better"
+        found_apart += compare_models(a, unpaired(b), n_samples=400, seed=k).verdict == "a better"
     print(f"{seeds} seeds, 5 points: found {found} of 100 paired, {found_apart} unpaired")
     assert found > 2 * found_apart + 10
 
@@ -80,9 +80,9 @@ def test_paired_comparison_is_calibrated_and_more_powerful(seeds):
 def test_no_p_value_is_zero_and_a_far_difference_reads_below_the_page_s_smallest_threshold():
     a, b = simulate(np.random.default_rng(3), 1.5, 5)  # far apart: no draw crosses 0
     one = compare_models(a, b, n_samples=200, seed=0)
-    assert 0 < one["p_value"] < 2 / (one["n_samples"] + 1)  # the t integrated exactly: below any count's floor
+    assert 0 < one.p_value < 2 / (one.n_samples + 1)  # the t integrated exactly: below any count's floor
     page = compare_models(a, b, n_samples=200, seed=0, family=30)
-    assert 0 < page["p_value"] < 0.05 / 30 / 5  # resolved at the page's smallest Holm threshold
+    assert 0 < page.p_value < 0.05 / 30 / 5  # resolved at the page's smallest Holm threshold
 
 
 def test_replicates_are_the_units_and_seeds_nest_inside_them():
@@ -98,15 +98,15 @@ def test_replicates_are_the_units_and_seeds_nest_inside_them():
             correct = uniform < 1 / (1 + np.exp(-(logit + bump + shift)))
             out += runs(model, correct, gold, seeds, rep)
     both = compare_models(a, b, n_samples=400)
-    assert both["pairing"] == "replicate" and both["units"] == 3 and both["replicates"] == {"a": 3, "b": 3}
+    assert both.design.pairing == "replicate" and both.design.units == 3 and both.design.replicates == {"a": 3, "b": 3}
     score = {(r["model"], r["replicate"], r["seed"]): np.mean([p == g for p, g in zip(r["pred"], gold, strict=True)])
              for r in a + b}
     g = [np.mean([score[("a", rep, s)] - score[("b", rep, s)] for s in seeds]) for rep in (1, 2, 3)]
-    assert both["seed_df"] == 2 and both["diff"] == pytest.approx(np.mean(g))
+    assert both.design.seed_df == 2 and both.diff == pytest.approx(np.mean(g))
     # an arm with replicates against a one-checkpoint reference: rows (replicates) and columns (seeds)
     reference = [{**r, "model": "ref", "replicate": 1} for r in b if r["replicate"] == 1]
     two_way = compare_models(a, reference, n_samples=400)
-    assert two_way["pairing"] == "two-way" and two_way["replicates"] == {"a": 3, "b": 1}
+    assert two_way.design.pairing == "two-way" and two_way.design.replicates == {"a": 3, "b": 1}
     pair = pairing(sorted(a, key=lambda r: (r["replicate"], r["seed"])), reference)
     grid = np.array([[score[("a", rep, s)] - score[("b", 1, s)] for s in seeds] for rep in (1, 2, 3)])
     var, df = unit_variance(pair, grid)

@@ -74,10 +74,10 @@ def simulate(
         # B's seeds share nothing with A's here (independent seed shifts), so they are not numbered alike: the
         # unpaired comparison; tests/stage/report/test_report_paired.py calibrates the paired one
         out = compare_models(runs("a", correct_a, gold), runs("b", correct_b, gold, 100), n_samples=N_SAMPLES, seed=k)
-        sds.append(out["a"]["std"])
-        outside += not (-1.0 <= out["low"] <= out["high"] <= 1.0)
-        significant += out["significant"]
-        a_better += out["verdict"] == "a better"
+        sds.append(out.a.std)
+        outside += not (-1.0 <= out.low <= out.high <= 1.0)
+        significant += out.significant
+        a_better += out.verdict == "a better"
     return {"rate": significant / n, "a_better": a_better / n,
             "run_sd": float(np.sqrt(np.mean(np.square(sds)))), "outside_range": outside}
 

@@ -44,8 +44,8 @@ def test_the_paired_comparison_rejects_true_nulls_of_real_seeds_no_more_often_th
     for model in ("base", "original", "continued", "control"):
         for a, b in null_splits([r for r in runs if r["model"] == model]):
             out = compare_models(a, b, n_samples=400, seed=len(p_values))
-            assert out["paired"] and out["n_examples"] == 1952
-            p_values.append(out["p_value"])
+            assert out.design.paired and out.n_examples == 1952
+            p_values.append(out.p_value)
     p = np.array(p_values)
     assert p.size == 40
     # Uniform p-values give 2 of 40 under 0.05 and 8 under 0.2; the splits share runs, so the counts scatter more
@@ -65,8 +65,8 @@ def test_two_arms_made_of_one_arm_s_pretraining_replicates_are_never_near_signif
         a, b = ([{**r, "model": name, "replicate": side.index(replicate_of(r)) + 1}
                  for r in continued if replicate_of(r) in side] for name, side in zip("AB", sides, strict=True))
         out = compare_models(a, b, n_samples=400, seed=partner)
-        assert out["pairing"] == "replicate" and out["df"] == 1
-        p_values.append(out["p_value"])
+        assert out.design.pairing == "replicate" and out.design.df == 1
+        p_values.append(out.p_value)
     # With one degree of freedom a side's two replicates say little: the t's wide tails keep each null far from
     # 0.05, where the example bootstrap alone, or a normal in place of the t, brings one of them near it.
     assert min(p_values) > 0.1

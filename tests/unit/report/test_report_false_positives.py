@@ -61,8 +61,8 @@ def test_a_real_comparison_without_test_sampling_term_has_the_t_test_s_p() -> No
     _, runs = read_scores(ROOT / "studies" / "scores" / "study-0-manpages-fr-order4.json.gz")
     models = group_results(runs)["manpages-fr-order"]
     out = compare_models(models["control"], models["base"], n_samples=400)
-    assert out["p_exact"] and out["pairing"] == "seed" and out["df"] == 9
-    assert out["p_value"] == pytest.approx(2 * stats.t.sf(abs(out["diff"]) / out["se"], 9), rel=1e-9)
+    assert out.p_exact and out.design.pairing == "seed" and out.design.df == 9
+    assert out.p_value == pytest.approx(2 * stats.t.sf(abs(out.diff) / out.design.se, 9), rel=1e-9)
 
 
 def _runs(model: str, values: list[int]) -> list[dict]:
@@ -79,7 +79,7 @@ def test_each_comparison_draws_its_own_stream_and_the_same_one_on_any_page() -> 
     a, c, b = _runs("continued", [0, 1, 2]), _runs("control", [0, 1, 2]), _runs("base", [3, 1, 4])
     one, other = compare_models(a, b, n_samples=200), compare_models(c, b, n_samples=200)
     # the same scores under two names: two comparisons of one page, drawn from two streams
-    assert not np.array_equal(one["_draws"].example, other["_draws"].example)
+    assert not np.array_equal(one.draws.example, other.draws.example)
     # the same comparison on a page of 30 comparisons: its first draws are the same
     again = compare_models(a, b, n_samples=200, family=30)
-    assert np.array_equal(one["_draws"].example[:200], again["_draws"].example[:200])
+    assert np.array_equal(one.draws.example[:200], again.draws.example[:200])

@@ -152,7 +152,7 @@ def test_the_interval_and_the_p_value_count_the_draws_alike_at_the_threshold() -
     for below in range(20, 31):  # 999 draws: p <= 0.05 exactly while at most 24 of them are <= 0
         draws = np.concatenate([-np.arange(1, below + 1, dtype=float), np.arange(1, 1000 - below, dtype=float)])
         out = interval(draws, 1.0, 0.95)
-        assert out["significant"] == (out["p_value"] <= 0.05) == (below <= 24), below
+        assert out.significant == (out.p_value <= 0.05) == (below <= 24), below
 
 
 def test_a_satterthwaite_df_under_one_is_taken_as_one() -> None:

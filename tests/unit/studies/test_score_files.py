@@ -46,9 +46,9 @@ def test_comparisons_from_a_score_file_equal_those_from_the_predictions(tmp_path
         from_file = compare_models([r for r in stored if r["model"] == x[0]["model"]],
                                    [r for r in stored if r["model"] == y[0]["model"]], n_samples=500)
         direct = compare_models(x, y, n_samples=500)
-        for key in ("diff", "low", "high", "p_value", "se", "df"):
-            assert from_file[key] == pytest.approx(direct[key], abs=1e-12), key
-        assert np.array_equal(from_file["_draws"].example, direct["_draws"].example)
+        for figures in (lambda c: (c.diff, c.low, c.high, c.p_value), lambda c: (c.design.se, c.design.df)):
+            assert figures(from_file) == pytest.approx(figures(direct), abs=1e-12)
+        assert np.array_equal(from_file.draws.example, direct.draws.example)
 
 
 def test_a_damaged_score_file_is_one_clear_error(tmp_path: Path) -> None:
