@@ -6,8 +6,9 @@ command that continues the run; no ERROR, no traceback, no "Crash detected"; not
 on; the lock is released; and the run completes afterwards (each case's second command is already a rerun
 after the first one's stop; one case also reruns to the end).
 
-The cases share one finished tiny run (and its Prefect database), copied per case, so a moment after the last
-stage comes after a minute, not after every stage computed again.
+The moments share one finished tiny run (and its Prefect database), copied per moment, so a moment after the
+last stage comes after a minute, not after every stage computed again. They are one test, so that run is built
+once.
 """
 
 from __future__ import annotations
@@ -105,12 +106,11 @@ def _survivors(pid: int, started: list[psutil.Process]) -> list[str]:
         time.sleep(0.1)
 
 
-@pytest.fixture(scope="module")
-def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> tuple[Path, Path, Path]:
+def finished_run(root: Path, tiny_model: Path) -> tuple[Path, Path, Path]:
     """A tiny domain run to the end: (domain YAML, run folder, PREFECT_HOME)."""
     from support.flows import CORPORA, TINY_YAML
 
-    root = tmp_path_factory.mktemp("finished")
+    root.mkdir()
     domain = root / "tiny.yaml"
     domain.write_text(TINY_YAML.format(corpora=CORPORA, base_model=tiny_model))
     out, home = root / "run", root / "prefect-home"
@@ -126,30 +126,44 @@ def finished_run(tmp_path_factory: pytest.TempPathFactory, tiny_model: Path) -> 
     return domain, out, home
 
 
-@pytest.mark.parametrize("moment", [at for _, at in MOMENTS], ids=[name for name, _ in MOMENTS])
-def test_a_stop_at_any_moment_of_run_is_quiet_and_the_run_completes_after_it(
-    moment: Callable[[str], bool], finished_run: tuple[Path, Path, Path], tmp_path: Path
+def test_a_stop_at_any_moment_of_run_is_quiet_and_the_run_completes_after_it(tiny_model: Path, tmp_path: Path) -> None:
+    """One test for every moment: the finished run they share takes a minute, and a module fixture would be built
+    once per test process that took one of the moments. Every moment runs; the failures are reported together."""
+    finished = finished_run(tmp_path / "finished", tiny_model)
+    failures = []
+    for name, moment in MOMENTS:
+        try:
+            stop_at(moment, finished, tmp_path / name, rerun=name == "flow-run-begun")
+        except AssertionError as exc:
+            failures.append(f"{name}: {exc}")
+    assert not failures, "\n\n".join(failures)
+
+
+def stop_at(
+    moment: Callable[[str], bool], finished_run: tuple[Path, Path, Path], where: Path, rerun: bool
 ) -> None:
+    """Ctrl-C, then SIGTERM, at ``moment`` of a rerun of a copy of ``finished_run`` under ``where``; with ``rerun``
+    the run then completes."""
     domain, finished, finished_home = finished_run
-    out, home = tmp_path / "run", tmp_path / "prefect-home"
+    out, home = where / "run", where / "prefect-home"
     shutil.copytree(finished, out)
     shutil.copytree(finished_home, home)
     env = _env(home)
     cmd = [DOMAINBERT, "run", str(domain), "--out", str(out)]
     for sig, group in ((signal.SIGINT, True), (signal.SIGTERM, False)):
         code, took, log, survivors = _launch(cmd, env, moment, sig, group)
-        where = f"{sig.name} to the {'group' if group else 'process'}:\n{log[-3000:]}"
-        assert code == 128 + sig, where
-        assert took < STOP_WITHIN_S, (took, where)
+        where_text = f"{sig.name} to the {'group' if group else 'process'}:\n{log[-3000:]}"
+        assert code == 128 + sig, where_text
+        assert took < STOP_WITHIN_S, (took, where_text)
         for noise in ("ERROR", "Traceback", "Crash detected", "Crashed", "Error logging to API", "ConnectError"):
-            assert noise not in log, (noise, where)
+            assert noise not in log, (noise, where_text)
         stopped = [line for line in log.splitlines() if "to continue, rerun: domainbert run" in line]
-        assert len(stopped) == 1 and " INFO " in stopped[0] and f"stopped by {sig.name}" in stopped[0], where
-        assert survivors == [], where
-        assert not (out / ".lock").exists(), where
-    if moment is not MOMENTS[2][1]:  # a rerun after every case would double the test's time; see below
+        assert len(stopped) == 1 and " INFO " in stopped[0] and f"stopped by {sig.name}" in stopped[0], where_text
+        assert survivors == [], where_text
+        assert not (out / ".lock").exists(), where_text
+    if not rerun:  # a rerun after every moment would double the test's time; one is enough
         return
     # After a stop as the flow run began (the pipeline Cancelled before its first stage), the run completes.
-    rerun = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
-    assert rerun.returncode == 0 and "Traceback" not in rerun.stdout, rerun.stdout[-3000:]
-    assert f"report: {out / 'report' / 'report.html'}" in rerun.stdout, rerun.stdout[-3000:]
+    again = subprocess.run(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=600)
+    assert again.returncode == 0 and "Traceback" not in again.stdout, again.stdout[-3000:]
+    assert f"report: {out / 'report' / 'report.html'}" in again.stdout, again.stdout[-3000:]
