@@ -11,7 +11,7 @@ import logging
 import sys
 from pathlib import Path
 
-from domainbert.config.pretrain import LaunchConfig
+from domainbert.config.launch import LaunchConfig
 from domainbert.core.errors import ConfigError
 
 log = logging.getLogger(__name__)
