@@ -39,14 +39,23 @@ def _row(c: dict[str, Any]) -> dict[str, Any]:
 
 
 def _renamed(runs: list[dict[str, Any]], path: Path, renames: list[str]) -> list[dict[str, Any]]:
+    """``runs`` of the score file ``path`` with each ``FILE:OLD=NEW`` of it applied: model OLD and its pretraining
+    replicates (``OLD@r2``, ...) become NEW and NEW's replicates."""
     for rename in renames:
         name, _, pair = rename.partition(":")
         old, _, new = pair.partition("=")
         if not (name and old and new):
             raise SystemExit(f"rescore: --rename {rename!r}: expected FILE:OLD=NEW")
         if name == path.name:
-            runs = [{**r, "model": new} if r["model"] == old else r for r in runs]
+            runs = [_renamed_run(r, old, new) for r in runs]
     return runs
+
+
+def _renamed_run(run: dict[str, Any], old: str, new: str) -> dict[str, Any]:
+    from domainbert.config.pretrain import replicate_name, split_replicate
+
+    stem, replicate = split_replicate(run["model"])
+    return {**run, "model": replicate_name(new, replicate)} if stem == old else run
 
 
 def merged_runs(paths: list[Path], renames: list[str]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
