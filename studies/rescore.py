@@ -11,8 +11,9 @@ file's model otherwise (studies 2 and 13 ran the packaged checkpoint with no war
 
 Prints JSON: per task and model the mean, sd and per-seed scores, and every comparison the report would make
 over these runs (paired by seed where both models have the seeds; Holm over the page), through the report's
-own code (``report.results.build_tables``). ``--pair A B`` adds that one comparison alone, uncorrected: a
-preregistered claim. ``--seeds`` keeps only those seeds (the floor's seed 0 always). ``--table`` prints instead the score table a study
+own code (``report.results.build_tables``). ``--pair A B`` (repeatable) adds that comparison on each task both
+models ran: a preregistered claim, with its own p-value and, over every claim printed (pairs x tasks), Holm's
+p (``p_holm``) and the smallest difference found with 80% power at Holm's first threshold (``detectable``). ``--seeds`` keeps only those seeds (the floor's seed 0 always). ``--table`` prints instead the score table a study
 file carries (``studies/*.md``, checked by ``tests/unit/studies/test_study_tables.py``): per task and model the runs,
 mean, sd and each run's score in points, nothing drawn at random.
 """
@@ -109,18 +110,41 @@ def score_table(runs: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+CLAIM_KEYS = ("model_a", "model_b", "task", "diff", "low", "high", "p_value", "paired", "units", "seed_correlation",
+              "se", "df", "per_seed", "n_samples")
+
+
+def claims(runs: list[dict[str, Any]], pairs: list[list[str]], samples: int) -> list[dict[str, Any]]:
+    """Each pair's comparison on every task both models ran, then Holm over all of them (``p_holm``) and the
+    difference each detects with 80% power at Holm's first threshold over them (``detectable``)."""
+    from domainbert.report.power import detectable_difference, holm
+    from domainbert.report.results import group_results
+    from domainbert.report.stats import compare_models
+
+    found = []
+    for a, b in pairs:
+        for by in group_results(runs).values():
+            if a in by and b in by:
+                record = compare_models(by[a], by[b], n_samples=samples).record()
+                found.append({k: record[k] for k in CLAIM_KEYS})
+    adjusted = holm([c["p_value"] for c in found])
+    for claim, p in zip(found, adjusted, strict=True):
+        claim["p_holm"] = p
+        claim["detectable"] = detectable_difference(claim["se"], claim["df"], 0.05, len(found))
+    return found
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("scores", type=Path, nargs="+")
     parser.add_argument("--rename", action="append", default=[], metavar="FILE:OLD=NEW")
     parser.add_argument("--seeds", type=int, nargs="*")
-    parser.add_argument("--pair", nargs=2, metavar=("A", "B"))
+    parser.add_argument("--pair", nargs=2, action="append", default=[], metavar=("A", "B"))
     parser.add_argument("--samples", type=int, default=1000)
     parser.add_argument("--table", action="store_true", help="print the score table a study file carries")
     args = parser.parse_args()
-    from domainbert.report.results import build_tables, default_compare_fn, group_results
+    from domainbert.report.results import build_tables, default_compare_fn
     from domainbert.report.rows import tables_json
-    from domainbert.report.stats import compare_models
 
     abouts, runs = merged_runs(args.scores, args.rename)
     if args.seeds:
@@ -138,13 +162,7 @@ def main() -> None:
         "comparisons": [_row(c) for c in tables["comparisons"]],
     }
     if args.pair:
-        grouped = group_results(runs)
-        out["claim"] = [
-            {k: v for k, v in compare_models(by[args.pair[0]], by[args.pair[1]], n_samples=args.samples).record().items()
-             if k in ("task", "diff", "low", "high", "p_value", "paired", "units", "seed_correlation", "se", "df",
-                      "per_seed", "n_samples")}
-            for by in grouped.values() if args.pair[0] in by and args.pair[1] in by
-        ]
+        out["claim"] = claims(runs, args.pair, args.samples)
     emit(out, "rescore-" + "+".join(p.name.split(".")[0] for p in args.scores))
 
 

@@ -12,18 +12,24 @@ ROOT = Path(__file__).resolve().parents[3]
 SCORES = ROOT / "studies" / "scores" / "science-demo-6seeds.json.gz"
 
 
-def test_rescore_prints_the_report_s_comparisons_and_a_claim(tmp_path: Path) -> None:
+def test_rescore_prints_the_report_s_comparisons_and_the_claims_with_holm_over_them(tmp_path: Path) -> None:
+    from domainbert.report.power import detectable_difference, holm
+
     env = {**os.environ, "DOMAINBERT_BENCH_RESULTS": str(tmp_path)}
     out = subprocess.run([sys.executable, str(ROOT / "studies" / "rescore.py"), str(SCORES), "--seeds", "1", "2", "3",
-                          "--pair", "continued", "control", "--samples", "400"],
+                          "--pair", "continued", "control", "--pair", "continued", "base", "--samples", "400"],
                          capture_output=True, text=True, env=env, check=True)
     data = json.loads(out.stdout)
     assert {s["model"] for s in data["scores"]} == {"base", "original", "continued", "control", "floor"}
     assert all(s["n_seeds"] == 3 for s in data["scores"] if s["model"] != "floor")
     assert len(data["comparisons"]) == 10 and all(c["p_holm"] is not None for c in data["comparisons"])
-    (claim,) = data["claim"]
+    claim, other = data["claim"]
+    assert (claim["model_b"], other["model_b"]) == ("control", "base")
     per_seed = [a - b for _, a, b in claim["per_seed"]]
     assert claim["paired"] and claim["units"] == 3 and abs(claim["diff"] - sum(per_seed) / 3) < 1e-12
+    # Holm over the two claims, and what each detects at Holm's first threshold over two
+    assert [c["p_holm"] for c in (claim, other)] == holm([claim["p_value"], other["p_value"]])
+    assert claim["detectable"] == detectable_difference(claim["se"], claim["df"], 0.05, 2) > 0
     assert (tmp_path / "rescore-science-demo-6seeds.json").is_file()
 
 
