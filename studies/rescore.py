@@ -122,8 +122,9 @@ def claims(runs: list[dict[str, Any]], pairs: list[list[str]], samples: int) -> 
     from domainbert.report.stats import compare_models
 
     found = []
+    grouped = group_results(runs)
     for a, b in pairs:
-        for by in group_results(runs).values():
+        for by in grouped.values():
             if a in by and b in by:
                 record = compare_models(by[a], by[b], n_samples=samples).record()
                 found.append({k: record[k] for k in CLAIM_KEYS})
