@@ -1,5 +1,6 @@
 """What ``stats.compare_models`` answers for two models on one task, as typed objects: each side's mean and
-spread (``MeanStd``), the seeds each side ran (``SeedTable``), how the difference was drawn (``DrawDesign``) and
+spread (``MeanStd``), the seeds each side ran (``SeedTable``), how the difference was drawn (``Design``, the part a
+result file keeps, and ``DrawDesign``) and
 the comparison itself (``ModelComparison``) with its interval, p-value and how sure those figures are.
 
 ``ModelComparison.record`` gives the JSON form a study script prints (``studies/rescore.py --pair``); nothing on
@@ -69,24 +70,35 @@ def seed_table(seeds_a: Sequence[int], seeds_b: Sequence[int], full_a: np.ndarra
 
 
 @dataclass(frozen=True)
-class DrawDesign:
-    """How the difference was drawn: paired (and at which ``pairing`` level: seed, replicate, two-way) or not, its
-    units, pretraining replicates per side (``{"a": ..., "b": ...}``), the ``se`` and ``df`` of the draws (what
-    ``power.detectable_difference`` reads), the seed term's spread and df, and the method in words."""
+class Design:
+    """How a comparison was drawn (``stats.compare_models``), as a result file keeps it: its pairing, its units, and the ``se`` and ``df`` of
+    its draws, the figures ``power.detectable_difference`` uses. Any field a compare function leaves out is None."""
 
-    paired: bool
-    pairing: str | None
-    units: int | None
-    seed_correlation: float | None
-    replicates: Mapping[str, int]
-    se: float
-    df: float
-    n_examples: int
-    seed_sd: Mapping[str, float | None]
-    seed_df: float | None
-    method: str
-    resampled: str
-    unit_sd: float | None = None  # the per-unit differences' sd (paired only)
+    paired: bool | None = None
+    pairing: str | None = None  # "seed", "replicate", "two-way"; None: unpaired
+    units: int | None = None
+    seed_correlation: float | None = None
+    replicates: Mapping[str, int] | None = None  # {"a": ..., "b": ...}
+    se: float | None = None
+    df: float | None = None
+    n_samples: int | None = None
+    unit_sd: float | None = None
+    n_examples: int | None = None
+    p_counted: bool | None = None  # the p-value a count of draws (no seed term); False: the t integrated
+
+
+DESIGN_FIELDS = tuple(Design.__dataclass_fields__)
+
+
+@dataclass(frozen=True)
+class DrawDesign(Design):
+    """A ``Design`` as ``stats.compare_models`` drew it, with what the page's method line reads: the seed term's
+    spread per side and its df, the method in words and what was resampled. A file keeps the ``Design`` alone."""
+
+    seed_sd: Mapping[str, float | None] = field(default_factory=dict)
+    seed_df: float | None = None
+    method: str = ""
+    resampled: str = ""
 
 
 @dataclass(frozen=True)
@@ -102,16 +114,24 @@ class ModelComparison(Interval):
     task: str
     metric: str
     n_examples: int
-    n_samples: int  # draws made
     a: MeanStd  # of the per-run test metric
     b: MeanStd
     seeds: SeedTable
-    design: DrawDesign
-    p_counted: bool
+    design: DrawDesign  # with the draws made (``n_samples``) and whether the p-value counts them (``p_counted``)
     p_exact: bool
     p_error: float
     bounds_error: float
     draws: Difference = field(repr=False, compare=False)
+
+    @property
+    def n_samples(self) -> int:
+        """The draws made."""
+        return int(self.design.n_samples or 0)
+
+    @property
+    def p_counted(self) -> bool:
+        """The p-value is a count of draws (no seed term), not the t integrated."""
+        return bool(self.design.p_counted)
 
     @property
     def n_seeds(self) -> int:

@@ -25,10 +25,10 @@ from collections.abc import Callable, Iterable, Sequence
 from typing import TYPE_CHECKING
 
 from domainbert.report.inputs import FinetuneRun, Record
+from domainbert.report.model_comparison import DESIGN_FIELDS, Design
 from domainbert.report.rows import (
     NOT_COMPARED,
     Comparison,
-    Design,
     ScoreRow,
     holm_adjusted,
     unadjusted_verdict,
@@ -299,18 +299,6 @@ def _comparison_row(
         unadjusted=unadjusted_verdict(stat.low, stat.high),
         runs_text=stat.runs_text,
         resampled=design.resampled,
-        design=Design(
-            paired=design.paired,
-            pairing=design.pairing,
-            units=design.units,
-            seed_correlation=design.seed_correlation,
-            replicates=design.replicates,
-            se=design.se,
-            df=design.df,
-            n_samples=stat.n_samples,
-            unit_sd=design.unit_sd,
-            n_examples=design.n_examples,
-            p_counted=stat.p_counted,
-        ),
+        design=Design(**{k: getattr(design, k) for k in DESIGN_FIELDS}),  # what the file keeps of it
         draws=stat.draws,
     )

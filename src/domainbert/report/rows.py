@@ -1,5 +1,5 @@
 """The report's typed rows: a model's scores on a task (``ScoreRow``) and a comparison of two models on a task
-(``Comparison``, with its ``Design`` and its family-wise part, ``FamilyWise``), and Holm's correction over a
+(``Comparison``, with its ``Design``, ``model_comparison``'s, and its family-wise part, ``FamilyWise``), and Holm's correction over a
 page's comparisons (``holm_adjusted``).
 
 ``results.build_tables`` builds the rows once from the loaded results; every section, sentence and figure reads
@@ -23,6 +23,7 @@ import numpy as np
 from scipy import stats
 
 from domainbert.report.draws import Difference, bounds
+from domainbert.report.model_comparison import DESIGN_FIELDS, Design
 from domainbert.report.power import NO_DIFFERENCE, detectable_difference, detectable_range, holm
 
 NOT_COMPARED = "not compared"
@@ -47,27 +48,6 @@ class ScoreRow:
     retried: int
     train_seconds: float | None
     domain: str | None = None  # the run's domain on the cross-domain page
-
-
-@dataclass(frozen=True)
-class Design:
-    """How a comparison was drawn (``stats.compare_models``): its pairing, its units, and the ``se`` and ``df`` of
-    its draws, the figures ``power.detectable_difference`` uses. Any field a compare function leaves out is None."""
-
-    paired: bool | None = None
-    pairing: str | None = None  # "seed", "replicate", "two-way"; None: unpaired
-    units: int | None = None
-    seed_correlation: float | None = None
-    replicates: Mapping[str, int] | None = None  # {"a": ..., "b": ...}
-    se: float | None = None
-    df: float | None = None
-    n_samples: int | None = None
-    unit_sd: float | None = None
-    n_examples: int | None = None
-    p_counted: bool | None = None  # the p-value a count of draws (no seed term); False: the t integrated
-
-
-DESIGN_FIELDS = tuple(Design.__dataclass_fields__)
 
 
 @dataclass(frozen=True)

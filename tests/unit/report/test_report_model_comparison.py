@@ -41,6 +41,8 @@ def _comparison() -> ModelComparison:
         method="paired by seed",
         resampled="test examples (40)",
         unit_sd=0.015,
+        n_samples=400,
+        p_counted=False,
     )
     return ModelComparison(
         diff=0.03,
@@ -55,12 +57,10 @@ def _comparison() -> ModelComparison:
         task="ner",
         metric="f1",
         n_examples=40,
-        n_samples=400,
         a=MeanStd(0.61, 0.02, 3),
         b=MeanStd(0.58, 0.03, 2),
         seeds=seed_table([1, 2, 3], [1, 2], np.array([0.6, 0.6, 0.63]), np.array([0.57, 0.59])),
         design=design,
-        p_counted=False,
         p_exact=False,
         p_error=0.001,
         bounds_error=0.0005,
@@ -76,3 +76,5 @@ def test_the_record_is_one_flat_json_object_without_the_draws() -> None:
     assert record["per_seed"] == [[1, 0.6, 0.57], [2, 0.6, 0.59], [3, 0.63, None]]
     assert record["a"] == {"mean": 0.61, "std": 0.02, "n": 3} and record["diff"] == 0.03
     assert (comparison.n_seeds, comparison.runs_text) == (2, "3 v 2")
+    # the draws made and how the p-value was found: the design's, once, in the record and on the comparison
+    assert (record["n_samples"], record["p_counted"]) == (400, False) == (comparison.n_samples, comparison.p_counted)
