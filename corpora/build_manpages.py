@@ -1,13 +1,16 @@
-"""Build the manpages-fr positive control: French man pages as the domain, English man pages beside them.
+"""Build a man-page positive control: French (or Spanish) man pages as the domain, English man pages beside them.
 
-    .venv/bin/python corpora/build_manpages.py [--work /tmp]
+    .venv/bin/python corpora/build_manpages.py [--work /tmp] [--language fr|es]
 
-The domain's language is French, which the offline base (an English-only encoder on BERT's uncased English
-vocabulary) barely saw, so continued pretraining on it should help a French task a lot: a positive control.
+The domain's language is French (or Spanish), which the offline base (an English-only encoder on BERT's uncased
+English vocabulary) barely saw, so continued pretraining on it should help a task in it a lot: a positive
+control. What differs between languages (package, headings, outputs) is ``manpages_language.LANGUAGES``; the
+text below says French for the language.
 
 Sources (nothing else is read):
 - Debian bookworm ``manpages-fr`` 4.18.1-1 (``<work>/manpages-fr_4.18.1-1_all.deb``; fetched with ``apt-get
-  download manpages-fr=4.18.1-1`` when missing, checked against its sha256, unpacked there with ``dpkg-deb -x``);
+  download manpages-fr=4.18.1-1`` when missing, checked against its sha256, unpacked there with ``dpkg-deb -x``),
+  or ``manpages-es`` 4.18.1-1 likewise;
 - the English pages of the installed Debian packages ``manpages`` and ``manpages-dev`` 6.03-2 (``dpkg-query -L``).
 
 A page is a regular file ``man<N>/<name>.<N>[suffix].gz`` (symlinks and ``.so`` stubs are aliases of another page)
@@ -24,7 +27,7 @@ Writes (gzip, mtime 0, rows in id order) and prints the counts PROVENANCE.md rec
   ``split_pages`` and ``task_rows``;
 - ``manpages/fr-corpus.jsonl.gz``: every French page not in the task's validation or test split, one document
   per page (the existing corpora keep one document per source item too);
-- ``manpages/en-corpus.jsonl.gz``: English pages, see ``english_corpus``.
+- ``manpages/en-corpus.jsonl.gz``: English pages, see ``english_corpus`` (``en-corpus-es.jsonl.gz`` for Spanish).
 Deterministic: the same packages, the same groff-base, man-db and bsdextrautils, and langid.py (the project's
 language identifier, hence the project's Python) give the same bytes.
 """
@@ -40,17 +43,17 @@ import os
 import random
 import re
 import subprocess
+import sys
 from collections import Counter
 from pathlib import Path
 
-import langid.langid
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from manpages_language import LANGUAGES, Language  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
-TASK_DIR = ROOT / "tasks" / "manpages-fr-section"
 CORPUS_DIR = ROOT / "manpages"
 
-FR_PACKAGE, FR_VERSION = "manpages-fr", "4.18.1-1"
-FR_SHA256 = "ec29759cc0e4a44dc7719c1e32869d0060667049e584f09556f0d982b969ea33"
 EN_PACKAGES, EN_VERSION = ("manpages", "manpages-dev"), "6.03-2"
 TOOLS = ("groff-base", "man-db", "bsdextrautils")  # the renderer: recorded in the output, not pinned
 
@@ -62,19 +65,7 @@ MAX_WINDOWS = 5  # examples per page at most: its first 1,000 words
 MIN_LAST_WORDS = 100  # a page's last, shorter window is kept from this many words on
 NOT_IN_TASK = re.compile(r"^intro\.")  # intro(N) describes section N itself ("La section 1 du manuel ...")
 MANWIDTH = "4000"  # columns: no paragraph of these pages is that long, so none wraps
-NOT_TEXT = {"TRADUCTION", "COLOPHON"}  # translators' credits (every French page) / the page's origin (English)
-# headings left out of the task's text: the command lines, the lists of related pages (name(N) by name(N)) and
-# the notices shared word for word by many pages (GNU and util-linux boilerplate, authors, copyright)
-NOT_TASK = NOT_TEXT | {
-    "SYNOPSIS",
-    "VOIR AUSSI",
-    "COPYRIGHT",
-    "AUTEUR",
-    "AUTEURS",
-    "SIGNALER DES BOGUES",
-    "SIGNALEMENTS DE BOGUES",
-    "DISPONIBILITÉ",
-}
+COLOPHON = "COLOPHON"  # an English page's origin; the translators' credits are the language's ``credits``
 
 PAGE_FILE = re.compile(r"^(?P<name>.+)\.(?P<section>[1-8])(?P<suffix>[a-z]*)\.gz$")
 TITLE_LINE = re.compile(r"^\.(?:TH|Dt)\s+(?:\"[^\"]*\"|\S+)\s+\"?(?P<section>[1-9])")
@@ -93,16 +84,16 @@ def installed_version(package: str) -> str:
     return out.stdout
 
 
-def french_files(work: Path) -> tuple[Path, list[Path]]:
-    """The unpacked manpages-fr package's root and its page files (downloaded and unpacked when missing)."""
-    deb, root = work / f"{FR_PACKAGE}_{FR_VERSION}_all.deb", work / f"{FR_PACKAGE}-{FR_VERSION}"
+def translated_files(work: Path, lang: Language) -> tuple[Path, list[Path]]:
+    """The unpacked manpages-<code> package's root and its page files (downloaded and unpacked when missing)."""
+    deb, root = work / f"{lang.package}_{lang.version}_all.deb", work / f"{lang.package}-{lang.version}"
     if not deb.is_file():
-        subprocess.run(["apt-get", "download", f"{FR_PACKAGE}={FR_VERSION}"], cwd=work, check=True)
-    if sha256_of(deb) != FR_SHA256:
-        raise SystemExit(f"{deb}: sha256 is not {FR_SHA256}")
-    if not (root / "usr/share/man/fr").is_dir():
+        subprocess.run(["apt-get", "download", f"{lang.package}={lang.version}"], cwd=work, check=True)
+    if sha256_of(deb) != lang.sha256:
+        raise SystemExit(f"{deb}: sha256 is not {lang.sha256}")
+    if not (root / f"usr/share/man/{lang.code}").is_dir():
         subprocess.run(["dpkg-deb", "-x", str(deb), str(root)], check=True)
-    return root, sorted((root / "usr/share/man/fr").glob("man[1-8]/*"))
+    return root, sorted((root / f"usr/share/man/{lang.code}").glob("man[1-8]/*"))
 
 
 def english_files() -> dict[str, list[Path]]:
@@ -184,8 +175,11 @@ def parse(lines: list[str]) -> list[tuple[str, list[str]]]:
     return sections
 
 
-def list_pages(package: str, files: list[Path], stanzas: list[tuple[list[str], str]]) -> list[dict]:
-    """The pages among ``files`` (not yet rendered); aliases and files without a clear section are counted."""
+def list_pages(
+    package: str, files: list[Path], stanzas: list[tuple[list[str], str]], lang: Language | None = None
+) -> list[dict]:
+    """The pages among ``files`` (not yet rendered; ``lang`` None: an English package); aliases and files
+    without a clear section are counted."""
     pages: list[dict] = []
     left_out: Counter[str] = Counter()
     for path in files:
@@ -200,7 +194,7 @@ def list_pages(package: str, files: list[Path], stanzas: list[tuple[list[str], s
             name, section = m.group("name"), m.group("section")
             page = f"{name}.{section}{m.group('suffix')}"
             # the copyright files name source files: po/fr/man1/ls.1.po (manpages-l10n), man1/intro.1 (man-pages)
-            source = f"po/fr/man{section}/{page}.po" if package == FR_PACKAGE else f"man{section}/{page}"
+            source = f"po/{lang.code}/man{section}/{page}.po" if lang else f"man{section}/{page}"
             pages.append(
                 {
                     "id": f"{package}:{page}",
@@ -208,6 +202,7 @@ def list_pages(package: str, files: list[Path], stanzas: list[tuple[list[str], s
                     "name": name,
                     "section": section,
                     "package": package,
+                    "translated": lang is not None,
                     "file": path,
                     "path": "/usr/" + str(path).split("/usr/", 1)[1],
                     "licence": licence_of(stanzas, source),
@@ -228,14 +223,15 @@ def source_header(path: Path) -> str:
     return "\n".join(out).strip()
 
 
-def rendered(page: dict) -> dict:
-    """The page with its ``sections``, its corpus ``text`` (the sections but NOT_TEXT) and its ``notice``: who
-    holds the rights and under which licence, which a processed copy has to carry (the French TRADUCTION
-    section: translators and the translation's licence; the English source's header: copyright and licence)."""
+def rendered(page: dict, lang: Language) -> dict:
+    """The page with its ``sections``, its corpus ``text`` (the sections but the credits and the colophon) and
+    its ``notice``: who holds the rights and under which licence, which a processed copy has to carry (the
+    translated page's credits, TRADUCTION in French: translators and the translation's licence; the English
+    source's header: copyright and licence)."""
     sections = parse(render(page["file"]))
-    text = "\n\n".join("\n".join([h, *ls]) for h, ls in sections if h.upper() not in NOT_TEXT)
-    if page["package"] == FR_PACKAGE:
-        notice = "\n".join(ln for h, ls in sections if h.upper() == "TRADUCTION" for ln in ls)
+    text = "\n\n".join("\n".join([h, *ls]) for h, ls in sections if h.upper() not in {lang.credits, COLOPHON})
+    if page["translated"]:
+        notice = "\n".join(ln for h, ls in sections if h.upper() == lang.credits for ln in ls)
     else:
         notice = source_header(page["file"])
     return {**page, "sections": sections, "text": text, "notice": notice}
@@ -263,13 +259,9 @@ def split_pages(pages: list[dict]) -> tuple[dict[str, list[dict]], list[str]]:
     return splits, rare
 
 
-FR_OR_EN = langid.langid.LanguageIdentifier.from_modelstring(langid.langid.model, norm_probs=True)
-FR_OR_EN.set_languages(["fr", "en"])
-
-
-def is_french(text: str) -> bool:
-    """langid.py, between French and English only: the language of most of the text."""
-    return FR_OR_EN.classify(text)[0] == "fr"
+def in_language(text: str, lang: Language) -> bool:
+    """langid.py, between the language and English only: the language of most of the text."""
+    return lang.identifier().classify(text)[0] == lang.code
 
 
 def line_key(line: str) -> str:
@@ -277,22 +269,24 @@ def line_key(line: str) -> str:
     return " ".join(re.findall(r"\w+", line.lower()))
 
 
-def task_lines(page: dict) -> list[str]:
-    """The lines a page's task text is made of: NAME and DESCRIPTION on, no heading, no NOT_TASK section, every
-    section marker removed (``(8)``, also in ``ls(1)``)."""
-    lines = [ln for h, ls in page["sections"] if h.upper() not in NOT_TASK for ln in ls]
+def task_lines(page: dict, lang: Language) -> list[str]:
+    """The lines a page's task text is made of: NAME and DESCRIPTION on, no heading, no section of the
+    language's ``not_task`` (nor its credits, nor a colophon), every section marker removed (``(8)``, also in
+    ``ls(1)``)."""
+    left_out = lang.not_task | {lang.credits, COLOPHON}
+    lines = [ln for h, ls in page["sections"] if h.upper() not in left_out for ln in ls]
     return [" ".join(SECTION_MARKER.sub("", ln).split()) for ln in lines]
 
 
-def shared_lines(pages: list[dict]) -> set[str]:
+def shared_lines(pages: list[dict], lang: Language) -> set[str]:
     """Keys of the task lines found in two or more French pages: the boilerplate of a family of pages (GNU's
     "Les paramètres obligatoires pour les options de forme longue ..."), the options ``dir`` copies from ``ls``,
     the rows every ISO 8859 table repeats. Left out of every example, they tie no test page to another page."""
-    seen = Counter(k for p in pages for k in {line_key(ln) for ln in task_lines(p)} if k)
+    seen = Counter(k for p in pages for k in {line_key(ln) for ln in task_lines(p, lang)} if k)
     return {k for k, n in seen.items() if n > 1}
 
 
-def task_rows(page: dict, shared: set[str]) -> tuple[list[dict], int]:
+def task_rows(page: dict, shared: set[str], lang: Language) -> tuple[list[dict], int]:
     """A page's examples, consecutive WINDOW_WORDS-word windows of its text (at most MAX_WINDOWS) that are
     mostly French, and how many windows were not.
 
@@ -301,7 +295,7 @@ def task_rows(page: dict, shared: set[str]) -> tuple[list[dict], int]:
     MIN_LAST_WORDS words on (a page shorter than that gives its one window). manpages-l10n leaves the strings
     nobody translated in English, and langid reads the character tables of the charset pages (``0xC1 Á LETTRE
     MAJUSCULE ...``) as English too: a window langid does not call French is not an example."""
-    text = "\n".join(ln for ln in task_lines(page) if line_key(ln) not in shared)
+    text = "\n".join(ln for ln in task_lines(page, lang) if line_key(ln) not in shared)
     pieces = re.findall(r"\S+\s*", text)  # each word with the space or line break after it
     rows, not_french = [], 0
     for i in range(min(MAX_WINDOWS, (len(pieces) + WINDOW_WORDS - 1) // WINDOW_WORDS)):
@@ -309,7 +303,7 @@ def task_rows(page: dict, shared: set[str]) -> tuple[list[dict], int]:
         if i and len(chunk) < MIN_LAST_WORDS:
             break
         window = "".join(chunk).strip()
-        if not is_french(window):
+        if not in_language(window, lang):
             not_french += 1
             continue
         rows.append(
@@ -334,13 +328,13 @@ def corpus_row(page: dict, source: str) -> dict:
         "licence": page["licence"],
         "notice": page["notice"],
     }
-    if page["package"] != FR_PACKAGE:
+    if not page["translated"]:
         tags = re.findall(r"SPDX-License-Identifier:\s*(.+)|%%%LICENSE_START\(([^)]*)\)", page["notice"])
         meta["header_licence"] = " and ".join(a.strip() or b for a, b in tags) or None
     return {"id": page["id"], "text": page["text"], "source": source, "meta": meta}
 
 
-def english_corpus(pages: dict[str, list[dict]], held_out: set[str], words_wanted: int) -> list[dict]:
+def english_corpus(pages: dict[str, list[dict]], held_out: set[str], words_wanted: int, lang: Language) -> list[dict]:
     """English pages until they hold ``words_wanted`` words: first the ``manpages`` package (sections 1 and 4-8,
     those of the French pages, and three intro pages), then ``manpages-dev`` (2 and 3), each in sha256(id) order;
     a page whose name.section is a French validation or test page (its English original) is never taken."""
@@ -350,7 +344,7 @@ def english_corpus(pages: dict[str, list[dict]], held_out: set[str], words_wante
             if total >= words_wanted:
                 return out
             if f"{page['name']}.{page['section']}" not in held_out:
-                out.append(corpus_row(rendered(page), "manpages-en"))
+                out.append(corpus_row(rendered(page, lang), "manpages-en"))
                 total += len(out[-1]["text"].split())
     return out
 
@@ -366,39 +360,39 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     )
 
 
-def main(work: Path) -> None:
+def main(work: Path, lang: Language) -> None:
     print("renderer:", ", ".join(f"{t} {installed_version(t)}" for t in TOOLS))
-    fr_root, fr_paths = french_files(work)
-    fr_stanzas = licences(fr_root / "usr/share/doc/manpages-fr/copyright")
-    fr_pages = [rendered(p) for p in list_pages(FR_PACKAGE, fr_paths, fr_stanzas)]
+    l10n_root, l10n_paths = translated_files(work, lang)
+    l10n_stanzas = licences(l10n_root / f"usr/share/doc/{lang.package}/copyright")
+    l10n_pages = [rendered(p, lang) for p in list_pages(lang.package, l10n_paths, l10n_stanzas, lang)]
     en_paths = english_files()
     en_stanzas = licences(Path("/usr/share/doc/manpages/copyright"))  # manpages-dev ships the same file
     en_pages = {package: list_pages(package, en_paths[package], en_stanzas) for package in EN_PACKAGES}
 
-    splits, rare = split_pages(fr_pages)
+    splits, rare = split_pages(l10n_pages)
     print("sections left out of the task:", ", ".join(rare) or "none")
-    shared = shared_lines(fr_pages)
+    shared = shared_lines(l10n_pages, lang)
     print(f"task lines found in two or more pages, left out: {len(shared)} distinct")
     for split, pages in splits.items():
-        made = [task_rows(p, shared) for p in pages]
+        made = [task_rows(p, shared, lang) for p in pages]
         rows = [r for page_rows, _ in made for r in page_rows]
-        write_jsonl(TASK_DIR / f"{split}.jsonl.gz", rows)
+        write_jsonl(lang.section_dir / f"{split}.jsonl.gz", rows)
         print(
             f"  {split}: {len(pages)} pages {dict(sorted(Counter(p['section'] for p in pages).items()))}, "
             f"{len({r['meta']['page'] for r in rows})} with an example; "
             f"examples {dict(sorted(Counter(r['label'] for r in rows).items()))}; "
             f"windows 0 {sum(r['meta']['window'] == 0 for r in rows)}; "
-            f"windows not French, left out {sum(n for _, n in made)}"
+            f"windows not {lang.code}, left out {sum(n for _, n in made)}"
         )
 
     held_out = {p["id"] for s in ("validation", "test") for p in splits[s]}
-    fr_corpus = [corpus_row(p, "manpages-fr") for p in fr_pages if p["id"] not in held_out]
-    write_jsonl(CORPUS_DIR / "fr-corpus.jsonl.gz", fr_corpus)
-    print("  sections:", dict(sorted(Counter(r["meta"]["section"] for r in fr_corpus).items())))
-    fr_words = sum(len(r["text"].split()) for r in fr_corpus)
+    l10n_corpus = [corpus_row(p, lang.package) for p in l10n_pages if p["id"] not in held_out]
+    write_jsonl(CORPUS_DIR / lang.corpus_file, l10n_corpus)
+    print("  sections:", dict(sorted(Counter(r["meta"]["section"] for r in l10n_corpus).items())))
+    l10n_words = sum(len(r["text"].split()) for r in l10n_corpus)
     held_names = {f"{p['name']}.{p['section']}" for s in ("validation", "test") for p in splits[s]}
-    en_corpus = english_corpus(en_pages, held_names, fr_words)
-    write_jsonl(CORPUS_DIR / "en-corpus.jsonl.gz", en_corpus)
+    en_corpus = english_corpus(en_pages, held_names, l10n_words, lang)
+    write_jsonl(CORPUS_DIR / lang.english_corpus, en_corpus)
     print(
         "  sections:",
         dict(sorted(Counter(r["meta"]["section"] for r in en_corpus).items())),
@@ -412,4 +406,6 @@ def main(work: Path) -> None:
 if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--work", type=Path, default=Path("/tmp"), help="where the .deb is (or is downloaded to)")
-    main(parser.parse_args().work)
+    parser.add_argument("--language", choices=sorted(LANGUAGES), default="fr", help="the pages' language")
+    args = parser.parse_args()
+    main(args.work, LANGUAGES[args.language])

@@ -1,6 +1,9 @@
 """Build manpages-fr-order: is this French man-page phrase as written, or are two of its neighbouring words swapped?
 
-    .venv/bin/python corpora/build_manpages_order.py
+    .venv/bin/python corpora/build_manpages_order.py [--language fr|es]
+
+``--language es`` builds manpages-es-order from manpages-es-section the same way (the text below says French
+for the language; ``manpages_language.LANGUAGES`` holds what differs).
 
 The positive control's second task. The man section (``manpages-fr-section``) is carried by a few surface words
 that a bag of words reads, so French pretraining could not show on it (studies/00-positive-control.md). This task
@@ -24,19 +27,21 @@ and prints the counts its PROVENANCE.md records. Deterministic: the same inputs 
 
 from __future__ import annotations
 
+import argparse
 import gzip
 import hashlib
 import json
 import random
 import re
+import sys
 from collections import Counter
 from pathlib import Path
 
-import langid.langid
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from manpages_language import LANGUAGES, Language  # noqa: E402
 
 ROOT = Path(__file__).resolve().parent
-SOURCE_DIR = ROOT / "tasks" / "manpages-fr-section"
-TASK_DIR = ROOT / "tasks" / "manpages-fr-order"
 
 SEED = 29
 SPAN_WORDS = 16  # about 30 of the base's tokens: max_length 64 reads every example whole
@@ -44,21 +49,17 @@ SPANS_PER_LINE = 2  # so that a long paragraph does not fill the task
 MAX_TRAIN, MAX_VALIDATION = 1000, 600  # a small labelled set (the low-resource setting of the literature)
 LETTERS = re.compile(r"^[^\W\d_]+$")  # a word of letters only (accented letters are letters)
 
-FR_OR_EN = langid.langid.LanguageIdentifier.from_modelstring(langid.langid.model, norm_probs=True)
-FR_OR_EN.set_languages(["fr", "en"])
-
-
 def read_rows(path: Path) -> list[dict]:
     with gzip.open(path, "rt", encoding="utf-8") as f:
         return [json.loads(line) for line in f]
 
 
-def spans(row: dict) -> list[tuple[str, list[str]]]:
+def spans(row: dict, lang: Language) -> list[tuple[str, list[str]]]:
     """(id, words) of the phrases a section-task window gives: SPAN_WORDS-word runs of its French lines."""
     out = []
     for n, line in enumerate(row["text"].split("\n")):
         words = line.split()
-        if len(words) < SPAN_WORDS or FR_OR_EN.classify(line)[0] != "fr":
+        if len(words) < SPAN_WORDS or lang.identifier().classify(line)[0] != lang.code:
             continue
         for k in range(min(SPANS_PER_LINE, len(words) // SPAN_WORDS)):
             out.append((f"{row['id']}:{n}:{k}", words[k * SPAN_WORDS : (k + 1) * SPAN_WORDS]))
@@ -106,19 +107,20 @@ def write_jsonl(path: Path, rows: list[dict]) -> None:
     )
 
 
-def phrases(split: str) -> list[tuple[dict, str, list[str]]]:
+def phrases(split: str, lang: Language) -> list[tuple[dict, str, list[str]]]:
     """(window row, phrase id, words) of every phrase of a split of the section task."""
-    return [
-        (row, span_id, words) for row in read_rows(SOURCE_DIR / f"{split}.jsonl.gz") for span_id, words in spans(row)
-    ]
+    rows = read_rows(lang.section_dir / f"{split}.jsonl.gz")
+    return [(row, span_id, words) for row in rows for span_id, words in spans(row, lang)]
 
 
-def main() -> None:
+def main(lang: Language = LANGUAGES["fr"], task_dir: Path | None = None) -> None:
+    """Write the order task of ``lang`` into ``task_dir`` (by default ``lang.order_dir``)."""
+    task_dir = task_dir or lang.order_dir
     # the original phrases already used: every training phrase (kept or not), then each evaluation phrase kept
-    seen = {" ".join(words).lower() for _, _, words in phrases("train")}
+    seen = {" ".join(words).lower() for _, _, words in phrases("train", lang)}
     for split, cap in {"train": MAX_TRAIN, "validation": MAX_VALIDATION, "test": None}.items():
         made, no_pair, repeated = [], 0, 0
-        for row, span_id, words in phrases(split):
+        for row, span_id, words in phrases(split, lang):
             key = " ".join(words).lower()
             if split != "train":
                 repeated += key in seen
@@ -133,8 +135,10 @@ def main() -> None:
             f"{split}: {len(made)} phrases with a pair to swap ({no_pair} without, {repeated} repeated), "
             f"{len(rows)} kept"
         )
-        write_jsonl(TASK_DIR / f"{split}.jsonl.gz", rows)
+        write_jsonl(task_dir / f"{split}.jsonl.gz", rows)
 
 
 if __name__ == "__main__":
-    main()
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--language", choices=sorted(LANGUAGES), default="fr", help="the phrases' language")
+    main(LANGUAGES[parser.parse_args().language])

@@ -1,5 +1,6 @@
-"""The shipped manpages-fr-order task is what corpora/build_manpages_order.py makes from the section task, and its
-swapped phrases hold exactly their originals' words (so a bag of words cannot tell the two labels apart)."""
+"""The shipped manpages-fr-order and manpages-es-order tasks are what corpora/build_manpages_order.py makes from
+their section tasks, and their swapped phrases hold exactly their originals' words (so a bag of words cannot tell
+the two labels apart)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,9 @@ import json
 from collections import Counter
 from pathlib import Path
 
+import pytest
+
+LANGUAGES = ["fr", "es"]
 ROOT = Path(__file__).resolve().parents[3] / "corpora"
 
 
@@ -25,14 +29,14 @@ def _rows(path: Path) -> list[dict]:
         return [json.loads(line) for line in f]
 
 
-def test_rebuilding_writes_the_shipped_bytes(tmp_path, monkeypatch) -> None:
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_rebuilding_writes_the_shipped_bytes(code, tmp_path, monkeypatch) -> None:
     builder = _builder()
-    monkeypatch.setattr(builder, "TASK_DIR", tmp_path / "tasks" / "manpages-fr-order")
     monkeypatch.setattr(builder, "ROOT", tmp_path)
-    builder.main()
+    builder.main(builder.LANGUAGES[code], tmp_path / "tasks" / f"manpages-{code}-order")
     for split in ("train", "validation", "test"):
-        built = (tmp_path / "tasks" / "manpages-fr-order" / f"{split}.jsonl.gz").read_bytes()
-        shipped = (ROOT / "tasks" / "manpages-fr-order" / f"{split}.jsonl.gz").read_bytes()
+        built = (tmp_path / "tasks" / f"manpages-{code}-order" / f"{split}.jsonl.gz").read_bytes()
+        shipped = (ROOT / "tasks" / f"manpages-{code}-order" / f"{split}.jsonl.gz").read_bytes()
         assert hashlib.sha256(built).hexdigest() == hashlib.sha256(shipped).hexdigest(), split
 
 
@@ -56,8 +60,10 @@ def test_a_swap_exchanges_two_neighbouring_words_of_letters_and_nothing_else() -
     assert builder.example("p#0:0:0", ["42", "(1)"], row) is None  # nothing to swap: no example
 
 
-def test_evaluation_phrases_are_not_training_phrases_and_come_from_other_pages() -> None:
-    splits = {s: _rows(ROOT / "tasks" / "manpages-fr-order" / f"{s}.jsonl.gz") for s in ("train", "validation", "test")}
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_evaluation_phrases_are_not_training_phrases_and_come_from_other_pages(code) -> None:
+    folder = ROOT / "tasks" / f"manpages-{code}-order"
+    splits = {s: _rows(folder / f"{s}.jsonl.gz") for s in ("train", "validation", "test")}
     def originals(rows):
         out = set()
         for r in rows:
@@ -73,3 +79,17 @@ def test_evaluation_phrases_are_not_training_phrases_and_come_from_other_pages()
     assert not (pages["train"] & pages["test"]) and not (pages["validation"] & pages["test"])
     labels = Counter(r["label"] for r in splits["test"])
     assert abs(labels["swapped"] - labels["original"]) < 0.1 * len(splits["test"])
+
+
+@pytest.mark.parametrize("code", LANGUAGES)
+def test_no_evaluation_page_is_in_the_pretraining_corpus_or_the_english_one(code) -> None:
+    language = _builder().LANGUAGES[code]
+    evaluation = {
+        r["meta"]["page"]
+        for s in ("validation", "test")
+        for r in _rows(ROOT / "tasks" / f"manpages-{code}-order" / f"{s}.jsonl.gz")
+    }
+    corpus = {r["id"].split(":", 1)[1] for r in _rows(ROOT / "manpages" / language.corpus_file)}
+    english = {r["id"].split(":", 1)[1] for r in _rows(ROOT / "manpages" / language.english_corpus)}
+    assert evaluation and corpus and english
+    assert not (evaluation & corpus) and not (evaluation & english)
