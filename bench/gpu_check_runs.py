@@ -11,7 +11,7 @@
   its loss back. DeepSpeed and torchrun runs are this measurement with other overrides or under the launcher.
 - ``hf``: ``run_mlm.py``'s group_texts recipe (pretrain_recipes.run_hf) for the same wall time after warm-up.
 - ``finetune``: NER fine-tuning, ours (``finetune.runner.run_finetune``) and the Trainer recipe
-  (bench/finetune.trainer_recipe), examples/s of each.
+  (bench/finetune.trainer_recipe), examples/s of each, after an untimed short run that warms the device.
 
 Every record carries ``real_tokens_per_s`` (or examples/s), the FLOPs per token for MFU
 (pretrain_recipes.train_flops_per_token: the useful work, the same formula for every configuration), and peak
@@ -21,6 +21,7 @@ the arm's outputs are left out: only training steps are timed.
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import time
 from pathlib import Path
@@ -266,6 +267,11 @@ def measure_finetune(spec: dict[str, Any]) -> dict[str, Any]:
         device=spec["device"],
         precision="bf16" if spec["device"] == "cuda" else "fp32",
     )
+    # Untimed, first: a short run of the same model pays the device's first-use costs (context, library handles,
+    # kernel choices), which would otherwise land on whichever side runs first (ours, 0.44x the Trainer on an
+    # H200 with them: bench/results/gpu_check_h200_2026-12.md).
+    warm_up, _ = load_task_data("science", spec["task"], 64, 16)
+    run_finetune(warm_up, spec["model_ref"], dataclasses.replace(settings, epochs=1), spec["max_length"])
     ours = run_finetune(data, spec["model_ref"], settings, spec["max_length"])
     base = trainer_recipe(
         data,
