@@ -8,11 +8,11 @@ the Hub.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from domainbert.config.pretrain import ARMS
+from domainbert.core.artifact_types import BaseWarmupSummary, load_artifact
 from domainbert.core.models import PACKAGE_PREFIX
 
 if TYPE_CHECKING:
@@ -136,8 +136,7 @@ def _warmup_of(ref: str, cfg: DomainConfig) -> dict[str, Any] | None:
     or None when ``ref`` is the checkpoint itself."""
     if ref == cfg.base_model.name_or_path:
         return None
-    summary = Path(ref).parent / "summary.json"
-    return json.loads(summary.read_text(encoding="utf-8")) if summary.is_file() else {}
+    return load_artifact(BaseWarmupSummary, Path(ref).parent / "summary.json") or {}
 
 
 def finetuned_card(

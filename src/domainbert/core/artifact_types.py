@@ -1,5 +1,5 @@
-"""Typed stage artifacts: the corpus manifest, the vocabulary report, a pretraining summary and a
-fine-tuning result, as pydantic models with a ``schema_version``.
+"""Typed stage artifacts: the corpus manifest, the vocabulary report, the base warm-up's and an arm's pretraining
+summaries and a fine-tuning result, as pydantic models with a ``schema_version``.
 
 Every stage writes its JSON artifact through ``dump_artifact`` and the report reads it through
 ``load_artifact``, so a field that is missing or of the wrong type is caught where it is written, and a file
@@ -105,6 +105,22 @@ class PretrainSummary(Artifact):
     parameters: dict[str, int]
 
 
+class BaseWarmupSummary(Artifact):
+    """``pretrain/base-warmup/summary.json``: the general masked-LM warm-up of a base without an MLM head."""
+
+    train: Literal["head", "full"] = Field(description="What trained: the MLM head alone, or the whole encoder.")
+    steps: int = Field(ge=0)
+    tokens: int = Field(ge=0)
+    converged: bool = Field(description="Whether the general perplexity stopped improving before the last step.")
+    wall_seconds: float = Field(ge=0)
+    from_machine_cache: bool = Field(description="Served from this machine's cache rather than trained here.")
+    trainable_parameters: int = Field(ge=0)
+    domain_perplexity_random_head: float | None
+    domain_perplexity: float | None
+    general_perplexity_random_head: float | None
+    general_perplexity: float | None
+
+
 def replaced_token_detection(summary: dict[str, Any] | None) -> bool:
     """Whether an arm's ``summary.json`` is of replaced-token detection: its perplexities are its (new)
     generator's, not its encoder's, and its loss is the generator's plus the weighted detection loss."""
@@ -140,6 +156,7 @@ class FinetuneResult(Artifact):
 ARTIFACTS: dict[str, type[Artifact]] = {
     "corpus-manifest": CorpusManifest,
     "vocab-report": VocabReport,
+    "base-warmup-summary": BaseWarmupSummary,
     "pretrain-summary": PretrainSummary,
     "finetune-result": FinetuneResult,
 }

@@ -28,6 +28,7 @@ import torch
 
 from domainbert import __version__
 from domainbert.config.domain import DomainConfig, resolved_dict
+from domainbert.core.artifact_types import BaseWarmupSummary, validate_artifact
 from domainbert.core.artifacts import RECORD, atomic_output, file_hash, fingerprint, is_complete, write_json_atomic
 from domainbert.core.errors import ConfigError
 from domainbert.core.models import load_mlm_model, load_mlm_model_with_info, load_tokenizer, resolve_model_ref
@@ -198,7 +199,8 @@ def ensure_base_warmup(cfg: DomainConfig, layout: RunLayout) -> Path | None:
         "general_perplexity_random_head": before.get("general"),
         "general_perplexity": after.get("general"),
     }
-    write_json_atomic(warmup_dir(layout) / "summary.json", summary)
+    checked = validate_artifact(BaseWarmupSummary, summary, warmup_dir(layout) / "summary.json")
+    write_json_atomic(warmup_dir(layout) / "summary.json", checked.model_dump(mode="json"))
     with atomic_output(folder, config={"base_warmup": resolved_dict(hw)}, fp=fp) as tmp:
         for path in (cached / "model").iterdir():
             if path.is_file() and path.name != RECORD:

@@ -134,13 +134,10 @@ def caveats(scores: list[ScoreRow], arts: RunArtifacts, arms: list[str]) -> list
     out.append(result_check_text(arts.result_check))
     warm = arts.base_warmup
     if warm:
-        converged = warm.get("converged")
         how = (
             "until its general-text perplexity stopped falling"
-            if converged
+            if warm["converged"]
             else "for its whole cap without its general-text perplexity levelling off (not converged)"
-            if converged is False
-            else "for a fixed number of steps"
         )
         out.append(warmup_sentence(warm, how))
         out += head_training_caveats(arts, arms)

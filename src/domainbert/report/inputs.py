@@ -25,6 +25,7 @@ from typing import Any
 from domainbert.config.pretrain import split_replicate
 from domainbert.core.artifact_types import (
     Artifact,
+    BaseWarmupSummary,
     CorpusManifest,
     FinetuneResult,
     PretrainSummary,
@@ -266,7 +267,7 @@ def load_run(layout: RunLayout, arms: list[str] | None = None) -> RunArtifacts:
     if arms is None:
         arms = sorted(p.name for p in pretrain_root.glob("*") if p.is_dir() and _is_final(p) and p.name != WARMUP)
     warm_path = pretrain_root / WARMUP / "summary.json"
-    arts.base_warmup = read_json(warm_path)
+    arts.base_warmup = load_artifact(BaseWarmupSummary, warm_path)
     _note(arts, warm_path)
     for arm in arms:
         summary_path = layout.pretrain(arm) / "summary.json"

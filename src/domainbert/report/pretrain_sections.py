@@ -81,7 +81,7 @@ def _pretrain_rows(arts: RunArtifacts) -> list[list[str]]:
         rows.append(
             [
                 ("base, general masked-LM warm-up" if warm.get("train") == "full" else "base, MLM head warmed up")
-                + _convergence(warm.get("converged")),
+                + _convergence(warm["converged"]),
                 fmt(warm.get("steps")),
                 fmt(warm.get("tokens")),
                 "-",
@@ -213,8 +213,6 @@ def _compute_row(arm: str, s: dict[str, Any]) -> list[str]:
     ]
 
 
-def _convergence(converged: bool | None) -> str:
-    """The warm-up's stop: converged, its step cap, or a summary written before convergence was recorded."""
-    if converged is None:
-        return ""
+def _convergence(converged: bool) -> str:
+    """The warm-up's stop: converged, or its step cap."""
     return " (converged)" if converged else " (step cap reached, not converged)"

@@ -29,6 +29,7 @@ def run(science_run: Path) -> Path:
                                                                 "texts_with_ngram_hits": 2}}}
     write_json(science_run / "corpus" / "manifest.json", manifest)
     write_json(science_run / "pretrain" / "base-warmup" / "summary.json", {
+        "train": "head", "converged": True, "from_machine_cache": False,
         "steps": 40, "tokens": 81920, "wall_seconds": 21.0, "trainable_parameters": 178000,
         "domain_perplexity_random_head": 45000.0, "domain_perplexity": 90.5,
         "general_perplexity_random_head": 47000.0, "general_perplexity": 30.25})
@@ -62,9 +63,9 @@ def test_headline_table_verdict_and_caveats(run: Path) -> None:
         if line.startswith("- scratch") and "base" in line:
             assert "collapsed" in line, line
     assert "Collapsed runs (constant predictions or a loss that did not fall): scratch on science-terms-ner: 3 of 3" in md
-    assert "one was trained for a fixed number of steps, 40 steps (81,920 tokens, 21 s, encoder frozen)" in md
+    assert "one was trained until its general-text perplexity stopped falling, 40 steps (81,920 tokens, 21 s, encoder frozen)" in md
     assert "too small to conclude" in md  # 40,960 tokens per arm is far below the published budgets
-    assert "| base, MLM head warmed up | 40 | 81,920 |" in md
+    assert "| base, MLM head warmed up (converged) | 40 | 81,920 |" in md
     assert "random head 45,000.0 -> 90.5" in md
     assert "0 evaluation text(s) found verbatim. Not checked: hub-task/test (offline)." in md
     assert f"| {NER_TASK}/test | 400 | 0 | 2 |" in md

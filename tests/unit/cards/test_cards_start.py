@@ -10,7 +10,9 @@ from domainbert.cards.finetuned_and_corpus import finetuned_card, start_of
 from domainbert.config.domain import load_domain
 from domainbert.pretrain.start import ArmStart, warmup_record
 
-WARMUP = {"steps": 140, "tokens": 286720, "train": "full", "wall_seconds": 12.0}
+WARMUP = {"steps": 140, "tokens": 286720, "train": "full", "wall_seconds": 12.0, "converged": False,
+          "from_machine_cache": False, "trainable_parameters": 22_713_216, "domain_perplexity_random_head": None,
+          "domain_perplexity": None, "general_perplexity_random_head": None, "general_perplexity": None}
 
 
 def _warm_folder(root: Path) -> Path:

@@ -7,7 +7,14 @@ from pathlib import Path
 
 import pytest
 
-from domainbert.core.artifact_types import ARTIFACTS, SCHEMA_VERSION, FinetuneResult, dump_artifact, load_artifact
+from domainbert.core.artifact_types import (
+    ARTIFACTS,
+    SCHEMA_VERSION,
+    BaseWarmupSummary,
+    FinetuneResult,
+    dump_artifact,
+    load_artifact,
+)
 from domainbert.core.errors import DataError
 
 DOCS = Path(__file__).resolve().parents[3] / "docs" / "schemas"
@@ -49,3 +56,17 @@ def test_a_newer_schema_version_is_refused(tmp_path):
     with pytest.raises(DataError, match="newer domainbert"):
         load_artifact(FinetuneResult, path)
     assert load_artifact(FinetuneResult, tmp_path / "absent.json") is None
+
+
+def test_a_damaged_warm_up_summary_is_one_error_naming_file_and_field(tmp_path):
+    """The report and the cards read the base warm-up's summary: a field it lacks is named, not a KeyError later."""
+    warm = {"train": "full", "steps": 200, "tokens": 409600, "converged": False, "wall_seconds": 187.0,
+            "from_machine_cache": False, "trainable_parameters": 22_713_216, "domain_perplexity_random_head": 5e4,
+            "domain_perplexity": 4700.1, "general_perplexity_random_head": 4.6e4, "general_perplexity": 354.8}
+    path = tmp_path / "summary.json"
+    path.write_text(dump_artifact(BaseWarmupSummary, warm, path))
+    assert load_artifact(BaseWarmupSummary, path) == {**warm, "schema_version": SCHEMA_VERSION}
+    path.write_text(json.dumps({k: v for k, v in warm.items() if k != "converged"}))
+    with pytest.raises(DataError) as err:
+        load_artifact(BaseWarmupSummary, path)
+    assert str(path) in str(err.value) and "BaseWarmupSummary: converged" in str(err.value)

@@ -58,6 +58,7 @@ def test_a_page_with_a_floor_collapsed_runs_and_a_warm_up(science_run: Path) -> 
         result["collapsed"] = True
         path.write_text(json.dumps(result))
     write_json(science_run / "pretrain" / "base-warmup" / "summary.json", {
+        "train": "head", "converged": True, "from_machine_cache": False,
         "steps": 40, "tokens": 81920, "wall_seconds": 21.0, "trainable_parameters": 178000,
         "domain_perplexity_random_head": 45000.0, "domain_perplexity": 90.5,
         "general_perplexity_random_head": 47000.0, "general_perplexity": 30.25})
